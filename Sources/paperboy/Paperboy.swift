@@ -1,0 +1,11 @@
+import ArgumentParser
+
+@main
+struct Paperboy: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "paperboy",
+        abstract: "Wakes newspaper apps with APNs background notifications so the edition is there before the reader.",
+        subcommands: [
+        ]
+    )
+}
