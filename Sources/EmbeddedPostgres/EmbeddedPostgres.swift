@@ -1,0 +1,257 @@
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private, throwaway PostgreSQL cluster on a loopback port: the embedded default behind the
+/// zero-setup commands and the test suite.
+///
+/// It is tuned for speed, not durability (`fsync=off`): never put data you want to keep in it. The cluster
+/// lives in a temporary directory that ``stop()`` removes. A watchdog process stops the cluster and removes
+/// the directory if the process that started it exits without calling ``stop()`` (a crash, `SIGKILL`, a test
+/// runner that exits), so nothing is left running.
+///
+/// PostgreSQL refuses to run as root: when the current user is root, the cluster runs as the `postgres`
+/// system user through `runuser`.
+public final class EmbeddedPostgres: Sendable {
+    /// Where the cluster listens.
+    public let host: String
+    /// The TCP port on `host`.
+    public let port: Int
+    /// The superuser to connect as (trust authentication, loopback only).
+    public let username: String
+    /// The cluster's temporary directory (data, socket and log).
+    public let directory: String
+
+    private let binDirectory: String
+    private let runAs: String?
+    private let logger: Logger
+
+    private init(host: String, port: Int, username: String, directory: String, binDirectory: String, runAs: String?, logger: Logger) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.directory = directory
+        self.binDirectory = binDirectory
+        self.runAs = runAs
+        self.logger = logger
+    }
+
+    /// The libpq-style URL of a database in this cluster.
+    public func url(database: String) -> String {
+        "postgres://\(username)@\(host):\(port)/\(database)?sslmode=disable"
+    }
+
+    /// Initializes and starts a new cluster.
+    ///
+    /// - Parameters:
+    ///   - binDirectory: where `initdb`, `pg_ctl` and `postgres` live; by default the environment variable
+    ///     `PAPERBOY_PG_BIN`, else the newest `/usr/lib/postgresql/*/bin`.
+    ///   - logger: receives start and stop messages.
+    /// - Throws: ``EmbeddedPostgresError`` naming the step that failed.
+    public static func start(binDirectory: String? = nil, logger: Logger = Logger(label: "paperboy.embedded-postgres")) async throws
+        -> EmbeddedPostgres
+    {
+        let bin = try binDirectory ?? Self.findBinDirectory()
+        let runAs: String? = geteuid() == 0 ? "postgres" : nil
+        let username = "postgres"
+        let directory = try Self.makeTemporaryDirectory(owner: runAs)
+        let data = directory + "/data"
+        do {
+            try Self.run(
+                bin + "/initdb",
+                ["-D", data, "-U", username, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"],
+                as: runAs,
+                step: "initdb"
+            )
+            let port = try await Self.startServer(bin: bin, directory: directory, runAs: runAs)
+            let cluster = EmbeddedPostgres(
+                host: "127.0.0.1",
+                port: port,
+                username: username,
+                directory: directory,
+                binDirectory: bin,
+                runAs: runAs,
+                logger: logger
+            )
+            try cluster.startWatchdog()
+            logger.info("started a throwaway PostgreSQL cluster", metadata: ["port": "\(port)", "directory": "\(directory)"])
+            return cluster
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    /// Creates a database, optionally as a copy of a template database.
+    public func createDatabase(_ name: String, template: String? = nil) async throws {
+        var sql = "CREATE DATABASE \(Self.quoteIdentifier(name))"
+        if let template { sql += " TEMPLATE \(Self.quoteIdentifier(template))" }
+        try psql(sql, step: "create database \(name)")
+    }
+
+    /// Drops a database if it exists, disconnecting its sessions.
+    public func dropDatabase(_ name: String) async throws {
+        try psql("DROP DATABASE IF EXISTS \(Self.quoteIdentifier(name)) WITH (FORCE)", step: "drop database \(name)")
+    }
+
+    /// Stops the cluster and removes its directory.
+    public func stop() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Self.run(binDirectory + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"], as: runAs, step: "pg_ctl stop")
+        logger.info("stopped the throwaway PostgreSQL cluster", metadata: ["port": "\(port)"])
+    }
+
+    private func psql(_ sql: String, step: String) throws {
+        let psql = ["/usr/bin/psql", binDirectory + "/psql"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "psql"
+        try Self.run(
+            psql,
+            ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", String(port), "-U", username, "-d", "postgres", "-c", sql],
+            as: nil,
+            step: step
+        )
+    }
+
+    /// Stops the server if this process goes away without calling ``stop()``.
+    private func startWatchdog() throws {
+        let stop = [binDirectory + "/pg_ctl", "-D", directory + "/data", "-m", "immediate", "stop"]
+        let stopCommand = (runAs.map { ["runuser", "-u", $0, "--"] } ?? []) + stop
+        let script = """
+            while kill -0 \(getpid()) 2>/dev/null; do sleep 0.5; done
+            [ -d \(Self.quoteShell(directory)) ] || exit 0
+            \(stopCommand.map(Self.quoteShell).joined(separator: " ")) >/dev/null 2>&1
+            rm -rf \(Self.quoteShell(directory))
+            """
+        try Self.spawn(["/bin/sh", "-c", script], output: "/dev/null", step: "start the watchdog")
+    }
+
+    private static func startServer(bin: String, directory: String, runAs: String?) async throws -> Int {
+        var lastError: (any Error)?
+        // A port found free can be taken before the server binds it; try a few.
+        for _ in 0..<5 {
+            let port = try freeLoopbackPort()
+            let options = [
+                "-p \(port)", "-k \(directory)", "-c listen_addresses=127.0.0.1", "-c fsync=off",
+                "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=200",
+            ].joined(separator: " ")
+            do {
+                try run(
+                    bin + "/pg_ctl",
+                    ["-D", directory + "/data", "-l", directory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
+                    as: runAs,
+                    step: "pg_ctl start"
+                )
+                return port
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? EmbeddedPostgresError(step: "pg_ctl start", message: "no free port")
+    }
+
+    private static func findBinDirectory() throws -> String {
+        if let configured = ProcessInfo.processInfo.environment["PAPERBOY_PG_BIN"], !configured.isEmpty {
+            return configured
+        }
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        let candidates = versions.compactMap(Int.init).sorted(by: >).map { "\(root)/\($0)/bin" }
+        guard let bin = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") }) else {
+            throw EmbeddedPostgresError(
+                step: "find PostgreSQL",
+                message: "no initdb under \(root)/*/bin; install PostgreSQL (apt-get install postgresql-15) or set PAPERBOY_PG_BIN"
+            )
+        }
+        return bin
+    }
+
+    private static func makeTemporaryDirectory(owner: String?) throws -> String {
+        var template = Array((NSTemporaryDirectory() + "/paperboy-pg-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw EmbeddedPostgresError(step: "create directory", message: String(cString: strerror(errno)))
+        }
+        let path = String(cString: made)
+        if let owner {
+            try run("/bin/chown", [owner + ":" + owner, path], as: nil, step: "chown \(path) to \(owner)")
+        }
+        return path
+    }
+
+    private static func freeLoopbackPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw EmbeddedPostgresError(step: "find a free port", message: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw EmbeddedPostgresError(step: "find a free port", message: String(cString: strerror(errno))) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Runs a tool to completion, as `user` when given, and throws with its output when it fails.
+    ///
+    /// This spawns with `posix_spawn` and reaps with `waitpid` rather than Foundation's `Process`: `pg_ctl
+    /// start` leaves a server running that inherits the descriptors `Process` watches for the child's exit,
+    /// so `Process.waitUntilExit()` would never return.
+    private static func run(_ executable: String, _ arguments: [String], as user: String?, step: String) throws {
+        // `env -C /`: a server started as `postgres` cannot read root's working directory.
+        let command = (user.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []) + ["/usr/bin/env", "-C", "/", executable] + arguments
+        let outputPath = NSTemporaryDirectory() + "/paperboy-pg-output-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let pid = try spawn(command, output: outputPath, step: step)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let exitCode = (status >> 8) & 0xff
+        guard status & 0x7f == 0, exitCode == 0 else {
+            let text = (FileManager.default.contents(atPath: outputPath).map { String(decoding: $0, as: UTF8.self) } ?? "")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            throw EmbeddedPostgresError(step: step, message: "exit status \(status): \(text.suffix(800))")
+        }
+    }
+
+    /// Starts `command` with standard input from /dev/null and its output appended to `output`.
+    @discardableResult
+    private static func spawn(_ command: [String], output: String, step: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
+        guard result == 0 else {
+            throw EmbeddedPostgresError(step: step, message: "cannot run \(command[0]): \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+
+    private static func quoteIdentifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    private static func quoteShell(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
+
+/// A step of starting, using or stopping the embedded cluster failed.
+public struct EmbeddedPostgresError: Error, CustomStringConvertible {
+    /// What was being done, e.g. `initdb` or `pg_ctl start`.
+    public var step: String
+    /// What went wrong, including the tool's own output.
+    public var message: String
+
+    public var description: String { "embedded PostgreSQL: \(step) failed: \(message)" }
+}

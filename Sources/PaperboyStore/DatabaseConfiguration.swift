@@ -1,0 +1,117 @@
+import Foundation
+import NIOSSL
+import PostgresNIO
+
+/// Where the PostgreSQL database is, from a `DATABASE_URL` or the usual `PG*` variables.
+///
+/// The password is kept out of ``description`` so that a configuration can be logged.
+public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
+    public enum TLSMode: String, Sendable {
+        case disable
+        case prefer
+        case require
+    }
+
+    public var host: String
+    public var port: Int
+    public var username: String
+    public var password: String?
+    public var database: String
+    public var tls: TLSMode
+    /// The most connections one Paperboy process opens.
+    public var maximumConnections: Int = 20
+
+    public init(host: String, port: Int = 5432, username: String, password: String? = nil, database: String, tls: TLSMode = .prefer) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+        self.tls = tls
+    }
+
+    /// Parses `postgres://user:password@host:port/database?sslmode=disable|prefer|require`.
+    public init(url text: String) throws(DatabaseConfigurationError) {
+        guard let url = URLComponents(string: text), let scheme = url.scheme, ["postgres", "postgresql"].contains(scheme) else {
+            throw DatabaseConfigurationError(message: "a database URL looks like postgres://user:password@host:5432/database")
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw DatabaseConfigurationError(message: "the database URL has no host")
+        }
+        let database = String(url.path.drop(while: { $0 == "/" }))
+        guard !database.isEmpty else {
+            throw DatabaseConfigurationError(message: "the database URL has no database name (postgres://host/NAME)")
+        }
+        self.init(
+            host: host,
+            port: url.port ?? 5432,
+            username: url.user ?? "postgres",
+            password: url.password,
+            database: database
+        )
+        if let mode = url.queryItems?.first(where: { $0.name == "sslmode" })?.value {
+            switch mode {
+            case "disable": tls = .disable
+            case "allow", "prefer": tls = .prefer
+            case "require", "verify-ca", "verify-full": tls = .require
+            default: throw DatabaseConfigurationError(message: "unknown sslmode '\(mode)' in the database URL")
+            }
+        }
+    }
+
+    /// The configuration from `DATABASE_URL`, else from `PGHOST` (with `PGPORT`, `PGUSER`, `PGPASSWORD`,
+    /// `PGDATABASE`, `PGSSLMODE`); `nil` when neither is set.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(
+        DatabaseConfigurationError
+    ) -> DatabaseConfiguration? {
+        if let url = environment["DATABASE_URL"], !url.isEmpty {
+            return try DatabaseConfiguration(url: url)
+        }
+        guard let host = environment["PGHOST"], !host.isEmpty else { return nil }
+        guard let port = Int(environment["PGPORT"] ?? "5432") else {
+            throw DatabaseConfigurationError(message: "PGPORT is not a number")
+        }
+        let username = environment["PGUSER"] ?? "postgres"
+        var configuration = DatabaseConfiguration(
+            host: host,
+            port: port,
+            username: username,
+            password: environment["PGPASSWORD"],
+            database: environment["PGDATABASE"] ?? username
+        )
+        if let mode = environment["PGSSLMODE"] {
+            configuration.tls = mode == "disable" ? .disable : (mode == "require" ? .require : .prefer)
+        }
+        return configuration
+    }
+
+    /// A client for this database. Run it (`client.run()`) in a task or a `ServiceGroup`.
+    public func makeClient(logger: Logger) -> PostgresClient {
+        let tlsConfiguration: PostgresClient.Configuration.TLS
+        switch tls {
+        case .disable: tlsConfiguration = .disable
+        case .prefer: tlsConfiguration = .prefer(.makeClientConfiguration())
+        case .require: tlsConfiguration = .require(.makeClientConfiguration())
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host,
+            port: port,
+            username: username,
+            password: password,
+            database: database,
+            tls: tlsConfiguration
+        )
+        configuration.options.maximumConnections = maximumConnections
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
+    }
+
+    public var description: String {
+        "postgres://\(username)\(password == nil ? "" : ":***")@\(host):\(port)/\(database)"
+    }
+}
+
+/// A database URL or `PG*` variable that cannot be used.
+public struct DatabaseConfigurationError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}

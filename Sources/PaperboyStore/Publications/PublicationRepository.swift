@@ -1,0 +1,55 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Something devices subscribe to, e.g. the `morning` or `evening` edition of an app.
+public struct Publication: Sendable, Codable, Equatable {
+    public var id: Int
+    public var appID: Int
+    /// The name devices and editions use, e.g. `morning`.
+    public var slug: String
+    public var title: String?
+}
+
+/// Publications in PostgreSQL.
+public struct PublicationRepository: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// Declares a publication of an app.
+    public func add(appID: Int, slug: String, title: String?, logger: Logger) async throws -> Publication {
+        guard slug.range(of: #"^[a-z0-9][a-z0-9_-]{0,62}$"#, options: .regularExpression) != nil else {
+            throw StoreError(code: .invalid, field: "slug", message: "a publication id is lower-case letters, digits, '-' and '_', like morning")
+        }
+        do {
+            let rows = try await client.query(
+                "INSERT INTO publications (app_id, slug, title) VALUES (\(appID), \(slug), \(title)) RETURNING id",
+                logger: logger
+            )
+            for try await id in rows.decode(Int.self) {
+                return Publication(id: id, appID: appID, slug: slug, title: title)
+            }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            throw StoreError(code: .conflict, field: "slug", message: "app \(appID) has a publication \(slug) already")
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
+            throw StoreError(code: .notFound, field: "app", message: "there is no app \(appID)")
+        }
+        throw StoreError(code: .conflict, message: "the publication was not created")
+    }
+
+    /// The publications of one app, or of every app when `appID` is nil.
+    public func list(appID: Int? = nil, logger: Logger) async throws -> [Publication] {
+        let rows = try await client.query(
+            "SELECT id, app_id, slug, title FROM publications WHERE \(appID) IS NULL OR app_id = \(appID) ORDER BY app_id, slug",
+            logger: logger
+        )
+        var publications: [Publication] = []
+        for try await (id, app, slug, title) in rows.decode((Int, Int, String, String?).self) {
+            publications.append(Publication(id: id, appID: app, slug: slug, title: title))
+        }
+        return publications
+    }
+}

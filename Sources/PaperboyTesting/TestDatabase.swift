@@ -1,0 +1,120 @@
+import EmbeddedPostgres
+import Foundation
+import Logging
+import PaperboyStore
+import PostgresNIO
+
+/// A private, migrated database for one test.
+///
+/// One PostgreSQL cluster serves the whole test process: the one in `DATABASE_URL` when set (its user
+/// must be allowed to create databases), else a throwaway ``EmbeddedPostgres`` cluster started on first
+/// use. Migrations run once into a template database; each test gets a copy of it, so tests run in
+/// parallel without seeing each other's rows.
+public struct TestDatabase: Sendable {
+    /// The test's own database.
+    public let configuration: DatabaseConfiguration
+    /// A running client for it.
+    public let client: PostgresClient
+    public let logger: Logger
+
+    /// Runs `body` with a fresh migrated database, dropped afterwards.
+    public static func with<Result: Sendable>(
+        migrated: Bool = true,
+        _ body: (TestDatabase) async throws -> Result
+    ) async throws -> Result {
+        let cluster = try await TestCluster.shared.value
+        let name = "test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20))"
+        try await cluster.createDatabase(name, template: migrated ? TestCluster.templateName : nil)
+        var configuration = cluster.configuration
+        configuration.database = name
+        configuration.maximumConnections = 8
+        let logger = Logger(label: "paperboy.test")
+        let client = configuration.makeClient(logger: logger)
+        let database = TestDatabase(configuration: configuration, client: client, logger: logger)
+        let result: Result
+        do {
+            result = try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                defer { group.cancelAll() }
+                return try await body(database)
+            }
+        } catch {
+            try? await cluster.dropDatabase(name)
+            throw error
+        }
+        try await cluster.dropDatabase(name)
+        return result
+    }
+}
+
+/// The cluster the test process uses, started once.
+private struct TestCluster: Sendable {
+    static let templateName = "paperboy_template"
+    static let shared = Task { try await TestCluster.start() }
+
+    let configuration: DatabaseConfiguration
+    let embedded: EmbeddedPostgres?
+
+    static func start() async throws -> TestCluster {
+        let logger = Logger(label: "paperboy.test")
+        let cluster: TestCluster
+        if let configured = try DatabaseConfiguration.fromEnvironment() {
+            cluster = TestCluster(configuration: configured, embedded: nil)
+        } else {
+            let embedded = try await EmbeddedPostgres.start(logger: logger)
+            cluster = TestCluster(configuration: try DatabaseConfiguration(url: embedded.url(database: "postgres")), embedded: embedded)
+        }
+        try await cluster.dropDatabase(templateName)
+        try await cluster.createDatabase(templateName, template: nil)
+        var template = cluster.configuration
+        template.database = templateName
+        let client = template.makeClient(logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await Migrator().migrate(client: client, logger: logger)
+        }
+        return cluster
+    }
+
+    func createDatabase(_ name: String, template: String?) async throws {
+        let sql = "CREATE DATABASE \"\(name)\"" + (template.map { " TEMPLATE \"\($0)\"" } ?? "")
+        // Copying a template fails while a session is still leaving it (the migrating client closes
+        // asynchronously); that passes within moments.
+        for attempt in 1... {
+            do {
+                return try await administer(sql)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55006" && attempt < 50 {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    func dropDatabase(_ name: String) async throws {
+        try await administer("DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)")
+    }
+
+    /// Runs a statement that cannot run in a transaction, on a short-lived connection to the cluster.
+    private func administer(_ sql: String) async throws {
+        let logger = Logger(label: "paperboy.test")
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(
+                host: configuration.host,
+                port: configuration.port,
+                username: configuration.username,
+                password: configuration.password,
+                database: configuration.database == Self.templateName ? "postgres" : configuration.database,
+                tls: .disable
+            ),
+            id: 1,
+            logger: logger
+        )
+        do {
+            _ = try await connection.simpleQuery(sql).get()
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Logging
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+@Suite("Migrations")
+struct MigratorTests {
+    @Test("a fresh database gets every migration, in order, recorded with its checksum")
+    func freshDatabase() async throws {
+        try await TestDatabase.with(migrated: false) { db in
+            let migrator = Migrator()
+            #expect(try await migrator.status(client: db.client, logger: db.logger).pending == Migration.bundled.map(\.name))
+
+            let applied = try await migrator.migrate(client: db.client, logger: db.logger)
+
+            #expect(applied == Migration.bundled.map(\.name))
+            let status = try await migrator.status(client: db.client, logger: db.logger)
+            #expect(status.isCurrent)
+            #expect(status.applied == Migration.bundled.map(\.name))
+            let rows = try await db.client.query("SELECT checksum FROM paperboy_migrations ORDER BY name")
+            var checksums: [String] = []
+            for try await checksum in rows.decode(String.self) { checksums.append(checksum) }
+            #expect(checksums == Migration.bundled.map(\.checksum))
+        }
+    }
+
+    @Test("running the migrations again changes nothing")
+    func rerunIsNoOp() async throws {
+        try await TestDatabase.with { db in
+            let again = try await Migrator().migrate(client: db.client, logger: db.logger)
+            #expect(again.isEmpty)
+            #expect(try await Migrator().status(client: db.client, logger: db.logger).isCurrent)
+        }
+    }
+
+    @Test("a new migration file is applied on top, and serve's check sees it pending first")
+    func newMigrationApplies() async throws {
+        try await TestDatabase.with { db in
+            let next = Migration(name: "9999_test.sql", sql: "CREATE TABLE later (id int);\nINSERT INTO later VALUES (1), (2);\n")
+            let migrator = Migrator(migrations: Migration.bundled + [next])
+            #expect(try await migrator.status(client: db.client, logger: db.logger).pending == ["9999_test.sql"])
+            #expect(try await migrator.migrate(client: db.client, logger: db.logger) == ["9999_test.sql"])
+            let rows = try await db.client.query("SELECT count(*) FROM later")
+            for try await count in rows.decode(Int.self) { #expect(count == 2) }
+        }
+    }
+
+    @Test("an applied file whose content changed is refused, naming the file")
+    func tamperedFileRefused() async throws {
+        try await TestDatabase.with { db in
+            var tampered = Migration.bundled
+            tampered[0].sql += "\n-- edited after it was applied\n"
+            let migrator = Migrator(migrations: tampered)
+
+            let error = await #expect(throws: MigrationError.self) {
+                try await migrator.migrate(client: db.client, logger: db.logger)
+            }
+            #expect(error?.code == .changedAfterApplied)
+            #expect(error?.file == Migration.bundled[0].name)
+            #expect(error?.description.contains(Migration.bundled[0].name) == true)
+            await #expect(throws: MigrationError.self) { try await migrator.status(client: db.client, logger: db.logger) }
+        }
+    }
+
+    @Test("a failing migration leaves nothing half-applied")
+    func failingMigrationRollsBack() async throws {
+        try await TestDatabase.with { db in
+            let broken = Migration(name: "9999_broken.sql", sql: "CREATE TABLE half (id int);\nSELECT no_such_function();\n")
+            await #expect(throws: (any Error).self) {
+                try await Migrator(migrations: Migration.bundled + [broken]).migrate(client: db.client, logger: db.logger)
+            }
+            let rows = try await db.client.query("SELECT to_regclass('half') IS NULL")
+            for try await absent in rows.decode(Bool.self) { #expect(absent) }
+            #expect(try await Migrator().status(client: db.client, logger: db.logger).isCurrent)
+        }
+    }
+
+    @Test("two migrators at once are serialized: each migration is applied exactly once")
+    func concurrentMigrators() async throws {
+        try await TestDatabase.with(migrated: false) { db in
+            let results = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<4 {
+                    group.addTask { try await Migrator().migrate(client: db.client, logger: db.logger) }
+                }
+                return try await group.reduce(into: [[String]]()) { $0.append($1) }
+            }
+            #expect(results.flatMap { $0 }.sorted() == Migration.bundled.map(\.name).sorted())
+            #expect(try await Migrator().status(client: db.client, logger: db.logger).isCurrent)
+        }
+    }
+
+    @Test("the migrations embedded in the binary are exactly the files in migrations/")
+    func embeddedCopyMatchesFiles() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("migrations")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }.sorted()
+        let onDisk = try files.map { Migration(name: $0, sql: try String(contentsOf: directory.appendingPathComponent($0), encoding: .utf8)) }
+        #expect(onDisk == Migration.bundled, "run scripts/embed-migrations.sh after changing migrations/")
+    }
+}
