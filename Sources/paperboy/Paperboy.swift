@@ -6,6 +6,10 @@ struct Paperboy: AsyncParsableCommand {
         commandName: "paperboy",
         abstract: "Wakes newspaper apps with APNs background notifications so the edition is there before the reader.",
         subcommands: [
+            ServeCommand.self,
+            MigrateCommand.self,
+            AppsCommand.self,
+            PublicationsCommand.self,
         ]
     )
 }

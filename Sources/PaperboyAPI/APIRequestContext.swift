@@ -1,0 +1,23 @@
+import Foundation
+import Hummingbird
+import PaperboyStore
+
+/// The per-request context: Hummingbird's core storage (with the request-scoped logger, which carries a
+/// request id) plus the app a device request authenticated as.
+public struct APIRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The app whose key the request carried; set by the device-key middleware.
+    public var app: App?
+
+    public init(source: Source) {
+        self.coreContext = .init(source: source)
+        self.app = nil
+    }
+
+    public var responseEncoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}

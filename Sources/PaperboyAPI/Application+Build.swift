@@ -1,0 +1,62 @@
+import Hummingbird
+import Logging
+import PaperboyStore
+import PostgresNIO
+import ServiceLifecycle
+
+/// How the HTTP API is served.
+public struct APIConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    public var port: Int = 8080
+    /// The bearer token for operator endpoints (`PAPERBOY_ADMIN_TOKEN`); without it they answer 401.
+    public var adminToken: String?
+    /// The largest request body accepted; larger answers 413.
+    public var maxBodyBytes: Int = 16 * 1024
+    /// How long an app found by its device key is remembered.
+    public var appCacheTimeToLive: Duration = .seconds(30)
+    /// How long `/health/ready` waits for the database.
+    public var readinessTimeout: Duration = .seconds(2)
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String? = nil) {
+        self.host = host
+        self.port = port
+        self.adminToken = adminToken
+    }
+}
+
+/// The API's routes over a running PostgreSQL client. Tests use it with `app.test(.router)`.
+public func buildRouter(client: PostgresClient, configuration: APIConfiguration) -> Router<APIRequestContext> {
+    let router = Router(context: APIRequestContext.self)
+    router.add(middleware: ErrorMiddleware())
+    var routes = RouteTable<APIRequestContext>()
+
+    HealthRoutes(client: client, migrator: Migrator(), timeout: configuration.readinessTimeout).add(to: router, routes: &routes)
+
+    let directory = AppDirectory(repository: AppRepository(client: client), timeToLive: configuration.appCacheTimeToLive)
+    let deviceAPI = router.group("v1").add(middleware: DeviceKeyMiddleware(directory: directory))
+    DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
+
+    let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
+    AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI, routes: &routes)
+
+    routes.addMethodNotAllowed(to: router)
+    return router
+}
+
+/// The API application; `services` (the PostgreSQL client, later the dispatcher) start before the server
+/// and stop after it, in one `ServiceGroup` that shuts down gracefully on SIGTERM and SIGINT.
+public func buildApplication(
+    client: PostgresClient,
+    configuration: APIConfiguration,
+    services: [any Service] = [],
+    logger: Logger,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    Application(
+        router: buildRouter(client: client, configuration: configuration),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "paperboy"),
+        services: services,
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        logger: logger
+    )
+}

@@ -1,0 +1,52 @@
+import Hummingbird
+import Logging
+import PaperboyStore
+import PostgresNIO
+
+/// `/health/live` (the process answers) and `/health/ready` (the database answers and its migrations are
+/// current), for load balancers and orchestrators.
+struct HealthRoutes {
+    let client: PostgresClient
+    let migrator: Migrator
+    let timeout: Duration
+
+    struct Status: ResponseEncodable {
+        var status: String
+    }
+
+    func add(to router: Router<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+        router.get("health/live") { _, _ in Status(status: "live") }
+        router.get("health/ready") { _, context in try await ready(logger: context.logger) }
+        routes.record("/health/live", .get)
+        routes.record("/health/ready", .get)
+    }
+
+    private func ready(logger: Logger) async throws -> Status {
+        let status: MigrationStatus
+        do {
+            status = try await withThrowingTaskGroup(of: MigrationStatus?.self) { group in
+                group.addTask { try await migrator.status(client: client, logger: logger) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let status = first else { throw CancellationError() }
+                return status
+            }
+        } catch let error as MigrationError {
+            throw APIError(.serviceUnavailable, code: "migrations_mismatch", message: error.description)
+        } catch {
+            logger.warning("readiness check: database unavailable", metadata: ["error": "\(String(reflecting: error))"])
+            throw APIError(.serviceUnavailable, code: "database_unavailable", message: "the database did not answer within \(timeout)")
+        }
+        guard status.isCurrent else {
+            throw APIError(
+                .serviceUnavailable,
+                code: "migrations_pending",
+                message: "pending migrations: \(status.pending.joined(separator: ", ")); run `paperboy migrate`"
+            )
+        }
+        return Status(status: "ready")
+    }
+}

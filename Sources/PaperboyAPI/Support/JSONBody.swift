@@ -1,0 +1,82 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+extension Request {
+    /// Decodes a JSON body of at most `limit` bytes, with errors that name the field at fault.
+    ///
+    /// - Parameter allowedValues: for enum fields, the values to name when a body has another one.
+    func decodeJSON<Value: Decodable>(_ type: Value.Type, limit: Int, allowedValues: [String: String] = [:]) async throws -> Value {
+        let body: ByteBuffer
+        do {
+            body = try await self.body.collect(upTo: limit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError.bodyTooLarge(limit: limit)
+        } catch is NIOTooManyBytesError {
+            throw APIError.bodyTooLarge(limit: limit)
+        }
+        guard body.readableBytes > 0 else {
+            throw APIError(.badRequest, code: "invalid_json", field: "body", message: "the request needs a JSON body")
+        }
+        do {
+            return try JSONDecoder().decode(Value.self, from: Data(body.readableBytesView))
+        } catch let error as DecodingError {
+            var apiError = APIError(decoding: error)
+            if apiError.code == "invalid_value", let field = apiError.field, let allowed = allowedValues[field] {
+                apiError.message = "\(field) must be one of: \(allowed)"
+            }
+            throw apiError
+        }
+    }
+}
+
+extension APIError {
+    static func bodyTooLarge(limit: Int) -> APIError {
+        APIError(.contentTooLarge, code: "body_too_large", field: "body", message: "the request body is larger than \(limit) bytes")
+    }
+
+    /// Maps a decoding failure to a 400 that names the field, as a JSON path (`subscriptions[1]`).
+    init(decoding error: DecodingError) {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            var path = ""
+            for key in codingPath + (last.map { [$0] } ?? []) {
+                if let index = key.intValue {
+                    path += "[\(index)]"
+                } else {
+                    path += path.isEmpty ? key.stringValue : "." + key.stringValue
+                }
+            }
+            return path
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            self.init(.badRequest, code: "missing_field", field: path(context.codingPath, key), message: "\(path(context.codingPath, key)) is required")
+        case .valueNotFound(_, let context):
+            self.init(.badRequest, code: "missing_field", field: path(context.codingPath), message: "\(path(context.codingPath)) must not be null")
+        case .typeMismatch(let type, let context):
+            self.init(
+                .badRequest,
+                code: "wrong_type",
+                field: path(context.codingPath),
+                message: "\(path(context.codingPath)) must be \(Self.jsonTypeName(type))"
+            )
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            self.init(.badRequest, code: "invalid_json", field: "body", message: "the body is not valid JSON")
+        case .dataCorrupted(let context):
+            let field = path(context.codingPath)
+            self.init(.badRequest, code: "invalid_value", field: field, message: "\(field) has a value that is not allowed")
+        @unknown default:
+            self.init(.badRequest, code: "invalid_json", field: "body", message: "the body could not be read")
+        }
+    }
+
+    private static func jsonTypeName(_ type: Any.Type) -> String {
+        switch type {
+        case is Bool.Type: "a boolean"
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type, is Double.Type: "a number"
+        case is [String].Type, is [Any].Type: "an array"
+        default: "an object"
+        }
+    }
+}

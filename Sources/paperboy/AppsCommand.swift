@@ -1,0 +1,121 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import Logging
+import PaperboyStore
+
+struct AppsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apps",
+        abstract: "Register and list the apps Paperboy pushes to.",
+        subcommands: [Add.self, List.self]
+    )
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register an app and print its id and a new device API key (shown only once)."
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(name: .customLong("bundle-id"), help: "The app's bundle id, which is its APNs topic.")
+        var bundleID: String
+
+        @Option(name: .customLong("team-id"), help: "The Apple developer team id (10 characters).")
+        var teamID: String
+
+        @Option(name: .customLong("key-id"), help: "The APNs auth key id (10 characters).")
+        var keyID: String
+
+        @Option(
+            name: .customLong("key-file"),
+            help: "Path of the APNs auth key (.p8). Only the path is stored, never the key."
+        )
+        var keyFile: String
+
+        @Flag(help: "Print {\"id\": ..., \"apiKey\": ...} for scripts.")
+        var json = false
+
+        func validate() throws {
+            try checkAPNsKeyFile(keyFile)
+        }
+
+        func run() async throws {
+            let logger = Logger(label: "paperboy.apps")
+            let newApp: NewApp
+            do {
+                let path = URL(fileURLWithPath: keyFile).standardizedFileURL.path
+                newApp = try NewApp(bundleID: bundleID, teamID: teamID, keyID: keyID, keyReference: path)
+            } catch {
+                throw ValidationError("--\(flagName(error.field)): \(error.message)")
+            }
+            let (app, key) = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
+                do {
+                    return try await AppRepository(client: client).create(newApp, logger: logger)
+                } catch let error as StoreError {
+                    throw ValidationError("--\(flagName(error.field)): \(error.message)")
+                }
+            }
+            if json {
+                try printJSON(CreatedApp(id: app.id, apiKey: key.secret))
+            } else {
+                print("app \(app.id) registered: \(app.bundleID) (team \(app.teamID), key \(app.keyID))")
+                print("device API key (shown only now; the app sends it as X-API-Key): \(key.secret)")
+            }
+        }
+
+        struct CreatedApp: Encodable {
+            var id: Int
+            var apiKey: String
+        }
+
+        private func flagName(_ field: String?) -> String {
+            switch field {
+            case "bundleId": "bundle-id"
+            case "teamId": "team-id"
+            case "keyId": "key-id"
+            case "keyFile": "key-file"
+            default: field ?? "bundle-id"
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the registered apps.")
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Flag(help: "Print JSON for scripts.")
+        var json = false
+
+        func run() async throws {
+            let logger = Logger(label: "paperboy.apps")
+            let apps = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
+                try await AppRepository(client: client).list(logger: logger)
+            }
+            if json { return try printJSON(apps) }
+            if apps.isEmpty { return print("no apps; register one with `paperboy apps add`") }
+            print(pad("ID", 5) + pad("BUNDLE ID", 36) + pad("TEAM", 12) + pad("KEY", 12) + "KEY FILE")
+            for app in apps {
+                print(pad("\(app.id)", 5) + pad(app.bundleID, 36) + pad(app.teamID, 12) + pad(app.keyID, 12) + app.keyReference)
+            }
+        }
+    }
+}
+
+/// Checks that an APNs key file exists and holds a P-256 private key, without ever printing it.
+func checkAPNsKeyFile(_ path: String, flag: String = "--key-file") throws {
+    guard FileManager.default.fileExists(atPath: path) else {
+        throw ValidationError("\(flag): no file at \(path)")
+    }
+    guard let data = FileManager.default.contents(atPath: path) else {
+        throw ValidationError("\(flag): cannot read \(path) (check its permissions)")
+    }
+    guard (try? P256.Signing.PrivateKey(pemRepresentation: String(decoding: data, as: UTF8.self))) != nil else {
+        throw ValidationError("\(flag): \(path) is not a PEM-encoded P-256 private key (an APNs .p8 auth key)")
+    }
+}
+
+func pad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+}

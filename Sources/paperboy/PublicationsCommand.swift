@@ -1,0 +1,67 @@
+import ArgumentParser
+import Logging
+import PaperboyStore
+
+struct PublicationsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "publications",
+        abstract: "Declare and list what devices subscribe to (e.g. morning, evening).",
+        subcommands: [Add.self, List.self]
+    )
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Declare a publication of an app.")
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Argument(help: "The publication id devices subscribe with, e.g. morning.")
+        var id: String
+
+        @Option(help: "The app's id (see `paperboy apps list`).")
+        var app: Int
+
+        @Option(help: "A human title, e.g. \"Morning edition\".")
+        var title: String?
+
+        @Flag(help: "Print JSON for scripts.")
+        var json = false
+
+        func run() async throws {
+            let logger = Logger(label: "paperboy.publications")
+            let publication = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
+                do {
+                    return try await PublicationRepository(client: client).add(appID: app, slug: id, title: title, logger: logger)
+                } catch let error as StoreError {
+                    throw ValidationError((error.field == "app" ? "--app: " : "<id>: ") + error.message)
+                }
+            }
+            if json { return try printJSON(publication) }
+            print("publication \(publication.slug) added to app \(publication.appID)")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List publications.")
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: "Only this app's publications.")
+        var app: Int?
+
+        @Flag(help: "Print JSON for scripts.")
+        var json = false
+
+        func run() async throws {
+            let logger = Logger(label: "paperboy.publications")
+            let publications = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
+                try await PublicationRepository(client: client).list(appID: app, logger: logger)
+            }
+            if json { return try printJSON(publications) }
+            if publications.isEmpty { return print("no publications; add one with `paperboy publications add ID --app APP`") }
+            print(pad("APP", 6) + pad("ID", 20) + "TITLE")
+            for publication in publications {
+                print(pad("\(publication.appID)", 6) + pad(publication.slug, 20) + (publication.title ?? ""))
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import ArgumentParser
+import EmbeddedPostgres
+import Foundation
+import Hummingbird
+import Logging
+import PaperboyAPI
+import PaperboyStore
+import PostgresNIO
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the HTTP API (device registration, health) until SIGTERM or SIGINT, then drain and exit 0.",
+        discussion: """
+            With no database configured (no --database-url, DATABASE_URL or PGHOST) it starts a throwaway
+            PostgreSQL cluster, migrates it, registers a demo app and prints its device API key: everything is
+            deleted when the server stops. The admin token for operator endpoints comes from PAPERBOY_ADMIN_TOKEN.
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0 picks a free one).")
+    var port = 8080
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrapPaperboy()
+        let logger = Logger(label: "paperboy.serve")
+        let adminToken = ProcessInfo.processInfo.environment["PAPERBOY_ADMIN_TOKEN"]
+        let api = APIConfiguration(host: host, port: port, adminToken: adminToken)
+        if adminToken?.isEmpty ?? true {
+            logger.notice("PAPERBOY_ADMIN_TOKEN is not set: admin endpoints answer 401")
+        }
+
+        if let configuration = try database.configuration() {
+            let client = configuration.makeClient(logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                defer { group.cancelAll() }
+                let status = try await Migrator().status(client: client, logger: logger)
+                guard status.isCurrent else {
+                    throw ValidationError(
+                        "the database is missing migrations \(status.pending.joined(separator: ", ")): run `paperboy migrate` first"
+                    )
+                }
+            }
+            logger.info("serving", metadata: ["database": "\(configuration)"])
+            try await serve(configuration: configuration, api: api, logger: logger, banner: nil)
+        } else {
+            let cluster = try await EmbeddedPostgres.start(logger: logger)
+            do {
+                let (configuration, key) = try await Self.prepareDemoDatabase(cluster: cluster, logger: logger)
+                try await serve(configuration: configuration, api: api, logger: logger) { port in
+                    Self.demoBanner(host: api.host, port: port, key: key)
+                }
+            } catch {
+                try? await cluster.stop()
+                throw error
+            }
+            try await cluster.stop()
+        }
+    }
+
+    private func serve(
+        configuration: DatabaseConfiguration,
+        api: APIConfiguration,
+        logger: Logger,
+        banner: (@Sendable (Int) -> String)?
+    ) async throws {
+        let client = configuration.makeClient(logger: logger)
+        let app = buildApplication(client: client, configuration: api, services: [client], logger: logger) { port in
+            logger.info("listening", metadata: ["address": "http://\(api.host):\(port)"])
+            if let banner {
+                FileHandle.standardOutput.write(Data((banner(port) + "\n").utf8))
+            }
+        }
+        try await app.runService()
+    }
+
+    /// A throwaway database with a demo app and its morning and evening publications.
+    private static func prepareDemoDatabase(cluster: EmbeddedPostgres, logger: Logger) async throws -> (DatabaseConfiguration, String) {
+        try await cluster.createDatabase("paperboy")
+        let configuration = try DatabaseConfiguration(url: cluster.url(database: "paperboy"))
+        let key = try await withDatabase(configuration, logger: logger) { client in
+            try await Migrator().migrate(client: client, logger: logger)
+            let demo = try NewApp(bundleID: "com.example.paperboy", teamID: "DEMOTEAM01", keyID: "DEMOKEY001", keyReference: "none (demo)")
+            let (app, key) = try await AppRepository(client: client).create(demo, logger: logger)
+            for slug in ["morning", "evening"] {
+                _ = try await PublicationRepository(client: client).add(appID: app.id, slug: slug, title: nil, logger: logger)
+            }
+            return key
+        }
+        return (configuration, key.secret)
+    }
+
+    private static func demoBanner(host: String, port: Int, key: String) -> String {
+        let token = String(repeating: "ab", count: 32)
+        return """
+            No database configured: serving a THROWAWAY PostgreSQL database, deleted when this server stops.
+            Demo app com.example.paperboy with publications morning and evening. Its device API key:
+              \(key)
+            Register a device:
+              curl -i -X PUT http://\(host):\(port)/v1/devices/\(token) -H 'X-API-Key: \(key)' \\
+                -H 'Content-Type: application/json' -d '{"environment": "sandbox", "subscriptions": ["morning"], "timeZone": "Asia/Tokyo", "tier": "large", "autoDownload": true, "alertsAuthorized": false}'
+            Stop with Ctrl-C.
+            """
+    }
+}
