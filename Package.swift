@@ -12,8 +12,6 @@ let package = Package(
     products: [
         .executable(name: "paperboy", targets: ["paperboy"]),
         .library(name: "PaperboyCore", targets: ["PaperboyCore"]),
-        .library(name: "APNs", targets: ["APNs"]),
-        .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
         .library(name: "PaperboyStore", targets: ["PaperboyStore"]),
         .library(name: "PaperboyAPI", targets: ["PaperboyAPI"]),
     ],
@@ -21,11 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -35,38 +30,6 @@ let package = Package(
         // Domain values and pure logic: tokens, payload shapes, cohorts, plans. No I/O.
         .target(
             name: "PaperboyCore",
-            swiftSettings: swiftSettings
-        ),
-        // The APNs HTTP/2 provider client: JWT signer, connection pool, responses and reasons.
-        .target(
-            name: "APNs",
-            dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Atomics", package: "swift-atomics"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        // An APNs-compatible HTTP/2 server for tests, the demo and benchmarks.
-        .target(
-            name: "APNsSimulator",
-            dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
             swiftSettings: swiftSettings
         ),
         // A private, throwaway PostgreSQL cluster for tests and the zero-setup commands.
@@ -119,8 +82,6 @@ let package = Package(
             name: "paperboy",
             dependencies: [
                 "PaperboyCore",
-                "APNs",
-                "APNsSimulator",
                 "EmbeddedPostgres",
                 "PaperboyStore",
                 "PaperboyAPI",
@@ -140,18 +101,6 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "APNsTests",
-            dependencies: [
-                "APNs",
-                "APNsSimulator",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
             name: "PaperboyStoreTests",
             dependencies: [
                 "PaperboyStore",
@@ -168,6 +117,9 @@ let package = Package(
                 "PaperboyTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -46,7 +46,7 @@ extension APIError {
                     path += path.isEmpty ? key.stringValue : "." + key.stringValue
                 }
             }
-            return path
+            return path.isEmpty ? "body" : path
         }
         switch error {
         case .keyNotFound(let key, let context):

@@ -1,0 +1,52 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import PaperboyAPI
+import PaperboyTesting
+import Testing
+
+@Suite("Admin token and health")
+struct AdminAndHealthTests {
+    @Test("admin endpoints need the bearer token; the apps list never shows key hashes")
+    func adminToken() async throws {
+        try await APIFixture.with { fixture, client in
+            let missing = try await client.send(.get, "/v1/apps")
+            #expect(missing.status == .unauthorized)
+            #expect(try missing.apiError().field == "Authorization")
+
+            let wrong = try await client.send(.get, "/v1/apps", headers: [.authorization: "Bearer wrong"])
+            #expect(wrong.status == .unauthorized)
+            let deviceKey = try await client.send(.get, "/v1/apps", headers: [.authorization: "Bearer \(fixture.apiKey)"])
+            #expect(deviceKey.status == .unauthorized)
+
+            let listed = try await client.send(.get, "/v1/apps", headers: [.authorization: "Bearer \(APIFixture.adminToken)"])
+            #expect(listed.status == .ok)
+            let apps = try #require(try listed.json()["apps"] as? [[String: Any]])
+            #expect(apps.map { $0["bundleID"] as? String } == ["com.example.news"])
+            #expect(!listed.text.contains(fixture.apiKey))
+            #expect(!listed.text.lowercased().contains("hash"))
+        }
+    }
+
+    @Test("live always answers; ready answers when the database is migrated")
+    func health() async throws {
+        try await APIFixture.with { _, client in
+            #expect(try await client.send(.get, "/health/live").status == .ok)
+            let ready = try await client.send(.get, "/health/ready")
+            #expect(ready.status == .ok)
+            #expect(try ready.json()["status"] as? String == "ready")
+        }
+    }
+
+    @Test("ready answers 503 naming `paperboy migrate` when migrations are pending")
+    func notReadyWhenMigrationsPending() async throws {
+        try await APIFixture.with(migrated: false) { _, client in
+            #expect(try await client.send(.get, "/health/live").status == .ok)
+            let ready = try await client.send(.get, "/health/ready")
+            #expect(ready.status == .serviceUnavailable)
+            let error = try ready.apiError()
+            #expect(error.code == "migrations_pending")
+            #expect(error.message.contains("paperboy migrate"))
+        }
+    }
+}
