@@ -37,6 +37,11 @@ struct AppsCommand: AsyncParsableCommand {
         var json = false
 
         func validate() throws {
+            do {
+                _ = try NewApp(bundleID: bundleID, teamID: teamID, keyID: keyID, keyReference: keyFile)
+            } catch {
+                throw ValidationError("--\(flagName(error.field)): \(error.message)")
+            }
             try checkAPNsKeyFile(keyFile)
         }
 
@@ -47,13 +52,13 @@ struct AppsCommand: AsyncParsableCommand {
                 let path = URL(fileURLWithPath: keyFile).standardizedFileURL.path
                 newApp = try NewApp(bundleID: bundleID, teamID: teamID, keyID: keyID, keyReference: path)
             } catch {
-                throw ValidationError("--\(flagName(error.field)): \(error.message)")
+                throw CommandError("--\(flagName(error.field)): \(error.message)")
             }
             let (app, key) = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 do {
                     return try await AppRepository(client: client).create(newApp, logger: logger)
                 } catch let error as StoreError {
-                    throw ValidationError("--\(flagName(error.field)): \(error.message)")
+                    throw CommandError("--\(flagName(error.field)): \(error.message)")
                 }
             }
             if json {

@@ -32,7 +32,7 @@ struct PublicationsCommand: AsyncParsableCommand {
                 do {
                     return try await PublicationRepository(client: client).add(appID: app, slug: id, title: title, logger: logger)
                 } catch let error as StoreError {
-                    throw ValidationError((error.field == "app" ? "--app: " : "<id>: ") + error.message)
+                    throw CommandError((error.field == "app" ? "--app: " : "<id>: ") + error.message)
                 }
             }
             if json { return try printJSON(publication) }

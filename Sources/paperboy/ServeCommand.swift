@@ -40,16 +40,11 @@ struct ServeCommand: AsyncParsableCommand {
         }
 
         if let configuration = try database.configuration() {
-            let client = configuration.makeClient(logger: logger)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                defer { group.cancelAll() }
-                let status = try await Migrator().status(client: client, logger: logger)
-                guard status.isCurrent else {
-                    throw ValidationError(
-                        "the database is missing migrations \(status.pending.joined(separator: ", ")): run `paperboy migrate` first"
-                    )
-                }
+            let status = try await withDatabase(configuration, logger: logger) { client in
+                try await Migrator().status(client: client, logger: logger)
+            }
+            guard status.isCurrent else {
+                throw CommandError("the database is missing migrations \(status.pending.joined(separator: ", ")): run `paperboy migrate` first")
             }
             logger.info("serving", metadata: ["database": "\(configuration)"])
             try await serve(configuration: configuration, api: api, logger: logger, banner: nil)

@@ -22,7 +22,7 @@ struct AdminAndHealthTests {
             let listed = try await client.send(.get, "/v1/apps", headers: [.authorization: "Bearer \(APIFixture.adminToken)"])
             #expect(listed.status == .ok)
             let apps = try #require(try listed.json()["apps"] as? [[String: Any]])
-            #expect(apps.map { $0["bundleID"] as? String } == ["com.example.news"])
+            #expect(apps.map { $0["bundleId"] as? String } == ["com.example.news"])
             #expect(!listed.text.contains(fixture.apiKey))
             #expect(!listed.text.lowercased().contains("hash"))
         }

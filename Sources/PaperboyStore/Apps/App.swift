@@ -15,6 +15,15 @@ public struct App: Sendable, Codable, Equatable {
     public var keyReference: String
     public var createdAt: Date
 
+    enum CodingKeys: String, CodingKey {
+        case id
+        case bundleID = "bundleId"
+        case teamID = "teamId"
+        case keyID = "keyId"
+        case keyReference
+        case createdAt
+    }
+
     public init(id: Int, bundleID: String, teamID: String, keyID: String, keyReference: String, createdAt: Date) {
         self.id = id
         self.bundleID = bundleID

@@ -9,6 +9,13 @@ public struct Publication: Sendable, Codable, Equatable {
     /// The name devices and editions use, e.g. `morning`.
     public var slug: String
     public var title: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case appID = "appId"
+        case slug
+        case title
+    }
 }
 
 /// Publications in PostgreSQL.
@@ -42,10 +49,12 @@ public struct PublicationRepository: Sendable {
 
     /// The publications of one app, or of every app when `appID` is nil.
     public func list(appID: Int? = nil, logger: Logger) async throws -> [Publication] {
-        let rows = try await client.query(
-            "SELECT id, app_id, slug, title FROM publications WHERE \(appID) IS NULL OR app_id = \(appID) ORDER BY app_id, slug",
-            logger: logger
-        )
+        let rows =
+            if let appID {
+                try await client.query("SELECT id, app_id, slug, title FROM publications WHERE app_id = \(appID) ORDER BY slug", logger: logger)
+            } else {
+                try await client.query("SELECT id, app_id, slug, title FROM publications ORDER BY app_id, slug", logger: logger)
+            }
         var publications: [Publication] = []
         for try await (id, app, slug, title) in rows.decode((Int, Int, String, String?).self) {
             publications.append(Publication(id: id, appID: app, slug: slug, title: title))

@@ -21,14 +21,14 @@ struct DatabaseOptions: ParsableArguments {
             if let databaseURL { return try DatabaseConfiguration(url: databaseURL) }
             return try DatabaseConfiguration.fromEnvironment()
         } catch {
-            throw ValidationError("--database-url / DATABASE_URL: \(error.description)")
+            throw CommandError("--database-url / DATABASE_URL: \(error.description)")
         }
     }
 
     /// The configured database; a clear error naming the flag when there is none.
     func requiredConfiguration() throws -> DatabaseConfiguration {
         guard let configuration = try configuration() else {
-            throw ValidationError("no database configured: pass --database-url, or set DATABASE_URL (or PGHOST and the other PG* variables)")
+            throw CommandError("no database configured: pass --database-url, or set DATABASE_URL (or PGHOST and the other PG* variables)")
         }
         return configuration
     }
