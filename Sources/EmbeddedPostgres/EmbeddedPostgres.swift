@@ -51,7 +51,10 @@ public final class EmbeddedPostgres: Sendable {
     ///     `PAPERBOY_PG_BIN`, else the newest `/usr/lib/postgresql/*/bin`.
     ///   - logger: receives start and stop messages.
     /// - Throws: ``EmbeddedPostgresError`` naming the step that failed.
-    public static func start(binDirectory: String? = nil, logger: Logger = Logger(label: "paperboy.embedded-postgres")) async throws
+    public static func start(
+        binDirectory: String? = nil,
+        logger: Logger = Logger(label: "paperboy.embedded-postgres")
+    ) async throws
         -> EmbeddedPostgres
     {
         let bin = try binDirectory ?? Self.findBinDirectory()
@@ -228,7 +231,7 @@ public final class EmbeddedPostgres: Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
         guard result == 0 else {

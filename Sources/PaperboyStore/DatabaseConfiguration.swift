@@ -61,9 +61,9 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
 
     /// The configuration from `DATABASE_URL`, else from `PGHOST` (with `PGPORT`, `PGUSER`, `PGPASSWORD`,
     /// `PGDATABASE`, `PGSSLMODE`); `nil` when neither is set.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(
-        DatabaseConfigurationError
-    ) -> DatabaseConfiguration? {
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(DatabaseConfigurationError) -> DatabaseConfiguration? {
         if let url = environment["DATABASE_URL"], !url.isEmpty {
             return try DatabaseConfiguration(url: url)
         }

@@ -1,12 +1,12 @@
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import PaperboyAPI
 import PaperboyCore
 import PaperboyStore
-import PostgresNIO
 import PaperboyTesting
+import PostgresNIO
 import Testing
 
 @Suite("Device registration API")
@@ -146,7 +146,13 @@ struct DeviceRoutesTests {
         BadInput(name: "token too short", token: String(repeating: "ab", count: 31), body: validRegistration, code: "invalid_value", field: "token"),
         BadInput(name: "token too long", token: String(repeating: "ab", count: 101), body: validRegistration, code: "invalid_value", field: "token"),
         BadInput(name: "token not hex", token: String(repeating: "zz", count: 32), body: validRegistration, code: "invalid_value", field: "token"),
-        BadInput(name: "token of odd length", token: String(repeating: "a", count: 65), body: validRegistration, code: "invalid_value", field: "token"),
+        BadInput(
+            name: "token of odd length",
+            token: String(repeating: "a", count: 65),
+            body: validRegistration,
+            code: "invalid_value",
+            field: "token"
+        ),
         BadInput(
             name: "oversized body",
             body: "{\"locale\": \"" + String(repeating: "x", count: 20_000) + "\"}",

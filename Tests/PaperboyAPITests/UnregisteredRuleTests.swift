@@ -3,8 +3,8 @@ import HTTPTypes
 import HummingbirdTesting
 import PaperboyCore
 import PaperboyStore
-import PostgresNIO
 import PaperboyTesting
+import PostgresNIO
 import Testing
 
 /// APNs answers 410 Unregistered with a timestamp: the device stops receiving pushes, and only a

@@ -50,7 +50,12 @@ extension APIError {
         }
         switch error {
         case .keyNotFound(let key, let context):
-            self.init(.badRequest, code: "missing_field", field: path(context.codingPath, key), message: "\(path(context.codingPath, key)) is required")
+            self.init(
+                .badRequest,
+                code: "missing_field",
+                field: path(context.codingPath, key),
+                message: "\(path(context.codingPath, key)) is required"
+            )
         case .valueNotFound(_, let context):
             self.init(.badRequest, code: "missing_field", field: path(context.codingPath), message: "\(path(context.codingPath)) must not be null")
         case .typeMismatch(let type, let context):
