@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "paperboy", targets: ["paperboy"]),
         .library(name: "PaperboyCore", targets: ["PaperboyCore"]),
+        .library(name: "APNs", targets: ["APNs"]),
         .library(name: "PaperboyStore", targets: ["PaperboyStore"]),
         .library(name: "PaperboyAPI", targets: ["PaperboyAPI"]),
     ],
@@ -30,6 +31,15 @@ let package = Package(
         // Domain values and pure logic: tokens, payload shapes, cohorts, plans. No I/O.
         .target(
             name: "PaperboyCore",
+            swiftSettings: swiftSettings
+        ),
+        // The APNs provider: token-auth keys and provider tokens, reasons, notification payloads.
+        // (The HTTP/2 connection pool and the APNs simulator come with the rest of the APNs issue.)
+        .target(
+            name: "APNs",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         // A private, throwaway PostgreSQL cluster for tests and the zero-setup commands.
@@ -98,6 +108,14 @@ let package = Package(
         .testTarget(
             name: "PaperboyCoreTests",
             dependencies: ["PaperboyCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "APNsTests",
+            dependencies: [
+                "APNs",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
