@@ -92,6 +92,7 @@ let package = Package(
             name: "paperboy",
             dependencies: [
                 "PaperboyCore",
+                "APNs",
                 "EmbeddedPostgres",
                 "PaperboyStore",
                 "PaperboyAPI",

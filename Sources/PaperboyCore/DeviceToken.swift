@@ -37,16 +37,7 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The normalized lowercase hex form, as sent in `POST /3/device/<token>`.
-    public var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public var hex: String { Hex.encode(bytes) }
 
     public var description: String { hex }
 

@@ -1,5 +1,5 @@
+import APNs
 import ArgumentParser
-import Crypto
 import Foundation
 import Logging
 import PaperboyStore
@@ -42,7 +42,12 @@ struct AppsCommand: AsyncParsableCommand {
             } catch {
                 throw ValidationError("--\(flagName(error.field)): \(error.message)")
             }
-            try checkAPNsKeyFile(keyFile)
+            do {
+                // The same check the sender makes when it loads the key: exists, readable, P-256.
+                _ = try APNsSigningKey(pemFile: keyFile, keyID: keyID, teamID: teamID)
+            } catch {
+                throw ValidationError("--key-file: \(error)")
+            }
         }
 
         func run() async throws {
@@ -105,19 +110,6 @@ struct AppsCommand: AsyncParsableCommand {
                 print(pad("\(app.id)", 5) + pad(app.bundleID, 36) + pad(app.teamID, 12) + pad(app.keyID, 12) + app.keyReference)
             }
         }
-    }
-}
-
-/// Checks that an APNs key file exists and holds a P-256 private key, without ever printing it.
-func checkAPNsKeyFile(_ path: String, flag: String = "--key-file") throws {
-    guard FileManager.default.fileExists(atPath: path) else {
-        throw ValidationError("\(flag): no file at \(path)")
-    }
-    guard let data = FileManager.default.contents(atPath: path) else {
-        throw ValidationError("\(flag): cannot read \(path) (check its permissions)")
-    }
-    guard (try? P256.Signing.PrivateKey(pemRepresentation: String(decoding: data, as: UTF8.self))) != nil else {
-        throw ValidationError("\(flag): \(path) is not a PEM-encoded P-256 private key (an APNs .p8 auth key)")
     }
 }
 

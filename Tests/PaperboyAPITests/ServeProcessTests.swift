@@ -56,7 +56,7 @@ struct ServeProcessTests {
 
     private static func start(_ database: DatabaseConfiguration) throws -> (Process, URL) {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-serve-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let output = try FileHandle(forWritingTo: log)
         let process = Process()
         process.executableURL = binary

@@ -1,4 +1,5 @@
 import Crypto
+import PaperboyCore
 
 /// The secret a device app sends in `X-API-Key`. Only its SHA-256 is stored; the key is shown once.
 public struct DeviceAPIKey: Sendable {
@@ -9,7 +10,7 @@ public struct DeviceAPIKey: Sendable {
     public static func generate() -> DeviceAPIKey {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return DeviceAPIKey(secret: "pb_" + bytes.map { String(format: $0) }.joined())
+        return DeviceAPIKey(secret: "pb_" + Hex.encode(bytes))
     }
 
     public init(secret: String) {
@@ -19,9 +20,4 @@ public struct DeviceAPIKey: Sendable {
     /// What is stored and looked up: the key's SHA-256. Looking keys up by their hash means the lookup
     /// never compares the secret itself, so its timing says nothing about the key.
     public var hash: [UInt8] { Array(SHA256.hash(data: Array(secret.utf8))) }
-}
-
-private func String(format byte: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]])
 }

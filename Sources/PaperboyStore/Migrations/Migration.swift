@@ -1,4 +1,5 @@
 import Crypto
+import PaperboyCore
 
 /// One numbered SQL file from `migrations/`, applied once, in name order.
 public struct Migration: Sendable, Equatable {
@@ -14,9 +15,6 @@ public struct Migration: Sendable, Equatable {
 
     /// The SHA-256 of the SQL as lowercase hex, recorded when applied so that an edited file is noticed.
     public var checksum: String {
-        SHA256.hash(data: Array(sql.utf8)).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        Hex.encode(SHA256.hash(data: Array(sql.utf8)))
     }
 }
