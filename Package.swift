@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "paperboy", targets: ["paperboy"]),
         .library(name: "PaperboyCore", targets: ["PaperboyCore"]),
         .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
         .library(name: "PaperboyStore", targets: ["PaperboyStore"]),
         .library(name: "PaperboyAPI", targets: ["PaperboyAPI"]),
     ],
@@ -38,6 +39,16 @@ let package = Package(
         .target(
             name: "APNs",
             dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The APNs simulator: an APNs-compatible server for tests, the demo and benchmarks. For now its
+        // request validation; the HTTP/2 server comes with the rest of the APNs issue.
+        .target(
+            name: "APNsSimulator",
+            dependencies: [
+                "APNs",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
@@ -115,6 +126,15 @@ let package = Package(
             name: "APNsTests",
             dependencies: [
                 "APNs",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "APNsSimulatorTests",
+            dependencies: [
+                "APNs",
+                "APNsSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
