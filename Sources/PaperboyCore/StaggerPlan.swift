@@ -1,0 +1,117 @@
+import Foundation
+
+/// When each cohort of a broadcast is woken, so that the content API sees a flat rate of wake-ups.
+///
+/// Cohorts are sent one after another; each gets a slot in the window proportional to its device count,
+/// and within the whole window sends are evenly spaced at ``rate`` per second. The send instant of every
+/// device follows from its cohort and its position in the cohort (``sendTime(cohort:ordinal:)``), so any
+/// number of workers pacing against the plan keep the total rate, not a rate each.
+public struct StaggerPlan: Codable, Sendable, Equatable {
+    /// How fast to send: spread over a window, or at the content API's capacity.
+    public enum Pace: Sendable, Equatable {
+        /// Send every device within this many seconds.
+        case window(TimeInterval)
+        /// Send this many wake-ups per second; the window follows from the device count.
+        case capacity(perSecond: Double)
+    }
+
+    public struct Cohort: Codable, Sendable, Equatable {
+        public var index: Int
+        public var devices: Int
+        public var start: Date
+        public var end: Date
+        /// Sends per second within the cohort's slot (the plan's rate, for a non-empty cohort).
+        public var rate: Double
+    }
+
+    /// The first send: the requested start moved off the round minute.
+    public var start: Date
+    /// Seconds from the first send to the last.
+    public var window: TimeInterval
+    /// Sends per second across the whole window.
+    public var rate: Double
+    public var cohorts: [Cohort]
+
+    /// Plans a broadcast.
+    ///
+    /// - Parameters:
+    ///   - cohortCounts: devices per cohort, in cohort order (cohort `i` is ``DeviceToken/cohortKeyRange(index:count:)``).
+    ///   - pace: the window or the capacity.
+    ///   - requestedStart: when the broadcast should begin.
+    ///   - jitter: the start moves later by up to this many seconds (at least one), chosen from `seed`, and
+    ///     never lands on second :00, when every other app's scheduled jobs wake devices too.
+    ///   - seed: makes the jitter repeatable, e.g. a hash of the edition id.
+    public init(cohortCounts: [Int], pace: Pace, requestedStart: Date, jitter: TimeInterval = 90, seed: UInt64) throws(StaggerPlanError) {
+        guard !cohortCounts.isEmpty else { throw .noCohorts }
+        guard cohortCounts.allSatisfy({ $0 >= 0 }) else { throw .negativeCount }
+        guard jitter >= 1 else { throw .jitterTooSmall }
+        let total = cohortCounts.reduce(0, +)
+        switch pace {
+        case .window(let seconds):
+            guard seconds > 0 else { throw .nonPositivePace }
+            window = seconds
+            rate = total == 0 ? 0 : Double(total) / seconds
+        case .capacity(let perSecond):
+            guard perSecond > 0 else { throw .nonPositivePace }
+            rate = perSecond
+            window = Double(total) / perSecond
+        }
+        start = Self.jittered(requestedStart, jitter: jitter, seed: seed)
+        var cohorts: [Cohort] = []
+        var before = 0
+        for (index, count) in cohortCounts.enumerated() {
+            let slotStart = rate == 0 ? start : start.addingTimeInterval(Double(before) / rate)
+            let slotEnd = rate == 0 ? start : start.addingTimeInterval(Double(before + count) / rate)
+            cohorts.append(Cohort(index: index, devices: count, start: slotStart, end: slotEnd, rate: count == 0 ? 0 : rate))
+            before += count
+        }
+        self.cohorts = cohorts
+    }
+
+    /// When the `ordinal`-th device (from 0) of `cohort` is sent.
+    public func sendTime(cohort: Int, ordinal: Int) -> Date {
+        guard rate > 0 else { return start }
+        return cohorts[cohort].start.addingTimeInterval(Double(ordinal) / rate)
+    }
+
+    /// Planned sends in each second of the window, from the first: the series a chart shows.
+    public func sendsPerSecond() -> [Int] {
+        let total = cohorts.reduce(0) { $0 + $1.devices }
+        guard total > 0 else { return [] }
+        var buckets = Array(repeating: 0, count: Int(window.rounded(.up)) + 1)
+        for send in 0..<total {
+            buckets[min(Int(Double(send) / rate), buckets.count - 1)] += 1
+        }
+        while buckets.last == 0 { buckets.removeLast() }
+        return buckets
+    }
+
+    static func jittered(_ requested: Date, jitter: TimeInterval, seed: UInt64) -> Date {
+        // SplitMix64: a good spread from consecutive seeds, the same on every machine.
+        var z = seed &+ 0x9e37_79b9_7f4a_7c15
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        z ^= z >> 31
+        let fraction = Double(z >> 11) / Double(1 << 53)
+        var moved = requested.addingTimeInterval(1 + fraction * (jitter - 1)).timeIntervalSince1970.rounded(.down)
+        if moved.truncatingRemainder(dividingBy: 60) == 0 { moved += 1 }
+        return Date(timeIntervalSince1970: moved)
+    }
+}
+
+/// A plan that cannot be made.
+public enum StaggerPlanError: Error, Equatable, CustomStringConvertible {
+    case noCohorts
+    case negativeCount
+    case nonPositivePace
+    case jitterTooSmall
+
+    public var description: String {
+        switch self {
+        case .noCohorts: "a plan needs at least one cohort"
+        case .negativeCount: "a cohort cannot have a negative device count"
+        case .nonPositivePace: "the window and the capacity must be positive"
+        case .jitterTooSmall: "the jitter must be at least one second, to move the start off the round minute"
+        }
+    }
+}

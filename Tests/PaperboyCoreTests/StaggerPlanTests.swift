@@ -1,0 +1,83 @@
+import Foundation
+import PaperboyCore
+import Testing
+
+@Suite("Stagger plans")
+struct StaggerPlanTests {
+    static let five = Date(timeIntervalSince1970: 1_795_377_600)  // a round 05:00:00
+
+    /// Cohort counts of real tokens: 100,000 generated devices split into `cohorts`.
+    static func counts(devices: Int, cohorts: Int) -> [Int] {
+        var counts = Array(repeating: 0, count: cohorts)
+        for index in 0..<devices {
+            var bytes = Array(repeating: UInt8(7), count: 32)
+            withUnsafeBytes(of: UInt32(index).bigEndian) { bytes.replaceSubrange(28..<32, with: $0) }
+            counts[DeviceToken(bytes: bytes).cohort(count: cohorts)] += 1
+        }
+        return counts
+    }
+
+    @Test("the per-second send rate is flat across the window (peak / mean ≤ 1.01)")
+    func flatness() throws {
+        let counts = Self.counts(devices: 100_000, cohorts: 12)
+        #expect(counts.reduce(0, +) == 100_000, "every device is in exactly one cohort")
+        let plan = try StaggerPlan(cohortCounts: counts, pace: .window(300), requestedStart: Self.five, seed: 42)
+        let perSecond = plan.sendsPerSecond()
+        #expect(perSecond.reduce(0, +) == 100_000)
+        let full = perSecond.dropLast()  // the last second is partial
+        let mean = Double(full.reduce(0, +)) / Double(full.count)
+        #expect(Double(full.max()!) / mean <= 1.01)
+        #expect(abs(plan.rate - 100_000.0 / 300) < 0.001)
+    }
+
+    @Test("cohort slots tile the window in order, each proportional to its devices")
+    func slots() throws {
+        let plan = try StaggerPlan(cohortCounts: [100, 300, 0, 600], pace: .window(100), requestedStart: Self.five, seed: 1)
+        #expect(plan.cohorts.map(\.devices) == [100, 300, 0, 600])
+        #expect(plan.cohorts[0].start == plan.start)
+        for (previous, next) in zip(plan.cohorts, plan.cohorts.dropFirst()) { #expect(previous.end == next.start) }
+        #expect(plan.cohorts[1].end.timeIntervalSince(plan.cohorts[1].start) == 30)
+        #expect(plan.cohorts[2].rate == 0)
+        #expect(plan.cohorts[3].end.timeIntervalSince(plan.start) == 100)
+        #expect(plan.sendTime(cohort: 3, ordinal: 0) == plan.cohorts[3].start)
+        #expect(plan.sendTime(cohort: 1, ordinal: 150).timeIntervalSince(plan.cohorts[1].start) == 15)
+    }
+
+    @Test("capacity gives the window and the window gives the rate")
+    func capacityAndWindow() throws {
+        let byCapacity = try StaggerPlan(cohortCounts: [6_000, 6_000], pace: .capacity(perSecond: 2_000), requestedStart: Self.five, seed: 3)
+        #expect(byCapacity.window == 6)
+        let byWindow = try StaggerPlan(cohortCounts: [6_000, 6_000], pace: .window(6), requestedStart: Self.five, seed: 3)
+        #expect(byWindow.rate == 2_000)
+        #expect(throws: StaggerPlanError.nonPositivePace) {
+            try StaggerPlan(cohortCounts: [1], pace: .capacity(perSecond: 0), requestedStart: Self.five, seed: 3)
+        }
+        #expect(throws: StaggerPlanError.noCohorts) { try StaggerPlan(cohortCounts: [], pace: .window(60), requestedStart: Self.five, seed: 3) }
+    }
+
+    @Test("the start moves off the round minute, by the same amount for the same seed")
+    func jitter() throws {
+        var starts = Set<Date>()
+        for seed in UInt64(0)..<500 {
+            let plan = try StaggerPlan(cohortCounts: [10], pace: .window(60), requestedStart: Self.five, jitter: 90, seed: seed)
+            let offset = plan.start.timeIntervalSince(Self.five)
+            #expect(offset >= 1 && offset <= 91)
+            #expect(plan.start.timeIntervalSince1970.truncatingRemainder(dividingBy: 60) != 0)
+            #expect(plan == (try StaggerPlan(cohortCounts: [10], pace: .window(60), requestedStart: Self.five, jitter: 90, seed: seed)))
+            starts.insert(plan.start)
+        }
+        #expect(starts.count > 60, "seeds spread the start over the jitter")
+    }
+
+    @Test("adding devices never moves an existing device to another cohort")
+    func stableCohorts() {
+        let tokens = (0..<2_000).map { index -> DeviceToken in
+            var bytes = Array(repeating: UInt8(9), count: 32)
+            withUnsafeBytes(of: UInt32(index).bigEndian) { bytes.replaceSubrange(28..<32, with: $0) }
+            return DeviceToken(bytes: bytes)
+        }
+        let before = tokens.prefix(1_000).map { $0.cohort(count: 8) }
+        let after = tokens.map { $0.cohort(count: 8) }
+        #expect(Array(after.prefix(1_000)) == before)
+    }
+}
