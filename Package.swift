@@ -49,6 +49,7 @@ let package = Package(
             name: "APNsSimulator",
             dependencies: [
                 "APNs",
+                "PaperboyCore",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings

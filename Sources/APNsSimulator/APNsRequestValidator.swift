@@ -1,6 +1,7 @@
 import APNs
 import Crypto
 import Foundation
+import PaperboyCore
 
 /// What the APNs simulator checks before it accepts a notification, as APNs does: method, path and
 /// token, the provider token's signature, key, team and age, topic, push type against priority,
@@ -53,11 +54,9 @@ public struct APNsRequestValidator: Sendable {
     public func validate(_ request: Request, now: Date) -> Verdict {
         guard request.method == "POST" else { return .rejected(status: 405, reason: .methodNotAllowed) }
         guard request.path.hasPrefix("/3/device/") else { return .rejected(status: 404, reason: .badPath) }
-        let token = String(request.path.dropFirst("/3/device/".count))
-        guard !token.isEmpty else { return .rejected(status: 400, reason: .missingDeviceToken) }
-        guard (64...200).contains(token.count), token.count.isMultiple(of: 2), token.allSatisfy(\.isHexDigit) else {
-            return .rejected(status: 400, reason: .badDeviceToken)
-        }
+        let text = request.path.dropFirst("/3/device/".count)
+        guard !text.isEmpty else { return .rejected(status: 400, reason: .missingDeviceToken) }
+        guard let token = try? DeviceToken(hex: text) else { return .rejected(status: 400, reason: .badDeviceToken) }
         var headers: [String: String] = [:]
         for (name, value) in request.headers {
             guard headers.updateValue(value, forKey: name.lowercased()) == nil else {
@@ -88,7 +87,7 @@ public struct APNsRequestValidator: Sendable {
         guard request.body.count <= APNsNotification.maximumPayloadBytes else {
             return .rejected(status: 413, reason: .payloadTooLarge)
         }
-        return .accepted(token: token.lowercased())
+        return .accepted(token: token.hex)
     }
 
     private func checkProviderToken(_ authorization: String?, now: Date) -> Verdict? {
