@@ -45,6 +45,24 @@ public struct APNsNotification: Sendable, Equatable {
         )
     }
 
+    /// A background notification whose app keys are already JSON (an object), e.g. from a file or a flag.
+    public static func background(
+        appKeysJSON: Data,
+        expiration: Date? = nil,
+        collapseID: String? = nil,
+        apnsID: UUID? = nil
+    ) throws(APNsNotificationError) -> APNsNotification {
+        try APNsNotification(
+            pushType: .background,
+            priority: 5,
+            aps: #"{"content-available":1}"#,
+            keys: appKeysJSON,
+            expiration: expiration,
+            collapseID: collapseID,
+            apnsID: apnsID
+        )
+    }
+
     /// An alert with `mutable-content: 1`, for a Notification Service Extension to act on where background
     /// pushes do not run. Push type `alert`, priority 10.
     public static func alert(
@@ -78,16 +96,29 @@ public struct APNsNotification: Sendable, Equatable {
         collapseID: String?,
         apnsID: UUID?
     ) throws(APNsNotificationError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let keys = try? encoder.encode(appKeys) else { throw .appKeysNotAnObject }
+        try self.init(pushType: pushType, priority: priority, aps: aps, keys: keys, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
+    }
+
+    private init(
+        pushType: PushType,
+        priority: Int,
+        aps: String,
+        keys: Data,
+        expiration: Date?,
+        collapseID: String?,
+        apnsID: UUID?
+    ) throws(APNsNotificationError) {
         if let collapseID, collapseID.utf8.count > Self.maximumCollapseIDBytes {
             throw .collapseIDTooLong(bytes: collapseID.utf8.count)
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let keys = try? encoder.encode(appKeys),
-            let object = try? JSONSerialization.jsonObject(with: keys) as? [String: Any]
-        else {
+        let trimmed = Data(String(decoding: keys, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        guard let object = try? JSONSerialization.jsonObject(with: trimmed) as? [String: Any] else {
             throw .appKeysNotAnObject
         }
+        let keys = trimmed
         guard object["aps"] == nil else { throw .apsInAppKeys }
         // `{"aps":…` then the app's keys without their own braces.
         var payload = Array(#"{"aps":"#.utf8) + Array(aps.utf8)
@@ -141,7 +172,7 @@ public enum APNsNotificationError: Error, Equatable, CustomStringConvertible {
         case .apsInAppKeys:
             "the app's keys contain \"aps\"; Paperboy writes aps itself (a background push may not carry alert, badge or sound)"
         case .appKeysNotAnObject:
-            "the app's keys must encode as a JSON object"
+            "the app's keys must be a JSON object, e.g. {\"edition\": \"2026-11-23-morning\"}"
         }
     }
 }

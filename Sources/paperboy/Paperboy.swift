@@ -10,6 +10,9 @@ struct Paperboy: AsyncParsableCommand {
             MigrateCommand.self,
             AppsCommand.self,
             PublicationsCommand.self,
+            APNsSimCommand.self,
+            PushCommand.self,
+            APNsBenchCommand.self,
         ]
     )
 }

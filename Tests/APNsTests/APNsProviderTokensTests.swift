@@ -47,39 +47,39 @@ struct APNsProviderTokensTests {
     func reuse() async throws {
         let clock = ManualClock()
         let tokens = APNsProviderTokens(key: key, clock: clock)
-        let first = try await tokens.current()
+        let first = try tokens.current()
         let concurrent = try await withThrowingTaskGroup(of: String.self) { group in
-            for _ in 0..<100 { group.addTask { try await tokens.current() } }
+            for _ in 0..<100 { group.addTask { try tokens.current() } }
             return try await group.reduce(into: Set<String>()) { $0.insert($1) }
         }
         #expect(concurrent == [first])
         clock.advance(by: .seconds(49 * 60 + 59))
-        #expect(try await tokens.current() == first)
+        #expect(try tokens.current() == first)
         clock.advance(by: .seconds(1))
-        #expect(try await tokens.current() != first)
-        #expect(await tokens.refreshes == 2)
+        #expect(try tokens.current() != first)
+        #expect(tokens.refreshes == 2)
     }
 
     @Test("after ExpiredProviderToken the token is replaced at once, but never within 20 minutes of the last")
     func expiredProviderToken() async throws {
         let clock = ManualClock()
         let tokens = APNsProviderTokens(key: key, clock: clock)
-        let first = try await tokens.current()
+        let first = try tokens.current()
 
         clock.advance(by: .seconds(5 * 60))
-        await tokens.rejected(first)
-        #expect(try await tokens.current() == first, "a 5-minute-old token is not replaced: that would answer TooManyProviderTokenUpdates")
+        tokens.rejected(first)
+        #expect(try tokens.current() == first, "a 5-minute-old token is not replaced: that would answer TooManyProviderTokenUpdates")
 
         clock.advance(by: .seconds(15 * 60))
-        let second = try await tokens.current()
+        let second = try tokens.current()
         #expect(second != first, "at 20 minutes the rejected token is replaced")
 
         clock.advance(by: .seconds(25 * 60))
-        await tokens.rejected(first)
-        #expect(try await tokens.current() == second, "a rejection of a token already replaced changes nothing")
-        await tokens.rejected(second)
-        #expect(try await tokens.current() != second, "a rejected token older than 20 minutes is replaced at once")
-        #expect(await tokens.refreshes == 3)
+        tokens.rejected(first)
+        #expect(try tokens.current() == second, "a rejection of a token already replaced changes nothing")
+        tokens.rejected(second)
+        #expect(try tokens.current() != second, "a rejected token older than 20 minutes is replaced at once")
+        #expect(tokens.refreshes == 3)
     }
 
     @Test("a missing, unreadable or non-P-256 key file fails naming the file, never printing the key")

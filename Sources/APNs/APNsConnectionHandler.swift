@@ -1,0 +1,353 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// A request as the pool hands it to a connection: everything needed to write it, and whom to tell.
+struct APNsWireRequest: Sendable {
+    /// Unique within the pool; the connection's stream bookkeeping is keyed by it.
+    let id: UInt64
+    let headers: HPACKHeaders
+    let body: ByteBuffer
+    /// When it entered the pool, for the wait limit.
+    let enqueuedAt: NIODeadline
+    /// How often a connection gave it back unprocessed (GOAWAY, refused stream, closed before writing).
+    var resends = 0
+    let completion: @Sendable (APNsWireResult) -> Void
+}
+
+/// What a connection learned about one request.
+enum APNsWireResult: Sendable {
+    /// The server answered: `:status`, `apns-id` and, for errors, the JSON body.
+    case response(status: Int, apnsID: String?, body: ByteBuffer?)
+    /// The server did not process it (never written, above GOAWAY's last stream id, REFUSED_STREAM):
+    /// the pool sends it again on another connection.
+    case resend
+    /// Written, then the connection failed or the answer did not come in time.
+    case fateUnknown(APNsTransportError)
+    case notSent(APNsTransportError)
+}
+
+/// What a connection tells its pool. Always called on the connection's event loop.
+protocol APNsConnectionDelegate: AnyObject, Sendable {
+    func connection(_ id: Int, finished request: APNsWireRequest, result: APNsWireResult)
+    func connection(_ id: Int, readyWithStreamLimit limit: Int)
+    func connection(_ id: Int, streamLimitChanged limit: Int)
+    func connection(_ id: Int, goingAway resend: [APNsWireRequest])
+    func connection(_ id: Int, closed resend: [APNsWireRequest], fateUnknown: [APNsWireRequest])
+}
+
+/// The APNs side of one HTTP/2 connection, after `NIOHTTP2Handler` in frame mode: it opens a stream per
+/// request (client stream ids are odd and increasing), reads the answers, and keeps the stream count
+/// under the server's `SETTINGS_MAX_CONCURRENT_STREAMS`. The bookkeeping that decides between "send
+/// again" and "fate unknown" is ``APNsConnectionState``; this handler feeds it frames.
+///
+/// Every stream is one HEADERS and one DATA frame; no per-stream child channels, so a request costs
+/// two frame writes and a dictionary entry.
+final class APNsConnectionHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundIn = Never
+    typealias OutboundOut = HTTP2Frame
+
+    struct Timing {
+        var requestTimeout: TimeAmount
+        var pingInterval: TimeAmount
+        var pingTimeout: TimeAmount
+    }
+
+    private struct Stream {
+        var request: APNsWireRequest
+        var streamID: HTTP2StreamID?
+        var deadline: NIODeadline = .distantFuture
+        var status: Int?
+        var apnsID: String?
+        var body: ByteBuffer?
+    }
+
+    let id: Int
+    private let delegate: any APNsConnectionDelegate
+    private let timing: Timing
+    /// The most streams used even if the server allows more.
+    private let streamCap: Int
+    private var state: APNsConnectionState<UInt64>
+    private var streams: [UInt64: Stream] = [:]
+    private var requestByStream: [HTTP2StreamID: UInt64] = [:]
+    /// Requests handed to this connection while it had no free stream.
+    private var waiting = CircularBuffer<APNsWireRequest>()
+    private var nextStreamID = 1
+    private var context: ChannelHandlerContext?
+    private var flushPending = false
+    private var seenSettings = false
+    private var lastRead = NIODeadline.now()
+    private var pingSentAt: NIODeadline?
+    private var sweep: RepeatedTask?
+    private var closeReported = false
+    /// DATA bytes read since the last connection-level WINDOW_UPDATE. In frame mode nothing else
+    /// replenishes the connection window, and without it the server stalls after 64 KiB of answers.
+    private var unacknowledgedBytes = 0
+
+    init(id: Int, delegate: any APNsConnectionDelegate, initialStreamLimit: Int, streamCap: Int, timing: Timing) {
+        self.id = id
+        self.delegate = delegate
+        self.timing = timing
+        self.streamCap = streamCap
+        self.state = APNsConnectionState(initialMaxConcurrentStreams: min(initialStreamLimit, streamCap))
+    }
+
+    var inFlight: Int { state.inFlight + waiting.count }
+    var isDraining: Bool { state.isDraining }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let interval = TimeAmount.nanoseconds(min(timing.requestTimeout, timing.pingTimeout, .seconds(1)).nanoseconds / 2)
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        sweep = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+            handler.value.checkTimers()
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        sweep?.cancel()
+        sweep = nil
+        self.context = nil
+    }
+
+    // MARK: Requests from the pool
+
+    /// Takes a request; writes it at once when a stream is free, else queues it here.
+    func enqueue(_ request: APNsWireRequest) {
+        guard !state.isDraining, context != nil else {
+            delegate.connection(id, finished: request, result: .resend)
+            return
+        }
+        waiting.append(request)
+        writeWaiting()
+    }
+
+    /// Stops taking requests; closes once the open streams are answered.
+    func drain() {
+        guard let context else { return }
+        if !state.isDraining {
+            // Everything written stays to be answered; only what waits here goes back.
+            returnWaiting(state.goAway(lastStreamID: Int(HTTP2StreamID.maxID)))
+        }
+        closeIfIdle(context: context)
+    }
+
+    private func writeWaiting() {
+        guard let context else { return }
+        while let request = waiting.first {
+            if nextStreamID > Int(HTTP2StreamID.maxID) - 2 {
+                // Stream ids are spent: this connection takes nothing more; the pool opens another.
+                returnWaiting(state.goAway(lastStreamID: Int(HTTP2StreamID.maxID)))
+                return
+            }
+            guard state.reserve(request.id) else { return }
+            waiting.removeFirst()
+            let streamID = HTTP2StreamID(nextStreamID)
+            state.written(request.id, streamID: nextStreamID)
+            nextStreamID += 2
+            streams[request.id] = Stream(request: request, streamID: streamID, deadline: .now() + timing.requestTimeout)
+            requestByStream[streamID] = request.id
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers)))), promise: nil)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
+                promise: nil
+            )
+            flushPending = true
+        }
+        scheduleFlush(context: context)
+    }
+
+    /// Gives back what this connection will never write: the `resend` ids from the state machine and
+    /// every queued request.
+    private func returnWaiting(_ resend: [UInt64]) {
+        var returned: [APNsWireRequest] = []
+        for requestID in resend {
+            guard let stream = streams.removeValue(forKey: requestID) else { continue }
+            if let streamID = stream.streamID { requestByStream[streamID] = nil }
+            returned.append(stream.request)
+        }
+        while let request = waiting.popFirst() { returned.append(request) }
+        delegate.connection(id, goingAway: returned)
+    }
+
+    private func scheduleFlush(context: ChannelHandlerContext) {
+        guard flushPending else { return }
+        // Writes made in one event-loop tick leave in one flush.
+        flushPending = false
+        context.eventLoop.assumeIsolated().execute { [weak self] in
+            self?.context?.flush()
+        }
+    }
+
+    // MARK: Frames from the server
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        lastRead = .now()
+        switch frame.payload {
+        case .headers(let headers):
+            guard let requestID = requestByStream[frame.streamID] else { return }
+            if let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) {
+                streams[requestID]?.status = status
+                streams[requestID]?.apnsID = headers.headers.first(name: "apns-id")
+            }
+            if headers.endStream { finish(requestID) }
+        case .data(let data):
+            unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
+            if unacknowledgedBytes >= 32 * 1024 {
+                context.write(
+                    wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                    promise: nil
+                )
+                unacknowledgedBytes = 0
+            }
+            guard let requestID = requestByStream[frame.streamID] else { return }
+            if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
+                if streams[requestID]?.body == nil {
+                    streams[requestID]?.body = bytes
+                } else {
+                    streams[requestID]?.body?.writeBuffer(&bytes)
+                }
+            }
+            if data.endStream { finish(requestID) }
+        case .rstStream(let code):
+            guard let requestID = requestByStream.removeValue(forKey: frame.streamID),
+                let stream = streams.removeValue(forKey: requestID)
+            else { return }
+            switch state.streamReset(requestID, refused: code == .refusedStream) {
+            case .resend:
+                delegate.connection(id, finished: stream.request, result: .resend)
+            case .fateUnknown:
+                let error = APNsTransportError(.connectionLost, "APNs reset the stream (\(code)) after the request was written")
+                delegate.connection(id, finished: stream.request, result: .fateUnknown(error))
+            case .none:
+                break
+            }
+            writeWaiting()
+        case .settings(.settings(let settings)):
+            var limit: Int? = nil
+            for setting in settings where setting.parameter == .maxConcurrentStreams { limit = setting.value }
+            if limit == nil && !seenSettings {
+                // No limit in the first SETTINGS means unlimited: use our own cap.
+                limit = streamCap
+            }
+            if let limit { state.settingsChanged(maxConcurrentStreams: min(limit, streamCap)) }
+            if !seenSettings {
+                // The server's first SETTINGS: the connection speaks HTTP/2 (and TLS is up), so it is ready.
+                seenSettings = true
+                delegate.connection(id, readyWithStreamLimit: state.maxConcurrentStreams)
+            } else if limit != nil {
+                delegate.connection(id, streamLimitChanged: state.maxConcurrentStreams)
+            }
+            writeWaiting()
+        case .goAway(let lastStreamID, _, _):
+            returnWaiting(state.goAway(lastStreamID: Int(lastStreamID)))
+            closeIfIdle(context: context)
+        case .ping(_, ack: true):
+            pingSentAt = nil
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+        context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        // NIOHTTP2Handler holds DATA frames back while the socket is full and releases them on the next
+        // flush; without one here, the bodies of streams already announced would wait for the next read.
+        if context.channel.isWritable { context.flush() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func finish(_ requestID: UInt64) {
+        guard let context, let stream = streams.removeValue(forKey: requestID) else { return }
+        if let streamID = stream.streamID { requestByStream[streamID] = nil }
+        state.answered(requestID)
+        let result: APNsWireResult
+        if let status = stream.status {
+            result = .response(status: status, apnsID: stream.apnsID, body: stream.body)
+        } else {
+            result = .fateUnknown(APNsTransportError(.connectionLost, "APNs ended the stream without a :status"))
+        }
+        delegate.connection(id, finished: stream.request, result: result)
+        writeWaiting()
+        closeIfIdle(context: context)
+    }
+
+    private func closeIfIdle(context: ChannelHandlerContext) {
+        if state.isDraining && state.inFlight == 0 && waiting.isEmpty {
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: Timeouts and health
+
+    private func checkTimers() {
+        guard let context else { return }
+        let now = NIODeadline.now()
+        var expired: [UInt64] = []
+        for (requestID, stream) in streams where stream.deadline <= now { expired.append(requestID) }
+        for requestID in expired {
+            guard let stream = streams.removeValue(forKey: requestID) else { continue }
+            if let streamID = stream.streamID {
+                requestByStream[streamID] = nil
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+                flushPending = true
+            }
+            _ = state.streamReset(requestID, refused: false)
+            let error = APNsTransportError(.timedOut, "no answer from APNs within \(timing.requestTimeout.nanoseconds / 1_000_000) ms")
+            delegate.connection(id, finished: stream.request, result: .fateUnknown(error))
+        }
+        if !expired.isEmpty { writeWaiting() }
+        if let pingSentAt {
+            if now - pingSentAt > timing.pingTimeout {
+                // No PING ACK: the connection is dead even if TCP has not noticed.
+                context.close(promise: nil)
+                return
+            }
+        } else if now - lastRead > timing.pingInterval {
+            pingSentAt = now
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: 0), ack: false))), promise: nil)
+            flushPending = true
+        }
+        if state.inFlight > 0 { flushPending = true }
+        scheduleFlush(context: context)
+        closeIfIdle(context: context)
+    }
+
+    // MARK: Connection end
+
+    func channelInactive(context: ChannelHandlerContext) {
+        reportClosed()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is NIOHTTP2Errors.StreamError {
+            // One stream failed; the timeout sweep reports it if no answer follows.
+            return
+        }
+        context.close(promise: nil)
+    }
+
+    private func reportClosed() {
+        guard !closeReported else { return }
+        closeReported = true
+        let (resendIDs, unknownIDs) = state.closed()
+        var resend: [APNsWireRequest] = []
+        var unknown: [APNsWireRequest] = []
+        for requestID in resendIDs {
+            if let stream = streams.removeValue(forKey: requestID) { resend.append(stream.request) }
+        }
+        for requestID in unknownIDs {
+            if let stream = streams.removeValue(forKey: requestID) { unknown.append(stream.request) }
+        }
+        while let request = waiting.popFirst() { resend.append(request) }
+        requestByStream.removeAll()
+        delegate.connection(id, closed: resend, fateUnknown: unknown)
+    }
+}

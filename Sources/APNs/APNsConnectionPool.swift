@@ -1,0 +1,392 @@
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// The HTTP/2 connections to one APNs endpoint, and the requests waiting for a stream.
+///
+/// A request goes to the open connection with the fewest streams in use, if one has a stream free
+/// under the server's `SETTINGS_MAX_CONCURRENT_STREAMS`; otherwise it waits in FIFO order. Waiting is
+/// the back-pressure: the pool never fails a request for being busy, and a caller's next request
+/// starts only when the previous one is answered. Connections open on demand up to
+/// ``APNsClient/Configuration/connections``, and again after failures with a doubling backoff.
+///
+/// Requests that a connection did not process (GOAWAY above the last stream id, REFUSED_STREAM, never
+/// written) come back here and go out on another connection; requests whose fate is unknown go to their
+/// caller as such.
+final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
+    struct Configuration: Sendable {
+        var endpoint: APNsEndpoint
+        var connections: Int
+        var initialStreamLimit: Int
+        var streamCap: Int
+        var connectTimeout: TimeAmount
+        var maximumWait: TimeAmount
+        var maximumResends: Int
+        var reconnectInitialBackoff: TimeAmount
+        var reconnectMaximumBackoff: TimeAmount
+        var timing: APNsConnectionHandler.Timing
+    }
+
+    private struct Entry {
+        let handler: NIOLoopBound<APNsConnectionHandler>
+        let channel: any Channel
+        /// Requests handed to the connection and not yet finished.
+        var assigned = 0
+        var limit: Int
+        var ready = false
+        var draining = false
+    }
+
+    private struct State {
+        var entries: [Int: Entry] = [:]
+        var nextConnectionID = 0
+        /// Connections started and not yet ready (or failed).
+        var connecting: Set<Int> = []
+        var waiting = CircularBuffer<APNsWireRequest>()
+        var consecutiveFailures = 0
+        var noConnectBefore = NIODeadline.uptimeNanoseconds(0)
+        var lastConnectError: String?
+        var isShutdown = false
+        var nextRequestID: UInt64 = 0
+    }
+
+    private enum Step {
+        case enqueue(NIOLoopBound<APNsConnectionHandler>, any EventLoop, APNsWireRequest)
+        case connect(id: Int)
+        case complete(APNsWireRequest, APNsWireResult)
+    }
+
+    private let configuration: Configuration
+    private let group: any EventLoopGroup
+    private let sslContext: NIOSSLContext?
+    private let logger: Logger
+    private let metrics: APNsMetrics
+    private let state = Mutex(State())
+    private let maintenance = Mutex<RepeatedTask?>(nil)
+
+    init(
+        configuration: Configuration,
+        tls: TLSConfiguration?,
+        group: any EventLoopGroup,
+        metrics: APNsMetrics,
+        logger: Logger
+    ) throws {
+        self.configuration = configuration
+        self.group = group
+        self.logger = logger
+        self.metrics = metrics
+        if configuration.endpoint.usesTLS {
+            var tls = tls ?? .makeClientConfiguration()
+            tls.applicationProtocols = ["h2"]
+            if tls.minimumTLSVersion != .tlsv13 { tls.minimumTLSVersion = .tlsv12 }
+            self.sslContext = try NIOSSLContext(configuration: tls)
+        } else {
+            self.sslContext = nil
+        }
+        let tick = TimeAmount.milliseconds(250)
+        let task = group.next().scheduleRepeatedTask(initialDelay: tick, delay: tick) { [weak self] _ in
+            self?.maintain()
+        }
+        maintenance.withLock { $0 = task }
+    }
+
+    /// A fresh request id.
+    func makeRequestID() -> UInt64 {
+        state.withLock {
+            $0.nextRequestID += 1
+            return $0.nextRequestID
+        }
+    }
+
+    /// Sends `request` on a free stream, or queues it for the next one.
+    func submit(_ request: APNsWireRequest) {
+        let step = state.withLock { state -> Step? in
+            if state.isShutdown {
+                return .complete(request, .notSent(APNsTransportError(.shutdown, "the APNs client was shut down")))
+            }
+            if let (id, entry) = Self.freeConnection(in: state) {
+                state.entries[id]!.assigned += 1
+                return .enqueue(entry.handler, entry.channel.eventLoop, request)
+            }
+            state.waiting.append(request)
+            return startConnectionIfNeeded(&state)
+        }
+        if let step { run(step) }
+    }
+
+    /// Stops new requests (they get `notSent(.shutdown)`), lets the open streams finish, and closes
+    /// every connection.
+    func shutdown() async {
+        let (waiting, channels) = state.withLock { state -> ([APNsWireRequest], [(NIOLoopBound<APNsConnectionHandler>, any Channel)]) in
+            state.isShutdown = true
+            var waiting: [APNsWireRequest] = []
+            while let request = state.waiting.popFirst() { waiting.append(request) }
+            return (waiting, state.entries.values.map { ($0.handler, $0.channel) })
+        }
+        maintenance.withLock { $0?.cancel() }
+        for request in waiting {
+            request.completion(.notSent(APNsTransportError(.shutdown, "the APNs client was shut down")))
+        }
+        for (handler, channel) in channels {
+            channel.eventLoop.execute { handler.value.drain() }
+        }
+        for (_, channel) in channels {
+            try? await channel.closeFuture.get()
+        }
+    }
+
+    /// Open connections and streams in use, for tests and metrics.
+    var snapshot: (connections: Int, inFlight: Int, waiting: Int) {
+        state.withLock { state in
+            (state.entries.count, state.entries.values.reduce(0) { $0 + $1.assigned }, state.waiting.count)
+        }
+    }
+
+    // MARK: Choosing and opening connections
+
+    private static func freeConnection(in state: State) -> (Int, Entry)? {
+        var best: (Int, Entry)?
+        for (id, entry) in state.entries where entry.ready && !entry.draining && entry.assigned < entry.limit {
+            if best == nil || entry.assigned < best!.1.assigned { best = (id, entry) }
+        }
+        return best
+    }
+
+    private func startConnectionIfNeeded(_ state: inout State) -> Step? {
+        guard !state.isShutdown, !state.waiting.isEmpty, state.connecting.isEmpty else { return nil }
+        let usable = state.entries.values.filter { !$0.draining }.count
+        guard usable < configuration.connections, NIODeadline.now() >= state.noConnectBefore else { return nil }
+        state.nextConnectionID += 1
+        state.connecting.insert(state.nextConnectionID)
+        return .connect(id: state.nextConnectionID)
+    }
+
+    private func connect(id: Int) {
+        let endpoint = configuration.endpoint
+        let sslContext = self.sslContext
+        let configuration = self.configuration
+        ClientBootstrap(group: group)
+            .connectTimeout(configuration.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if let sslContext {
+                        // SNI takes names, not addresses.
+                        let isAddress = (try? SocketAddress(ipAddress: endpoint.host, port: 0)) != nil
+                        try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: isAddress ? nil : endpoint.host))
+                    }
+                    try pipeline.addHandler(
+                        NIOHTTP2Handler(
+                            mode: .client,
+                            initialSettings: [
+                                HTTP2Setting(parameter: .enablePush, value: 0),
+                                HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
+                                HTTP2Setting(parameter: .initialWindowSize, value: 65535),
+                            ]
+                        )
+                    )
+                    let handler = APNsConnectionHandler(
+                        id: id,
+                        delegate: self,
+                        initialStreamLimit: configuration.initialStreamLimit,
+                        streamCap: configuration.streamCap,
+                        timing: configuration.timing
+                    )
+                    try pipeline.addHandler(handler)
+                    let entry = Entry(
+                        handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),
+                        channel: channel,
+                        limit: min(configuration.initialStreamLimit, configuration.streamCap)
+                    )
+                    self.state.withLock { $0.entries[id] = entry }
+                }
+            }
+            .connect(host: endpoint.host, port: endpoint.port)
+            .whenComplete { [self] result in
+                switch result {
+                case .success:
+                    connected(id: id)
+                case .failure(let error):
+                    connectFailed(id: id, error: error)
+                }
+            }
+    }
+
+    /// TCP is up; the connection takes requests once the server's SETTINGS arrive.
+    private func connected(id: Int) {
+        metrics.connectionOpened()
+        logger.debug("APNs connection open", metadata: ["apns.endpoint": "\(configuration.endpoint)", "apns.connection": "\(id)"])
+    }
+
+    private func connectFailed(id: Int, error: any Error) {
+        let steps = state.withLock { state -> [Step] in
+            state.connecting.remove(id)
+            state.entries[id] = nil
+            state.consecutiveFailures += 1
+            state.lastConnectError = "\(error)"
+            state.noConnectBefore = .now() + backoff(failures: state.consecutiveFailures)
+            return []
+        }
+        metrics.connectFailed()
+        logger.warning(
+            "APNs connection failed",
+            metadata: ["apns.endpoint": "\(configuration.endpoint)", "error": "\(error)"]
+        )
+        steps.forEach(run)
+    }
+
+    /// The wait before the next connection attempt after `failures` failures in a row: doubling from the
+    /// initial backoff to the maximum.
+    private func backoff(failures: Int) -> TimeAmount {
+        let exponent = min(max(failures - 1, 0), 20)
+        return min(configuration.reconnectInitialBackoff * Int64(1 << exponent), configuration.reconnectMaximumBackoff)
+    }
+
+    /// Hands waiting requests to connections with free streams, and opens a connection if they still wait.
+    private func dispatchWaiting(_ state: inout State) -> [Step] {
+        var steps: [Step] = []
+        while !state.waiting.isEmpty, let (id, entry) = Self.freeConnection(in: state) {
+            let request = state.waiting.removeFirst()
+            state.entries[id]!.assigned += 1
+            steps.append(.enqueue(entry.handler, entry.channel.eventLoop, request))
+        }
+        if let connect = startConnectionIfNeeded(&state) { steps.append(connect) }
+        return steps
+    }
+
+    private func run(_ step: Step) {
+        switch step {
+        case .enqueue(let handler, let eventLoop, let request):
+            if eventLoop.inEventLoop {
+                handler.value.enqueue(request)
+            } else {
+                eventLoop.execute { handler.value.enqueue(request) }
+            }
+        case .connect(let id):
+            connect(id: id)
+        case .complete(let request, let result):
+            request.completion(result)
+        }
+    }
+
+    /// Requeues requests that a connection did not process, ahead of newer ones; gives up on one that
+    /// keeps coming back.
+    private func requeue(_ requests: [APNsWireRequest], _ state: inout State) -> [Step] {
+        var steps: [Step] = []
+        for var request in requests.reversed() {
+            request.resends += 1
+            if state.isShutdown {
+                steps.append(.complete(request, .notSent(APNsTransportError(.shutdown, "the APNs client was shut down"))))
+            } else if request.resends > configuration.maximumResends {
+                let error = APNsTransportError(.connectionLost, "APNs did not process the request on \(request.resends) connections")
+                steps.append(.complete(request, .notSent(error)))
+            } else {
+                state.waiting.prepend(request)
+            }
+        }
+        return steps
+    }
+
+    /// Every 250 ms: fails requests that waited too long for a connection, and retries connecting.
+    private func maintain() {
+        let now = NIODeadline.now()
+        let (steps, inFlight, connections) = state.withLock { state -> ([Step], Int, Int) in
+            var steps: [Step] = []
+            while let first = state.waiting.first, now - first.enqueuedAt > configuration.maximumWait {
+                state.waiting.removeFirst()
+                let why =
+                    state.lastConnectError.map { "no connection to \(configuration.endpoint): \($0)" }
+                    ?? "no free APNs stream within \(configuration.maximumWait.nanoseconds / 1_000_000) ms"
+                steps.append(.complete(first, .notSent(APNsTransportError(.connectFailed, why))))
+            }
+            if let connect = startConnectionIfNeeded(&state) { steps.append(connect) }
+            return (steps, state.entries.values.reduce(0) { $0 + $1.assigned }, state.entries.count)
+        }
+        metrics.sample(inFlight: inFlight, connections: connections)
+        steps.forEach(run)
+    }
+
+    // MARK: APNsConnectionDelegate (on the connection's event loop)
+
+    func connection(_ id: Int, finished request: APNsWireRequest, result: APNsWireResult) {
+        if case .resend = result {
+            let steps = state.withLock { state -> [Step] in
+                state.entries[id]?.assigned -= 1
+                return requeue([request], &state) + dispatchWaiting(&state)
+            }
+            steps.forEach(run)
+            return
+        }
+        // The freed stream goes straight to the next waiting request on this connection.
+        let next = state.withLock { state -> Step? in
+            guard let entry = state.entries[id] else { return nil }
+            if !entry.draining, entry.assigned <= entry.limit, let waiting = state.waiting.popFirst() {
+                return .enqueue(entry.handler, entry.channel.eventLoop, waiting)
+            }
+            state.entries[id]!.assigned -= 1
+            return nil
+        }
+        request.completion(result)
+        if let next { run(next) }
+    }
+
+    func connection(_ id: Int, readyWithStreamLimit limit: Int) {
+        let steps = state.withLock { state -> [Step] in
+            state.connecting.remove(id)
+            state.consecutiveFailures = 0
+            state.lastConnectError = nil
+            state.entries[id]?.ready = true
+            state.entries[id]?.limit = limit
+            return dispatchWaiting(&state)
+        }
+        steps.forEach(run)
+    }
+
+    func connection(_ id: Int, streamLimitChanged limit: Int) {
+        let steps = state.withLock { state -> [Step] in
+            state.entries[id]?.limit = limit
+            return dispatchWaiting(&state)
+        }
+        steps.forEach(run)
+    }
+
+    func connection(_ id: Int, goingAway resend: [APNsWireRequest]) {
+        let steps = state.withLock { state -> [Step] in
+            state.entries[id]?.draining = true
+            state.entries[id]?.assigned -= resend.count
+            return requeue(resend, &state) + dispatchWaiting(&state)
+        }
+        metrics.goAway()
+        logger.debug("APNs connection going away", metadata: ["apns.connection": "\(id)", "apns.resend": "\(resend.count)"])
+        steps.forEach(run)
+    }
+
+    func connection(_ id: Int, closed resend: [APNsWireRequest], fateUnknown: [APNsWireRequest]) {
+        let steps = state.withLock { state -> [Step] in
+            if let entry = state.entries[id], !entry.ready {
+                // Closed before the server's SETTINGS: as good as a failed connect.
+                state.connecting.remove(id)
+                state.consecutiveFailures += 1
+                state.lastConnectError = "the connection closed before HTTP/2 was up (TLS or protocol failure)"
+                state.noConnectBefore = .now() + backoff(failures: state.consecutiveFailures)
+            }
+            state.entries[id] = nil
+            return requeue(resend, &state) + dispatchWaiting(&state)
+        }
+        metrics.connectionClosed()
+        if !fateUnknown.isEmpty {
+            logger.warning(
+                "APNs connection lost with requests unanswered",
+                metadata: ["apns.connection": "\(id)", "apns.fate_unknown": "\(fateUnknown.count)", "apns.resend": "\(resend.count)"]
+            )
+        }
+        for request in fateUnknown {
+            request.completion(.fateUnknown(APNsTransportError(.connectionLost, "the APNs connection closed before the answer")))
+        }
+        steps.forEach(run)
+    }
+}

@@ -1,0 +1,200 @@
+import APNs
+import Foundation
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// An APNs-compatible HTTP/2 server for tests, demos and benchmarks: it checks every request as APNs does
+/// (``APNsRequestValidator``), answers with APNs statuses and reasons, advertises APNs's stream limits, and
+/// injects faults on demand (per-token outcomes, random failures, GOAWAY, dropped connections, latency).
+///
+/// Cleartext HTTP/2 with prior knowledge (h2c) by default, or TLS with ALPN `h2`.
+public final class APNsSimulator: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        /// 0 picks a free port.
+        public var port: Int
+        /// nil serves cleartext HTTP/2 (h2c); when set the simulator adds ALPN `h2`.
+        public var tls: TLSConfiguration?
+        public var validation: APNsRequestValidator.Configuration
+        public var faults: Faults
+        public var eventLoopThreads: Int = System.coreCount
+        /// Keep per-token accept counts (for tests); turn off for big benchmarks.
+        public var recordsAccepted: Bool = true
+
+        public init(
+            validation: APNsRequestValidator.Configuration,
+            faults: Faults = .init(),
+            tls: TLSConfiguration? = nil,
+            host: String = "127.0.0.1",
+            port: Int = 0
+        ) {
+            self.validation = validation
+            self.faults = faults
+            self.tls = tls
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// What the simulator does besides answering as a healthy APNs would.
+    public struct Faults: Sendable {
+        /// SETTINGS_MAX_CONCURRENT_STREAMS advertised at connection start, until the connection's first request
+        /// with a valid provider token (APNs: 1).
+        public var initialMaxConcurrentStreams: Int = 1
+        /// Advertised (a new SETTINGS frame) after the first valid provider token on that connection.
+        public var maxConcurrentStreams: Int = 1000
+        /// Outcomes chosen per device token by hex prefix (first match wins), checked after validation passed.
+        public var outcomesByTokenPrefix: [(prefix: String, outcome: Outcome)] = []
+        /// Random server failures: each element a probability (0...1) of answering that outcome instead of
+        /// accepting, e.g. `(.init(status: 503, reason: .serviceUnavailable), 0.05)`. Deterministic given ``seed``
+        /// (for one connection; several connections interleave their draws).
+        public var failureRates: [(outcome: Outcome, probability: Double)] = []
+        /// After this many streams on one connection, send GOAWAY(lastStreamID = that N-th stream, NO_ERROR),
+        /// answer streams up to it, never process streams above it, and close the connection once the
+        /// answered ones are done.
+        public var goAwayAfterStreams: Int? = nil
+        /// After this many complete requests on one connection, the N-th request is processed (recorded as
+        /// accepted if valid) but the connection is then closed abruptly without answering it nor any other
+        /// open stream, so the client sees an unknown fate.
+        public var dropConnectionAfterStreams: Int? = nil
+        /// Added before each response (scheduled on the event loop, never blocking it).
+        public var latency: Duration = .zero
+        public var seed: UInt64 = 1
+
+        public init() {}
+    }
+
+    /// A status and reason the simulator answers instead of accepting.
+    public struct Outcome: Sendable, Hashable {
+        public var status: Int
+        public var reason: APNsReason
+        /// For 410: the `timestamp` to put in the body; nil means "now".
+        public var timestamp: Date?
+
+        public init(status: Int, reason: APNsReason, timestamp: Date? = nil) {
+            self.status = status
+            self.reason = reason
+            self.timestamp = timestamp
+        }
+    }
+
+    /// What the simulator saw since it started (or since ``reset()``).
+    public struct Stats: Sendable, Codable {
+        public var accepted: Int
+        /// By reason, as APNs spells it (`Unregistered`, …).
+        public var rejected: [String: Int]
+        public var connectionsOpened: Int
+        public var goAwaysSent: Int
+        public var connectionsDropped: Int
+        /// Streams a client opened beyond the SETTINGS_MAX_CONCURRENT_STREAMS it had acknowledged.
+        public var streamLimitViolations: Int
+        /// The most streams ever open at once on one connection.
+        public var peakConcurrentStreams: Int
+        /// Accepts per whole second since start (index 0 = first second): the send rate as seen by APNs.
+        public var acceptsPerSecond: [Int]
+        public var startedAt: Date
+    }
+
+    private struct Running {
+        var group: MultiThreadedEventLoopGroup?
+        var listener: (any Channel)?
+        var port: Int = 0
+    }
+
+    public let configuration: Configuration
+    let ledger: APNsSimulatorLedger
+    private let running = Mutex(Running())
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        self.ledger = APNsSimulatorLedger(
+            recordsAccepted: configuration.recordsAccepted,
+            failureRates: configuration.faults.failureRates,
+            seed: configuration.faults.seed
+        )
+    }
+
+    /// Binds and starts serving.
+    ///
+    /// - Returns: the bound port.
+    @discardableResult
+    public func start() async throws -> Int {
+        let tlsContext = try configuration.tls.map { tls in
+            var tls = tls
+            tls.applicationProtocols = ["h2"]
+            return try NIOSSLContext(configuration: tls)
+        }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
+        let rules = APNsSimulatorConnection.Rules(
+            validator: APNsRequestValidator(configuration: configuration.validation),
+            faults: configuration.faults,
+            ledger: ledger
+        )
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try APNsSimulatorConnection.configure(channel, rules: rules, tls: tlsContext)
+                }
+            }
+        let listener: any Channel
+        do {
+            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        let port = listener.localAddress?.port ?? configuration.port
+        ledger.reset()
+        running.withLock { $0 = Running(group: group, listener: listener, port: port) }
+        return port
+    }
+
+    /// The bound port, after ``start()``.
+    public var port: Int { running.withLock { $0.port } }
+
+    /// `http://HOST:PORT`, or `https://` with TLS.
+    public var url: String { "\(configuration.tls == nil ? "http" : "https")://\(configuration.host):\(port)" }
+
+    /// Closes the listener and every connection, and shuts down the simulator's event loops.
+    public func shutdown() async throws {
+        let (group, listener) = running.withLock { running in
+            defer {
+                running.group = nil
+                running.listener = nil
+            }
+            return (running.group, running.listener)
+        }
+        try? await listener?.close()
+        try await group?.shutdownGracefully()
+    }
+
+    public func stats() -> Stats { ledger.stats() }
+
+    /// How many times a token (lowercase hex) was accepted; 0 if never, and always 0 without
+    /// ``Configuration/recordsAccepted``.
+    public func acceptedCount(forToken hex: String) -> Int { ledger.acceptedCount(forToken: hex.lowercased()) }
+
+    /// Accept counts by token (lowercase hex); empty without ``Configuration/recordsAccepted``.
+    public func acceptedCounts() -> [String: Int] { ledger.acceptedCounts() }
+
+    /// Zeroes the stats and the per-token records; the simulator keeps serving.
+    public func reset() { ledger.reset() }
+}
+
+extension APNsSimulator.Configuration {
+    /// Serves TLS (ALPN `h2`) with a PEM certificate chain and private key read from files.
+    ///
+    /// - Throws: NIOSSL's error when a file is missing or not PEM.
+    public mutating func useTLS(certificateChainFile: String, privateKeyFile: String) throws {
+        let chain = try NIOSSLCertificate.fromPEMFile(certificateChainFile).map { NIOSSLCertificateSource.certificate($0) }
+        let key = try NIOSSLPrivateKey(file: privateKeyFile, format: .pem)
+        tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+    }
+}

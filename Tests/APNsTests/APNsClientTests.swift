@@ -1,0 +1,315 @@
+import APNs
+import APNsSimulator
+import Crypto
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Synchronization
+import Testing
+
+/// The client against the simulator over real sockets on loopback: cleartext HTTP/2 and TLS, every
+/// reason, retries, GOAWAY, dropped connections, the stream limit and the provider-token rules.
+@Suite("APNs client against the simulator")
+struct APNsClientTests {
+    static let privateKey = P256.Signing.PrivateKey()
+    static let key = try! APNsSigningKey(pem: privateKey.pemRepresentation, keyID: "KEY1234567", teamID: "TEAM123456")
+    static let topic = "com.example.news"
+
+    /// 64 hex characters, distinct per `index`, starting with `prefix`.
+    static func token(_ index: Int, prefix: String = "") -> String {
+        let tail = String(index, radix: 16)
+        return prefix + String(repeating: "0", count: 64 - prefix.count - tail.count) + tail
+    }
+
+    static let notification = try! APNsNotification.background(["edition": "2026-11-23-morning"])
+
+    /// Runs `body` with a started simulator and a client pointed at it; shuts both down afterwards.
+    static func withSimulator(
+        faults: APNsSimulator.Faults = .init(),
+        tls: Bool = false,
+        configure: (inout APNsClient.Configuration) -> Void = { _ in },
+        tokens: (any APNsProviderTokenSource)? = nil,
+        _ body: (APNsSimulator, APNsClient) async throws -> Void
+    ) async throws {
+        var validation = APNsRequestValidator.Configuration(teamID: "TEAM123456", keys: ["KEY1234567": privateKey.publicKey], topics: [topic])
+        validation.maximumTokenAge = 3600
+        let simulator = APNsSimulator(configuration: .init(validation: validation, faults: faults, tls: tls ? try serverTLS() : nil))
+        let port = try await simulator.start()
+        var configuration = APNsClient.Configuration(endpoint: try APNsEndpoint(tls ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)"))
+        configuration.retryPolicy.initialBackoff = .milliseconds(1)
+        configuration.retryPolicy.maximumBackoff = .milliseconds(4)
+        if tls { configuration.tls = try clientTLS() }
+        configure(&configuration)
+        let client: APNsClient
+        if let tokens {
+            client = try APNsClient(configuration: configuration, tokens: tokens)
+        } else {
+            client = try APNsClient(configuration: configuration, key: key)
+        }
+        do {
+            try await body(simulator, client)
+        } catch {
+            await client.shutdown()
+            try await simulator.shutdown()
+            throw error
+        }
+        await client.shutdown()
+        try await simulator.shutdown()
+    }
+
+    static func fixture(_ name: String) throws -> String {
+        try #require(Bundle.module.path(forResource: name, ofType: "pem", inDirectory: "Fixtures"))
+    }
+
+    static func serverTLS() throws -> TLSConfiguration {
+        try TLSConfiguration.makeServerConfiguration(
+            certificateChain: NIOSSLCertificate.fromPEMFile(fixture("simulator-cert")).map { .certificate($0) },
+            privateKey: .privateKey(NIOSSLPrivateKey(file: fixture("simulator-key"), format: .pem))
+        )
+    }
+
+    static func clientTLS() throws -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(fixture("simulator-cert")))
+        return tls
+    }
+
+    /// Sends to every token with at most `concurrency` requests outstanding; outcomes by token.
+    static func sendAll(_ client: APNsClient, tokens: [String], concurrency: Int = 500) async -> [String: APNsOutcome] {
+        await withTaskGroup(of: (String, APNsOutcome).self) { group in
+            var outcomes: [String: APNsOutcome] = [:]
+            var next = 0
+            for _ in 0..<min(concurrency, tokens.count) {
+                let token = tokens[next]
+                next += 1
+                group.addTask { (token, await client.send(notification, to: token, topic: topic)) }
+            }
+            while let (token, outcome) = await group.next() {
+                outcomes[token] = outcome
+                if next < tokens.count {
+                    let token = tokens[next]
+                    next += 1
+                    group.addTask { (token, await client.send(notification, to: token, topic: topic)) }
+                }
+            }
+            return outcomes
+        }
+    }
+
+    @Test("notifications are accepted exactly once each, over cleartext HTTP/2 and over TLS", arguments: [false, true])
+    func accepted(tls: Bool) async throws {
+        try await Self.withSimulator(tls: tls) { simulator, client in
+            let tokens = (0..<200).map { Self.token($0) }
+            let outcomes = await Self.sendAll(client, tokens: tokens, concurrency: 50)
+            for token in tokens {
+                guard case .accepted(let apnsID) = outcomes[token] else {
+                    Issue.record("\(token): \(String(describing: outcomes[token]))")
+                    continue
+                }
+                #expect(UUID(uuidString: apnsID) != nil)
+                #expect(simulator.acceptedCount(forToken: token) == 1)
+            }
+            #expect(simulator.stats().accepted == 200)
+        }
+    }
+
+    static let everyReason: [(Int, APNsReason)] = [
+        (400, .badCollapseId), (400, .badDeviceToken), (400, .badExpirationDate), (400, .badMessageId), (400, .badPriority),
+        (400, .badTopic), (400, .deviceTokenNotForTopic), (400, .duplicateHeaders), (400, .idleTimeout), (400, .invalidPushType),
+        (400, .missingDeviceToken), (400, .missingTopic), (400, .payloadEmpty), (400, .topicDisallowed),
+        (403, .badCertificate), (403, .badCertificateEnvironment), (403, .forbidden), (403, .invalidProviderToken),
+        (403, .missingProviderToken), (403, .unrelatedKeyIdInToken), (404, .badPath), (405, .methodNotAllowed),
+        (410, .unregistered), (410, .expiredToken), (413, .payloadTooLarge), (429, .tooManyProviderTokenUpdates),
+        (400, .unknown("SomethingApplePlansForLater")),
+    ]
+
+    @Test("every reason APNs documents, and one it does not yet, decodes from the wire with its status")
+    func everyReasonDecodes() async throws {
+        var faults = APNsSimulator.Faults()
+        let timestamp = Date(timeIntervalSince1970: 1_763_850_000.123)
+        for (index, (status, reason)) in Self.everyReason.enumerated() {
+            faults.outcomesByTokenPrefix.append(
+                (String(format: "%04x", index), .init(status: status, reason: reason, timestamp: status == 410 ? timestamp : nil))
+            )
+        }
+        try await Self.withSimulator(faults: faults) { _, client in
+            for (index, (status, reason)) in Self.everyReason.enumerated() {
+                let outcome = await client.send(Self.notification, to: Self.token(1, prefix: String(format: "%04x", index)), topic: Self.topic)
+                guard case .rejected(let rejection) = outcome else {
+                    Issue.record("\(reason): \(outcome)")
+                    continue
+                }
+                #expect(rejection.status == status)
+                #expect(rejection.reason == reason)
+                if status == 410 {
+                    #expect(abs((rejection.timestamp?.timeIntervalSince1970 ?? 0) - timestamp.timeIntervalSince1970) < 0.001)
+                } else {
+                    #expect(rejection.timestamp == nil)
+                }
+            }
+        }
+    }
+
+    @Test("429, 500 and 503 are retried up to the attempt limit; permanent rejections are sent once")
+    func retriesOnlyWhereAllowed() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.outcomesByTokenPrefix = [
+            ("a1", .init(status: 429, reason: .tooManyRequests)),
+            ("a2", .init(status: 500, reason: .internalServerError)),
+            ("a3", .init(status: 503, reason: .serviceUnavailable)),
+            ("b1", .init(status: 400, reason: .badDeviceToken)),
+            ("b2", .init(status: 400, reason: .deviceTokenNotForTopic)),
+            ("b3", .init(status: 410, reason: .unregistered)),
+            ("b4", .init(status: 410, reason: .expiredToken)),
+            ("b5", .init(status: 413, reason: .payloadTooLarge)),
+        ]
+        try await Self.withSimulator(faults: faults, configure: { $0.retryPolicy.maximumAttempts = 3 }) { simulator, client in
+            for prefix in ["a1", "a2", "a3", "b1", "b2", "b3", "b4", "b5"] {
+                let outcome = await client.send(Self.notification, to: Self.token(7, prefix: prefix), topic: Self.topic)
+                #expect(!outcome.isAccepted)
+            }
+            let rejected = simulator.stats().rejected
+            #expect(rejected["TooManyRequests"] == 3)
+            #expect(rejected["InternalServerError"] == 3)
+            #expect(rejected["ServiceUnavailable"] == 3)
+            for reason in ["BadDeviceToken", "DeviceTokenNotForTopic", "Unregistered", "ExpiredToken", "PayloadTooLarge"] {
+                #expect(rejected[reason] == 1, "\(reason) was sent \(rejected[reason] ?? 0) times")
+            }
+        }
+    }
+
+    @Test("under random 503s and 429s every notification is accepted once after retries")
+    func randomFailuresRecover() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.failureRates = [(.init(status: 503, reason: .serviceUnavailable), 0.2), (.init(status: 429, reason: .tooManyRequests), 0.1)]
+        try await Self.withSimulator(faults: faults, configure: { $0.retryPolicy.maximumAttempts = 12 }) { simulator, client in
+            let tokens = (0..<1000).map { Self.token($0) }
+            let outcomes = await Self.sendAll(client, tokens: tokens)
+            #expect(outcomes.values.filter(\.isAccepted).count == 1000)
+            #expect(tokens.allSatisfy { simulator.acceptedCount(forToken: $0) == 1 })
+            #expect((simulator.stats().rejected["ServiceUnavailable"] ?? 0) > 0)
+        }
+    }
+
+    @Test("10,000 sends through a GOAWAY every 1,000 streams: each token accepted exactly once")
+    func goAwayBurst() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.goAwayAfterStreams = 1000
+        try await Self.withSimulator(faults: faults) { simulator, client in
+            let tokens = (0..<10_000).map { Self.token($0) }
+            let outcomes = await Self.sendAll(client, tokens: tokens, concurrency: 2000)
+            let notAccepted = outcomes.filter { !$0.value.isAccepted }
+            #expect(notAccepted.isEmpty, "\(notAccepted.count) not accepted, e.g. \(String(describing: notAccepted.first))")
+            let counts = simulator.acceptedCounts()
+            #expect(counts.count == 10_000)
+            #expect(counts.values.allSatisfy { $0 == 1 })
+            #expect(simulator.stats().goAwaysSent >= 9)
+        }
+    }
+
+    @Test("a dropped connection loses nothing silently: each send is accepted, or reported with an unknown fate")
+    func droppedConnection() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.dropConnectionAfterStreams = 300
+        faults.latency = .milliseconds(2)
+        try await Self.withSimulator(faults: faults) { simulator, client in
+            let tokens = (0..<2000).map { Self.token($0) }
+            let outcomes = await Self.sendAll(client, tokens: tokens, concurrency: 400)
+            #expect(outcomes.count == 2000)
+            var unknown = 0
+            for token in tokens {
+                switch outcomes[token] {
+                case .accepted:
+                    #expect(simulator.acceptedCount(forToken: token) == 1)
+                case .fateUnknown:
+                    unknown += 1
+                    #expect(simulator.acceptedCount(forToken: token) <= 1)
+                default:
+                    Issue.record("\(token): \(String(describing: outcomes[token]))")
+                }
+            }
+            #expect(unknown > 0)
+            #expect(simulator.stats().connectionsDropped > 0)
+            #expect(simulator.acceptedCounts().values.allSatisfy { $0 == 1 })
+        }
+    }
+
+    @Test("the client never opens more streams than the server allows, starting from one")
+    func streamLimit() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.maxConcurrentStreams = 40
+        faults.latency = .milliseconds(3)
+        try await Self.withSimulator(faults: faults, configure: { $0.connections = 1 }) { simulator, client in
+            let outcomes = await Self.sendAll(client, tokens: (0..<1000).map { Self.token($0) }, concurrency: 300)
+            #expect(outcomes.values.allSatisfy { $0.isAccepted })
+            let stats = simulator.stats()
+            #expect(stats.streamLimitViolations == 0)
+            #expect(stats.peakConcurrentStreams <= 40)
+            #expect(stats.peakConcurrentStreams > 1)
+        }
+    }
+
+    @Test("an answer that does not come in time is reported as an unknown fate, not lost and not resent")
+    func timeout() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.latency = .seconds(3)
+        try await Self.withSimulator(faults: faults, configure: { $0.requestTimeout = .milliseconds(300) }) { _, client in
+            let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
+            guard case .fateUnknown(let error) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
+            #expect(error.code == .timedOut)
+        }
+    }
+
+    @Test("an endpoint that refuses connections fails requests as not sent after the wait limit")
+    func unreachable() async throws {
+        // A port that was free a moment ago: nothing listens there.
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress!.port!
+        try await channel.close()
+        var configuration = APNsClient.Configuration(endpoint: try APNsEndpoint("http://127.0.0.1:\(port)"))
+        configuration.maximumWait = .milliseconds(600)
+        let client = try APNsClient(configuration: configuration, key: Self.key)
+        let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
+        await client.shutdown()
+        guard case .notSent(let error) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(error.code == .connectFailed)
+        #expect(error.message.contains("\(port)"))
+    }
+
+    @Test("after ExpiredProviderToken the token is replaced at once, but never sooner than 20 minutes after it was made")
+    func expiredProviderToken() async throws {
+        let clock = ManualClock()
+        // The simulator judges a token's age by its iat on the real clock: start with a token issued two hours ago.
+        let issuedOffset = Mutex<TimeInterval>(-7200)
+        let tokens = APNsProviderTokens(key: Self.key, clock: clock, wallTime: { Date().addingTimeInterval(issuedOffset.withLock { $0 }) })
+        try await Self.withSimulator(tokens: tokens) { simulator, client in
+            // Many senders at once see the same expired token: one rejection each, no refresh yet (the
+            // token is younger than 20 minutes on our clock, so the clocks disagree).
+            let first = await Self.sendAll(client, tokens: (0..<20).map { Self.token($0) }, concurrency: 20)
+            #expect(first.count == 20)
+            #expect(first.values.allSatisfy { $0.rejection?.status == 403 && $0.rejection?.reason == .expiredProviderToken })
+            #expect(tokens.refreshes == 1)
+            issuedOffset.withLock { $0 = 0 }
+            clock.advance(by: .seconds(20 * 60))
+            // Now the first send after the rejection refreshes once, and everyone uses the new token.
+            let second = await Self.sendAll(client, tokens: (100..<150).map { Self.token($0) }, concurrency: 50)
+            #expect(second.values.allSatisfy { $0.isAccepted })
+            #expect(tokens.refreshes == 2)
+            #expect(simulator.stats().accepted == 50)
+        }
+    }
+}
+
+extension APNsOutcome {
+    var rejection: APNsRejection? {
+        if case .rejected(let rejection) = self { return rejection }
+        return nil
+    }
+}
