@@ -4,6 +4,7 @@ import NIOCore
 import NIOHPACK
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// Sends notifications to one APNs endpoint with one signing key: a pool of HTTP/2 connections, the
 /// provider token shared by all of them, and the retry policy.
@@ -21,8 +22,10 @@ import NIOSSL
 public final class APNsClient: Sendable {
     public struct Configuration: Sendable {
         public var endpoint: APNsEndpoint
-        /// HTTP/2 connections to open (on demand) to the endpoint.
-        public var connections: Int = 2
+        /// HTTP/2 connections to open (on demand) to the endpoint. Several connections with a few hundred
+        /// streams each cost less CPU than one with a thousand: NIO's per-connection stream table grows
+        /// with the streams open on it (see BENCHMARKS.md).
+        public var connections: Int = 4
         /// Streams per connection before the server's first SETTINGS (APNs allows 1 until it has seen a
         /// valid provider token).
         public var initialStreamLimit: Int = 1
@@ -113,54 +116,77 @@ public final class APNsClient: Sendable {
     /// once after `ExpiredProviderToken` with a fresh provider token. Requests the server did not process
     /// are sent again on another connection without counting as attempts.
     public func send(_ notification: APNsNotification, to token: String, topic: String) async -> APNsOutcome {
+        await send([APNsDelivery(notification, to: token, topic: topic)])[0].outcome
+    }
+
+    /// Sends many notifications at once and returns their results in the same order.
+    ///
+    /// The same rules as ``send(_:to:topic:)`` apply to each; the batch enters the pool with one lock and
+    /// one hop per connection, which is what makes a broadcast cheap. Retryable rejections are sent again
+    /// together after the longest backoff among them.
+    public func send(_ deliveries: [APNsDelivery]) async -> [APNsResult] {
         let start = ContinuousClock.now
+        var results = [APNsResult?](repeating: nil, count: deliveries.count)
+        var pending = Array(deliveries.indices)
         var attempt = 1
         var refreshedAfterExpiry = false
-        let body = ByteBuffer(bytes: notification.payload)
-        while true {
+        while !pending.isEmpty {
             let providerToken: String
             do {
                 providerToken = try tokens.current()
             } catch {
                 let outcome = APNsOutcome.notSent(APNsTransportError(.connectFailed, "cannot sign a provider token: \(error)"))
-                metrics.record(outcome, nanoseconds: 0)
-                return outcome
+                for index in pending { results[index] = APNsResult(outcome: outcome, latency: ContinuousClock.now - start, attempts: attempt) }
+                break
             }
-            let result = await execute(headers: headers(notification, token: token, topic: topic, providerToken: providerToken), body: body)
-            let outcome = Self.outcome(of: result)
-            guard case .rejected(let rejection) = outcome else {
-                metrics.record(outcome, nanoseconds: (ContinuousClock.now - start).nanoseconds)
-                return outcome
-            }
-            if rejection.reason == .expiredProviderToken && !refreshedAfterExpiry {
-                refreshedAfterExpiry = true
-                tokens.rejected(providerToken)
-                if (try? tokens.current()) != providerToken {
-                    attempt += 1
-                    metrics.retried(rejection.reason)
+            let answers = await execute(pending.map { deliveries[$0] }, providerToken: providerToken)
+            var retry: [Int] = []
+            var expired: [Int] = []
+            var delay = Duration.zero
+            for (position, index) in pending.enumerated() {
+                let (outcome, finished) = answers[position]
+                let result = APNsResult(outcome: outcome, latency: finished - start, attempts: attempt)
+                results[index] = result
+                guard case .rejected(let rejection) = outcome else { continue }
+                if rejection.reason == .expiredProviderToken && !refreshedAfterExpiry {
+                    expired.append(index)
                     continue
                 }
+                let decision = configuration.retryPolicy.decision(
+                    afterAttempt: attempt,
+                    status: rejection.status,
+                    reason: rejection.reason,
+                    elapsed: finished - start,
+                    random: Double.random(in: 0..<1)
+                )
+                if case .retry(let after) = decision {
+                    retry.append(index)
+                    delay = max(delay, after)
+                    metrics.retried(rejection.reason)
+                }
             }
-            let decision = configuration.retryPolicy.decision(
-                afterAttempt: attempt,
-                status: rejection.status,
-                reason: rejection.reason,
-                elapsed: ContinuousClock.now - start,
-                random: Double.random(in: 0..<1)
-            )
-            guard case .retry(let delay) = decision else {
-                metrics.record(outcome, nanoseconds: (ContinuousClock.now - start).nanoseconds)
-                return outcome
+            if !expired.isEmpty {
+                refreshedAfterExpiry = true
+                tokens.rejected(providerToken)
+                // Sent again only with a new token: a token younger than 20 minutes is not replaced.
+                if (try? tokens.current()) != providerToken {
+                    retry.append(contentsOf: expired)
+                    for _ in expired { metrics.retried(.expiredProviderToken) }
+                }
             }
-            metrics.retried(rejection.reason)
-            do {
-                try await Task.sleep(for: delay)
-            } catch {
-                metrics.record(outcome, nanoseconds: (ContinuousClock.now - start).nanoseconds)
-                return outcome
+            if delay > .zero {
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    break
+                }
             }
+            pending = retry.sorted()
             attempt += 1
         }
+        let final = results.map { $0! }
+        for result in final { metrics.record(result.outcome, nanoseconds: result.latency.nanoseconds) }
+        return final
     }
 
     /// Lets the requests in flight finish, fails the waiting ones as not sent, and closes the connections.
@@ -173,29 +199,50 @@ public final class APNsClient: Sendable {
 
     // MARK: The wire
 
-    private func execute(headers: HPACKHeaders, body: ByteBuffer) async -> APNsWireResult {
-        let id = pool.makeRequestID()
+    /// One pass over the wire: outcomes (before retries) and when each was answered.
+    private func execute(_ deliveries: [APNsDelivery], providerToken: String) async -> [(APNsOutcome, ContinuousClock.Instant)] {
+        let authorization = "bearer " + providerToken
         return await withUnsafeContinuation { continuation in
-            pool.submit(
-                APNsWireRequest(id: id, headers: headers, body: body, enqueuedAt: .now()) { result in
-                    continuation.resume(returning: result)
+            let collector = BatchCollector(count: deliveries.count, continuation: continuation)
+            var requests: [APNsWireRequest] = []
+            requests.reserveCapacity(deliveries.count)
+            let now = NIODeadline.now()
+            // A broadcast sends one payload many times: share its bytes instead of copying them per request.
+            var lastPayload: [UInt8] = []
+            var lastBody = ByteBuffer()
+            for (position, delivery) in deliveries.enumerated() {
+                let payload = delivery.notification.payload
+                if payload != lastPayload {
+                    lastPayload = payload
+                    lastBody = ByteBuffer(bytes: payload)
                 }
-            )
+                requests.append(
+                    APNsWireRequest(
+                        id: pool.makeRequestID(),
+                        headers: headers(delivery, authorization: authorization),
+                        body: lastBody,
+                        enqueuedAt: now
+                    ) { result in
+                        collector.finish(position, Self.outcome(of: result))
+                    }
+                )
+            }
+            pool.submit(contentsOf: requests)
         }
     }
 
-    private func headers(_ notification: APNsNotification, token: String, topic: String, providerToken: String) -> HPACKHeaders {
+    private func headers(_ delivery: APNsDelivery, authorization: String) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(11)
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":scheme", value: scheme)
         // The path and the apns-id differ per request: keeping them out of the HPACK table leaves room
         // for the headers that repeat (authorization, topic).
-        headers.add(name: ":path", value: "/3/device/" + token, indexing: .nonIndexable)
+        headers.add(name: ":path", value: "/3/device/" + delivery.deviceToken, indexing: .nonIndexable)
         headers.add(name: ":authority", value: authority)
-        headers.add(name: "authorization", value: "bearer " + providerToken)
-        headers.add(name: "apns-topic", value: topic)
-        for (name, value) in notification.headers {
+        headers.add(name: "authorization", value: authorization)
+        headers.add(name: "apns-topic", value: delivery.topic)
+        for (name, value) in delivery.notification.headers {
             headers.add(name: name, value: value, indexing: name == "apns-id" ? .nonIndexable : .indexable)
         }
         return headers
@@ -227,6 +274,57 @@ public final class APNsClient: Sendable {
     private struct ErrorBody: Decodable {
         var reason: String
         var timestamp: Int64?
+    }
+}
+
+/// One notification for one device of one app.
+public struct APNsDelivery: Sendable {
+    public var notification: APNsNotification
+    /// The device token, hex.
+    public var deviceToken: String
+    /// The app's bundle id.
+    public var topic: String
+
+    public init(_ notification: APNsNotification, to deviceToken: String, topic: String) {
+        self.notification = notification
+        self.deviceToken = deviceToken
+        self.topic = topic
+    }
+}
+
+/// What became of one delivery, with how long it took and how many attempts.
+public struct APNsResult: Sendable, Equatable {
+    public var outcome: APNsOutcome
+    /// From the call to the final answer, retries and waiting for a stream included.
+    public var latency: Duration
+    /// Sends of it that APNs answered or may have seen; resends of unprocessed requests do not count.
+    public var attempts: Int
+}
+
+/// Gathers the answers of one batch from the connections' event loops and resumes the caller once.
+private final class BatchCollector: Sendable {
+    private struct State {
+        var answers: [(APNsOutcome, ContinuousClock.Instant)?]
+        var remaining: Int
+    }
+
+    private let state: Mutex<State>
+    private let continuation: UnsafeContinuation<[(APNsOutcome, ContinuousClock.Instant)], Never>
+
+    init(count: Int, continuation: UnsafeContinuation<[(APNsOutcome, ContinuousClock.Instant)], Never>) {
+        self.state = Mutex(State(answers: Array(repeating: nil, count: count), remaining: count))
+        self.continuation = continuation
+        if count == 0 { continuation.resume(returning: []) }
+    }
+
+    func finish(_ position: Int, _ outcome: APNsOutcome) {
+        let now = ContinuousClock.now
+        let done = state.withLock { state -> [(APNsOutcome, ContinuousClock.Instant)]? in
+            state.answers[position] = (outcome, now)
+            state.remaining -= 1
+            return state.remaining == 0 ? state.answers.map { $0! } : nil
+        }
+        if let done { continuation.resume(returning: done) }
     }
 }
 

@@ -123,6 +123,16 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         writeWaiting()
     }
 
+    /// Takes many requests at once; they leave in one flush.
+    func enqueue(contentsOf requests: [APNsWireRequest]) {
+        guard !state.isDraining, context != nil else {
+            for request in requests { delegate.connection(id, finished: request, result: .resend) }
+            return
+        }
+        waiting.append(contentsOf: requests)
+        writeWaiting()
+    }
+
     /// Stops taking requests; closes once the open streams are answered.
     func drain() {
         guard let context else { return }
@@ -153,7 +163,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
                 wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
                 promise: nil
             )
-            flushPending = true
+            // A flush per stream makes NIOHTTP2Handler release this stream's DATA now, in stream order
+            // (it releases the streams of one flush in no particular order). Streams then finish in the
+            // order they opened, which keeps NIO's per-connection stream table cheap to update; the
+            // socket still sees one flush per event-loop tick (``APNsFlushCoalescer``).
+            context.flush()
         }
         scheduleFlush(context: context)
     }
@@ -349,5 +363,25 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         while let request = waiting.popFirst() { resend.append(request) }
         requestByStream.removeAll()
         delegate.connection(id, closed: resend, fateUnknown: unknown)
+    }
+}
+
+/// Sits between the socket and NIOHTTP2Handler and turns many flushes in one event-loop tick into one
+/// socket write.
+final class APNsFlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = Any
+    typealias OutboundOut = Any
+
+    private var flushScheduled = false
+
+    func flush(context: ChannelHandlerContext) {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let coalescer = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (coalescer, context) = coalescer.value
+            coalescer.flushScheduled = false
+            context.flush()
+        }
     }
 }

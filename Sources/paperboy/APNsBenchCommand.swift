@@ -49,10 +49,13 @@ struct APNsBenchCommand: AsyncParsableCommand {
     var n = 1_000_000
 
     @Option(help: "HTTP/2 connections (the client's and h2load's).")
-    var connections = 2
+    var connections = 8
 
-    @Option(help: ArgumentHelp("Sends in flight at once (default: 1000 per connection).", valueName: "n"))
-    var concurrency: Int?
+    @Option(help: ArgumentHelp("Notifications in flight at once (h2load: this many streams over the connections).", valueName: "n"))
+    var concurrency = 2000
+
+    @Option(help: "Notifications per client.send call (a broadcast sends batches); 1 sends them one by one.")
+    var batch = 250
 
     @Option(help: "Rounds; each runs Paperboy then h2load, and the report gives each round and the medians.")
     var rounds = 1
@@ -67,7 +70,8 @@ struct APNsBenchCommand: AsyncParsableCommand {
         guard n > 0 else { throw ValidationError("-n: must be positive") }
         guard (1...64).contains(connections) else { throw ValidationError("--connections: 1 to 64") }
         guard rounds > 0 else { throw ValidationError("--rounds: must be positive") }
-        if let concurrency, concurrency <= 0 { throw ValidationError("--concurrency: must be positive") }
+        guard concurrency > 0 else { throw ValidationError("--concurrency: must be positive") }
+        guard batch > 0 else { throw ValidationError("--batch: must be positive") }
         if endpoint != nil, keyFile == nil { throw ValidationError("--key-file: needed with --endpoint") }
     }
 
@@ -104,7 +108,7 @@ struct APNsBenchCommand: AsyncParsableCommand {
         let notification = try APNsNotification.background([
             "edition": "2026-11-23-morning", "manifest": "https://cdn.example.com/e/2026-11-23-morning.json",
         ])
-        let inFlight = concurrency ?? connections * 1000
+        let inFlight = concurrency
         let h2loadPath = resolveH2load()
 
         // Connections open and streams raised before anything is measured.
@@ -114,6 +118,7 @@ struct APNsBenchCommand: AsyncParsableCommand {
             topic: topic,
             count: min(n, 2000),
             concurrency: min(inFlight, 200),
+            batch: batch,
             tokenSalt: 0xFFFF,
             progress: false
         )
@@ -133,6 +138,7 @@ struct APNsBenchCommand: AsyncParsableCommand {
                 topic: topic,
                 count: n,
                 concurrency: inFlight,
+                batch: batch,
                 tokenSalt: UInt64(round),
                 progress: !json && isatty(STDERR_FILENO) == 1
             )
@@ -286,6 +292,7 @@ enum ClientRun {
         topic: String,
         count: Int,
         concurrency: Int,
+        batch: Int,
         tokenSalt: UInt64,
         progress: Bool
     ) async -> Result {
@@ -307,17 +314,22 @@ enum ClientRun {
                     FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
                 }
             }
-            for _ in 0..<min(concurrency, count) {
+            // Each worker sends a batch and waits for all of it, as a broadcast's dispatcher does.
+            let batchSize = max(1, min(batch, concurrency))
+            for _ in 0..<max(1, min(concurrency / batchSize, (count + batchSize - 1) / batchSize)) {
                 group.addTask {
                     while true {
-                        let index = shared.next.wrappingAdd(1, ordering: .relaxed).oldValue
-                        guard index < count else { return }
-                        let sent = ContinuousClock.now
-                        let outcome = await client.send(notification, to: benchToken(index, salt: tokenSalt), topic: topic)
-                        let micros = Int((ContinuousClock.now - sent).seconds * 1e6)
-                        shared.latencies.withLock { _ = $0.record(UInt64(max(1, micros))) }
-                        if outcome.isAccepted { shared.accepted.wrappingAdd(1, ordering: .relaxed) }
-                        shared.done.wrappingAdd(1, ordering: .relaxed)
+                        let first = shared.next.wrappingAdd(batchSize, ordering: .relaxed).oldValue
+                        guard first < count else { return }
+                        let deliveries = (first..<min(first + batchSize, count)).map {
+                            APNsDelivery(notification, to: benchToken($0, salt: tokenSalt), topic: topic)
+                        }
+                        let results = await client.send(deliveries)
+                        shared.latencies.withLock { histogram in
+                            for result in results { _ = histogram.record(UInt64(max(1, Int(result.latency.seconds * 1e6)))) }
+                        }
+                        shared.accepted.wrappingAdd(results.count { $0.outcome.isAccepted }, ordering: .relaxed)
+                        shared.done.wrappingAdd(results.count, ordering: .relaxed)
                     }
                 }
             }

@@ -313,3 +313,80 @@ extension APNsOutcome {
         return nil
     }
 }
+
+@Suite("Several apps and environments in one process")
+struct APNsClientsTests {
+    @Test("two apps with their own keys send to production and sandbox at once; each endpoint sees only its app")
+    func twoAppsTwoEnvironments() async throws {
+        let newsKey = P256.Signing.PrivateKey()
+        let sportsKey = P256.Signing.PrivateKey()
+        let news = try APNsSigningKey(pem: newsKey.pemRepresentation, keyID: "NEWSKEY001", teamID: "NEWSTEAM01")
+        let sports = try APNsSigningKey(pem: sportsKey.pemRepresentation, keyID: "SPORTKEY01", teamID: "SPORTTEAM1")
+        let keys = ["NEWSKEY001": newsKey.publicKey, "SPORTKEY01": sportsKey.publicKey]
+        let production = APNsSimulator(configuration: .init(validation: .init(keys: keys, topics: ["com.example.news"])))
+        let sandbox = APNsSimulator(configuration: .init(validation: .init(keys: keys, topics: ["com.example.sports"])))
+        let endpoints = APNsEndpoints(
+            production: try APNsEndpoint("http://127.0.0.1:\(try await production.start())"),
+            sandbox: try APNsEndpoint("http://127.0.0.1:\(try await sandbox.start())")
+        )
+        let clients = APNsClients()
+        let newsClient = try clients.client(for: news, endpoint: endpoints.endpoint(sandbox: false))
+        let sportsClient = try clients.client(for: sports, endpoint: endpoints.endpoint(sandbox: true))
+        #expect(try clients.client(for: news, endpoint: endpoints.production) === newsClient)
+        #expect(clients.count == 2)
+
+        async let newsResults = newsClient.send(
+            (0..<100).map { APNsDelivery(APNsClientTests.notification, to: APNsClientTests.token($0), topic: "com.example.news") }
+        )
+        async let sportsResults = sportsClient.send(
+            (0..<60).map { APNsDelivery(APNsClientTests.notification, to: APNsClientTests.token($0, prefix: "5"), topic: "com.example.sports") }
+        )
+        let (newsDone, sportsDone) = await (newsResults, sportsResults)
+        #expect(newsDone.allSatisfy { $0.outcome.isAccepted && $0.attempts == 1 })
+        #expect(sportsDone.allSatisfy { $0.outcome.isAccepted })
+        #expect(production.stats().accepted == 100)
+        #expect(sandbox.stats().accepted == 60)
+        #expect(production.acceptedCounts().keys.allSatisfy { !$0.hasPrefix("5") })
+
+        // A topic the sandbox does not serve is rejected there, not sent elsewhere.
+        let wrong = await sportsClient.send(APNsClientTests.notification, to: APNsClientTests.token(1), topic: "com.example.news")
+        #expect(wrong.rejection?.reason == .topicDisallowed)
+
+        await clients.shutdown()
+        try await production.shutdown()
+        try await sandbox.shutdown()
+    }
+
+    @Test("an endpoint override stands in for both environments; a bad one names the problem")
+    func endpointOverride() throws {
+        let override = try APNsEndpoints(override: "http://127.0.0.1:2197")
+        #expect(override.production == override.sandbox)
+        #expect(override.production.description == "http://127.0.0.1:2197")
+        #expect(try APNsEndpoints(override: nil) == APNsEndpoints())
+        #expect(APNsEndpoints().production.host == "api.push.apple.com")
+        #expect(APNsEndpoints().sandbox.host == "api.sandbox.push.apple.com")
+        #expect(throws: APNsEndpointError.self) { try APNsEndpoints(override: "ftp://example.com") }
+    }
+}
+
+@Suite("Endpoints")
+struct APNsEndpointTests {
+    @Test("production, sandbox, https with and without a port, http with a port, IPv6")
+    func parse() throws {
+        #expect(try APNsEndpoint("production") == .production)
+        #expect(try APNsEndpoint("sandbox") == .sandbox)
+        #expect(try APNsEndpoint("https://apns.example.com") == APNsEndpoint(host: "apns.example.com", port: 443, usesTLS: true))
+        #expect(try APNsEndpoint("https://apns.example.com:2197") == APNsEndpoint(host: "apns.example.com", port: 2197, usesTLS: true))
+        #expect(try APNsEndpoint("http://127.0.0.1:2197/") == APNsEndpoint(host: "127.0.0.1", port: 2197, usesTLS: false))
+        #expect(try APNsEndpoint("http://[::1]:2197") == APNsEndpoint(host: "::1", port: 2197, usesTLS: false))
+        #expect(try APNsEndpoint("http://[::1]:2197").description == "http://[::1]:2197")
+    }
+
+    @Test(
+        "bad endpoints say what is wrong",
+        arguments: ["api.push.apple.com", "http://localhost", "https://h:0", "https://h:x", "https://h/3/device", "https://"]
+    )
+    func bad(text: String) {
+        #expect(throws: APNsEndpointError.self) { try APNsEndpoint(text) }
+    }
+}
