@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import NIOCore
 import NIOHPACK
 import NIOPosix
@@ -46,6 +47,8 @@ public final class APNsClient: Sendable {
         public var retryPolicy = APNsRetryPolicy()
         /// TLS settings, e.g. the trust roots of a test server. ALPN `h2` and TLS 1.2 or newer are always set.
         public var tls: TLSConfiguration?
+        /// Where the client's metrics go; the process's bootstrapped `MetricsSystem` when nil.
+        public var metricsFactory: (any MetricsFactory)?
 
         public init(endpoint: APNsEndpoint) {
             self.endpoint = endpoint
@@ -62,15 +65,31 @@ public final class APNsClient: Sendable {
     /// - Parameters:
     ///   - tokens: where provider tokens come from; see ``APNsProviderTokens``.
     ///   - eventLoopGroup: where connections run; the shared NIO group by default.
-    public init(
+    public convenience init(
         configuration: Configuration,
         tokens: any APNsProviderTokenSource,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "paperboy.apns")
     ) throws {
+        try self.init(
+            configuration: configuration,
+            tokens: tokens,
+            metrics: APNsMetrics(factory: configuration.metricsFactory),
+            eventLoopGroup: eventLoopGroup,
+            logger: logger
+        )
+    }
+
+    private init(
+        configuration: Configuration,
+        tokens: any APNsProviderTokenSource,
+        metrics: APNsMetrics,
+        eventLoopGroup: any EventLoopGroup,
+        logger: Logger
+    ) throws {
         self.configuration = configuration
         self.tokens = tokens
-        self.metrics = APNsMetrics()
+        self.metrics = metrics
         self.authority = configuration.endpoint.authority
         self.scheme = configuration.endpoint.usesTLS ? "https" : "http"
         self.pool = try APNsConnectionPool(
@@ -104,10 +123,10 @@ public final class APNsClient: Sendable {
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "paperboy.apns")
     ) throws {
-        let metrics = APNsMetrics()
+        let metrics = APNsMetrics(factory: configuration.metricsFactory)
         let keyID = key.keyID
         let tokens = APNsProviderTokens(key: key, clock: ContinuousClock(), onRefresh: { metrics.tokenRefreshed(keyID: keyID) })
-        try self.init(configuration: configuration, tokens: tokens, eventLoopGroup: eventLoopGroup, logger: logger)
+        try self.init(configuration: configuration, tokens: tokens, metrics: metrics, eventLoopGroup: eventLoopGroup, logger: logger)
     }
 
     /// Sends `notification` to the device with `token` (hex) for the app `topic` (its bundle id).

@@ -331,7 +331,7 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
     /// Every 250 ms: fails requests that waited too long for a connection, and retries connecting.
     private func maintain() {
         let now = NIODeadline.now()
-        let (steps, inFlight, connections) = state.withLock { state -> ([Step], Int, Int) in
+        let (steps, inFlight, _) = state.withLock { state -> ([Step], Int, Int) in
             var steps: [Step] = []
             while let first = state.waiting.first, now - first.enqueuedAt > configuration.maximumWait {
                 state.waiting.removeFirst()
@@ -343,7 +343,7 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
             if let connect = startConnectionIfNeeded(&state) { steps.append(connect) }
             return (steps, state.entries.values.reduce(0) { $0 + $1.assigned }, state.entries.count)
         }
-        metrics.sample(inFlight: inFlight, connections: connections)
+        metrics.sample(inFlight: inFlight)
         steps.forEach(run)
     }
 

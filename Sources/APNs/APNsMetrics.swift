@@ -12,19 +12,31 @@ import Synchronization
 /// - `apns_provider_token_refreshes_total{key_id}`.
 /// - `apns_retries_total{reason}`.
 final class APNsMetrics: Sendable {
+    private let factory: any MetricsFactory
     private let requests = Mutex<[String: Counter]>([:])
     private let retries = Mutex<[String: Counter]>([:])
-    private let duration = Metrics.Timer(label: "apns_request_duration_seconds", preferredDisplayUnit: .seconds)
-    private let connections = Gauge(label: "apns_connections")
-    private let inFlight = Gauge(label: "apns_streams_in_flight")
-    private let opened = Counter(label: "apns_connection_events_total", dimensions: [("event", "opened")])
-    private let closed = Counter(label: "apns_connection_events_total", dimensions: [("event", "closed")])
-    private let failed = Counter(label: "apns_connection_events_total", dimensions: [("event", "connect_failed")])
-    private let goAways = Counter(label: "apns_connection_events_total", dimensions: [("event", "goaway")])
-    private let accepted = Counter(label: "apns_requests_total", dimensions: [("status", "200"), ("reason", "")])
+    private let duration: Metrics.Timer
+    private let connections: Gauge
+    private let inFlight: Gauge
+    private let opened: Counter
+    private let closed: Counter
+    private let failed: Counter
+    private let goAways: Counter
+    private let accepted: Counter
     private let openConnections = Mutex(0)
 
-    init() {}
+    init(factory: (any MetricsFactory)? = nil) {
+        let factory = factory ?? MetricsSystem.factory
+        self.factory = factory
+        duration = Metrics.Timer(label: "apns_request_duration_seconds", dimensions: [], preferredDisplayUnit: .seconds, factory: factory)
+        connections = Gauge(label: "apns_connections", dimensions: [], factory: factory)
+        inFlight = Gauge(label: "apns_streams_in_flight", dimensions: [], factory: factory)
+        opened = Counter(label: "apns_connection_events_total", dimensions: [("event", "opened")], factory: factory)
+        closed = Counter(label: "apns_connection_events_total", dimensions: [("event", "closed")], factory: factory)
+        failed = Counter(label: "apns_connection_events_total", dimensions: [("event", "connect_failed")], factory: factory)
+        goAways = Counter(label: "apns_connection_events_total", dimensions: [("event", "goaway")], factory: factory)
+        accepted = Counter(label: "apns_requests_total", dimensions: [("status", "200"), ("reason", "")], factory: factory)
+    }
 
     func record(_ outcome: APNsOutcome, nanoseconds: Int64) {
         duration.recordNanoseconds(nanoseconds)
@@ -39,7 +51,7 @@ final class APNsMetrics: Sendable {
     func retried(_ reason: APNsReason) {
         let counter = retries.withLock { counters in
             if let counter = counters[reason.rawValue] { return counter }
-            let counter = Counter(label: "apns_retries_total", dimensions: [("reason", reason.rawValue)])
+            let counter = Counter(label: "apns_retries_total", dimensions: [("reason", reason.rawValue)], factory: factory)
             counters[reason.rawValue] = counter
             return counter
         }
@@ -47,7 +59,7 @@ final class APNsMetrics: Sendable {
     }
 
     func tokenRefreshed(keyID: String) {
-        Counter(label: "apns_provider_token_refreshes_total", dimensions: [("key_id", keyID)]).increment()
+        Counter(label: "apns_provider_token_refreshes_total", dimensions: [("key_id", keyID)], factory: factory).increment()
     }
 
     func connectionOpened() {
@@ -73,7 +85,7 @@ final class APNsMetrics: Sendable {
     func connectFailed() { failed.increment() }
     func goAway() { goAways.increment() }
 
-    func sample(inFlight: Int, connections: Int) {
+    func sample(inFlight: Int) {
         self.inFlight.record(inFlight)
     }
 
@@ -81,7 +93,7 @@ final class APNsMetrics: Sendable {
         let key = status + " " + reason
         return requests.withLock { counters in
             if let counter = counters[key] { return counter }
-            let counter = Counter(label: "apns_requests_total", dimensions: [("status", status), ("reason", reason)])
+            let counter = Counter(label: "apns_requests_total", dimensions: [("status", status), ("reason", reason)], factory: factory)
             counters[key] = counter
             return counter
         }

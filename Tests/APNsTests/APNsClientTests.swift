@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Crypto
 import Foundation
+import MetricsTestKit
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -248,6 +249,22 @@ struct APNsClientTests {
             #expect(stats.peakConcurrentStreams <= 40)
             #expect(stats.peakConcurrentStreams > 1)
         }
+    }
+
+    @Test("metrics count answers by status and reason, time them, and count connections and token refreshes")
+    func metrics() async throws {
+        let metrics = TestMetrics()
+        var faults = APNsSimulator.Faults()
+        faults.outcomesByTokenPrefix = [("dead", .init(status: 410, reason: .unregistered)), ("bad", .init(status: 400, reason: .badDeviceToken))]
+        try await Self.withSimulator(faults: faults, configure: { $0.metricsFactory = metrics }) { _, client in
+            _ = await Self.sendAll(client, tokens: (0..<30).map { Self.token($0) } + [Self.token(1, prefix: "dead"), Self.token(2, prefix: "bad")])
+        }
+        #expect(try metrics.expectCounter("apns_requests_total", [("status", "200"), ("reason", "")]).totalValue == 30)
+        #expect(try metrics.expectCounter("apns_requests_total", [("status", "410"), ("reason", "Unregistered")]).totalValue == 1)
+        #expect(try metrics.expectCounter("apns_requests_total", [("status", "400"), ("reason", "BadDeviceToken")]).totalValue == 1)
+        #expect(try metrics.expectTimer("apns_request_duration_seconds").values.count == 32)
+        #expect(try metrics.expectCounter("apns_connection_events_total", [("event", "opened")]).totalValue >= 1)
+        #expect(try metrics.expectCounter("apns_provider_token_refreshes_total", [("key_id", "KEY1234567")]).totalValue == 1)
     }
 
     @Test("an answer that does not come in time is reported as an unknown fate, not lost and not resent")
