@@ -433,7 +433,8 @@ enum H2loadRun {
             throw CommandError("h2load did not finish:\n\(text)")
         }
         let fields = finished.split(separator: " ")
-        let seconds = Double(fields[2].dropLast(2)) ?? 0
+        // "10.04s," or "736.04ms,"
+        let seconds = (milliseconds(String(fields[2].dropLast())) ?? 0) / 1000
         let rate = Double(fields[3]) ?? 0
         var succeeded = 0
         if let requests = text.split(separator: "\n").first(where: { $0.hasPrefix("requests:") }),
