@@ -86,7 +86,7 @@ struct APNsBenchCommand: AsyncParsableCommand {
             do {
                 key = try APNsSigningKey(pemFile: keyFile!, keyID: keyID, teamID: teamID)
             } catch {
-                throw ValidationError("--key-file: \(error)")
+                throw CommandError("--key-file: \(error)")
             }
         } else {
             let privateKey = P256.Signing.PrivateKey()

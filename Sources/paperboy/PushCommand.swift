@@ -32,6 +32,9 @@ struct PushCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds APNs keeps trying to deliver (0: now or never).", valueName: "seconds"))
     var expiresIn = 0
 
+    @Option(name: .customLong("wait"), help: ArgumentHelp("Seconds to keep trying to connect before reporting not sent.", valueName: "seconds"))
+    var waitSeconds = 10
+
     @Flag(help: "Print one JSON object per token, for scripts.")
     var json = false
 
@@ -46,13 +49,17 @@ struct PushCommand: AsyncParsableCommand {
             }
         }
         guard expiresIn >= 0 else { throw ValidationError("--expires-in: must not be negative") }
+        guard waitSeconds > 0 else { throw ValidationError("--wait: must be positive") }
     }
 
     func run() async throws {
         LoggingSystem.bootstrapPaperboy()
         let key = try apns.signingKey()
         let notification = try makeNotification()
-        let client = try APNsClient(configuration: try apns.clientConfiguration(), key: key, logger: Logger(label: "paperboy.push"))
+        var configuration = try apns.clientConfiguration()
+        // An operator checking a device wants an answer soon, not after a minute of reconnecting.
+        configuration.maximumWait = .seconds(waitSeconds)
+        let client = try APNsClient(configuration: configuration, key: key, logger: Logger(label: "paperboy.push"))
         var allAccepted = true
         for token in tokens {
             let outcome = await client.send(notification, to: token.lowercased(), topic: apns.topic)
@@ -71,7 +78,7 @@ struct PushCommand: AsyncParsableCommand {
                 collapseID: collapseID
             )
         } catch {
-            throw ValidationError("--data: \(error)")
+            throw CommandError("--data: \(error)")
         }
     }
 

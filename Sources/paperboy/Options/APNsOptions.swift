@@ -36,12 +36,12 @@ struct APNsOptions: ParsableArguments {
     func resolvedEndpoint() throws -> APNsEndpoint {
         let text = endpoint ?? ProcessInfo.processInfo.environment["PAPERBOY_APNS_ENDPOINT"]
         guard let text, !text.isEmpty else {
-            throw ValidationError("--endpoint: give production, sandbox or a URL (or set PAPERBOY_APNS_ENDPOINT)")
+            throw CommandError("--endpoint: give production, sandbox or a URL (or set PAPERBOY_APNS_ENDPOINT)")
         }
         do {
             return try APNsEndpoint(text)
         } catch {
-            throw ValidationError("--endpoint: \(error)")
+            throw CommandError("--endpoint: \(error)")
         }
     }
 
@@ -55,7 +55,7 @@ struct APNsOptions: ParsableArguments {
                 case .badTeamID: "--team-id"
                 default: "--key-file"
                 }
-            throw ValidationError("\(flag): \(error)")
+            throw CommandError("\(flag): \(error)")
         }
     }
 
@@ -67,7 +67,7 @@ struct APNsOptions: ParsableArguments {
                 tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
                 configuration.tls = tls
             } catch {
-                throw ValidationError("--ca-file: \(caFile) is not a readable PEM certificate (\(error))")
+                throw CommandError("--ca-file: \(caFile) is not a readable PEM certificate (\(error))")
             }
         }
         return configuration
