@@ -335,9 +335,15 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
             var steps: [Step] = []
             while let first = state.waiting.first, now - first.enqueuedAt > configuration.maximumWait {
                 state.waiting.removeFirst()
-                let why =
-                    state.lastConnectError.map { "no connection to \(configuration.endpoint): \($0)" }
-                    ?? "no free APNs stream within \(configuration.maximumWait.nanoseconds / 1_000_000) ms"
+                let waited = "\(configuration.maximumWait.nanoseconds / 1_000_000) ms"
+                let why: String
+                if let error = state.lastConnectError {
+                    why = "no connection to \(configuration.endpoint): \(error)"
+                } else if !state.entries.values.contains(where: \.ready) {
+                    why = "no connection to \(configuration.endpoint) within \(waited) (still connecting)"
+                } else {
+                    why = "no free stream to \(configuration.endpoint) within \(waited)"
+                }
                 steps.append(.complete(first, .notSent(APNsTransportError(.connectFailed, why))))
             }
             if let connect = startConnectionIfNeeded(&state) { steps.append(connect) }

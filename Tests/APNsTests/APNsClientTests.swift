@@ -288,7 +288,7 @@ struct APNsClientTests {
         let port = channel.localAddress!.port!
         try await channel.close()
         var configuration = APNsClient.Configuration(endpoint: try APNsEndpoint("http://127.0.0.1:\(port)"))
-        configuration.maximumWait = .milliseconds(600)
+        configuration.maximumWait = .seconds(2)
         let client = try APNsClient(configuration: configuration, key: Self.key)
         let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
         await client.shutdown()

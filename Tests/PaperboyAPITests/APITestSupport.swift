@@ -39,7 +39,14 @@ struct APIFixture {
             )
             let application = buildApplication(
                 client: db.client,
-                configuration: APIConfiguration(host: "127.0.0.1", port: 0, adminToken: adminToken),
+                configuration: {
+                    var configuration = APIConfiguration(host: "127.0.0.1", port: 0, adminToken: adminToken)
+                    // The suite runs in parallel with CPU-heavy APNs tests on two cores: the first query of
+                    // a fresh pool can take seconds there. The 2-second production default is not what
+                    // these tests check.
+                    configuration.readinessTimeout = .seconds(30)
+                    return configuration
+                }(),
                 logger: db.logger
             )
             try await application.test(.router) { client in try await body(fixture, client) }
