@@ -226,6 +226,7 @@ public final class APNsClient: Sendable {
             var requests: [APNsWireRequest] = []
             requests.reserveCapacity(deliveries.count)
             let now = NIODeadline.now()
+            let firstID = pool.makeRequestIDs(count: deliveries.count)
             // A broadcast sends one payload many times: share its bytes instead of copying them per request.
             var lastPayload: [UInt8] = []
             var lastBody = ByteBuffer()
@@ -237,7 +238,7 @@ public final class APNsClient: Sendable {
                 }
                 requests.append(
                     APNsWireRequest(
-                        id: pool.makeRequestID(),
+                        id: firstID + UInt64(position),
                         headers: headers(delivery, authorization: authorization),
                         body: lastBody,
                         enqueuedAt: now

@@ -93,11 +93,12 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         maintenance.withLock { $0 = task }
     }
 
-    /// A fresh request id.
-    func makeRequestID() -> UInt64 {
+    /// `count` fresh request ids, the first of a consecutive range.
+    func makeRequestIDs(count: Int) -> UInt64 {
         state.withLock {
-            $0.nextRequestID += 1
-            return $0.nextRequestID
+            let first = $0.nextRequestID + 1
+            $0.nextRequestID += UInt64(count)
+            return first
         }
     }
 

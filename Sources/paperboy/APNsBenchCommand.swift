@@ -4,6 +4,8 @@ import Crypto
 import Foundation
 import Histogram
 import Logging
+import NIOCore
+import NIOPosix
 import NIOSSL
 import Synchronization
 
@@ -75,8 +77,12 @@ struct APNsBenchCommand: AsyncParsableCommand {
         if endpoint != nil, keyFile == nil { throw ValidationError("--key-file: needed with --endpoint") }
     }
 
+    @Flag(help: "Run Swift concurrency's tasks on NIO's event loops (an experiment).")
+    var nioExecutor = false
+
     func run() async throws {
         LoggingSystem.bootstrapPaperboy()
+        if nioExecutor { _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() }
         let logger = Logger(label: "paperboy.apns-bench")
         var simulator: SimulatorProcess?
         let endpointText: String
