@@ -47,6 +47,18 @@ public struct PublicationRepository: Sendable {
         throw StoreError(code: .conflict, message: "the publication was not created")
     }
 
+    /// The publication of an app with this slug, if any.
+    public func find(appID: Int, slug: String, logger: Logger) async throws -> Publication? {
+        let rows = try await client.query(
+            "SELECT id, title FROM publications WHERE app_id = \(appID) AND slug = \(slug)",
+            logger: logger
+        )
+        for try await (id, title) in rows.decode((Int, String?).self) {
+            return Publication(id: id, appID: appID, slug: slug, title: title)
+        }
+        return nil
+    }
+
     /// The publications of one app, or of every app when `appID` is nil.
     public func list(appID: Int? = nil, logger: Logger) async throws -> [Publication] {
         let rows =
