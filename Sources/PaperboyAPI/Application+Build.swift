@@ -12,6 +12,8 @@ public struct APIConfiguration: Sendable {
     public var adminToken: String?
     /// The largest request body accepted; larger answers 413.
     public var maxBodyBytes: Int = 16 * 1024
+    /// The largest edition file accepted by `POST /v1/editions`: a manifest lists every page.
+    public var maxEditionBodyBytes: Int = 1024 * 1024
     /// How long an app found by its device key is remembered.
     public var appCacheTimeToLive: Duration = .seconds(30)
     /// How long `/health/ready` waits for the database.
@@ -35,9 +37,12 @@ public func buildRouter(client: PostgresClient, configuration: APIConfiguration)
     let directory = AppDirectory(repository: AppRepository(client: client), timeToLive: configuration.appCacheTimeToLive)
     let deviceAPI = router.group("v1").add(middleware: DeviceKeyMiddleware(directory: directory))
     DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
+    let editionRoutes = EditionRoutes(editions: EditionRepository(client: client), maxBodyBytes: configuration.maxEditionBodyBytes)
+    editionRoutes.addReading(to: deviceAPI, routes: &routes)
 
     let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
     AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI, routes: &routes)
+    editionRoutes.addPublishing(to: adminAPI, routes: &routes)
 
     routes.addMethodNotAllowed(to: router)
     return router

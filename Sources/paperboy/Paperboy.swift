@@ -10,6 +10,7 @@ struct Paperboy: AsyncParsableCommand {
             MigrateCommand.self,
             AppsCommand.self,
             PublicationsCommand.self,
+            EditionsCommand.self,
             CohortsCommand.self,
             APNsSimCommand.self,
             PushCommand.self,

@@ -1,0 +1,97 @@
+import Crypto
+import Foundation
+import Hummingbird
+import PaperboyCore
+import PaperboyStore
+
+/// `/v1/editions`: operators publish (admin); devices read the latest edition of a publication, or one
+/// by id, with a strong `ETag` and `Cache-Control` so that a CDN can absorb the wake-up load.
+struct EditionRoutes {
+    let editions: EditionRepository
+    let maxBodyBytes: Int
+
+    /// How long a CDN or device may reuse an edition response without asking again. Short, because
+    /// `latest` changes when the next edition is published.
+    static let cacheMaxAgeSeconds = 60
+
+    func addPublishing(to group: RouterGroup<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+        group.post("editions", use: publish)
+        routes.record("/v1/editions", .post)
+    }
+
+    func addReading(to group: RouterGroup<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+        group.get("editions/latest", use: latest)
+        group.get("editions/{id}", use: show)
+        routes.record("/v1/editions/latest", .get)
+        routes.record("/v1/editions/{id}", .get)
+    }
+
+    /// `POST` (admin): validates and stores the edition file; 201 with the stored edition and its id.
+    /// `?app=ID` picks the app when more than one has a publication by that id. The store validates, and
+    /// its refusals answer 400/404/409 naming the field.
+    @Sendable func publish(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let manifest = try await request.decodeJSON(EditionManifest.self, limit: maxBodyBytes)
+        var appID: Int?
+        if let text = request.uri.queryParameters.get("app") {
+            guard let value = Int(text) else { throw APIError.invalid("app", "app must be an app id, a number") }
+            appID = value
+        }
+        let edition = try await editions.publish(manifest, appID: appID, logger: context.logger)
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        headers[.location] = "/v1/editions/\(edition.id.uuidString.lowercased())"
+        return Response(status: .created, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try Self.encode(edition))))
+    }
+
+    /// `GET /v1/editions/latest?publication=P` (device key): the newest edition of the app's publication.
+    @Sendable func latest(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let app = try context.requireApp()
+        guard let publication = request.uri.queryParameters.get("publication"), !publication.isEmpty else {
+            throw APIError.invalid("publication", "publication is required, like ?publication=morning")
+        }
+        guard let edition = try await editions.latest(appID: app.id, publication: publication, logger: context.logger) else {
+            throw APIError(.notFound, code: "not_found", field: "publication", message: "there is no edition of \(publication)")
+        }
+        return try Self.cacheableResponse(edition, request: request)
+    }
+
+    /// `GET /v1/editions/{id}` (device key): one edition of the app.
+    @Sendable func show(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let app = try context.requireApp()
+        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
+            throw APIError.invalid("id", "an edition id is a UUID")
+        }
+        // Another app's edition answers as unknown: an app key says nothing about other apps.
+        guard let edition = try await editions.find(id: id, logger: context.logger), edition.appID == app.id else {
+            throw APIError(.notFound, code: "not_found", field: "id", message: "there is no edition \(id.uuidString.lowercased())")
+        }
+        return try Self.cacheableResponse(edition, request: request)
+    }
+
+    /// The edition's JSON with a strong `ETag` (the body's SHA-256), or 304 when `If-None-Match` has it.
+    static func cacheableResponse(_ edition: Edition, request: Request) throws -> Response {
+        let body = try encode(edition)
+        let etag = "\"\(Hex.encode(SHA256.hash(data: body)))\""
+        var headers: HTTPFields = [.eTag: etag, .cacheControl: "public, max-age=\(cacheMaxAgeSeconds)"]
+        if let ifNoneMatch = request.headers[.ifNoneMatch], matches(ifNoneMatch, etag: etag) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// `If-None-Match` is a list of tags or `*`; weak comparison (RFC 9110 13.1.2) ignores `W/`.
+    static func matches(_ header: String, etag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            var tag = candidate.trimmingCharacters(in: .whitespaces)
+            if tag == "*" { return true }
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            return tag == etag
+        }
+    }
+
+    static func encode(_ edition: Edition) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(edition)
+    }
+}

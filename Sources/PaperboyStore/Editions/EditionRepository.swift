@@ -1,0 +1,117 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PostgresNIO
+
+/// Published editions in PostgreSQL. The manifest is kept as JSONB, as published.
+public struct EditionRepository: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// Validates and stores an edition of a publication, with a new id.
+    ///
+    /// - Parameters:
+    ///   - appID: the app whose publication it is; may be nil when only one app has a publication by
+    ///     that id.
+    ///   - now: the publishing time the deadline must be after.
+    /// - Throws: `StoreError` naming `issueDate` when the publication has an edition for that day already
+    ///   (nothing is changed), `publication` when it is not known, `app` when it is ambiguous.
+    public func publish(_ manifest: EditionManifest, appID: Int?, now: Date = Date(), logger: Logger) async throws -> Edition {
+        let deadline: Date
+        do {
+            deadline = try manifest.validate(now: now)
+        } catch {
+            throw StoreError(code: .invalid, field: error.field, message: error.message)
+        }
+        let publication = try await resolvePublication(manifest.publication, appID: appID, logger: logger)
+        let id = UUID()
+        let json = String(decoding: try Self.encoder.encode(manifest), as: UTF8.self)
+        do {
+            let rows = try await client.query(
+                """
+                INSERT INTO editions (id, publication_id, issue_date, deadline, manifest)
+                VALUES (\(id), \(publication.id), \(manifest.issueDate)::date, \(deadline), \(json)::jsonb)
+                RETURNING published_at
+                """,
+                logger: logger
+            )
+            for try await publishedAt in rows.decode(Date.self) {
+                return Edition(id: id, appID: publication.appID, manifest: manifest, deadline: deadline, publishedAt: publishedAt)
+            }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            throw StoreError(
+                code: .conflict,
+                field: "issueDate",
+                message: "\(manifest.publication) has an edition for \(manifest.issueDate) already"
+            )
+        }
+        throw StoreError(code: .conflict, message: "the edition was not stored")
+    }
+
+    /// The edition with this id, if any.
+    public func find(id: UUID, logger: Logger) async throws -> Edition? {
+        try await select(
+            "SELECT e.id, p.app_id, e.manifest::text, e.deadline, e.published_at FROM editions e JOIN publications p ON p.id = e.publication_id WHERE e.id = \(id)",
+            logger: logger
+        ).first
+    }
+
+    /// The most recently published edition of a publication of an app, if any.
+    public func latest(appID: Int, publication: String, logger: Logger) async throws -> Edition? {
+        try await select(
+            """
+            SELECT e.id, p.app_id, e.manifest::text, e.deadline, e.published_at
+            FROM editions e JOIN publications p ON p.id = e.publication_id
+            WHERE p.app_id = \(appID) AND p.slug = \(publication)
+            ORDER BY e.published_at DESC, e.issue_date DESC LIMIT 1
+            """,
+            logger: logger
+        ).first
+    }
+
+    /// Editions, newest first, optionally of one publication (of one app).
+    public func list(appID: Int? = nil, publication: String? = nil, limit: Int = 50, logger: Logger) async throws -> [Edition] {
+        try await select(
+            """
+            SELECT e.id, p.app_id, e.manifest::text, e.deadline, e.published_at
+            FROM editions e JOIN publications p ON p.id = e.publication_id
+            WHERE (\(appID)::integer IS NULL OR p.app_id = \(appID)) AND (\(publication)::text IS NULL OR p.slug = \(publication))
+            ORDER BY e.published_at DESC, e.issue_date DESC LIMIT \(limit)
+            """,
+            logger: logger
+        )
+    }
+
+    private func resolvePublication(_ slug: String, appID: Int?, logger: Logger) async throws -> Publication {
+        let publications = try await PublicationRepository(client: client).list(appID: appID, logger: logger).filter { $0.slug == slug }
+        switch publications.count {
+        case 0:
+            let scope = appID.map { " of app \($0)" } ?? ""
+            throw StoreError(code: .notFound, field: "publication", message: "there is no publication \(slug)\(scope)")
+        case 1:
+            return publications[0]
+        default:
+            let apps = publications.map { "\($0.appID)" }.joined(separator: ", ")
+            throw StoreError(code: .invalid, field: "app", message: "apps \(apps) each have a publication \(slug); name the app")
+        }
+    }
+
+    private func select(_ query: PostgresQuery, logger: Logger) async throws -> [Edition] {
+        let rows = try await client.query(query, logger: logger)
+        var editions: [Edition] = []
+        for try await (id, appID, manifest, deadline, publishedAt) in rows.decode((UUID, Int, String, Date, Date).self) {
+            let manifest = try JSONDecoder().decode(EditionManifest.self, from: Data(manifest.utf8))
+            editions.append(Edition(id: id, appID: appID, manifest: manifest, deadline: deadline, publishedAt: publishedAt))
+        }
+        return editions
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}

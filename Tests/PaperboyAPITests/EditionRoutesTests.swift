@@ -1,0 +1,123 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import PaperboyAPI
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import Testing
+
+@Suite("Edition API")
+struct EditionRoutesTests {
+    static let sha = String(repeating: "ab", count: 32)
+    static let admin: HTTPFields = [.authorization: "Bearer \(APIFixture.adminToken)"]
+
+    static func file(_ publication: String = "morning", issueDate: String = "2026-11-23", sha256: String = sha) -> String {
+        """
+        {"publication": "\(publication)", "issueDate": "\(issueDate)", "deadline": "2099-11-23T09:00:00+09:00", \
+        "tiers": {"large": {"bundles": [{"url": "https://cdn.example.com/\(issueDate)/large-1.zip", "bytes": 52428800, "sha256": "\(sha256)"}]}}, \
+        "pages": [{"number": 1, "title": "Front page"}]}
+        """
+    }
+
+    @Test("POST publishes (201 with id); devices read it by id and as latest, with ETag, 304 and Cache-Control")
+    func publishAndRead() async throws {
+        try await APIFixture.with { fixture, client in
+            let published = try await client.send(.post, "/v1/editions", headers: Self.admin, body: Self.file())
+            #expect(published.status == .created)
+            let id = try #require(try published.json()["id"] as? String)
+            #expect(published.headers[.location] == "/v1/editions/\(id)")
+            #expect(try published.json()["publication"] as? String == "morning")
+
+            let shown = try await client.send(.get, "/v1/editions/\(id)", key: fixture.apiKey)
+            #expect(shown.status == .ok)
+            #expect(try shown.json()["issueDate"] as? String == "2026-11-23")
+            #expect(shown.headers[.cacheControl] == "public, max-age=60")
+            let etag = try #require(shown.headers[.eTag])
+            #expect(etag.hasPrefix("\"") && etag.count == 66)
+
+            let latest = try await client.send(.get, "/v1/editions/latest?publication=morning", key: fixture.apiKey)
+            #expect(latest.status == .ok)
+            #expect(try latest.json()["id"] as? String == id)
+            #expect(latest.headers[.eTag] == etag)
+
+            let unchanged = try await client.send(.get, "/v1/editions/\(id)", key: fixture.apiKey, headers: [.ifNoneMatch: etag])
+            #expect(unchanged.status == .notModified)
+            #expect(unchanged.body.readableBytes == 0)
+            #expect(unchanged.headers[.eTag] == etag)
+            let other = try await client.send(.get, "/v1/editions/\(id)", key: fixture.apiKey, headers: [.ifNoneMatch: "\"other\""])
+            #expect(other.status == .ok)
+
+            let next = try await client.send(.post, "/v1/editions", headers: Self.admin, body: Self.file(issueDate: "2026-11-24"))
+            let nextID = try #require(try next.json()["id"] as? String)
+            let newer = try await client.send(.get, "/v1/editions/latest?publication=morning", key: fixture.apiKey, headers: [.ifNoneMatch: etag])
+            #expect(newer.status == .ok)
+            #expect(try newer.json()["id"] as? String == nextID)
+        }
+    }
+
+    @Test("bad files answer 400 naming the field; the same day again 409 naming issueDate; unknown publication 404")
+    func refusals() async throws {
+        try await APIFixture.with { fixture, client in
+            let badSHA = try await client.send(.post, "/v1/editions", headers: Self.admin, body: Self.file(sha256: "xyz"))
+            #expect(badSHA.status == .badRequest)
+            #expect(try badSHA.apiError().field == "tiers.large.bundles[0].sha256")
+
+            let missing = try await client.send(.post, "/v1/editions", headers: Self.admin, body: #"{"publication": "morning"}"#)
+            #expect(missing.status == .badRequest)
+            #expect(try missing.apiError().field == "issueDate")
+
+            let unknown = try await client.send(.post, "/v1/editions", headers: Self.admin, body: Self.file("weekly"))
+            #expect(unknown.status == .notFound)
+            #expect(try unknown.apiError().field == "publication")
+
+            #expect(try await client.send(.post, "/v1/editions", headers: Self.admin, body: Self.file()).status == .created)
+            let again = try await client.send(.post, "/v1/editions", headers: Self.admin, body: Self.file())
+            #expect(again.status == .conflict)
+            #expect(try again.apiError().field == "issueDate")
+
+            let noAdmin = try await client.send(.post, "/v1/editions", key: fixture.apiKey, body: Self.file(issueDate: "2026-11-25"))
+            #expect(noAdmin.status == .unauthorized)
+        }
+    }
+
+    @Test("devices: 404 for unknown editions and publications, 400 for a bad id, 401 without a key, 405 for other methods")
+    func deviceErrors() async throws {
+        try await APIFixture.with { fixture, client in
+            let none = try await client.send(.get, "/v1/editions/latest?publication=evening", key: fixture.apiKey)
+            #expect(none.status == .notFound)
+            #expect(try none.apiError().field == "publication")
+            let noParameter = try await client.send(.get, "/v1/editions/latest", key: fixture.apiKey)
+            #expect(noParameter.status == .badRequest)
+            #expect(try noParameter.apiError().field == "publication")
+
+            let unknown = try await client.send(.get, "/v1/editions/\(UUID().uuidString.lowercased())", key: fixture.apiKey)
+            #expect(unknown.status == .notFound)
+            #expect(try unknown.apiError().field == "id")
+            let badID = try await client.send(.get, "/v1/editions/not-a-uuid", key: fixture.apiKey)
+            #expect(badID.status == .badRequest)
+            #expect(try badID.apiError().field == "id")
+
+            #expect(try await client.send(.get, "/v1/editions/latest?publication=morning").status == .unauthorized)
+
+            // Another app's edition is unknown to this app's devices.
+            let other = try await AppRepository(client: fixture.db.client).create(
+                try NewApp(bundleID: "com.example.other", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/other.p8"),
+                logger: fixture.db.logger
+            ).app
+            _ = try await PublicationRepository(client: fixture.db.client).add(appID: other.id, slug: "weekly", title: nil, logger: fixture.db.logger)
+            let foreign = try await client.send(.post, "/v1/editions?app=\(other.id)", headers: Self.admin, body: Self.file("weekly"))
+            #expect(foreign.status == .created)
+            let foreignID = try #require(try foreign.json()["id"] as? String)
+            #expect(try await client.send(.get, "/v1/editions/\(foreignID)", key: fixture.apiKey).status == .notFound)
+
+            let deleted = try await client.send(.delete, "/v1/editions/\(UUID().uuidString)", key: fixture.apiKey)
+            #expect(deleted.status == .methodNotAllowed)
+            #expect(deleted.headers[.allow] == "GET, HEAD")
+            let listed = try await client.send(.get, "/v1/editions", headers: Self.admin)
+            #expect(listed.status == .methodNotAllowed)
+            #expect(listed.headers[.allow] == "POST")
+        }
+    }
+}
