@@ -37,6 +37,7 @@ public func buildRouter(client: PostgresClient, configuration: APIConfiguration)
     let directory = AppDirectory(repository: AppRepository(client: client), timeToLive: configuration.appCacheTimeToLive)
     let deviceAPI = router.group("v1").add(middleware: DeviceKeyMiddleware(directory: directory))
     DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
+    ReceiptRoutes(receipts: ReceiptRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
     let editionRoutes = EditionRoutes(editions: EditionRepository(client: client), maxBodyBytes: configuration.maxEditionBodyBytes)
     editionRoutes.addReading(to: deviceAPI, routes: &routes)
 

@@ -1,0 +1,57 @@
+import Foundation
+import Hummingbird
+import PaperboyCore
+import PaperboyStore
+
+/// `/v1/devices/{token}/receipts`: the app reports what it did after a background push woke it.
+struct ReceiptRoutes {
+    let receipts: ReceiptRepository
+    let maxBodyBytes: Int
+
+    static let path = "/v1/devices/{token}/receipts"
+
+    func add(to group: RouterGroup<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+        group.post("devices/{token}/receipts", use: record)
+        routes.record(Self.path, .post)
+    }
+
+    /// `POST` (device key): records the device's receipt for an edition, idempotently per device and
+    /// edition. The first receipt answers 201 with it. Any later one answers 200 with the receipt then
+    /// stored, which is the first one, unchanged — unless the first was `failed` and the new one is
+    /// `newData` or `noData` (a retry that succeeded): that one replaces it.
+    ///
+    /// 404 naming `token` for a device the app does not have, `editionId` for an edition it does not
+    /// have (another app's included); 400 naming the field for a bad body, with nothing stored.
+    @Sendable func record(_ request: Request, context: APIRequestContext) async throws -> EditedResponse<ReceiptResponse> {
+        let app = try context.requireApp()
+        let token = try context.deviceToken()
+        let report = try await request.decodeJSON(
+            ReceiptReport.self,
+            limit: maxBodyBytes,
+            allowedValues: ["result": ReceiptResult.allCases.map(\.rawValue).joined(separator: ", ")]
+        )
+        guard report.bytes >= 0 else { throw APIError.invalid("bytes", "bytes must be 0 or more") }
+        guard report.seconds >= 0 else { throw APIError.invalid("seconds", "seconds must be 0 or more") }
+        let (receipt, created) = try await receipts.record(appID: app.id, token: token, report, logger: context.logger)
+        return EditedResponse(status: created ? .created : .ok, response: ReceiptResponse(token: token.hex, receipt))
+    }
+}
+
+/// A stored receipt as the API shows it.
+struct ReceiptResponse: ResponseEncodable {
+    var token: String
+    var editionId: String
+    var result: ReceiptResult
+    var bytes: Int64
+    var seconds: Double
+    var receivedAt: Date
+
+    init(token: String, _ receipt: Receipt) {
+        self.token = token
+        editionId = receipt.editionID.uuidString.lowercased()
+        result = receipt.result
+        bytes = receipt.bytes
+        seconds = receipt.seconds
+        receivedAt = receipt.receivedAt
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PostgresNIO
+
+/// Receipts in PostgreSQL: what each device reported for each edition, one row per device and edition.
+public struct ReceiptRepository: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// Records a device's receipt for an edition, idempotently per device and edition.
+    ///
+    /// The first receipt for a device and edition is stored (`created` is true). A later one leaves the
+    /// stored receipt unchanged — the same report sent again, or a different result — with one exception:
+    /// when the stored result is `failed` and the new one is `newData` or `noData` (a retry that
+    /// succeeded), the new receipt replaces it. Either way the receipt now stored is returned.
+    ///
+    /// - Throws: `StoreError` (not found) naming `token` when the app has no device with this token, or
+    ///   `editionId` when the app has no such edition; `invalid` naming `bytes` or `seconds` when negative.
+    ///   Nothing is stored then.
+    public func record(
+        appID: Int,
+        token: DeviceToken,
+        _ report: ReceiptReport,
+        logger: Logger
+    ) async throws -> (receipt: Receipt, created: Bool) {
+        guard report.bytes >= 0 else { throw StoreError(code: .invalid, field: "bytes", message: "bytes must be 0 or more") }
+        guard report.seconds >= 0, report.seconds.isFinite else {
+            throw StoreError(code: .invalid, field: "seconds", message: "seconds must be 0 or more")
+        }
+        let tokenBytes = ByteBuffer(bytes: token.bytes)
+        // One statement: find the device and the edition of the app, insert, or upgrade a failed receipt.
+        // `xmax = 0` tells an inserted row from an updated one.
+        let rows = try await client.query(
+            """
+            WITH device AS (
+                SELECT id FROM devices WHERE app_id = \(appID) AND token = \(tokenBytes) ORDER BY updated_at DESC LIMIT 1
+            ), edition AS (
+                SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id
+                WHERE e.id = \(report.editionID) AND p.app_id = \(appID)
+            ), upsert AS (
+                INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
+                SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds) FROM device, edition
+                ON CONFLICT (device_id, edition_id) DO UPDATE
+                    SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now()
+                    WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
+                RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created
+            )
+            SELECT (SELECT id FROM device), EXISTS (SELECT 1 FROM edition),
+                u.result, u.bytes, u.seconds, u.received_at, u.created
+            FROM (SELECT 1) one LEFT JOIN upsert u ON true
+            """,
+            logger: logger
+        )
+        typealias Row = (Int64?, Bool, String?, Int64?, Double?, Date?, Bool?)
+        var found: Row?
+        for try await row in rows.decode(Row.self) { found = row }
+        guard let row = found, let deviceID = row.0 else {
+            throw StoreError(code: .notFound, field: "token", message: "no device with this token is registered")
+        }
+        guard row.1 else {
+            throw StoreError(
+                code: .notFound,
+                field: "editionId",
+                message: "there is no edition \(report.editionID.uuidString.lowercased())"
+            )
+        }
+        if let result = row.2.flatMap(ReceiptResult.init(rawValue:)), let bytes = row.3, let seconds = row.4, let receivedAt = row.5 {
+            let receipt = Receipt(editionID: report.editionID, result: result, bytes: bytes, seconds: seconds, receivedAt: receivedAt)
+            return (receipt, row.6 ?? false)
+        }
+        // Nothing inserted or updated: a receipt is stored already and is kept. Read it in a new snapshot,
+        // which also sees one inserted concurrently.
+        guard let stored = try await find(deviceID: deviceID, editionID: report.editionID, logger: logger) else {
+            throw StoreError(code: .conflict, field: "editionId", message: "the receipt was not stored")
+        }
+        return (stored, false)
+    }
+
+    /// The receipts of an edition, counted by result; results with none are left out.
+    public func counts(editionID: UUID, logger: Logger) async throws -> [ReceiptResult: Int] {
+        let rows = try await client.query(
+            "SELECT result, count(*) FROM receipts WHERE edition_id = \(editionID) GROUP BY result",
+            logger: logger
+        )
+        var counts: [ReceiptResult: Int] = [:]
+        for try await (result, count) in rows.decode((String, Int).self) {
+            if let result = ReceiptResult(rawValue: result) { counts[result] = count }
+        }
+        return counts
+    }
+
+    private func find(deviceID: Int64, editionID: UUID, logger: Logger) async throws -> Receipt? {
+        let rows = try await client.query(
+            "SELECT result, bytes, seconds, received_at FROM receipts WHERE device_id = \(deviceID) AND edition_id = \(editionID)",
+            logger: logger
+        )
+        for try await (result, bytes, seconds, receivedAt) in rows.decode((String, Int64, Double, Date).self) {
+            guard let result = ReceiptResult(rawValue: result) else { continue }
+            return Receipt(editionID: editionID, result: result, bytes: bytes, seconds: seconds, receivedAt: receivedAt)
+        }
+        return nil
+    }
+}
