@@ -75,7 +75,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var waiting = CircularBuffer<APNsWireRequest>()
     private var nextStreamID = 1
     private var context: ChannelHandlerContext?
-    private var flushPending = false
     private var seenSettings = false
     private var lastRead = NIODeadline.now()
     private var pingSentAt: NIODeadline?
@@ -169,7 +168,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             // socket still sees one flush per event-loop tick (``APNsFlushCoalescer``).
             context.flush()
         }
-        scheduleFlush(context: context)
     }
 
     /// Gives back what this connection will never write: the `resend` ids from the state machine and
@@ -183,15 +181,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         }
         while let request = waiting.popFirst() { returned.append(request) }
         delegate.connection(id, goingAway: returned)
-    }
-
-    private func scheduleFlush(context: ChannelHandlerContext) {
-        guard flushPending else { return }
-        // Writes made in one event-loop tick leave in one flush.
-        flushPending = false
-        context.eventLoop.assumeIsolated().execute { [weak self] in
-            self?.context?.flush()
-        }
     }
 
     // MARK: Frames from the server
@@ -270,13 +259,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         context.fireChannelReadComplete()
     }
 
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        // NIOHTTP2Handler holds DATA frames back while the socket is full and releases them on the next
-        // flush; without one here, the bodies of streams already announced would wait for the next read.
-        if context.channel.isWritable { context.flush() }
-        context.fireChannelWritabilityChanged()
-    }
-
     private func finish(_ requestID: UInt64) {
         guard let context, let stream = streams.removeValue(forKey: requestID) else { return }
         if let streamID = stream.streamID { requestByStream[streamID] = nil }
@@ -310,7 +292,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             if let streamID = stream.streamID {
                 requestByStream[streamID] = nil
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
-                flushPending = true
             }
             _ = state.streamReset(requestID, refused: false)
             let error = APNsTransportError(.timedOut, "no answer from APNs within \(timing.requestTimeout.nanoseconds / 1_000_000) ms")
@@ -326,10 +307,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         } else if now - lastRead > timing.pingInterval {
             pingSentAt = now
             context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: 0), ack: false))), promise: nil)
-            flushPending = true
         }
-        if state.inFlight > 0 { flushPending = true }
-        scheduleFlush(context: context)
+        // The RST_STREAMs and the PING above; the socket write is coalesced like every other flush.
+        context.flush()
         closeIfIdle(context: context)
     }
 

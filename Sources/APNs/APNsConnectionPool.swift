@@ -102,22 +102,6 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         }
     }
 
-    /// Sends `request` on a free stream, or queues it for the next one.
-    func submit(_ request: APNsWireRequest) {
-        let step = state.withLock { state -> Step? in
-            if state.isShutdown {
-                return .complete(request, .notSent(APNsTransportError(.shutdown, "the APNs client was shut down")))
-            }
-            if let (id, entry) = Self.freeConnection(in: state) {
-                state.entries[id]!.assigned += 1
-                return .enqueue(entry.handler, entry.channel.eventLoop, request)
-            }
-            state.waiting.append(request)
-            return startConnectionIfNeeded(&state)
-        }
-        if let step { run(step) }
-    }
-
     /// Sends many requests with one lock and one event-loop hop per connection: the path of broadcasts,
     /// where per-request thread hops would cost more than the HTTP/2 work itself.
     func submit(contentsOf requests: [APNsWireRequest]) {
@@ -140,7 +124,7 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
             return startConnectionIfNeeded(&state)
         }
         for request in shutdown {
-            request.completion(.notSent(APNsTransportError(.shutdown, "the APNs client was shut down")))
+            request.completion(.notSent(.clientShutDown))
         }
         for (_, group) in groups {
             let (handler, requests) = (group.handler, group.requests)
@@ -164,7 +148,7 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         }
         maintenance.withLock { $0?.cancel() }
         for request in waiting {
-            request.completion(.notSent(APNsTransportError(.shutdown, "the APNs client was shut down")))
+            request.completion(.notSent(.clientShutDown))
         }
         for (handler, channel) in channels {
             channel.eventLoop.execute { handler.value.drain() }
@@ -318,7 +302,7 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         for var request in requests.reversed() {
             request.resends += 1
             if state.isShutdown {
-                steps.append(.complete(request, .notSent(APNsTransportError(.shutdown, "the APNs client was shut down"))))
+                steps.append(.complete(request, .notSent(.clientShutDown)))
             } else if request.resends > configuration.maximumResends {
                 let error = APNsTransportError(.connectionLost, "APNs did not process the request on \(request.resends) connections")
                 steps.append(.complete(request, .notSent(error)))

@@ -34,15 +34,7 @@ public struct APNsNotification: Sendable, Equatable {
         collapseID: String? = nil,
         apnsID: UUID? = nil
     ) throws(APNsNotificationError) -> APNsNotification {
-        try APNsNotification(
-            pushType: .background,
-            priority: 5,
-            aps: #"{"content-available":1}"#,
-            appKeys: appKeys,
-            expiration: expiration,
-            collapseID: collapseID,
-            apnsID: apnsID
-        )
+        try background(appKeysJSON: encode(appKeys), expiration: expiration, collapseID: collapseID, apnsID: apnsID)
     }
 
     /// A background notification whose app keys are already JSON (an object), e.g. from a file or a flag.
@@ -80,26 +72,19 @@ public struct APNsNotification: Sendable, Equatable {
             pushType: .alert,
             priority: 10,
             aps: #"{"alert":\#(alert),"mutable-content":1}"#,
-            appKeys: appKeys,
+            keys: encode(appKeys),
             expiration: expiration,
             collapseID: collapseID,
             apnsID: apnsID
         )
     }
 
-    private init(
-        pushType: PushType,
-        priority: Int,
-        aps: String,
-        appKeys: some Encodable,
-        expiration: Date?,
-        collapseID: String?,
-        apnsID: UUID?
-    ) throws(APNsNotificationError) {
+    /// The app's keys as sorted JSON.
+    private static func encode(_ appKeys: some Encodable) throws(APNsNotificationError) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let keys = try? encoder.encode(appKeys) else { throw .appKeysNotAnObject }
-        try self.init(pushType: pushType, priority: priority, aps: aps, keys: keys, expiration: expiration, collapseID: collapseID, apnsID: apnsID)
+        return keys
     }
 
     private init(

@@ -60,4 +60,6 @@ public struct APNsTransportError: Error, Sendable, Equatable, CustomStringConver
     }
 
     public var description: String { message }
+
+    static let clientShutDown = APNsTransportError(.shutdown, "the APNs client was shut down")
 }

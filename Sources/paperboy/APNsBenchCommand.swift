@@ -303,7 +303,7 @@ enum ClientRun {
         progress: Bool
     ) async -> Result {
         let shared = Shared()
-        let cpuBefore = processCPUSeconds()
+        let cpuBefore = cpuSeconds(RUSAGE_SELF)
         let start = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
             if progress {
@@ -341,7 +341,7 @@ enum ClientRun {
             }
         }
         let seconds = (ContinuousClock.now - start).seconds
-        let cpu = processCPUSeconds() - cpuBefore
+        let cpu = cpuSeconds(RUSAGE_SELF) - cpuBefore
         let accepted = shared.accepted.load(ordering: .relaxed)
         let (p50, p99, mean) = shared.latencies.withLock {
             (Double($0.valueAtPercentile(50)) / 1000, Double($0.valueAtPercentile(99)) / 1000, $0.mean / 1000)
@@ -381,17 +381,11 @@ func benchToken(_ index: Int, salt: UInt64) -> String {
     }
 }
 
-/// User plus system CPU seconds of this process so far.
-func processCPUSeconds() -> Double {
+/// User plus system CPU seconds so far of this process (`RUSAGE_SELF`) or of the children it has waited
+/// for (`RUSAGE_CHILDREN`).
+func cpuSeconds(_ who: __rusage_who) -> Double {
     var usage = rusage()
-    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-}
-
-/// User plus system CPU seconds of the children this process has waited for.
-func childrenCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+    getrusage(__rusage_who_t(who.rawValue), &usage)
     return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 }
 
@@ -428,11 +422,11 @@ enum H2loadRun {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
-        let cpuBefore = childrenCPUSeconds()
+        let cpuBefore = cpuSeconds(RUSAGE_CHILDREN)
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let cpu = childrenCPUSeconds() - cpuBefore
+        let cpu = cpuSeconds(RUSAGE_CHILDREN) - cpuBefore
         let text = String(decoding: data, as: UTF8.self)
         // "finished in 10.04s, 99573.40 req/s, 4.85MB/s"
         guard let finished = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }) else {
