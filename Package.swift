@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
         .library(name: "PaperboyStore", targets: ["PaperboyStore"]),
         .library(name: "PaperboyAPI", targets: ["PaperboyAPI"]),
+        .library(name: "PaperboyBroadcast", targets: ["PaperboyBroadcast"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -101,6 +102,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The dispatcher: starts broadcasts, leases cohort batches, paces sends, records outcomes, makes
+        // waves; and the scheduler that starts broadcasts from cron schedules.
+        .target(
+            name: "PaperboyBroadcast",
+            dependencies: [
+                "PaperboyCore",
+                "PaperboyStore",
+                "APNs",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Hummingbird routes for devices (and later editions, broadcasts, receipts, metrics).
         .target(
             name: "PaperboyAPI",
@@ -125,6 +141,7 @@ let package = Package(
                 "EmbeddedPostgres",
                 "PaperboyStore",
                 "PaperboyAPI",
+                "PaperboyBroadcast",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -178,6 +195,18 @@ let package = Package(
             dependencies: [
                 "PaperboyStore",
                 "PaperboyTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PaperboyBroadcastTests",
+            dependencies: [
+                "PaperboyBroadcast",
+                "PaperboyStore",
+                "PaperboyTesting",
+                "APNs",
+                "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings

@@ -42,9 +42,14 @@ public struct StaggerPlan: Codable, Sendable, Equatable {
     ///     never lands on second :00, when every other app's scheduled jobs wake devices too.
     ///   - seed: makes the jitter repeatable, e.g. a hash of the edition id.
     public init(cohortCounts: [Int], pace: Pace, requestedStart: Date, jitter: TimeInterval = 90, seed: UInt64) throws(StaggerPlanError) {
+        guard jitter >= 1 else { throw .jitterTooSmall }
+        try self.init(cohortCounts: cohortCounts, pace: pace, start: Self.jittered(requestedStart, jitter: jitter, seed: seed))
+    }
+
+    /// Plans a broadcast that starts exactly at `start`, e.g. a later wave of one whose start was jittered.
+    public init(cohortCounts: [Int], pace: Pace, start: Date) throws(StaggerPlanError) {
         guard !cohortCounts.isEmpty else { throw .noCohorts }
         guard cohortCounts.allSatisfy({ $0 >= 0 }) else { throw .negativeCount }
-        guard jitter >= 1 else { throw .jitterTooSmall }
         let total = cohortCounts.reduce(0, +)
         switch pace {
         case .window(let seconds):
@@ -56,7 +61,7 @@ public struct StaggerPlan: Codable, Sendable, Equatable {
             rate = perSecond
             window = Double(total) / perSecond
         }
-        start = Self.jittered(requestedStart, jitter: jitter, seed: seed)
+        self.start = start
         var cohorts: [Cohort] = []
         var before = 0
         for (index, count) in cohortCounts.enumerated() {

@@ -1,0 +1,138 @@
+import Foundation
+
+/// Where a broadcast stands: per wave and cohort, what was planned, sent, what APNs said, and what the
+/// devices reported. `paperboy broadcast status` and `GET /v1/broadcasts/{id}` show this value.
+public struct BroadcastProgress: Codable, Sendable, Equatable {
+    public enum State: String, Codable, Sendable {
+        /// Waves are being sent, or will be.
+        case running
+        /// Every wave that could be sent was sent.
+        case completed
+        /// An operator cancelled it; nothing more is sent.
+        case cancelled
+        /// The edition's deadline passed with work left; nothing more is sent.
+        case expired
+    }
+
+    /// Counts of one wave or one cohort of a wave.
+    public struct Counts: Codable, Sendable, Equatable {
+        /// Targets planned when the wave was made.
+        public var planned: Int
+        /// Pushes handed to APNs (accepted, rejected, or without an answer).
+        public var sent: Int
+        public var accepted: Int
+        /// Rejections by APNs reason (`Unregistered`, `BadDeviceToken`, …), and `fateUnknown` / `notSent`
+        /// for pushes without an answer.
+        public var rejected: [String: Int]
+        /// Planned devices not sent, by why: `received` (the edition arrived meanwhile), `hourlyBudget`,
+        /// `deadline`, `gone` (deactivated or unsubscribed meanwhile).
+        public var skipped: [String: Int]
+        /// Receipts by result (`newData`, `noData`, `failed`), each counted in the last wave that reached
+        /// the device.
+        public var receipts: [String: Int]
+
+        public init(planned: Int = 0, sent: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], skipped: [String: Int] = [:], receipts: [String: Int] = [:]) {
+            self.planned = planned
+            self.sent = sent
+            self.accepted = accepted
+            self.rejected = rejected
+            self.skipped = skipped
+            self.receipts = receipts
+        }
+
+        /// Planned devices dealt with: sent or skipped.
+        public var done: Int { sent + skipped.values.reduce(0, +) }
+
+        public static func + (lhs: Counts, rhs: Counts) -> Counts {
+            Counts(
+                planned: lhs.planned + rhs.planned,
+                sent: lhs.sent + rhs.sent,
+                accepted: lhs.accepted + rhs.accepted,
+                rejected: lhs.rejected.merging(rhs.rejected, uniquingKeysWith: +),
+                skipped: lhs.skipped.merging(rhs.skipped, uniquingKeysWith: +),
+                receipts: lhs.receipts.merging(rhs.receipts, uniquingKeysWith: +)
+            )
+        }
+    }
+
+    public struct Cohort: Codable, Sendable, Equatable {
+        public var cohort: Int
+        public var startsAt: Date
+        public var endsAt: Date
+        public var counts: Counts
+
+        public init(cohort: Int, startsAt: Date, endsAt: Date, counts: Counts) {
+            self.cohort = cohort
+            self.startsAt = startsAt
+            self.endsAt = endsAt
+            self.counts = counts
+        }
+    }
+
+    public struct Wave: Codable, Sendable, Equatable {
+        public enum Kind: String, Codable, Sendable {
+            case background
+            case alert
+        }
+
+        public var wave: Int
+        public var kind: Kind
+        public var startsAt: Date
+        /// Sends per second, shared by all workers.
+        public var rate: Double
+        public var window: TimeInterval
+        public var finishedAt: Date?
+        /// The sum of the cohorts.
+        public var counts: Counts
+        public var cohorts: [Cohort]
+
+        public init(wave: Int, kind: Kind, startsAt: Date, rate: Double, window: TimeInterval, finishedAt: Date?, cohorts: [Cohort]) {
+            self.wave = wave
+            self.kind = kind
+            self.startsAt = startsAt
+            self.rate = rate
+            self.window = window
+            self.finishedAt = finishedAt
+            self.cohorts = cohorts
+            self.counts = cohorts.reduce(Counts()) { $0 + $1.counts }
+        }
+    }
+
+    public var id: UUID
+    public var editionID: UUID
+    public var publication: String
+    public var issueDate: String
+    public var environment: APNsEnvironment
+    public var state: State
+    public var origin: String
+    public var options: BroadcastOptions
+    public var createdAt: Date
+    public var deadline: Date
+    public var finishedAt: Date?
+    public var waves: [Wave]
+    /// Receipts for the edition from all devices, by result (also those that reported without a push).
+    public var receipts: [String: Int]
+
+    public init(
+        id: UUID, editionID: UUID, publication: String, issueDate: String, environment: APNsEnvironment,
+        state: State, origin: String, options: BroadcastOptions, createdAt: Date, deadline: Date,
+        finishedAt: Date?, waves: [Wave], receipts: [String: Int]
+    ) {
+        self.id = id
+        self.editionID = editionID
+        self.publication = publication
+        self.issueDate = issueDate
+        self.environment = environment
+        self.state = state
+        self.origin = origin
+        self.options = options
+        self.createdAt = createdAt
+        self.deadline = deadline
+        self.finishedAt = finishedAt
+        self.waves = waves
+        self.receipts = receipts
+    }
+
+    /// All waves together.
+    public var totals: Counts { waves.reduce(Counts()) { $0 + $1.counts } }
+}

@@ -1,0 +1,29 @@
+import Foundation
+
+/// The app's keys of an edition's push: which edition, where its manifest is, the device's tier, and what
+/// to fetch first. One kind of push for every device of a tier, so the app does the same work whichever
+/// push iOS lets run.
+///
+/// ```json
+/// {"edition":"…","manifest":"/v1/editions/…","tier":"large","deadline":"2026-11-23T09:00:00+09:00",
+///  "fetch":["https://cdn.example.com/…/large-1.zip", …]}
+/// ```
+public struct EditionPush: Codable, Sendable, Equatable {
+    /// The edition id (lowercase UUID).
+    public var edition: String
+    /// The manifest's path on Paperboy's API (`GET /v1/editions/{id}`), relative to the API the app uses.
+    public var manifest: String
+    public var tier: String
+    /// The edition's deadline as published: after it the app should not bother.
+    public var deadline: String
+    /// The tier's bundle URLs in the manifest's order: the order to fetch them in.
+    public var fetch: [String]
+
+    public init(edition: Edition, tier: ImageTier) {
+        self.edition = edition.id.uuidString.lowercased()
+        self.manifest = "/v1/editions/\(self.edition)"
+        self.tier = tier.rawValue
+        self.deadline = edition.manifest.deadline
+        self.fetch = edition.manifest.tiers[tier.rawValue]?.bundles.map(\.url) ?? []
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import PaperboyCore
+
+/// A broadcast as stored: one edition to one environment, with the options it runs with.
+public struct Broadcast: Sendable, Equatable {
+    public var id: UUID
+    public var editionID: UUID
+    public var appID: Int
+    public var publicationID: Int
+    public var environment: APNsEnvironment
+    public var state: BroadcastProgress.State
+    public var options: BroadcastOptions
+    public var origin: String
+    /// The jittered start of wave 1; later waves start `waveInterval` apart from it.
+    public var start: Date
+    public var deadline: Date
+    public var createdAt: Date
+}
+
+/// What starting a broadcast did.
+public struct BroadcastStart: Sendable, Equatable {
+    public var broadcast: Broadcast
+    /// False when the edition already had a broadcast in that environment and this attached to it.
+    public var created: Bool
+    /// Wave 1's plan, when this start created the broadcast.
+    public var plan: StaggerPlan?
+}
+
+/// A batch of one cohort leased to one worker: the devices in keys `firstKey...lastKey` of the cohort.
+public struct LeasedBatch: Sendable, Equatable {
+    public var id: Int64
+    public var broadcastID: UUID
+    public var wave: Int
+    public var kind: BroadcastProgress.Wave.Kind
+    public var cohort: Int
+    public var firstKey: Int64
+    public var lastKey: Int64
+    /// The cohort position of the batch's first device: its send time is the cohort's start plus
+    /// `firstOrdinal / rate`.
+    public var firstOrdinal: Int
+    public var devices: Int
+    public var cohortStart: Date
+    /// Sends per second of the wave, across all workers.
+    public var rate: Double
+    public var editionID: UUID
+    public var appID: Int
+    public var publicationID: Int
+    public var environment: APNsEnvironment
+    public var maxPushesPerDevice: Int
+    public var deadline: Date
+    /// How many times the batch has been leased: more than 1 after a worker died holding it.
+    public var leases: Int
+
+    /// When the `index`-th device of the batch is due.
+    public func sendTime(index: Int) -> Date {
+        guard rate > 0 else { return cohortStart }
+        return cohortStart.addingTimeInterval(Double(firstOrdinal + index) / rate)
+    }
+}
+
+/// A device of a leased batch, in send order.
+public struct BatchTarget: Sendable, Equatable {
+    public var deviceID: Int64
+    public var token: DeviceToken
+    public var tier: ImageTier
+    /// Background pushes the device got in the hour before the batch was read, across all broadcasts.
+    public var pushesInLastHour: Int
+}
+
+/// What became of one target of a batch.
+public struct BatchOutcome: Sendable, Equatable {
+    public enum Result: Sendable, Equatable {
+        case accepted
+        /// APNs refused it; `unregisteredAt` is the 410 timestamp, which deactivates the device.
+        case rejected(reason: String, unregisteredAt: Date?)
+        case fateUnknown
+        case notSent
+        /// Not sent, for the reason given (`hourlyBudget`, `deadline`, `cancelled`).
+        case skipped(String)
+    }
+
+    public var deviceID: Int64
+    public var sentAt: Date
+    public var result: Result
+
+    public init(deviceID: Int64, sentAt: Date, result: Result) {
+        self.deviceID = deviceID
+        self.sentAt = sentAt
+        self.result = result
+    }
+}

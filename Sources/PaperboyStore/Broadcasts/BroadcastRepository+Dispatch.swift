@@ -1,0 +1,485 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PostgresNIO
+
+/// What ``BroadcastRepository/advance(now:logger:)`` did to a broadcast.
+public enum BroadcastEvent: Sendable, Equatable {
+    case waveStarted(broadcast: UUID, wave: Int, kind: BroadcastProgress.Wave.Kind, planned: Int, start: Date)
+    case waveFinished(broadcast: UUID, wave: Int)
+    case completed(broadcast: UUID)
+    case expired(broadcast: UUID)
+}
+
+extension BroadcastRepository {
+    /// Who a wave goes to, as one SQL condition on `devices d` with binds `$1`…`$7`.
+    ///
+    /// Wave 1: the active, auto-downloading devices of the app and environment that subscribe to the
+    /// publication. Later background waves: of those, the ones with no successful receipt for the edition
+    /// (a `failed` receipt asks for another try), no rejection for it that is final for the token
+    /// (`BadDeviceToken`, `DeviceTokenNotForTopic`, `Unregistered`, `ExpiredToken`) and fewer background
+    /// pushes for it than the maximum. The
+    /// alert wave: targets without a successful receipt that allowed alerts, got a background push for
+    /// the edition and no alert yet.
+    struct Audience {
+        var appID: Int
+        var environment: APNsEnvironment
+        var publicationID: Int
+        var editionID: UUID
+        var wave: Int
+        var kind: BroadcastProgress.Wave.Kind
+        var maxPushesPerDevice: Int
+
+        static let condition = """
+            d.app_id = $1 AND d.environment = $2 AND d.active AND d.auto_download AND $3 = ANY (d.subscriptions)
+            AND ($5 = 1 OR NOT EXISTS (
+                SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = $4 AND r.result <> 'failed'))
+            AND ($5 = 1 OR NOT EXISTS (
+                SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
+                WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.outcome = 'rejected'
+                    AND x.reason IN ('BadDeviceToken', 'DeviceTokenNotForTopic', 'Unregistered', 'ExpiredToken')))
+            AND ($5 = 1 OR $6 OR (
+                SELECT count(*) FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
+                WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.background) < $7)
+            AND (NOT $6 OR (d.alerts_authorized
+                AND EXISTS (SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
+                    WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.background)
+                AND NOT EXISTS (SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
+                    WHERE x.device_id = d.id AND xb.edition_id = $4 AND NOT x.background)))
+            """
+
+        var bindings: PostgresBindings {
+            var binds = PostgresBindings(capacity: 10)
+            binds.append(appID)
+            binds.append(environment.storageCode)
+            binds.append(publicationID)
+            binds.append(editionID)
+            binds.append(wave)
+            binds.append(kind == .alert)
+            binds.append(maxPushesPerDevice)
+            return binds
+        }
+
+        /// `sql` with the condition at `{audience}`; `extra` binds follow as `$8`….
+        func query(_ sql: String, _ extra: (inout PostgresBindings) -> Void = { _ in }) -> PostgresQuery {
+            var binds = bindings
+            extra(&binds)
+            return PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "{audience}", with: Self.condition), binds: binds)
+        }
+    }
+
+    // MARK: Waves
+
+    /// Moves every running broadcast along: finishes waves whose cohorts are all sent, starts the next wave
+    /// when its time has come, completes broadcasts with nothing left to send, and expires those whose
+    /// edition's deadline passed with work left. Any worker may call it; a broadcast being advanced by
+    /// another is skipped.
+    public func advance(now: Date, logger: Logger) async throws -> [BroadcastEvent] {
+        let running = try await client.query("SELECT id FROM broadcasts WHERE state = 'running'", logger: logger)
+        var ids: [UUID] = []
+        for try await id in running.decode(UUID.self) { ids.append(id) }
+        var events: [BroadcastEvent] = []
+        for id in ids {
+            events += try await advance(id, now: now, logger: logger)
+        }
+        return events
+    }
+
+    private func advance(_ id: UUID, now: Date, logger: Logger) async throws -> [BroadcastEvent] {
+        try await client.withTransaction(logger: logger) { connection -> [BroadcastEvent] in
+            let locked = try await connection.query(
+                "SELECT id FROM broadcasts WHERE id = \(id) AND state = 'running' FOR UPDATE SKIP LOCKED",
+                logger: logger
+            )
+            guard try await locked.collect().count == 1 else { return [] }
+            guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(id)"), on: connection, logger: logger).first else { return [] }
+
+            var waves: [(wave: Int, kind: BroadcastProgress.Wave.Kind, start: Date, window: Double, finished: Bool)] = []
+            let waveRows = try await connection.query(
+                "SELECT wave, kind, starts_at, window_seconds, finished_at IS NOT NULL FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave",
+                logger: logger
+            )
+            for try await row in waveRows.decode((Int16, String, Date, Double, Bool).self) {
+                waves.append((Int(row.0), .init(rawValue: row.1) ?? .background, row.2, row.3, row.4))
+            }
+            guard let last = waves.last, let first = waves.first else { return [] }
+            var events: [BroadcastEvent] = []
+
+            if !last.finished {
+                let open = try await connection.query(
+                    """
+                    SELECT EXISTS (SELECT 1 FROM broadcast_cohorts WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave)) AND next_key < end_key)
+                        OR EXISTS (SELECT 1 FROM broadcast_batches WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave)) AND done_at IS NULL)
+                    """,
+                    logger: logger
+                )
+                var workLeft = false
+                for try await value in open.decode(Bool.self) { workLeft = value }
+                if workLeft {
+                    if now >= broadcast.deadline {
+                        try await self.finish(id, state: "expired", now: now, on: connection, logger: logger)
+                        return [.expired(broadcast: id)]
+                    }
+                    return []
+                }
+                try await connection.query(
+                    "UPDATE broadcast_waves SET finished_at = \(now) WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave))",
+                    logger: logger
+                )
+                events.append(.waveFinished(broadcast: id, wave: last.wave))
+            }
+
+            // The last wave is finished: the next one, or the end.
+            let options = broadcast.options
+            let backgroundWaves = waves.filter { $0.kind == .background }.count
+            let nextStart = first.start.addingTimeInterval(Double(backgroundWaves) * options.waveInterval)
+            var candidates: [BroadcastProgress.Wave.Kind] = []
+            if last.kind == .background && first.window > 0 && nextStart < broadcast.deadline {
+                if backgroundWaves < options.maxPushesPerDevice { candidates.append(.background) }
+                if options.alertLastResort { candidates.append(.alert) }
+            }
+            guard !candidates.isEmpty else {
+                try await self.finish(id, state: "completed", now: now, on: connection, logger: logger)
+                return events + [.completed(broadcast: id)]
+            }
+            guard nextStart <= now else { return events }
+
+            for kind in candidates {
+                let audience = Audience(
+                    appID: broadcast.appID, environment: broadcast.environment, publicationID: broadcast.publicationID,
+                    editionID: broadcast.editionID, wave: last.wave + 1, kind: kind, maxPushesPerDevice: options.maxPushesPerDevice
+                )
+                let counts = try await Self.cohortCounts(audience, cohorts: options.cohorts, on: connection, logger: logger)
+                let total = counts.reduce(0, +)
+                guard total > 0 else { continue }
+                let window = max(1, min(first.window, broadcast.deadline.timeIntervalSince(nextStart)))
+                let pace: StaggerPlan.Pace =
+                    switch options.pace {
+                    case .window: .window(window)
+                    case .capacity(let perSecond): .capacity(perSecond: perSecond)
+                    }
+                let plan = try StaggerPlan(cohortCounts: counts, pace: pace, start: nextStart)
+                try await Self.insertWave(last.wave + 1, kind: kind, plan: plan, cohorts: options.cohorts, broadcastID: id, on: connection, logger: logger)
+                try await connection.query("UPDATE broadcasts SET updated_at = \(now) WHERE id = \(id)", logger: logger)
+                return events + [.waveStarted(broadcast: id, wave: last.wave + 1, kind: kind, planned: total, start: nextStart)]
+            }
+            // Nobody is left to wake.
+            try await self.finish(id, state: "completed", now: now, on: connection, logger: logger)
+            return events + [.completed(broadcast: id)]
+        }
+    }
+
+    private func finish(_ id: UUID, state: String, now: Date, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query(
+            "UPDATE broadcasts SET state = \(state), finished_at = \(now), updated_at = \(now) WHERE id = \(id)",
+            logger: logger
+        )
+    }
+
+    static func cohortCounts(_ audience: Audience, cohorts: Int, on connection: PostgresConnection, logger: Logger) async throws -> [Int] {
+        let rows = try await connection.query(
+            audience.query(
+                "SELECT ((d.cohort_key::bigint + 2147483648) * $8) >> 32, count(*) FROM devices d WHERE {audience} GROUP BY 1"
+            ) { $0.append(cohorts) },
+            logger: logger
+        )
+        var counts = Array(repeating: 0, count: cohorts)
+        for try await (cohort, count) in rows.decode((Int, Int).self) { counts[cohort] = count }
+        return counts
+    }
+
+    // MARK: Leases
+
+    /// Leases the next batch that is due by `now + lookahead`: first a batch whose lease expired (its worker
+    /// died), else a new one carved from the cohort due soonest.
+    ///
+    /// - Parameters:
+    ///   - owner: the worker's name, e.g. `host:pid:random`.
+    ///   - duration: how long the lease holds unless renewed (``renew(_:owner:until:logger:)``).
+    ///   - batchDuration: a new batch holds the devices due in this many seconds of the wave's rate,
+    ///   - maxBatchSize: but no more than this many (more only when devices share a cohort key). The
+    ///     batch is what a worker that dies may have sent without recording it.
+    /// - Returns: nil when nothing is due.
+    public func lease(
+        owner: String, now: Date, lookahead: TimeInterval, duration: TimeInterval, batchDuration: TimeInterval, maxBatchSize: Int,
+        logger: Logger
+    ) async throws -> LeasedBatch? {
+        precondition(maxBatchSize > 0, "a batch holds at least one device")
+        let expires = now.addingTimeInterval(duration)
+        // Batches of dead workers first: their devices were due earliest.
+        let taken = try await client.query(
+            """
+            UPDATE broadcast_batches SET lease_owner = \(owner), lease_expires_at = \(expires), leases = leases + 1
+            WHERE id = (
+                SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
+                WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(now) AND b.state = 'running'
+                ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
+            RETURNING id
+            """,
+            logger: logger
+        )
+        for try await id in taken.decode(Int64.self) {
+            if let batch = try await batch(id: id, logger: logger) {
+                logger.notice("took over an expired batch", metadata: ["batch": "\(id)", "broadcast": "\(batch.broadcastID)", "leases": "\(batch.leases)"])
+                return batch
+            }
+        }
+        // Carve a new batch; a cohort found empty is closed and the next one tried.
+        for _ in 0..<64 {
+            let carved = try await client.withTransaction(logger: logger) { connection -> (id: Int64?, again: Bool) in
+                let due = try await connection.query(
+                    """
+                    SELECT c.broadcast_id, c.wave, c.cohort, c.next_key, c.end_key, c.next_ordinal, w.kind, w.rate
+                    FROM broadcast_cohorts c
+                    JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
+                    JOIN broadcasts b ON b.id = c.broadcast_id
+                    WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
+                        AND c.starts_at + make_interval(secs => c.next_ordinal / w.rate) <= \(now.addingTimeInterval(lookahead))
+                    ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
+                    LIMIT 1 FOR UPDATE OF c SKIP LOCKED
+                    """,
+                    logger: logger
+                )
+                var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double)?
+                for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double).self) { found = row }
+                guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate) = found else { return (nil, false) }
+                let batchSize = max(1, min(maxBatchSize, Int((rate * batchDuration).rounded(.up))))
+                guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(broadcastID)"), on: connection, logger: logger).first else {
+                    return (nil, false)
+                }
+                let audience = Audience(
+                    appID: broadcast.appID, environment: broadcast.environment, publicationID: broadcast.publicationID,
+                    editionID: broadcast.editionID, wave: Int(wave), kind: .init(rawValue: kind) ?? .background,
+                    maxPushesPerDevice: broadcast.options.maxPushesPerDevice
+                )
+                // The key of the batch's last device, then every device up to and including that key.
+                let boundary = try await connection.query(
+                    audience.query(
+                        "SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $8 AND d.cohort_key < $9 ORDER BY d.cohort_key OFFSET $10 LIMIT 1"
+                    ) {
+                        $0.append(nextKey)
+                        $0.append(endKey)
+                        $0.append(batchSize - 1)
+                    },
+                    logger: logger
+                )
+                var lastKey = endKey - 1
+                for try await key in boundary.decode(Int32.self) { lastKey = Int64(key) }
+                let counted = try await connection.query(
+                    audience.query("SELECT count(*) FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9") {
+                        $0.append(nextKey)
+                        $0.append(lastKey)
+                    },
+                    logger: logger
+                )
+                var devices = 0
+                for try await count in counted.decode(Int.self) { devices = count }
+                try await connection.query(
+                    """
+                    UPDATE broadcast_cohorts SET next_key = \(lastKey + 1), next_ordinal = next_ordinal + \(devices)
+                    WHERE broadcast_id = \(broadcastID) AND wave = \(wave) AND cohort = \(cohort)
+                    """,
+                    logger: logger
+                )
+                guard devices > 0 else { return (nil, true) }
+                let inserted = try await connection.query(
+                    """
+                    INSERT INTO broadcast_batches (broadcast_id, wave, cohort, first_key, last_key, first_ordinal, devices, lease_owner, lease_expires_at)
+                    VALUES (\(broadcastID), \(wave), \(cohort), \(nextKey), \(lastKey), \(nextOrdinal), \(devices), \(owner), \(expires))
+                    RETURNING id
+                    """,
+                    logger: logger
+                )
+                var id: Int64?
+                for try await value in inserted.decode(Int64.self) { id = value }
+                return (id, false)
+            }
+            if let id = carved.id { return try await batch(id: id, logger: logger) }
+            if !carved.again { return nil }
+        }
+        return nil
+    }
+
+    /// Extends the leases `owner` holds on `batches` to `until`.
+    /// - Returns: the batches still held (a batch taken over by another worker is not).
+    @discardableResult
+    public func renew(_ batches: [Int64], owner: String, until: Date, logger: Logger) async throws -> Set<Int64> {
+        guard !batches.isEmpty else { return [] }
+        let rows = try await client.query(
+            """
+            UPDATE broadcast_batches SET lease_expires_at = \(until)
+            WHERE id = ANY (\(batches)::bigint[]) AND lease_owner = \(owner) AND done_at IS NULL RETURNING id
+            """,
+            logger: logger
+        )
+        var held: Set<Int64> = []
+        for try await id in rows.decode(Int64.self) { held.insert(id) }
+        return held
+    }
+
+    /// The devices of a leased batch in send order (cohort key, then id), with their recent push counts.
+    public func targets(of batch: LeasedBatch, now: Date, logger: Logger) async throws -> [BatchTarget] {
+        let audience = Audience(
+            appID: batch.appID, environment: batch.environment, publicationID: batch.publicationID, editionID: batch.editionID,
+            wave: batch.wave, kind: batch.kind, maxPushesPerDevice: batch.maxPushesPerDevice
+        )
+        let rows = try await client.query(
+            audience.query(
+                """
+                SELECT d.id, d.token, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $10)
+                FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9 ORDER BY d.cohort_key, d.id
+                """
+            ) {
+                $0.append(batch.firstKey)
+                $0.append(batch.lastKey)
+                $0.append(now.addingTimeInterval(-3600))
+            },
+            logger: logger
+        )
+        var targets: [BatchTarget] = []
+        for try await (id, token, tier, recent) in rows.decode((Int64, ByteBuffer, Int16, Int).self) {
+            targets.append(BatchTarget(
+                deviceID: id, token: DeviceToken(bytes: Array(buffer: token)), tier: ImageTier(storageCode: tier), pushesInLastHour: recent
+            ))
+        }
+        return targets
+    }
+
+    /// Records what became of a batch's devices, in one transaction: the delivery ledger, the cohort's
+    /// counters, 410s deactivating devices (with the timestamp rule), and the batch done.
+    ///
+    /// - Returns: false, recording nothing, when `owner` no longer holds the batch (its lease expired and
+    ///   another worker took it over; that worker records it).
+    @discardableResult
+    public func record(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, now: Date, logger: Logger) async throws -> Bool {
+        var sentIDs: [Int64] = [], sentAt: [Date] = [], results: [String] = [], reasons: [String] = []
+        var accepted = 0
+        var rejected: [String: Int] = [:], skipped: [String: Int] = [:]
+        var goneIDs: [Int64] = [], goneAt: [Date] = []
+        for outcome in outcomes {
+            let (result, reason): (String, String)
+            switch outcome.result {
+            case .accepted:
+                (result, reason) = ("accepted", "")
+                accepted += 1
+            case .rejected(let why, let unregisteredAt):
+                (result, reason) = ("rejected", why)
+                rejected[why, default: 0] += 1
+                if let unregisteredAt {
+                    goneIDs.append(outcome.deviceID)
+                    goneAt.append(unregisteredAt)
+                }
+            case .fateUnknown:
+                (result, reason) = ("fateUnknown", "")
+                rejected["fateUnknown", default: 0] += 1
+            case .notSent:
+                (result, reason) = ("notSent", "")
+                rejected["notSent", default: 0] += 1
+            case .skipped(let why):
+                skipped[why, default: 0] += 1
+                continue
+            }
+            sentIDs.append(outcome.deviceID)
+            sentAt.append(outcome.sentAt)
+            results.append(result)
+            reasons.append(reason)
+        }
+        let sent = sentIDs.count
+        let background = batch.kind == .background
+        return try await client.withTransaction(logger: logger) { connection -> Bool in
+            let done = try await connection.query(
+                "UPDATE broadcast_batches SET done_at = \(now) WHERE id = \(batch.id) AND lease_owner = \(owner) AND done_at IS NULL RETURNING id",
+                logger: logger
+            )
+            guard try await done.collect().count == 1 else { return false }
+            if sent > 0 {
+                try await connection.query(
+                    """
+                    INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome, reason)
+                    SELECT u.id, \(batch.broadcastID), \(Int16(batch.wave)), \(batch.cohort), \(background), u.at, u.outcome, NULLIF(u.reason, '')
+                    FROM unnest(\(sentIDs)::bigint[], \(sentAt)::timestamptz[], \(results)::text[], \(reasons)::text[]) AS u(id, at, outcome, reason)
+                    ON CONFLICT DO NOTHING
+                    """,
+                    logger: logger
+                )
+            }
+            var binds = PostgresBindings(capacity: 7)
+            binds.append(sent)
+            binds.append(accepted)
+            binds.append(Self.json(rejected))
+            binds.append(Self.json(skipped))
+            binds.append(batch.broadcastID)
+            binds.append(Int16(batch.wave))
+            binds.append(batch.cohort)
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        UPDATE broadcast_cohorts SET sent = sent + $1, accepted = accepted + $2,
+                            rejected = \(Self.mergeCounts("rejected", "$3")), skipped = \(Self.mergeCounts("skipped", "$4"))
+                        WHERE broadcast_id = $5 AND wave = $6 AND cohort = $7
+                        """,
+                    binds: binds
+                ),
+                logger: logger
+            )
+            if !goneIDs.isEmpty {
+                try await connection.query(
+                    """
+                    UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, u.at),
+                        active = devices.active AND devices.registered_at > u.at, updated_at = \(now)
+                    FROM unnest(\(goneIDs)::bigint[], \(goneAt)::timestamptz[]) AS u(id, at)
+                    WHERE devices.id = u.id
+                    """,
+                    logger: logger
+                )
+            }
+            return true
+        }
+    }
+
+    /// `column` plus the counts in the JSON object bound at `parameter`, key by key.
+    private static func mergeCounts(_ column: String, _ parameter: String) -> String {
+        """
+        (SELECT coalesce(jsonb_object_agg(key, total), '{}'::jsonb) FROM (
+            SELECT key, sum(value::bigint) AS total FROM (
+                SELECT key, value FROM jsonb_each_text(broadcast_cohorts.\(column))
+                UNION ALL SELECT key, value FROM jsonb_each_text(\(parameter)::jsonb)) parts
+            GROUP BY key) merged)
+        """
+    }
+
+    /// A leased batch with what sending it needs.
+    func batch(id: Int64, logger: Logger) async throws -> LeasedBatch? {
+        let rows = try await client.query(
+            """
+            SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
+                c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases
+            FROM broadcast_batches bb
+            JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
+            JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave
+            JOIN broadcasts b ON b.id = bb.broadcast_id
+            JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+            WHERE bb.id = \(id)
+            """,
+            logger: logger
+        )
+        typealias Row = (Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16)
+        for try await row in rows.decode(Row.self) {
+            let options = (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.15.utf8))) ?? BroadcastOptions()
+            return LeasedBatch(
+                id: row.0, broadcastID: row.1, wave: Int(row.2), kind: .init(rawValue: row.3) ?? .background, cohort: row.4,
+                firstKey: row.5, lastKey: row.6, firstOrdinal: row.7, devices: row.8, cohortStart: row.9, rate: row.10,
+                editionID: row.11, appID: row.12, publicationID: row.13, environment: APNsEnvironment(storageCode: row.14),
+                maxPushesPerDevice: options.maxPushesPerDevice, deadline: row.16, leases: Int(row.17)
+            )
+        }
+        return nil
+    }
+
+    func select(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws -> [Broadcast] {
+        let rows = try await connection.query(query, logger: logger)
+        var broadcasts: [Broadcast] = []
+        for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(Self.broadcast(row)) }
+        return broadcasts
+    }
+}

@@ -1,0 +1,311 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PostgresNIO
+
+/// Broadcasts in PostgreSQL: starting (or attaching to) one, its waves, progress and cancellation.
+///
+/// The dispatch side (leasing batches, recording outcomes, making waves) is in
+/// `BroadcastRepository+Dispatch.swift`. Every time is passed in (`now`), so tests and the demo can run a
+/// broadcast on their own clock.
+public struct BroadcastRepository: Sendable {
+    let client: PostgresClient
+    /// The shortest wave interval accepted; 20 minutes except where time is compressed (demo, tests).
+    public var minimumWaveInterval: TimeInterval
+
+    public init(client: PostgresClient, minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval) {
+        self.client = client
+        self.minimumWaveInterval = minimumWaveInterval
+    }
+
+    /// The edition facts a broadcast needs.
+    struct EditionFacts {
+        var publication: Publication
+        var deadline: Date
+        var issueDate: String
+    }
+
+    /// Wave 1's plan for an edition, without storing anything: `paperboy broadcast --dry-run`.
+    public func plan(editionID: UUID, environment: APNsEnvironment, options: BroadcastOptions, now: Date, logger: Logger) async throws -> StaggerPlan {
+        try validate(options)
+        let edition = try await editionFacts(editionID, logger: logger)
+        return try await firstWavePlan(edition: edition, editionID: editionID, environment: environment, options: options, now: now, logger: logger)
+    }
+
+    /// Starts a broadcast of an edition to one environment, or attaches to the one it already has.
+    ///
+    /// Starting twice never sends twice: when the edition has a broadcast in the environment that was not
+    /// cancelled (running, completed or expired), that one is returned with `created` false. Two callers
+    /// racing are settled by the unique index on live broadcasts.
+    ///
+    /// - Throws: `StoreError` naming `edition` when it does not exist or its deadline has passed, or the
+    ///   options' field when they are invalid. Nothing is stored then.
+    public func start(
+        editionID: UUID,
+        environment: APNsEnvironment,
+        options: BroadcastOptions,
+        origin: String,
+        now: Date,
+        logger: Logger
+    ) async throws -> BroadcastStart {
+        try validate(options)
+        let edition = try await editionFacts(editionID, logger: logger)
+        if let existing = try await existing(editionID: editionID, environment: environment, logger: logger) {
+            return BroadcastStart(broadcast: existing, created: false, plan: nil)
+        }
+        guard edition.deadline > now else {
+            throw StoreError(code: .invalid, field: "edition", message: "the edition's deadline \(Self.timestamp(edition.deadline)) has passed; nothing may be sent")
+        }
+        let plan = try await firstWavePlan(edition: edition, editionID: editionID, environment: environment, options: options, now: now, logger: logger)
+        let id = UUID()
+        let optionsJSON = String(decoding: try JSONEncoder().encode(options), as: UTF8.self)
+        let created = try await client.withTransaction(logger: logger) { connection -> Bool in
+            let rows = try await connection.query(
+                """
+                INSERT INTO broadcasts (id, edition_id, environment, state, plan, origin)
+                VALUES (\(id), \(editionID), \(environment.storageCode), 'running', \(optionsJSON)::jsonb, \(origin))
+                ON CONFLICT (edition_id, environment) WHERE state IN ('planned', 'running') DO NOTHING
+                RETURNING id
+                """,
+                logger: logger
+            )
+            guard try await rows.collect().count == 1 else { return false }
+            try await Self.insertWave(1, kind: .background, plan: plan, cohorts: options.cohorts, broadcastID: id, on: connection, logger: logger)
+            return true
+        }
+        guard created, let broadcast = try await find(id: id, logger: logger) else {
+            // Another caller started it a moment ago.
+            guard let existing = try await existing(editionID: editionID, environment: environment, logger: logger) else {
+                throw StoreError(code: .conflict, field: "edition", message: "the broadcast could not be started; try again")
+            }
+            return BroadcastStart(broadcast: existing, created: false, plan: nil)
+        }
+        return BroadcastStart(broadcast: broadcast, created: true, plan: plan)
+    }
+
+    /// The broadcast with this id, if any.
+    public func find(id: UUID, logger: Logger) async throws -> Broadcast? {
+        try await select(Self.selectBroadcasts("WHERE b.id = \(id)"), logger: logger).first
+    }
+
+    /// Broadcasts, newest first.
+    public func list(limit: Int = 50, logger: Logger) async throws -> [Broadcast] {
+        try await select(Self.selectBroadcasts("ORDER BY b.created_at DESC LIMIT \(limit)"), logger: logger)
+    }
+
+    /// Stops a running broadcast: no batch is leased any more; batches in flight finish.
+    ///
+    /// - Throws: `StoreError` not found, or a conflict naming `state` when it has finished already.
+    public func cancel(id: UUID, now: Date, logger: Logger) async throws -> Broadcast {
+        let rows = try await client.query(
+            """
+            UPDATE broadcasts SET state = 'cancelled', finished_at = \(now), updated_at = \(now)
+            WHERE id = \(id) AND state IN ('planned', 'running') RETURNING id
+            """,
+            logger: logger
+        )
+        let changed = try await rows.collect().count == 1
+        guard let broadcast = try await find(id: id, logger: logger) else {
+            throw StoreError(code: .notFound, field: "id", message: "there is no broadcast \(id.uuidString.lowercased())")
+        }
+        guard changed else {
+            throw StoreError(code: .conflict, field: "state", message: "the broadcast is \(broadcast.state.rawValue) already")
+        }
+        return broadcast
+    }
+
+    /// Progress per wave and cohort, with receipts; nil when there is no such broadcast.
+    public func progress(id: UUID, logger: Logger) async throws -> BroadcastProgress? {
+        guard let broadcast = try await find(id: id, logger: logger) else { return nil }
+        let header = try await client.query(
+            "SELECT p.slug, e.issue_date::text FROM editions e JOIN publications p ON p.id = e.publication_id WHERE e.id = \(broadcast.editionID)",
+            logger: logger
+        )
+        var publication = "", issueDate = ""
+        for try await (slug, date) in header.decode((String, String).self) { (publication, issueDate) = (slug, date) }
+
+        var receipts: [Int: [Int: [String: Int]]] = [:]
+        let receiptRows = try await client.query(
+            """
+            SELECT last.wave, last.cohort, r.result, count(*)
+            FROM receipts r
+            JOIN LATERAL (
+                SELECT x.wave, x.cohort FROM deliveries x
+                WHERE x.device_id = r.device_id AND x.broadcast_id = \(id) ORDER BY x.wave DESC LIMIT 1
+            ) last ON true
+            WHERE r.edition_id = \(broadcast.editionID)
+            GROUP BY 1, 2, 3
+            """,
+            logger: logger
+        )
+        for try await (wave, cohort, result, count) in receiptRows.decode((Int16, Int, String, Int).self) {
+            receipts[Int(wave), default: [:]][cohort, default: [:]][result] = count
+        }
+
+        var cohortsByWave: [Int: [BroadcastProgress.Cohort]] = [:]
+        let cohortRows = try await client.query(
+            """
+            SELECT wave, cohort, starts_at, ends_at, planned, sent, accepted, rejected::text, skipped::text
+            FROM broadcast_cohorts WHERE broadcast_id = \(id) ORDER BY wave, cohort
+            """,
+            logger: logger
+        )
+        for try await row in cohortRows.decode((Int16, Int, Date, Date, Int, Int, Int, String, String).self) {
+            let wave = Int(row.0)
+            let counts = BroadcastProgress.Counts(
+                planned: row.4, sent: row.5, accepted: row.6,
+                rejected: Self.counts(json: row.7), skipped: Self.counts(json: row.8),
+                receipts: receipts[wave]?[row.1] ?? [:]
+            )
+            cohortsByWave[wave, default: []].append(BroadcastProgress.Cohort(cohort: row.1, startsAt: row.2, endsAt: row.3, counts: counts))
+        }
+
+        var waves: [BroadcastProgress.Wave] = []
+        let waveRows = try await client.query(
+            "SELECT wave, kind, starts_at, rate, window_seconds, finished_at FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave",
+            logger: logger
+        )
+        for try await row in waveRows.decode((Int16, String, Date, Double, Double, Date?).self) {
+            waves.append(BroadcastProgress.Wave(
+                wave: Int(row.0), kind: .init(rawValue: row.1) ?? .background, startsAt: row.2, rate: row.3, window: row.4,
+                finishedAt: row.5, cohorts: cohortsByWave[Int(row.0)] ?? []
+            ))
+        }
+
+        let editionReceipts = try await ReceiptRepository(client: client).counts(editionID: broadcast.editionID, logger: logger)
+        let finishedAt = try await client.query("SELECT finished_at FROM broadcasts WHERE id = \(id)", logger: logger)
+        var finished: Date?
+        for try await value in finishedAt.decode(Date?.self) { finished = value }
+        return BroadcastProgress(
+            id: id, editionID: broadcast.editionID, publication: publication, issueDate: issueDate,
+            environment: broadcast.environment, state: broadcast.state, origin: broadcast.origin, options: broadcast.options,
+            createdAt: broadcast.createdAt, deadline: broadcast.deadline, finishedAt: finished, waves: waves,
+            receipts: Dictionary(uniqueKeysWithValues: editionReceipts.map { ($0.key.rawValue, $0.value) })
+        )
+    }
+
+    // MARK: - Internals shared with dispatch
+
+    func validate(_ options: BroadcastOptions) throws {
+        do {
+            try options.validate(minimumWaveInterval: minimumWaveInterval)
+        } catch {
+            throw StoreError(code: .invalid, field: error.field, message: error.message)
+        }
+    }
+
+    func editionFacts(_ editionID: UUID, logger: Logger) async throws -> EditionFacts {
+        let rows = try await client.query(
+            """
+            SELECT p.id, p.app_id, p.slug, p.title, e.deadline, e.issue_date::text
+            FROM editions e JOIN publications p ON p.id = e.publication_id WHERE e.id = \(editionID)
+            """,
+            logger: logger
+        )
+        for try await row in rows.decode((Int, Int, String, String?, Date, String).self) {
+            return EditionFacts(publication: Publication(id: row.0, appID: row.1, slug: row.2, title: row.3), deadline: row.4, issueDate: row.5)
+        }
+        throw StoreError(code: .notFound, field: "edition", message: "there is no edition \(editionID.uuidString.lowercased())")
+    }
+
+    private func firstWavePlan(
+        edition: EditionFacts, editionID: UUID, environment: APNsEnvironment, options: BroadcastOptions, now: Date, logger: Logger
+    ) async throws -> StaggerPlan {
+        let counts = try await CohortRepository(client: client).targetCounts(
+            publication: edition.publication, environment: environment, cohorts: options.cohorts, logger: logger
+        )
+        return try StaggerPlan(
+            cohortCounts: counts, pace: options.pace, requestedStart: now, jitter: options.jitter,
+            seed: StaggerPlan.seed(for: editionID.uuidString.lowercased())
+        )
+    }
+
+    private func existing(editionID: UUID, environment: APNsEnvironment, logger: Logger) async throws -> Broadcast? {
+        try await select(
+            Self.selectBroadcasts(
+                "WHERE b.edition_id = \(editionID) AND b.environment = \(environment.storageCode) AND b.state <> 'cancelled' ORDER BY b.created_at DESC LIMIT 1"
+            ),
+            logger: logger
+        ).first
+    }
+
+    /// Stores a wave and its cohorts. A cohort with nothing planned is stored done (`next_key = end_key`).
+    static func insertWave(
+        _ wave: Int, kind: BroadcastProgress.Wave.Kind, plan: StaggerPlan, cohorts: Int, broadcastID: UUID,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let planned = plan.cohorts.reduce(0) { $0 + $1.devices }
+        try await connection.query(
+            """
+            INSERT INTO broadcast_waves (broadcast_id, wave, kind, starts_at, window_seconds, rate, planned)
+            VALUES (\(broadcastID), \(Int16(wave)), \(kind.rawValue), \(plan.start), \(plan.window), \(plan.rate), \(planned))
+            """,
+            logger: logger
+        )
+        let ranges = (0..<cohorts).map { DeviceToken.cohortKeyRange(index: $0, count: cohorts) }
+        let firstKeys = ranges.map { Int64($0.lowerBound) - Self.keyOffset }
+        let endKeys = ranges.map { Int64($0.upperBound) - Self.keyOffset }
+        try await connection.query(
+            """
+            INSERT INTO broadcast_cohorts (broadcast_id, wave, cohort, starts_at, ends_at, first_key, end_key, next_key, planned)
+            SELECT \(broadcastID), \(Int16(wave)), c, s, e, fk, ek, CASE WHEN p = 0 THEN ek ELSE fk END, p
+            FROM unnest(\(plan.cohorts.map(\.index))::int[], \(plan.cohorts.map(\.start))::timestamptz[], \(plan.cohorts.map(\.end))::timestamptz[],
+                        \(firstKeys)::bigint[], \(endKeys)::bigint[], \(plan.cohorts.map(\.devices))::int[]) AS u(c, s, e, fk, ek, p)
+            """,
+            logger: logger
+        )
+    }
+
+    /// `devices.cohort_key` is the 32-bit key minus 2^31.
+    static let keyOffset: Int64 = 1 << 31
+
+    /// Broadcasts with their edition's facts, filtered and ordered by `tail` (which may bind values).
+    static func selectBroadcasts(_ tail: PostgresQuery) -> PostgresQuery {
+        PostgresQuery(unsafeSQL: selectBroadcastsHead + " " + tail.sql, binds: tail.binds)
+    }
+
+    private static let selectBroadcastsHead = """
+        SELECT b.id, b.edition_id, p.app_id, p.id, b.environment, b.state, b.plan::text, b.origin,
+            coalesce((SELECT w.starts_at FROM broadcast_waves w WHERE w.broadcast_id = b.id AND w.wave = 1), b.created_at),
+            e.deadline, b.created_at
+        FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+        """
+
+    private func select(_ query: PostgresQuery, logger: Logger) async throws -> [Broadcast] {
+        let rows = try await client.query(query, logger: logger)
+        var broadcasts: [Broadcast] = []
+        for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(Self.broadcast(row)) }
+        return broadcasts
+    }
+
+    typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date)
+
+    static func broadcast(_ row: BroadcastRow) -> Broadcast {
+        Broadcast(
+            id: row.0, editionID: row.1, appID: row.2, publicationID: row.3, environment: APNsEnvironment(storageCode: row.4),
+            state: BroadcastProgress.State(storedState: row.5),
+            options: (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.6.utf8))) ?? BroadcastOptions(),
+            origin: row.7, start: row.8, deadline: row.9, createdAt: row.10
+        )
+    }
+
+    static func counts(json: String) -> [String: Int] {
+        (try? JSONDecoder().decode([String: Int].self, from: Data(json.utf8))) ?? [:]
+    }
+
+    static func json(_ counts: [String: Int]) -> String {
+        String(decoding: (try? JSONEncoder().encode(counts)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601)
+    }
+}
+
+extension BroadcastProgress.State {
+    /// `planned` is stored for a broadcast not yet started by any worker; it shows as running.
+    init(storedState: String) {
+        self = Self(rawValue: storedState) ?? .running
+    }
+}
+

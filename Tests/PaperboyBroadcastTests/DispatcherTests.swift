@@ -1,0 +1,269 @@
+import APNs
+import APNsSimulator
+import Foundation
+import PaperboyBroadcast
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+/// Broadcasts end to end: PostgreSQL, the dispatcher on a virtual clock, the APNs client and the
+/// simulator over loopback HTTP/2. The simulator's per-token accept counts are the truth.
+@Suite("Broadcast dispatch")
+struct DispatcherTests {
+    static let minute: TimeInterval = 60
+
+    static func options(window: TimeInterval = 10 * 60, cohorts: Int = 4, maxPushes: Int = 3, alert: Bool = false) -> BroadcastOptions {
+        BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: maxPushes, alertLastResort: alert)
+    }
+
+    @Test("wave 1 reaches every target once at the plan's pace; later waves only devices without a receipt; then it completes")
+    func wavesFollowReceipts() async throws {
+        let t0 = Date()
+        let faults = {
+            var faults = APNsSimulator.Faults()
+            faults.outcomesByTokenPrefix = [
+                ("dead", .init(status: 410, reason: .unregistered, timestamp: t0.addingTimeInterval(3600))),
+                ("bad0", .init(status: 400, reason: .badDeviceToken)),
+            ]
+            return faults
+        }()
+        try await BroadcastFixture.with(start: t0, faults: faults) { fixture in
+            try await fixture.register(100)
+            try await fixture.register(10, offset: 1000, prefix: "dead")
+            try await fixture.register(10, offset: 2000, prefix: "bad0")
+            try await fixture.register(20, offset: 3000, subscriptions: ["evening"])  // not a target
+            try await fixture.register(10, offset: 4000, autoDownload: false)  // not a target
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+            let started = try await fixture.repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(), origin: "test", now: t0, logger: fixture.logger
+            )
+            #expect(started.created)
+            #expect(started.plan?.cohorts.reduce(0) { $0 + $1.devices } == 120)
+            let dispatcher = fixture.dispatcher()
+            let start = started.broadcast.start
+
+            // Wave 1, at the end of its window: every target once.
+            let first = try await fixture.step(at: start.addingTimeInterval(10 * Self.minute + 5), dispatcher)
+            #expect(first.sent == 120)
+            var accepted = fixture.accepted()
+            #expect(accepted.count == 100)
+            #expect(accepted.values.allSatisfy { $0 == 1 })
+            var progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            #expect(progress.waves.count == 1)
+            #expect(progress.waves[0].counts.sent == 120)
+            #expect(progress.waves[0].counts.accepted == 100)
+            #expect(progress.waves[0].counts.rejected == ["Unregistered": 10, "BadDeviceToken": 10])
+
+            // 410 deactivated the device.
+            let gone = try await DeviceRepository(client: fixture.db.client).find(appID: fixture.app.id, token: BroadcastFixture.token(1000, prefix: "dead"), logger: fixture.logger)
+            #expect(gone?.active == false)
+
+            // Half the devices report the edition; one reports a failure (it gets another try).
+            for token in fixture.tokens.prefix(50) { try await fixture.receipt(token, edition: edition) }
+            try await fixture.receipt(fixture.tokens[50], edition: edition, .failed)
+
+            // Nothing happens before the wave interval.
+            let early = try await fixture.step(at: start.addingTimeInterval(25 * Self.minute), dispatcher)
+            #expect(early.sent == 0)
+            #expect(early.events.contains(.waveFinished(broadcast: started.broadcast.id, wave: 1)))
+
+            // Wave 2 starts 30 minutes after wave 1: only the 50 good devices without a successful receipt.
+            _ = try await fixture.step(at: start.addingTimeInterval(30 * Self.minute), dispatcher)
+            _ = try await fixture.step(at: start.addingTimeInterval(41 * Self.minute), dispatcher)
+            accepted = fixture.accepted()
+            for token in fixture.tokens.prefix(50) { #expect(accepted[token.hex] == 1) }
+            for token in fixture.tokens[50..<100] { #expect(accepted[token.hex] == 2) }
+
+            // Wave 3, then no more: three pushes per device at most.
+            _ = try await fixture.step(at: start.addingTimeInterval(60 * Self.minute), dispatcher)
+            _ = try await fixture.step(at: start.addingTimeInterval(71 * Self.minute), dispatcher)
+            let end = try await fixture.step(at: start.addingTimeInterval(90 * Self.minute), dispatcher)
+            #expect(end.events.contains(.completed(broadcast: started.broadcast.id)))
+            accepted = fixture.accepted()
+            #expect(accepted.values.max() == 3)
+            let total: Int = accepted.values.reduce(0, +)
+            #expect(total == 200)
+            progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            #expect(progress.state == .completed)
+            #expect(progress.waves.map(\.counts.planned) == [120, 50, 50])
+            #expect(progress.waves[0].counts.receipts["newData"] == 50)
+            #expect(progress.receipts == ["newData": 50, "failed": 1])
+        }
+    }
+
+    @Test("nothing is sent at or after the deadline; the broadcast expires with devices left")
+    func deadline() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(60)
+            // Sixty devices a second apart from one second after t0; the deadline after half of them.
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(31))
+            var options = Self.options(window: 60, cohorts: 2)
+            options.jitter = 1
+            let started = try await fixture.repository.start(
+                editionID: edition.id, environment: .production, options: options, origin: "test", now: t0, logger: fixture.logger
+            )
+            let dispatcher = fixture.dispatcher()
+            // Just before the deadline the worker leases what is due within its lookahead, past the deadline too.
+            let report = try await fixture.step(at: edition.deadline.addingTimeInterval(-0.5), dispatcher)
+            let dueBefore = (0..<60).filter { index in
+                started.broadcast.start.addingTimeInterval(Double(index)) < edition.deadline
+            }.count
+            #expect(fixture.accepted().count == dueBefore)
+            #expect(report.sent == dueBefore)
+            #expect(report.skipped >= 1)
+            let after = try await fixture.step(at: edition.deadline.addingTimeInterval(60), dispatcher)
+            #expect(after.events.contains(.expired(broadcast: started.broadcast.id)))
+            #expect(after.sent == 0)
+            #expect(fixture.accepted().count == dueBefore)
+            let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            #expect(progress.state == .expired)
+            #expect(progress.totals.skipped["deadline", default: 0] > 0)
+            // And a broadcast cannot start once the deadline has passed.
+            let late = try await fixture.publish("evening", deadline: t0.addingTimeInterval(60), now: t0)
+            await #expect(throws: StoreError.self) {
+                try await fixture.repository.start(
+                    editionID: late.id, environment: .production, options: Self.options(), origin: "test",
+                    now: t0.addingTimeInterval(120), logger: fixture.logger
+                )
+            }
+        }
+    }
+
+    @Test("no device gets more than three background pushes in an hour, across broadcasts")
+    func hourlyBudget() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(20, subscriptions: ["morning", "evening"])
+            let morning = try await fixture.publish("morning", deadline: t0.addingTimeInterval(6 * 3600))
+            let evening = try await fixture.publish("evening", deadline: t0.addingTimeInterval(6 * 3600))
+            var options = Self.options(window: 2 * Self.minute, cohorts: 2)
+            options.waveInterval = 20 * Self.minute
+            let first = try await fixture.repository.start(
+                editionID: morning.id, environment: .production, options: options, origin: "test", now: t0, logger: fixture.logger
+            )
+            let dispatcher = fixture.dispatcher()
+            let start = first.broadcast.start
+            // Three waves of the morning edition, 20 minutes apart, no receipts.
+            for wave in 0..<3 {
+                _ = try await fixture.step(at: start.addingTimeInterval(Double(wave) * 20 * Self.minute), dispatcher)
+                _ = try await fixture.step(at: start.addingTimeInterval((Double(wave) * 20 + 3) * Self.minute), dispatcher)
+            }
+            #expect(fixture.accepted().values.allSatisfy { $0 == 3 })
+            // The evening edition 45 minutes in: every device had three pushes in the last hour.
+            let second = try await fixture.repository.start(
+                editionID: evening.id, environment: .production, options: options, origin: "test",
+                now: start.addingTimeInterval(45 * Self.minute), logger: fixture.logger
+            )
+            let report = try await fixture.step(at: second.broadcast.start.addingTimeInterval(3 * Self.minute), dispatcher)
+            #expect(report.sent == 0)
+            #expect(report.skipped == 20)
+            #expect(fixture.accepted().values.allSatisfy { $0 == 3 })
+            let progress = try #require(try await fixture.repository.progress(id: second.broadcast.id, logger: fixture.logger))
+            #expect(progress.waves[0].counts.skipped == ["hourlyBudget": 20])
+        }
+    }
+
+    @Test("starting the same edition again attaches to its broadcast, also when two start at once")
+    func idempotentStart() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(10)
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+            let repository = fixture.repository
+            let logger = fixture.logger
+            let starts = try await withThrowingTaskGroup(of: BroadcastStart.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        try await repository.start(editionID: edition.id, environment: .production, options: Self.options(), origin: "test", now: t0, logger: logger)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(starts.filter(\.created).count == 1)
+            #expect(Set(starts.map(\.broadcast.id)).count == 1)
+            let dispatcher = fixture.dispatcher()
+            _ = try await fixture.step(at: t0.addingTimeInterval(15 * Self.minute), dispatcher)
+            #expect(fixture.accepted().count == 10)
+            // Again, later: still the same broadcast, nothing sent twice.
+            let again = try await repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(), origin: "test",
+                now: t0.addingTimeInterval(16 * Self.minute), logger: logger
+            )
+            #expect(!again.created)
+            #expect(again.broadcast.id == starts[0].broadcast.id)
+            _ = try await fixture.step(at: t0.addingTimeInterval(17 * Self.minute), dispatcher)
+            #expect(fixture.accepted().values.allSatisfy { $0 == 1 })
+            // A cancelled broadcast can be started anew.
+            _ = try await repository.cancel(id: again.broadcast.id, now: t0.addingTimeInterval(18 * Self.minute), logger: logger)
+            let fresh = try await repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(), origin: "test",
+                now: t0.addingTimeInterval(19 * Self.minute), logger: logger
+            )
+            #expect(fresh.created)
+        }
+    }
+
+    @Test("after the last background wave, one alert to devices that allowed alerts and reported nothing")
+    func alertLastResort() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(10, alerts: true)
+            try await fixture.register(10, offset: 100, alerts: false)
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+            let started = try await fixture.repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(maxPushes: 1, alert: true), origin: "test",
+                now: t0, logger: fixture.logger
+            )
+            let dispatcher = fixture.dispatcher()
+            let start = started.broadcast.start
+            _ = try await fixture.step(at: start.addingTimeInterval(11 * Self.minute), dispatcher)
+            for token in fixture.tokens.prefix(4) { try await fixture.receipt(token, edition: edition) }
+            _ = try await fixture.step(at: start.addingTimeInterval(30 * Self.minute), dispatcher)
+            _ = try await fixture.step(at: start.addingTimeInterval(41 * Self.minute), dispatcher)
+            let end = try await fixture.step(at: start.addingTimeInterval(60 * Self.minute), dispatcher)
+            #expect(end.events.contains(.completed(broadcast: started.broadcast.id)))
+            let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            #expect(progress.waves.map(\.kind) == [.background, .alert])
+            #expect(progress.waves[1].counts.accepted == 6)
+            let accepted = fixture.accepted()
+            for token in fixture.tokens[4..<10] { #expect(accepted[token.hex] == 2) }
+            for token in fixture.tokens[10..<20] { #expect(accepted[token.hex] == 1) }
+        }
+    }
+
+    @Test("a batch whose worker died is taken over when its lease expires and sent once more, nothing lost")
+    func expiredLeaseIsTakenOver() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(40)
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+            let started = try await fixture.repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
+                origin: "test", now: t0, logger: fixture.logger
+            )
+            // A worker leases the first batch (one second of sends: one device) and dies without sending.
+            let dead = try #require(
+                try await fixture.repository.lease(
+                    owner: "dead-worker", now: started.broadcast.start, lookahead: 2, duration: 30, batchDuration: 1, maxBatchSize: 1000,
+                    logger: fixture.logger
+                )
+            )
+            let dispatcher = fixture.dispatcher(owner: "live-worker")
+            // Before the lease expires the live worker sends everything else.
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(20), dispatcher)
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(29), dispatcher)
+            #expect(fixture.accepted().count == 40 - dead.devices)
+            // After it, the dead worker's batch too.
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(31), dispatcher)
+            #expect(fixture.accepted().count == 40)
+            #expect(fixture.accepted().values.allSatisfy { $0 == 1 })
+            // The dead worker cannot record the batch any more.
+            #expect(try await fixture.repository.record(dead, outcomes: [], owner: "dead-worker", now: t0, logger: fixture.logger) == false)
+            let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            #expect(progress.waves[0].counts.sent == 40)
+        }
+    }
+}
