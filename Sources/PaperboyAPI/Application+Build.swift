@@ -44,6 +44,7 @@ public func buildRouter(client: PostgresClient, configuration: APIConfiguration)
     let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
     AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI, routes: &routes)
     editionRoutes.addPublishing(to: adminAPI, routes: &routes)
+    BroadcastRoutes(broadcasts: BroadcastRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: adminAPI, routes: &routes)
 
     routes.addMethodNotAllowed(to: router)
     return router

@@ -135,4 +135,26 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
 
     /// All waves together.
     public var totals: Counts { waves.reduce(Counts()) { $0 + $1.counts } }
+
+    enum CodingKeys: String, CodingKey {
+        case id, editionID = "editionId", publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, waves, receipts
+    }
+
+    /// Ids as lowercase UUIDs, as everywhere in the API.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id.uuidString.lowercased(), forKey: .id)
+        try container.encode(editionID.uuidString.lowercased(), forKey: .editionID)
+        try container.encode(publication, forKey: .publication)
+        try container.encode(issueDate, forKey: .issueDate)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(state, forKey: .state)
+        try container.encode(origin, forKey: .origin)
+        try container.encode(options, forKey: .options)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(deadline, forKey: .deadline)
+        try container.encodeIfPresent(finishedAt, forKey: .finishedAt)
+        try container.encode(waves, forKey: .waves)
+        try container.encode(receipts, forKey: .receipts)
+    }
 }

@@ -12,6 +12,8 @@ struct Paperboy: AsyncParsableCommand {
             PublicationsCommand.self,
             EditionsCommand.self,
             CohortsCommand.self,
+            BroadcastCommand.self,
+            WorkerCommand.self,
             APNsSimCommand.self,
             PushCommand.self,
             APNsBenchCommand.self,

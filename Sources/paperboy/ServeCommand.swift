@@ -1,3 +1,4 @@
+import APNs
 import ArgumentParser
 import EmbeddedPostgres
 import Foundation
@@ -6,15 +7,17 @@ import Logging
 import PaperboyAPI
 import PaperboyStore
 import PostgresNIO
+import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run the HTTP API (device registration, health) until SIGTERM or SIGINT, then drain and exit 0.",
+        abstract: "Run the HTTP API and send broadcasts until SIGTERM or SIGINT, then drain and exit 0.",
         discussion: """
             With no database configured (no --database-url, DATABASE_URL or PGHOST) it starts a throwaway
             PostgreSQL cluster, migrates it, registers a demo app and prints its device API key: everything is
             deleted when the server stops. The admin token for operator endpoints comes from PAPERBOY_ADMIN_TOKEN.
+            Besides the API, the process is a broadcast worker (as `paperboy worker`) unless --no-dispatch.
             """
     )
 
@@ -25,6 +28,11 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "The port to listen on (0 picks a free one).")
     var port = 8080
+
+    @OptionGroup var dispatch: DispatchOptions
+
+    @Flag(name: .customLong("no-dispatch"), help: "Serve the API only: send no broadcasts from this process.")
+    var noDispatch = false
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
@@ -70,13 +78,26 @@ struct ServeCommand: AsyncParsableCommand {
         banner: (@Sendable (Int) -> String)?
     ) async throws {
         let client = configuration.makeClient(logger: logger)
-        let app = buildApplication(client: client, configuration: api, services: [client], logger: logger) { port in
+        var services: [any Service] = [client]
+        var apnsClients: APNsClients?
+        if !noDispatch {
+            let (dispatcher, clients) = try dispatch.makeDispatcher(client: client, logger: logger)
+            services.append(dispatcher)
+            apnsClients = clients
+        }
+        let app = buildApplication(client: client, configuration: api, services: services, logger: logger) { port in
             logger.info("listening", metadata: ["address": "http://\(api.host):\(port)"])
             if let banner {
                 FileHandle.standardOutput.write(Data((banner(port) + "\n").utf8))
             }
         }
-        try await app.runService()
+        do {
+            try await app.runService()
+        } catch {
+            await apnsClients?.shutdown()
+            throw error
+        }
+        await apnsClients?.shutdown()
     }
 
     /// A throwaway database with a demo app and its morning and evening publications.

@@ -1,0 +1,108 @@
+import Foundation
+import Hummingbird
+import PaperboyCore
+import PaperboyStore
+
+/// `/v1/broadcasts` (admin): start a broadcast of an edition (or attach to the one it has), follow its
+/// progress, cancel it. The same operations as `paperboy broadcast`.
+struct BroadcastRoutes {
+    let broadcasts: BroadcastRepository
+    let maxBodyBytes: Int
+
+    func add(to group: RouterGroup<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+        group.post("broadcasts", use: start)
+        group.get("broadcasts/{id}", use: show)
+        group.post("broadcasts/{id}/cancel", use: cancel)
+        routes.record("/v1/broadcasts", .post)
+        routes.record("/v1/broadcasts/{id}", .get)
+        routes.record("/v1/broadcasts/{id}/cancel", .post)
+    }
+
+    /// The body of `POST /v1/broadcasts`: the edition, the environment, and the ``BroadcastOptions``
+    /// fields beside them (`window` or `capacity`, `cohorts`, `waveInterval`, `maxPushesPerDevice`,
+    /// `alertLastResort`, `jitter`), each optional.
+    struct StartBody: Decodable {
+        var edition: UUID
+        var environment: APNsEnvironment
+        var dryRun: Bool
+        var options: BroadcastOptions
+
+        enum CodingKeys: String, CodingKey {
+            case edition, environment, dryRun
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            edition = try container.decode(UUID.self, forKey: .edition)
+            environment = try container.decodeIfPresent(APNsEnvironment.self, forKey: .environment) ?? .production
+            dryRun = try container.decodeIfPresent(Bool.self, forKey: .dryRun) ?? false
+            options = try BroadcastOptions(from: decoder)
+        }
+    }
+
+    /// `POST`: 201 with the new broadcast's progress, or 200 with the one the edition already has
+    /// (`"created": false`); with `"dryRun": true`, 200 with wave 1's plan and nothing stored.
+    @Sendable func start(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(StartBody.self, limit: maxBodyBytes, allowedValues: ["environment": "production, sandbox"])
+        let now = Date()
+        if body.dryRun {
+            let plan = try await broadcasts.plan(editionID: body.edition, environment: body.environment, options: body.options, now: now, logger: context.logger)
+            return try Self.json(["plan": plan], status: .ok)
+        }
+        let start = try await broadcasts.start(
+            editionID: body.edition, environment: body.environment, options: body.options, origin: "api", now: now, logger: context.logger
+        )
+        guard let progress = try await broadcasts.progress(id: start.broadcast.id, logger: context.logger) else {
+            throw APIError(.notFound, code: "not_found", field: "edition", message: "the broadcast disappeared")
+        }
+        var response = try Self.json(Started(created: start.created, broadcast: progress), status: start.created ? .created : .ok)
+        response.headers[.location] = "/v1/broadcasts/\(start.broadcast.id.uuidString.lowercased())"
+        return response
+    }
+
+    /// `GET /v1/broadcasts/{id}`: progress per wave and cohort, as `paperboy broadcast status --json`.
+    @Sendable func show(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let id = try Self.id(context)
+        guard let progress = try await broadcasts.progress(id: id, logger: context.logger) else {
+            throw APIError(.notFound, code: "not_found", field: "id", message: "there is no broadcast \(id.uuidString.lowercased())")
+        }
+        return try Self.json(progress, status: .ok)
+    }
+
+    /// `POST /v1/broadcasts/{id}/cancel`: 200 with the progress; 409 naming `state` when it has ended.
+    @Sendable func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let id = try Self.id(context)
+        _ = try await broadcasts.cancel(id: id, now: Date(), logger: context.logger)
+        guard let progress = try await broadcasts.progress(id: id, logger: context.logger) else {
+            throw APIError(.notFound, code: "not_found", field: "id", message: "there is no broadcast \(id.uuidString.lowercased())")
+        }
+        return try Self.json(progress, status: .ok)
+    }
+
+    struct Started: Encodable {
+        var created: Bool
+        var broadcast: BroadcastProgress
+    }
+
+    private static func id(_ context: APIRequestContext) throws -> UUID {
+        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
+            throw APIError.invalid("id", "a broadcast id is a UUID")
+        }
+        return id
+    }
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            try container.encode(formatter.string(from: date))
+        }
+        let body = try encoder.encode(value)
+        return Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: body))
+        )
+    }
+}

@@ -1,0 +1,72 @@
+import APNs
+import ArgumentParser
+import Foundation
+import Logging
+import PaperboyBroadcast
+import PaperboyCore
+import PaperboyStore
+import PostgresNIO
+import ServiceLifecycle
+
+/// Where broadcasts are sent and how this process takes part: shared by `serve` and `worker`.
+struct DispatchOptions: ParsableArguments {
+    @Option(
+        name: .customLong("apns-endpoint"),
+        help: ArgumentHelp(
+            "Send every environment's pushes here instead of Apple's servers: a URL such as http://127.0.0.1:2197 (`paperboy apns-sim`). Default: $PAPERBOY_APNS_ENDPOINT, else Apple's.",
+            valueName: "url"
+        )
+    )
+    var apnsEndpoint: String?
+
+    @Option(name: .customLong("worker-name"), help: "This worker's name in batch leases (default: host:pid:random).")
+    var workerName: String?
+
+    @Option(
+        name: .customLong("lease"),
+        help: ArgumentHelp("How long a leased batch waits for a worker that died before another takes it over.", valueName: "duration")
+    )
+    var lease = "30s"
+
+    @Option(
+        name: .customLong("max-batch"),
+        help: "The most devices in one leased batch: what a worker killed mid-send may have sent without recording it."
+    )
+    var maxBatch = 1000
+
+    func validate() throws {
+        _ = try endpoints()
+        _ = try leaseSeconds()
+        guard (1...100_000).contains(maxBatch) else { throw ValidationError("--max-batch: between 1 and 100000, got \(maxBatch)") }
+    }
+
+    func endpoints() throws -> APNsEndpoints {
+        let text = apnsEndpoint ?? ProcessInfo.processInfo.environment["PAPERBOY_APNS_ENDPOINT"]
+        do {
+            return try APNsEndpoints(override: text)
+        } catch {
+            throw ValidationError("--apns-endpoint / PAPERBOY_APNS_ENDPOINT: \(error)")
+        }
+    }
+
+    private func leaseSeconds() throws -> TimeInterval {
+        let seconds: TimeInterval
+        do { seconds = try StaggerPlan.seconds(parsing: lease) } catch { throw ValidationError("--lease: \(error)") }
+        guard seconds >= 3 else { throw ValidationError("--lease: at least 3s, so that heartbeats (every third of it) keep up") }
+        return seconds
+    }
+
+    /// The dispatcher and the APNs clients it sends with; shut the clients down after the dispatcher stops.
+    func makeDispatcher(client: PostgresClient, logger: Logger) throws -> (Dispatcher, APNsClients) {
+        let clients = APNsClients(logger: Logger(label: "paperboy.apns"))
+        let channels = APNsChannels(clients: clients, endpoints: try endpoints(), apps: AppRepository(client: client))
+        var configuration = Dispatcher.Configuration(owner: workerName ?? Dispatcher.Configuration.defaultOwner())
+        configuration.leaseDuration = try leaseSeconds()
+        configuration.maxBatchSize = maxBatch
+        let dispatcher = Dispatcher(
+            repository: BroadcastRepository(client: client), editions: EditionRepository(client: client), channels: channels,
+            configuration: configuration, logger: Logger(label: "paperboy.dispatch")
+        )
+        return (dispatcher, clients)
+    }
+}

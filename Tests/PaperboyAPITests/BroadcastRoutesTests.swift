@@ -1,0 +1,110 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import PaperboyAPI
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import Testing
+
+@Suite("Broadcast API")
+struct BroadcastRoutesTests {
+    static let admin = EditionRoutesTests.admin
+
+    /// Publishes an edition and registers `devices` morning subscribers; returns the edition id.
+    static func prepare(_ fixture: APIFixture, _ client: any TestClientProtocol, devices: Int = 3) async throws -> String {
+        let published = try await client.send(.post, "/v1/editions", headers: admin, body: EditionRoutesTests.file())
+        for index in 0..<devices {
+            let device = String(repeating: "0", count: 62) + String(format: "%02x", index)
+            let registered = try await client.send(.put, "/v1/devices/\(device)", key: fixture.apiKey, body: validRegistration)
+            #expect(registered.status == .created)
+        }
+        return try #require(try published.json()["id"] as? String)
+    }
+
+    @Test("POST starts (201 with the plan's counts); again attaches (200, same id); GET shows progress; cancel ends it")
+    func startAttachShowCancel() async throws {
+        try await APIFixture.with { fixture, client in
+            let edition = try await Self.prepare(fixture, client)
+            let body = #"{"edition": "\#(edition)", "window": 600, "cohorts": 2}"#
+            let started = try await client.send(.post, "/v1/broadcasts", headers: Self.admin, body: body)
+            #expect(started.status == .created)
+            let json = try started.json()
+            #expect(json["created"] as? Bool == true)
+            let broadcast = try #require(json["broadcast"] as? [String: Any])
+            let id = try #require(broadcast["id"] as? String)
+            #expect(started.headers[.location] == "/v1/broadcasts/\(id)")
+            let waves = try #require(broadcast["waves"] as? [[String: Any]])
+            #expect((waves.first?["counts"] as? [String: Any])?["planned"] as? Int == 3)
+
+            let again = try await client.send(.post, "/v1/broadcasts", headers: Self.admin, body: body)
+            #expect(again.status == .ok)
+            #expect(try again.json()["created"] as? Bool == false)
+            #expect((try again.json()["broadcast"] as? [String: Any])?["id"] as? String == id)
+
+            let shown = try await client.send(.get, "/v1/broadcasts/\(id)", headers: Self.admin)
+            #expect(shown.status == .ok)
+            #expect(try shown.json()["state"] as? String == "running")
+            #expect(try shown.json()["publication"] as? String == "morning")
+
+            let cancelled = try await client.send(.post, "/v1/broadcasts/\(id)/cancel", headers: Self.admin)
+            #expect(cancelled.status == .ok)
+            #expect(try cancelled.json()["state"] as? String == "cancelled")
+            let twice = try await client.send(.post, "/v1/broadcasts/\(id)/cancel", headers: Self.admin)
+            #expect(twice.status == .conflict)
+            #expect(try twice.apiError().field == "state")
+        }
+    }
+
+    @Test("dry run answers the plan and stores nothing")
+    func dryRun() async throws {
+        try await APIFixture.with { fixture, client in
+            let edition = try await Self.prepare(fixture, client, devices: 2)
+            let planned = try await client.send(
+                .post, "/v1/broadcasts", headers: Self.admin, body: #"{"edition": "\#(edition)", "capacity": 10, "dryRun": true}"#
+            )
+            #expect(planned.status == .ok)
+            let plan = try #require(try planned.json()["plan"] as? [String: Any])
+            #expect(plan["rate"] as? Double == 10)
+            let list = try await BroadcastRepository(client: fixture.db.client).list(logger: fixture.db.logger)
+            #expect(list.isEmpty)
+        }
+    }
+
+    @Test(
+        "bad requests answer 4xx naming the field, and store nothing",
+        arguments: [
+            (#"{"window": 600}"#, 400, "edition"),
+            (#"{"edition": "not-a-uuid"}"#, 400, "edition"),
+            (#"{"edition": "EDITION", "environment": "staging"}"#, 400, "environment"),
+            (#"{"edition": "EDITION", "waveInterval": 60}"#, 400, "waveInterval"),
+            (#"{"edition": "EDITION", "cohorts": 0}"#, 400, "cohorts"),
+            (#"{"edition": "EDITION", "maxPushesPerDevice": 11}"#, 400, "maxPushesPerDevice"),
+            (#"{"edition": "EDITION", "window": 60, "capacity": 10}"#, 400, "capacity"),
+            (#"{"edition": "00000000-0000-0000-0000-000000000000"}"#, 404, "edition"),
+        ]
+    )
+    func badRequests(body: String, status: Int, field: String) async throws {
+        try await APIFixture.with { fixture, client in
+            let edition = try await Self.prepare(fixture, client, devices: 1)
+            let response = try await client.send(
+                .post, "/v1/broadcasts", headers: Self.admin, body: body.replacingOccurrences(of: "EDITION", with: edition)
+            )
+            #expect(response.status.code == status)
+            #expect(try response.apiError().field == field)
+            let list = try await BroadcastRepository(client: fixture.db.client).list(logger: fixture.db.logger)
+            #expect(list.isEmpty)
+        }
+    }
+
+    @Test("broadcast endpoints need the admin token")
+    func needsAdmin() async throws {
+        try await APIFixture.with { fixture, client in
+            let response = try await client.send(.post, "/v1/broadcasts", key: fixture.apiKey, body: "{}")
+            #expect(response.status == .unauthorized)
+            let shown = try await client.send(.get, "/v1/broadcasts/00000000-0000-0000-0000-000000000000")
+            #expect(shown.status == .unauthorized)
+        }
+    }
+}
