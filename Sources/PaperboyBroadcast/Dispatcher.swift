@@ -15,23 +15,25 @@ import Synchronization
 /// total. A dispatcher that dies leaves its leased batches unrecorded; once their leases expire another
 /// takes them over and sends them again. So a device may be woken twice in one wave only if it was in a
 /// batch of a dispatcher that died, and at most `maxBatchesInFlight × maxBatchSize` devices are (the
-/// batches it held).
+/// batches it held; in practice the devices due in the last second or two at the plan's rate).
 public final class Dispatcher: Service {
     public struct Configuration: Sendable {
         /// This worker's name in leases: `host:pid:random` by default.
         public var owner: String
         /// A lease holds this long unless renewed; a dead worker's batches wait this long.
         public var leaseDuration: TimeInterval = 30
-        /// Batches are leased when their first device is due within this many seconds.
-        public var lookahead: TimeInterval = 2
+        /// Batches are leased when their first device is due within this many seconds: long enough to
+        /// read the batch before its first instant, short enough that a held batch rarely waits.
+        public var lookahead: TimeInterval = 0.5
         /// A batch holds the devices due in this many seconds at the wave's rate…
         public var batchDuration: TimeInterval = 1
         /// …but no more than this many.
         public var maxBatchSize: Int = 1000
-        /// Batches one worker holds at once (sending, or waiting for their instant).
-        public var maxBatchesInFlight: Int = 2
+        /// Batches one worker holds at once (sending, or waiting for their instant, or being recorded).
+        /// With ``maxBatchSize`` this bounds what a worker that dies may have sent without recording.
+        public var maxBatchesInFlight: Int = 4
         /// How often the worker looks for due work when it has none.
-        public var pollInterval: TimeInterval = 0.25
+        public var pollInterval: TimeInterval = 0.2
         /// How often broadcasts are moved along (waves finished and started, deadlines).
         public var advanceInterval: TimeInterval = 1
         /// Devices due within this many seconds of each other are sent together.
@@ -199,9 +201,11 @@ public final class Dispatcher: Service {
         logger[metadataKey: "broadcast"] = "\(batch.broadcastID)"
         logger[metadataKey: "batch"] = "\(batch.id)"
         do {
+            let started = ContinuousClock.now
             let targets = try await repository.targets(of: batch, now: clock.now(), logger: logger)
             let channel = try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger)
             let notifications = try await notifications(for: batch, logger: logger)
+            let read = ContinuousClock.now
             let outcomes = await withTaskGroup(of: [BatchOutcome].self) { group -> [BatchOutcome] in
                 var index = 0
                 var skipped: [BatchOutcome] = []
@@ -238,7 +242,15 @@ public final class Dispatcher: Service {
                 for await part in group { outcomes += part }
                 return outcomes
             }
+            let sentAll = ContinuousClock.now
             let recorded = try await repository.record(batch, outcomes: outcomes, owner: configuration.owner, now: clock.now(), logger: logger)
+            logger.debug(
+                "batch done",
+                metadata: [
+                    "devices": "\(targets.count)", "read": "\(started.duration(to: read))", "sent": "\(read.duration(to: sentAll))",
+                    "recorded": "\(sentAll.duration(to: .now))", "lateBy": "\(String(format: "%.3f", clock.now().timeIntervalSince(batch.sendTime(index: max(0, targets.count - 1)))))s",
+                ]
+            )
             if !recorded {
                 logger.warning("lost the lease of a batch before recording it; the worker that took it over records it")
             }

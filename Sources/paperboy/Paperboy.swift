@@ -14,6 +14,7 @@ struct Paperboy: AsyncParsableCommand {
             CohortsCommand.self,
             BroadcastCommand.self,
             WorkerCommand.self,
+            DevicesCommand.self,
             APNsSimCommand.self,
             PushCommand.self,
             APNsBenchCommand.self,

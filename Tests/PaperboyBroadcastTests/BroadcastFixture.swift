@@ -129,10 +129,12 @@ struct BroadcastFixture {
         return try await EditionRepository(client: db.client).publish(manifest, appID: app.id, now: now ?? clock.now, logger: logger)
     }
 
-    func dispatcher(owner: String = "test-worker") -> Dispatcher {
-        Dispatcher(
+    func dispatcher(owner: String = "test-worker", lookahead: TimeInterval? = nil) -> Dispatcher {
+        var configuration = Dispatcher.Configuration(owner: owner)
+        if let lookahead { configuration.lookahead = lookahead }
+        return Dispatcher(
             repository: repository, editions: EditionRepository(client: db.client), channels: channels,
-            configuration: .init(owner: owner), clock: clock.dispatchClock, logger: logger
+            configuration: configuration, clock: clock.dispatchClock, logger: logger
         )
     }
 

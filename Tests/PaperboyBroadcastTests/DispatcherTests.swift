@@ -105,7 +105,7 @@ struct DispatcherTests {
             let started = try await fixture.repository.start(
                 editionID: edition.id, environment: .production, options: options, origin: "test", now: t0, logger: fixture.logger
             )
-            let dispatcher = fixture.dispatcher()
+            let dispatcher = fixture.dispatcher(lookahead: 2)
             // Just before the deadline the worker leases what is due within its lookahead, past the deadline too.
             let report = try await fixture.step(at: edition.deadline.addingTimeInterval(-0.5), dispatcher)
             let dueBefore = (0..<60).filter { index in
@@ -244,7 +244,7 @@ struct DispatcherTests {
                 editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
                 origin: "test", now: t0, logger: fixture.logger
             )
-            // A worker leases the first batch (one second of sends: one device) and dies without sending.
+            // A worker leases the first batch (one second of sends: two devices) and dies without sending.
             let dead = try #require(
                 try await fixture.repository.lease(
                     owner: "dead-worker", now: started.broadcast.start, lookahead: 2, duration: 30, batchDuration: 1, maxBatchSize: 1000,
