@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyStore
 
 /// A broadcast to start: what the scheduler (or any other caller) asks for.
 public struct BroadcastRequest: Sendable, Equatable {
@@ -15,5 +16,19 @@ public struct BroadcastRequest: Sendable, Equatable {
         self.environment = environment
         self.options = options
         self.origin = origin
+    }
+}
+
+extension BroadcastRepository {
+    /// Starts the broadcasts a ``Scheduler`` asks for (or attaches to the edition's), saying what happened.
+    public func starter(logger: Logger) -> Scheduler.Start {
+        { request in
+            let start = try await self.start(
+                editionID: request.editionID, environment: request.environment, options: request.options, origin: request.origin,
+                now: Date(), logger: logger
+            )
+            let id = start.broadcast.id.uuidString.lowercased()
+            return start.created ? "broadcast \(id) started" : "attached to broadcast \(id) (\(start.broadcast.state.rawValue))"
+        }
     }
 }

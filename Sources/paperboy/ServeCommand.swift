@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PaperboyAPI
+import PaperboyBroadcast
 import PaperboyStore
 import PostgresNIO
 import ServiceLifecycle
@@ -17,7 +18,8 @@ struct ServeCommand: AsyncParsableCommand {
             With no database configured (no --database-url, DATABASE_URL or PGHOST) it starts a throwaway
             PostgreSQL cluster, migrates it, registers a demo app and prints its device API key: everything is
             deleted when the server stops. The admin token for operator endpoints comes from PAPERBOY_ADMIN_TOKEN.
-            Besides the API, the process is a broadcast worker (as `paperboy worker`) unless --no-dispatch.
+            Besides the API, the process is a broadcast worker (as `paperboy worker`) unless --no-dispatch, and
+            fires broadcast schedules (exactly one serve process does, by an advisory lock) unless --no-scheduler.
             """
     )
 
@@ -33,6 +35,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Flag(name: .customLong("no-dispatch"), help: "Serve the API only: send no broadcasts from this process.")
     var noDispatch = false
+
+    @Flag(
+        name: .customLong("no-scheduler"),
+        help: "Do not take part in firing broadcast schedules (`paperboy schedules`); one serve process fires each."
+    )
+    var noScheduler = false
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
@@ -84,6 +92,10 @@ struct ServeCommand: AsyncParsableCommand {
             let (dispatcher, clients) = try dispatch.makeDispatcher(client: client, logger: logger)
             services.append(dispatcher)
             apnsClients = clients
+        }
+        if !noScheduler {
+            let starter = BroadcastRepository(client: client).starter(logger: Logger(label: "paperboy.scheduler"))
+            services.append(Scheduler(client: client, start: starter, logger: Logger(label: "paperboy.scheduler")))
         }
         let app = buildApplication(client: client, configuration: api, services: services, logger: logger) { port in
             logger.info("listening", metadata: ["address": "http://\(api.host):\(port)"])
