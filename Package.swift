@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "PaperboyStore", targets: ["PaperboyStore"]),
         .library(name: "PaperboyAPI", targets: ["PaperboyAPI"]),
         .library(name: "PaperboyBroadcast", targets: ["PaperboyBroadcast"]),
+        .library(name: "PaperboyDemo", targets: ["PaperboyDemo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -31,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // Domain values and pure logic: tokens, payload shapes, cohorts, plans. No I/O.
@@ -117,6 +119,29 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // `paperboy demo`: a simulated device fleet that behaves like iOS (Model/), a runner that sends real
+        // broadcasts to it through the simulator and the API (Runner/), and the report (Report/).
+        .target(
+            name: "PaperboyDemo",
+            dependencies: [
+                "PaperboyCore",
+                "PaperboyStore",
+                "PaperboyBroadcast",
+                "PaperboyAPI",
+                "APNs",
+                "APNsSimulator",
+                "EmbeddedPostgres",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Hummingbird routes for devices (and later editions, broadcasts, receipts, metrics).
         .target(
             name: "PaperboyAPI",
@@ -142,6 +167,7 @@ let package = Package(
                 "PaperboyStore",
                 "PaperboyAPI",
                 "PaperboyBroadcast",
+                "PaperboyDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -209,6 +235,11 @@ let package = Package(
                 "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PaperboyDemoTests",
+            dependencies: ["PaperboyDemo", "PaperboyCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -23,6 +23,9 @@ public final class APNsSimulator: Sendable {
         public var eventLoopThreads: Int = System.coreCount
         /// Keep per-token accept counts (for tests); turn off for big benchmarks.
         public var recordsAccepted: Bool = true
+        /// Called on the connection's event loop for every accepted notification, as APNs would deliver
+        /// it: the demo's simulated devices act on these. Keep it short; hand work off to a task.
+        public var onAccept: (@Sendable (Delivery) -> Void)?
 
         public init(
             validation: APNsRequestValidator.Configuration,
@@ -37,6 +40,17 @@ public final class APNsSimulator: Sendable {
             self.host = host
             self.port = port
         }
+    }
+
+    /// A notification the simulator accepted: what a device would receive.
+    public struct Delivery: Sendable {
+        /// The device token, lowercase hex.
+        public var token: String
+        /// `apns-push-type` (`background`, `alert`, …).
+        public var pushType: String
+        public var topic: String?
+        public var payload: [UInt8]
+        public var acceptedAt: Date
     }
 
     /// What the simulator does besides answering as a healthy APNs would.
@@ -131,7 +145,8 @@ public final class APNsSimulator: Sendable {
         let rules = APNsSimulatorConnection.Rules(
             validator: APNsRequestValidator(configuration: configuration.validation),
             faults: configuration.faults,
-            ledger: ledger
+            ledger: ledger,
+            onAccept: configuration.onAccept
         )
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)

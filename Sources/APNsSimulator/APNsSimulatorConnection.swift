@@ -16,6 +16,7 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
         var validator: APNsRequestValidator
         var faults: APNsSimulator.Faults
         var ledger: APNsSimulatorLedger
+        var onAccept: (@Sendable (APNsSimulator.Delivery) -> Void)?
     }
 
     /// A request being received on one stream.
@@ -252,6 +253,14 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
                 outcome = match.outcome
             } else {
                 outcome = rules.ledger.admit(token: token, at: now)
+                if outcome == nil, let onAccept = rules.onAccept {
+                    onAccept(
+                        APNsSimulator.Delivery(
+                            token: token, pushType: request.head.pushType ?? "alert", topic: request.head.topic, payload: Array(body),
+                            acceptedAt: now
+                        )
+                    )
+                }
             }
         case .rejected(let status, let reason):
             rules.ledger.reject(reason)

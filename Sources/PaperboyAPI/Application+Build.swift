@@ -18,6 +18,8 @@ public struct APIConfiguration: Sendable {
     public var appCacheTimeToLive: Duration = .seconds(30)
     /// How long `/health/ready` waits for the database.
     public var readinessTimeout: Duration = .seconds(2)
+    /// Told about every answered request (the demo's request log); nil in production.
+    public var requestObserver: (@Sendable (ObservedRequest) -> Void)?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String? = nil) {
         self.host = host
@@ -29,6 +31,9 @@ public struct APIConfiguration: Sendable {
 /// The API's routes over a running PostgreSQL client. Tests use it with `app.test(.router)`.
 public func buildRouter(client: PostgresClient, configuration: APIConfiguration) -> Router<APIRequestContext> {
     let router = Router(context: APIRequestContext.self)
+    if let observer = configuration.requestObserver {
+        router.add(middleware: RequestObserverMiddleware(observe: observer))
+    }
     router.add(middleware: ErrorMiddleware())
     var routes = RouteTable<APIRequestContext>()
 

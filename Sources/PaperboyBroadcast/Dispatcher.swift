@@ -43,6 +43,19 @@ public final class Dispatcher: Service {
             self.owner = owner
         }
 
+        /// The same worker on a clock that runs `factor` times faster than the wall clock: every duration
+        /// is in the clock's time, so it is stretched to keep the same wall-clock behaviour (the demo).
+        public func scaled(by factor: Double) -> Configuration {
+            var scaled = self
+            scaled.leaseDuration *= factor
+            scaled.lookahead *= factor
+            scaled.batchDuration *= factor
+            scaled.pollInterval *= factor
+            scaled.advanceInterval *= factor
+            scaled.tick *= factor
+            return scaled
+        }
+
         public static func defaultOwner() -> String {
             "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UInt16.random(in: 0...UInt16.max))"
         }
@@ -182,7 +195,7 @@ public final class Dispatcher: Service {
     /// Renews the leases held, every third of a lease.
     private func heartbeat(until stopping: StopFlag) async throws {
         while !Task.isCancelled {
-            try await Task.sleep(for: .seconds(configuration.leaseDuration / 3))
+            try await clock.sleep(clock.now().addingTimeInterval(configuration.leaseDuration / 3))
             let ids = Array(held.withLock { $0 })
             do {
                 try await repository.renew(ids, owner: configuration.owner, until: clock.now().addingTimeInterval(configuration.leaseDuration), logger: logger)

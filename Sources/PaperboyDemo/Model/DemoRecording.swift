@@ -1,0 +1,95 @@
+import Foundation
+
+/// A broadcast strategy the demo compares on the same fleet and seed.
+public enum DemoStrategy: String, Sendable, Codable, CaseIterable {
+    /// Every device at once, one push: what a naive sender does.
+    case blast
+    /// Staggered cohorts over the window, one push.
+    case staggered
+    /// Staggered cohorts with receipt-driven follow-up waves: Paperboy's default.
+    case waves
+
+    public var title: String {
+        switch self {
+        case .blast: "blast (everyone at once, one push)"
+        case .staggered: "staggered cohorts, one push"
+        case .waves: "staggered cohorts + waves (Paperboy's default)"
+        }
+    }
+}
+
+/// What happened in one strategy's run, as recorded by the parts that saw it: the APNs simulator's accept
+/// log, the API's request log and the receipts table. Times are seconds of demo time since the
+/// broadcast's start (the demo compresses time; these are already scaled back).
+public struct DemoRecording: Sendable, Codable, Equatable {
+    /// A notification the simulator accepted for a device.
+    public struct Push: Sendable, Codable, Equatable {
+        public var device: Int
+        public var at: TimeInterval
+        /// `background` or `alert`.
+        public var pushType: String
+
+        public init(device: Int, at: TimeInterval, pushType: String) {
+            self.device = device
+            self.at = at
+            self.pushType = pushType
+        }
+    }
+
+    /// A request the API answered.
+    public struct Request: Sendable, Codable, Equatable {
+        public var at: TimeInterval
+        /// The route, e.g. `GET /v1/editions/{id}`.
+        public var route: String
+        public var status: Int
+
+        public init(at: TimeInterval, route: String, status: Int) {
+            self.at = at
+            self.route = route
+            self.status = status
+        }
+    }
+
+    /// A receipt as stored.
+    public struct Receipt: Sendable, Codable, Equatable {
+        public var device: Int
+        public var at: TimeInterval
+        /// `newData`, `noData` or `failed`.
+        public var result: String
+
+        public init(device: Int, at: TimeInterval, result: String) {
+            self.device = device
+            self.at = at
+            self.result = result
+        }
+    }
+
+    public var strategy: DemoStrategy
+    public var devices: Int
+    /// Seconds from the broadcast's start to the edition's deadline.
+    public var deadline: TimeInterval
+    /// The window the staggered strategies spread wave 1 over, in seconds.
+    public var window: TimeInterval
+    public var pushes: [Push]
+    public var requests: [Request]
+    public var receipts: [Receipt]
+    /// APNs rejections by reason, from the broadcast's progress.
+    public var rejections: [String: Int]
+    /// Wall-clock seconds the run took.
+    public var wallSeconds: Double
+
+    public init(
+        strategy: DemoStrategy, devices: Int, deadline: TimeInterval, window: TimeInterval, pushes: [Push], requests: [Request],
+        receipts: [Receipt], rejections: [String: Int], wallSeconds: Double
+    ) {
+        self.strategy = strategy
+        self.devices = devices
+        self.deadline = deadline
+        self.window = window
+        self.pushes = pushes
+        self.requests = requests
+        self.receipts = receipts
+        self.rejections = rejections
+        self.wallSeconds = wallSeconds
+    }
+}

@@ -1,0 +1,274 @@
+import Foundation
+
+/// How the simulated fleet is made and how its devices react to pushes. Every probability is in 0...1,
+/// every time in seconds of demo time. The defaults describe a morning edition, as the seeds learned in
+/// production (see DESIGN.md): most devices are charging and on Wi-Fi, iOS runs a background push only
+/// when it likes the device's power and network state, and never for an app the user swiped away.
+public struct FleetParameters: Sendable, Codable, Equatable {
+    /// The chance iOS runs a background push, for a newer and an older device in one power/network state.
+    public struct RunProbability: Sendable, Codable, Equatable {
+        /// A newer device (recent hardware and iOS, more generous background budget).
+        public var newer: Double
+        /// An older device.
+        public var older: Double
+
+        public init(newer: Double, older: Double) {
+            self.newer = newer
+            self.older = older
+        }
+    }
+
+    /// Share of newer devices. Default 0.6.
+    public var newerShare: Double
+    /// Share of devices on Wi-Fi (the rest are on cellular). Default 0.75.
+    public var wifiShare: Double
+    /// Share of devices charging (in the early morning). Default 0.7.
+    public var chargingShare: Double
+    /// Share of devices whose user swiped the app away: background pushes never run there. Default 0.05.
+    public var swipedAwayShare: Double
+
+    /// Run probability when charging on Wi-Fi. Default 0.9 newer, 0.8 older.
+    public var runChargingOnWiFi: RunProbability
+    /// Run probability on Wi-Fi, not charging. Default 0.7 newer, 0.5 older.
+    public var runOnWiFi: RunProbability
+    /// Run probability when charging on cellular. Default 0.6 newer, 0.3 older.
+    public var runChargingOnCellular: RunProbability
+    /// Run probability on cellular, not charging. Default 0.3 newer, 0.1 older.
+    public var runOnCellular: RunProbability
+
+    /// Median delay between a background push's arrival and the app running, in seconds. Default 20.
+    public var medianDelay: TimeInterval
+    /// The spread of that delay: the σ of its logarithm. Default 0.8.
+    public var delaySpread: Double
+    /// The longest a background run waits after arrival, in seconds. Default 120.
+    public var maxDelay: TimeInterval
+
+    /// Chance a download fails on Wi-Fi (the app then posts `failed`). Default 0.02.
+    public var failureOnWiFi: Double
+    /// Chance a download fails on cellular. Default 0.08.
+    public var failureOnCellular: Double
+
+    /// Chance the user taps an alert push (the only way an alert leads to a download). Default 0.3.
+    public var alertTapProbability: Double
+    /// Median delay between an alert's arrival and the tap, in seconds. Default 300 (5 minutes).
+    public var alertMedianDelay: TimeInterval
+    /// The spread of that delay: the σ of its logarithm. Default 1.0.
+    public var alertDelaySpread: Double
+    /// The longest an alert waits for its tap, in seconds. Default 1200 (20 minutes).
+    public var alertMaxDelay: TimeInterval
+
+    public init(
+        newerShare: Double = 0.6,
+        wifiShare: Double = 0.75,
+        chargingShare: Double = 0.7,
+        swipedAwayShare: Double = 0.05,
+        runChargingOnWiFi: RunProbability = .init(newer: 0.9, older: 0.8),
+        runOnWiFi: RunProbability = .init(newer: 0.7, older: 0.5),
+        runChargingOnCellular: RunProbability = .init(newer: 0.6, older: 0.3),
+        runOnCellular: RunProbability = .init(newer: 0.3, older: 0.1),
+        medianDelay: TimeInterval = 20,
+        delaySpread: Double = 0.8,
+        maxDelay: TimeInterval = 120,
+        failureOnWiFi: Double = 0.02,
+        failureOnCellular: Double = 0.08,
+        alertTapProbability: Double = 0.3,
+        alertMedianDelay: TimeInterval = 300,
+        alertDelaySpread: Double = 1.0,
+        alertMaxDelay: TimeInterval = 1200
+    ) {
+        self.newerShare = newerShare
+        self.wifiShare = wifiShare
+        self.chargingShare = chargingShare
+        self.swipedAwayShare = swipedAwayShare
+        self.runChargingOnWiFi = runChargingOnWiFi
+        self.runOnWiFi = runOnWiFi
+        self.runChargingOnCellular = runChargingOnCellular
+        self.runOnCellular = runOnCellular
+        self.medianDelay = medianDelay
+        self.delaySpread = delaySpread
+        self.maxDelay = maxDelay
+        self.failureOnWiFi = failureOnWiFi
+        self.failureOnCellular = failureOnCellular
+        self.alertTapProbability = alertTapProbability
+        self.alertMedianDelay = alertMedianDelay
+        self.alertDelaySpread = alertDelaySpread
+        self.alertMaxDelay = alertMaxDelay
+    }
+
+    /// The chance iOS runs a background push on `device` (0 for a swiped-away app).
+    public func runProbability(for device: SimulatedDevice) -> Double {
+        if device.swipedAway { return 0 }
+        let pair =
+            switch (device.onWiFi, device.charging) {
+            case (true, true): runChargingOnWiFi
+            case (true, false): runOnWiFi
+            case (false, true): runChargingOnCellular
+            case (false, false): runOnCellular
+            }
+        return device.newer ? pair.newer : pair.older
+    }
+
+    /// The chance a download on `device` fails.
+    public func failureProbability(for device: SimulatedDevice) -> Double {
+        device.onWiFi ? failureOnWiFi : failureOnCellular
+    }
+
+    /// The parameters as (name, value, meaning) rows, for reports.
+    public var rows: [(name: String, value: String, meaning: String)] {
+        func share(_ value: Double) -> String { String(format: "%.2f", value) }
+        func pair(_ value: RunProbability) -> String { String(format: "%.2f / %.2f", value.newer, value.older) }
+        func seconds(_ value: TimeInterval) -> String { String(format: "%.0f s", value) }
+        return [
+            ("newerShare", share(newerShare), "share of newer devices"),
+            ("wifiShare", share(wifiShare), "share of devices on Wi-Fi"),
+            ("chargingShare", share(chargingShare), "share of devices charging"),
+            ("swipedAwayShare", share(swipedAwayShare), "share of devices whose app was swiped away (background pushes never run)"),
+            ("runChargingOnWiFi", pair(runChargingOnWiFi), "background run probability, newer / older, charging on Wi-Fi"),
+            ("runOnWiFi", pair(runOnWiFi), "background run probability, newer / older, on Wi-Fi"),
+            ("runChargingOnCellular", pair(runChargingOnCellular), "background run probability, newer / older, charging on cellular"),
+            ("runOnCellular", pair(runOnCellular), "background run probability, newer / older, on cellular"),
+            ("medianDelay", seconds(medianDelay), "median delay from a background push's arrival to the run"),
+            ("delaySpread", share(delaySpread), "σ of the delay's logarithm"),
+            ("maxDelay", seconds(maxDelay), "longest delay of a background run"),
+            ("failureOnWiFi", share(failureOnWiFi), "chance a download fails on Wi-Fi"),
+            ("failureOnCellular", share(failureOnCellular), "chance a download fails on cellular"),
+            ("alertTapProbability", share(alertTapProbability), "chance the user taps an alert push"),
+            ("alertMedianDelay", seconds(alertMedianDelay), "median delay from an alert's arrival to the tap"),
+            ("alertDelaySpread", share(alertDelaySpread), "σ of the tap delay's logarithm"),
+            ("alertMaxDelay", seconds(alertMaxDelay), "longest delay of a tap"),
+        ]
+    }
+}
+
+/// One device of the simulated fleet, as it is for the whole edition (the demo runs one morning).
+public struct SimulatedDevice: Sendable, Equatable {
+    /// The device's position in the fleet, from 0.
+    public var index: Int
+    /// Recent hardware and iOS: iOS runs its background pushes more often.
+    public var newer: Bool
+    /// On Wi-Fi rather than cellular.
+    public var onWiFi: Bool
+    /// Plugged in.
+    public var charging: Bool
+    /// The user swiped the app away in the app switcher: background pushes never run.
+    public var swipedAway: Bool
+
+    public init(index: Int, newer: Bool, onWiFi: Bool, charging: Bool, swipedAway: Bool) {
+        self.index = index
+        self.newer = newer
+        self.onWiFi = onWiFi
+        self.charging = charging
+        self.swipedAway = swipedAway
+    }
+}
+
+/// How a simulated fleet of iOS devices reacts to pushes: pure and deterministic.
+///
+/// Every random choice is a counter-based draw, SplitMix64 over (seed, device index, purpose, ordinal), so
+/// nothing depends on the order of calls: the same device reacts the same way to its n-th push under every
+/// strategy (common random numbers), and the strategies differ only by what they send and when.
+public struct FleetModel: Sendable {
+    public let seed: UInt64
+    public let parameters: FleetParameters
+
+    public init(seed: UInt64, parameters: FleetParameters = .init()) {
+        self.seed = seed
+        self.parameters = parameters
+    }
+
+    /// Device `index`'s fixed traits.
+    public func device(_ index: Int) -> SimulatedDevice {
+        SimulatedDevice(
+            index: index,
+            newer: uniform(index, .newer, 0) < parameters.newerShare,
+            onWiFi: uniform(index, .wifi, 0) < parameters.wifiShare,
+            charging: uniform(index, .charging, 0) < parameters.chargingShare,
+            swipedAway: uniform(index, .swipedAway, 0) < parameters.swipedAwayShare
+        )
+    }
+
+    /// Reachable: a background push can run at all (the user did not swipe the app away).
+    public func isReachable(_ index: Int) -> Bool {
+        !device(index).swipedAway
+    }
+
+    /// What a device does with one push.
+    public enum Reaction: Sendable, Equatable {
+        /// Nothing happens: `swipedAway` (background push to a swiped-away app), `throttled` (iOS chose not
+        /// to run it) or `notTapped` (an alert the user did not tap).
+        case ignored(reason: String)
+        /// The app runs `after` seconds of demo time after the push arrived and downloads the edition.
+        case runs(after: TimeInterval, download: DownloadResult)
+    }
+
+    /// How the download went: the app posts this as its receipt.
+    public enum DownloadResult: String, Sendable {
+        case newData, failed
+    }
+
+    /// What device `index` does with its `ordinal`-th push (0 = first) of `pushType` ("background" or "alert")
+    /// for one edition; any other push type is treated as background.
+    ///
+    /// Deterministic in (seed, index, pushType, ordinal): the same device reacts the same way under every
+    /// strategy (common random numbers). Each ordinal is an independent draw, so a later push may run where
+    /// an earlier one did not (which is why follow-up waves help).
+    ///
+    /// - A background push never runs for a swiped-away app; otherwise it runs with
+    ///   ``FleetParameters/runProbability(for:)``, after a log-normal delay (median
+    ///   ``FleetParameters/medianDelay``, capped at ``FleetParameters/maxDelay``).
+    /// - An alert leads to a download only when the user taps it (``FleetParameters/alertTapProbability``),
+    ///   after a longer log-normal delay; a swiped-away app still opens when tapped.
+    /// - A download fails with ``FleetParameters/failureOnWiFi`` or ``FleetParameters/failureOnCellular``.
+    public func reaction(device index: Int, pushType: String, ordinal: Int) -> Reaction {
+        let device = device(index)
+        let failed: Bool
+        let delay: TimeInterval
+        if pushType == "alert" {
+            guard uniform(index, .alertTap, ordinal) < parameters.alertTapProbability else { return .ignored(reason: "notTapped") }
+            delay = logNormal(
+                index, .alertDelay, ordinal, median: parameters.alertMedianDelay, spread: parameters.alertDelaySpread,
+                cap: parameters.alertMaxDelay)
+            failed = uniform(index, .alertFailure, ordinal) < parameters.failureProbability(for: device)
+        } else {
+            if device.swipedAway { return .ignored(reason: "swipedAway") }
+            guard uniform(index, .run, ordinal) < parameters.runProbability(for: device) else { return .ignored(reason: "throttled") }
+            delay = logNormal(index, .delay, ordinal, median: parameters.medianDelay, spread: parameters.delaySpread, cap: parameters.maxDelay)
+            failed = uniform(index, .failure, ordinal) < parameters.failureProbability(for: device)
+        }
+        return .runs(after: delay, download: failed ? .failed : .newData)
+    }
+
+    // MARK: - Counter-based randomness
+
+    /// What a draw is for: each purpose has its own stream, so adding one never shifts another.
+    enum Purpose: UInt64 {
+        case newer = 1, wifi, charging, swipedAway
+        case run, delay, delayAngle, failure
+        case alertTap, alertDelay, alertDelayAngle, alertFailure
+    }
+
+    static func splitMix64(_ value: UInt64) -> UInt64 {
+        var z = value &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A uniform draw in [0, 1) from (seed, index, purpose, ordinal).
+    func uniform(_ index: Int, _ purpose: Purpose, _ ordinal: Int) -> Double {
+        var h = Self.splitMix64(seed)
+        h = Self.splitMix64(h ^ UInt64(bitPattern: Int64(index)))
+        h = Self.splitMix64(h ^ purpose.rawValue)
+        h = Self.splitMix64(h ^ UInt64(bitPattern: Int64(ordinal)))
+        return Double(h >> 11) * 0x1p-53
+    }
+
+    /// A log-normal draw with the given median and σ of its logarithm, capped (Box–Muller from two draws).
+    func logNormal(_ index: Int, _ purpose: Purpose, _ ordinal: Int, median: TimeInterval, spread: Double, cap: TimeInterval) -> TimeInterval {
+        let angle: Purpose = purpose == .alertDelay ? .alertDelayAngle : .delayAngle
+        let u1 = 1 - uniform(index, purpose, ordinal)  // (0, 1]
+        let u2 = uniform(index, angle, ordinal)
+        let z = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
+        return min(cap, max(0, median * exp(spread * z)))
+    }
+}

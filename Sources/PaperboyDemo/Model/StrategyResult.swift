@@ -1,0 +1,97 @@
+import Foundation
+
+/// The figures of one strategy's run, computed from its ``DemoRecording``. Times are seconds of demo time
+/// since the broadcast's start.
+public struct StrategyResult: Sendable, Codable, Equatable {
+    public var strategy: DemoStrategy
+    /// Devices in the fleet.
+    public var devices: Int
+    /// Devices a background push can run on at all (the app was not swiped away).
+    public var reachable: Int
+    /// Pushes the APNs simulator accepted, background and alert.
+    public var pushes: Int
+    /// Pushes per device: ``pushes`` / ``devices``.
+    public var pushesPerDevice: Double
+    /// The content load: `GET /v1/editions/{id}` requests in each demo minute, from minute 0 up to the
+    /// minute of the last such request.
+    public var editionRequestsPerMinute: [Int]
+    /// Peak: edition requests in the busiest demo minute, per second (that minute's count / 60).
+    public var peakPerSecond: Double
+    /// Mean: edition requests in [0, window) divided by the window in seconds, where the window is the one
+    /// the staggered strategies spread wave 1 over; the same window for every strategy, so a blast that
+    /// serves everything in its first minute shows how much capacity it needs compared with a flat plan.
+    public var meanPerSecond: Double
+    /// Peak / mean (0 when nothing was requested in the window).
+    public var peakToMean: Double
+    /// Held by the deadline: devices with a `newData` or `noData` receipt stored before the deadline
+    /// (`failed` receipts and receipts at or after the deadline do not count).
+    public var held: Int
+    /// ``held`` / ``reachable`` (a swiped-away app opened from a tapped alert counts as held too).
+    public var heldShare: Double
+    /// Receipts by result (`newData`, `noData`, `failed`), at any time.
+    public var receipts: [String: Int]
+    /// APNs rejections by reason.
+    public var rejections: [String: Int]
+    /// Wall-clock seconds the run took.
+    public var wallSeconds: Double
+
+    /// The prefix of the routes that count as content load.
+    public static let editionRoutePrefix = "GET /v1/editions/"
+
+    /// One line per figure, as the report prints them.
+    public static let definitions: [String] = [
+        "peak = edition GETs in the busiest demo minute / 60.",
+        "mean = edition GETs in [0, window) / window, the staggered window, the same for every strategy: a blast that serves everything in its first minute shows how much capacity it needs compared with a flat plan.",
+        "held = devices with a newData or noData receipt before the deadline (failed and late receipts do not count) / reachable devices (app not swiped away).",
+        "pushes/device = pushes APNs accepted (background and alert) / devices.",
+    ]
+
+    public init(_ recording: DemoRecording, reachable: Int) {
+        strategy = recording.strategy
+        devices = recording.devices
+        self.reachable = reachable
+        pushes = recording.pushes.count
+        pushesPerDevice = recording.devices > 0 ? Double(recording.pushes.count) / Double(recording.devices) : 0
+
+        let editionTimes = recording.requests.filter { $0.route.hasPrefix(Self.editionRoutePrefix) && $0.at.isFinite }.map(\.at)
+        var perMinute: [Int] = []
+        if let last = editionTimes.max() {
+            perMinute = Array(repeating: 0, count: Self.minute(of: last) + 1)
+            for at in editionTimes { perMinute[Self.minute(of: at)] += 1 }
+        }
+        editionRequestsPerMinute = perMinute
+        peakPerSecond = Double(perMinute.max() ?? 0) / 60
+        let window = recording.window
+        meanPerSecond = window > 0 ? Double(editionTimes.filter { $0 >= 0 && $0 < window }.count) / window : 0
+        peakToMean = meanPerSecond > 0 ? peakPerSecond / meanPerSecond : 0
+
+        var heldDevices = Set<Int>()
+        var receipts: [String: Int] = [:]
+        for receipt in recording.receipts {
+            receipts[receipt.result, default: 0] += 1
+            if receipt.at < recording.deadline, receipt.result == "newData" || receipt.result == "noData" {
+                heldDevices.insert(receipt.device)
+            }
+        }
+        held = heldDevices.count
+        heldShare = reachable > 0 ? Double(heldDevices.count) / Double(reachable) : 0
+        self.receipts = receipts
+        rejections = recording.rejections
+        wallSeconds = recording.wallSeconds
+    }
+
+    /// The demo minute `at` falls in (times before the start count in minute 0).
+    static func minute(of at: TimeInterval) -> Int {
+        max(0, Int((at / 60).rounded(.down)))
+    }
+
+    /// Edition requests per second in each demo minute.
+    public var editionRequestsPerSecond: [Double] {
+        editionRequestsPerMinute.map { Double($0) / 60 }
+    }
+
+    /// All rejections.
+    public var rejectionCount: Int {
+        rejections.values.reduce(0, +)
+    }
+}

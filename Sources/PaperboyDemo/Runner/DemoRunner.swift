@@ -1,0 +1,294 @@
+import APNs
+import APNsSimulator
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+import PaperboyAPI
+import PaperboyBroadcast
+import PaperboyCore
+import PaperboyStore
+import PostgresNIO
+import Synchronization
+
+/// How the demo runs.
+public struct DemoConfiguration: Sendable {
+    /// Simulated devices per strategy.
+    public var devices = 50_000
+    /// Seeds the fleet's tokens and the model's every draw: the same seed, the same run.
+    public var seed: UInt64 = 1
+    public var strategies: [DemoStrategy] = DemoStrategy.allCases
+    /// The staggered strategies spread wave 1 over this window (demo time).
+    public var window: TimeInterval = 30 * 60
+    public var waveInterval: TimeInterval = 30 * 60
+    /// From the broadcast's start to the edition's deadline (demo time).
+    public var deadlineAfter: TimeInterval = 2 * 3600
+    /// How much faster than the wall clock demo time runs, per strategy. The blast runs slower, so that
+    /// sending everyone "at once" takes seconds of demo time, as it would for a real provider.
+    public var timeCompression: [DemoStrategy: Double] = [.blast: 10, .staggered: 60, .waves: 60]
+    public var fleet = FleetParameters()
+    /// Share of devices whose user allowed alerts.
+    public var alertsShare = 0.4
+
+    public init() {}
+}
+
+/// What the demo is doing, for its progress display.
+public enum DemoProgress: Sendable {
+    /// A step began, e.g. seeding.
+    case step(String)
+    /// The running strategy's state, several times a second.
+    case status(String)
+    /// A strategy ended.
+    case finished(DemoStrategy, String)
+}
+
+/// Runs the demo: for each strategy, a fleet of simulated devices in PostgreSQL, a broadcast sent by a real
+/// dispatcher through the APNs client to the simulator, the simulated devices acting on what arrives
+/// through Paperboy's HTTP API; then what was recorded.
+public struct DemoRunner: Sendable {
+    public let configuration: DemoConfiguration
+    let logger: Logger
+
+    public init(configuration: DemoConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// The morning the demo broadcasts on, in demo time.
+    static let morning = ISO8601DateFormatter().date(from: "2026-11-23T05:00:00+09:00")!
+
+    public func run(database: DatabaseConfiguration, progress: @escaping @Sendable (DemoProgress) -> Void) async throws -> [DemoRecording] {
+        var quiet = logger
+        quiet.logLevel = .error
+        let client = database.makeClient(logger: quiet)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            progress(.step("migrating the database"))
+            _ = try await Migrator().migrate(client: client, logger: quiet)
+            return try await runStrategies(client: client, group: &group, progress: progress)
+        }
+    }
+
+    private func runStrategies(
+        client: PostgresClient, group: inout ThrowingTaskGroup<Void, any Error>, progress: @escaping @Sendable (DemoProgress) -> Void
+    ) async throws -> [DemoRecording] {
+        // The app's APNs key, in a private temporary file for the duration of the demo.
+        let key = P256.Signing.PrivateKey()
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-demo-\(UUID().uuidString).p8").path
+        guard FileManager.default.createFile(atPath: keyFile, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw DemoError("could not write the demo's APNs key to \(keyFile)")
+        }
+        defer { try? FileManager.default.removeItem(atPath: keyFile) }
+
+        let tokens = try (0..<configuration.devices).map { try DeviceSeeder.token(index: $0, seed: configuration.seed).hex }
+        let model = FleetModel(seed: configuration.seed, parameters: configuration.fleet)
+
+        // The simulator hands what it accepts to the fleet of the strategy running.
+        let currentFleet = Locked<SimulatedFleet?>(nil)
+        var simulatorConfiguration = APNsSimulator.Configuration(
+            validation: .init(teamID: Self.teamID, keys: [Self.keyID: key.publicKey])
+        )
+        simulatorConfiguration.recordsAccepted = false
+        simulatorConfiguration.onAccept = { delivery in
+            currentFleet.withLock { $0 }?.receive(
+                token: delivery.token, pushType: delivery.pushType, payload: delivery.payload, acceptedAt: delivery.acceptedAt
+            )
+        }
+        let simulator = APNsSimulator(configuration: simulatorConfiguration)
+        let simulatorPort = try await simulator.start()
+
+        // Paperboy's API, with a log of every request it answers.
+        let requests = Locked<[ObservedRequest]>([])
+        var api = APIConfiguration(host: "127.0.0.1", port: 0)
+        api.requestObserver = { request in requests.withLock { $0.append(request) } }
+        let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        var quiet = logger
+        quiet.logLevel = .warning
+        let application = buildApplication(client: client, configuration: api, logger: quiet) { port in
+            portContinuation.yield(port)
+            portContinuation.finish()
+        }
+        group.addTask { try await application.run() }
+        var apiPort = 0
+        for await port in portStream { apiPort = port }
+
+        let http = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32))
+        )
+        let apnsClients = APNsClients(logger: quiet)
+        let channels = APNsChannels(
+            clients: apnsClients, endpoints: try APNsEndpoints(override: "http://127.0.0.1:\(simulatorPort)"), apps: AppRepository(client: client)
+        )
+        var recordings: [DemoRecording] = []
+        do {
+            for strategy in configuration.strategies {
+                let recording = try await runStrategy(
+                    strategy, client: client, keyFile: keyFile, tokens: tokens, model: model, channels: channels, http: http,
+                    apiBase: "http://127.0.0.1:\(apiPort)", requests: requests, currentFleet: currentFleet, progress: progress
+                )
+                recordings.append(recording)
+            }
+        } catch {
+            try? await http.shutdown()
+            await apnsClients.shutdown()
+            try? await simulator.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+        await apnsClients.shutdown()
+        try await simulator.shutdown()
+        return recordings
+    }
+
+    static let teamID = "DEMOTEAM01"
+    static let keyID = "DEMOKEY001"
+
+    private func runStrategy(
+        _ strategy: DemoStrategy, client: PostgresClient, keyFile: String, tokens: [String], model: FleetModel, channels: APNsChannels,
+        http: HTTPClient, apiBase: String, requests: Locked<[ObservedRequest]>, currentFleet: Locked<SimulatedFleet?>,
+        progress: @escaping @Sendable (DemoProgress) -> Void
+    ) async throws -> DemoRecording {
+        let wallStart = Date()
+        progress(.step("\(strategy.title): \(configuration.devices.formatted()) devices"))
+        let (app, apiKey) = try await AppRepository(client: client).create(
+            try NewApp(bundleID: "com.example.demo.\(strategy.rawValue)", teamID: Self.teamID, keyID: Self.keyID, keyReference: keyFile),
+            logger: logger
+        )
+        _ = try await PublicationRepository(client: client).add(appID: app.id, slug: "morning", title: "Morning edition", logger: logger)
+        _ = try await DeviceSeeder(client: client).seed(
+            appID: app.id, publicationSlugs: ["morning"], count: configuration.devices, environment: .production, seed: configuration.seed,
+            alertsShare: configuration.alertsShare, autoDownloadShare: 1, logger: logger
+        )
+
+        let factor = configuration.timeCompression[strategy] ?? 60
+        let clock = DemoClock(origin: Self.morning, factor: factor)
+        let deadline = Self.morning.addingTimeInterval(configuration.deadlineAfter)
+        let edition = try await EditionRepository(client: client).publish(
+            Self.manifest(deadline: deadline), appID: app.id, now: clock.now(), logger: logger
+        )
+        let repository = BroadcastRepository(client: client)
+        let started = try await repository.start(
+            editionID: edition.id, environment: .production, options: options(strategy), origin: "demo", now: clock.now(), logger: logger
+        )
+        let broadcast = started.broadcast
+        let fleet = SimulatedFleet(
+            model: model, tokens: tokens, clock: clock, http: http, apiBase: apiBase, apiKey: apiKey.secret, logger: logger
+        )
+        currentFleet.withLock { $0 = fleet }
+        let firstRequest = requests.withLock { $0.count }
+
+        let dispatcher = Dispatcher(
+            repository: repository, editions: EditionRepository(client: client), channels: channels,
+            configuration: Dispatcher.Configuration(owner: "demo-\(strategy.rawValue)").scaled(by: factor), clock: clock.dispatchClock,
+            logger: logger
+        )
+        let dispatching = Task { try await dispatcher.run() }
+        var state = BroadcastProgress.State.running
+        while true {
+            try await Task.sleep(for: .milliseconds(250))
+            state = try await repository.find(id: broadcast.id, logger: logger)?.state ?? .cancelled
+            let now = clock.now()
+            let sinceStart = Int(max(0, now.timeIntervalSince(broadcast.start)))
+            progress(
+                .status(
+                    "\(strategy.rawValue): demo time +\(sinceStart / 60)m\(String(format: "%02d", sinceStart % 60))s (×\(Int(factor)))  "
+                        + "pushes \(fleet.pushes.count.formatted())  devices with the edition \(fleet.holding.formatted())  "
+                        + "devices busy \(fleet.pending.formatted())  broadcast \(state.rawValue)"
+                )
+            )
+            if state != .running && fleet.pending == 0 { break }
+            if now > deadline.addingTimeInterval(60) { break }
+        }
+        dispatching.cancel()
+        _ = await dispatching.result
+        currentFleet.withLock { $0 = nil }
+
+        // What was recorded, in demo seconds since the broadcast's start.
+        let origin = broadcast.start.timeIntervalSince1970
+        let pushes = fleet.pushes.map { DemoRecording.Push(device: $0.device, at: $0.at - origin, pushType: $0.pushType) }
+        let answered = requests.withLock { Array($0[firstRequest...]) }.map { request in
+            DemoRecording.Request(at: clock.demoTime(request.at).timeIntervalSince1970 - origin, route: request.route, status: request.status)
+        }
+        let receipts = try await self.receipts(edition: edition.id, client: client, tokens: fleet.tokenIndex, clock: clock, origin: origin)
+        let progressReport = try await repository.progress(id: broadcast.id, logger: logger)
+        let recording = DemoRecording(
+            strategy: strategy, devices: configuration.devices, deadline: deadline.timeIntervalSince1970 - origin,
+            window: configuration.window, pushes: pushes, requests: answered, receipts: receipts,
+            rejections: progressReport?.totals.rejected ?? [:], wallSeconds: Date().timeIntervalSince(wallStart)
+        )
+        progress(
+            .finished(
+                strategy,
+                "\(strategy.rawValue): \(pushes.count.formatted()) pushes, \(receipts.count.formatted()) receipts, "
+                    + "\(answered.count.formatted()) API requests in \(String(format: "%.0f", recording.wallSeconds)) s"
+            )
+        )
+        return recording
+    }
+
+    private func receipts(edition: UUID, client: PostgresClient, tokens: [String: Int], clock: DemoClock, origin: TimeInterval) async throws
+        -> [DemoRecording.Receipt]
+    {
+        let rows = try await client.query(
+            "SELECT d.token, r.result, r.received_at FROM receipts r JOIN devices d ON d.id = r.device_id WHERE r.edition_id = \(edition)",
+            logger: logger
+        )
+        var receipts: [DemoRecording.Receipt] = []
+        for try await (token, result, receivedAt) in rows.decode((ByteBuffer, String, Date).self) {
+            guard let index = tokens[DeviceToken(bytes: Array(buffer: token)).hex] else { continue }
+            receipts.append(DemoRecording.Receipt(device: index, at: clock.demoTime(receivedAt).timeIntervalSince1970 - origin, result: result))
+        }
+        return receipts
+    }
+
+    private func options(_ strategy: DemoStrategy) -> BroadcastOptions {
+        switch strategy {
+        case .blast:
+            BroadcastOptions(pace: .capacity(perSecond: 10_000_000), cohorts: 1, maxPushesPerDevice: 1, jitter: 1)
+        case .staggered:
+            BroadcastOptions(pace: .window(configuration.window), cohorts: 16, maxPushesPerDevice: 1, jitter: 1)
+        case .waves:
+            BroadcastOptions(
+                pace: .window(configuration.window), cohorts: 16, waveInterval: configuration.waveInterval, maxPushesPerDevice: 3, jitter: 1
+            )
+        }
+    }
+
+    static func manifest(deadline: Date) -> EditionManifest {
+        func bundle(_ name: String, _ bytes: Int64) -> EditionManifest.Bundle {
+            EditionManifest.Bundle(
+                url: "https://cdn.example.com/2026-11-23/morning/\(name).zip", bytes: bytes, sha256: String(repeating: "5e", count: 32)
+            )
+        }
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "Asia/Tokyo")
+        return EditionManifest(
+            publication: "morning",
+            issueDate: "2026-11-23",
+            deadline: formatter.string(from: deadline),
+            tiers: [
+                "small": .init(bundles: [bundle("small-1", 8_000_000)]),
+                "medium": .init(bundles: [bundle("medium-1", 16_000_000), bundle("medium-2", 9_000_000)]),
+                "large": .init(bundles: [bundle("large-1", 40_000_000), bundle("large-2", 20_000_000)]),
+            ],
+            pages: (1...24).map { EditionManifest.Page(number: $0, title: $0 == 1 ? "Front page" : nil) }
+        )
+    }
+}
+
+/// A value behind a lock, shared by reference between closures and tasks.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    init(_ value: Value) {
+        mutex = Mutex(value)
+    }
+
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        mutex.withLock { body(&$0) }
+    }
+}

@@ -1,0 +1,133 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// The simulated devices of one strategy's run. They act on what the APNs simulator accepted, as the app
+/// would: when the model says iOS runs the push, after its delay the device fetches the edition from
+/// Paperboy's API (a real HTTP request), "downloads" its tier's bundles (accounted, not transferred) and
+/// posts a receipt; a device that has the edition already answers `noData`.
+final class SimulatedFleet: Sendable {
+    /// The keys of an edition push, as `EditionPush` writes them.
+    struct Payload: Decodable {
+        var edition: String
+        var manifest: String
+        var tier: String
+    }
+
+    private struct State {
+        /// Pushes received so far per device, by push type: the ordinal of the next one.
+        var received: [String: [Int: Int]] = [:]
+        var holding: Set<Int> = []
+        var pending = 0
+        var pushes: [DemoRecording.Push] = []
+        var requestsFailed = 0
+    }
+
+    let model: FleetModel
+    let tokenIndex: [String: Int]
+    let tokens: [String]
+    let clock: DemoClock
+    let http: HTTPClient
+    let apiBase: String
+    let apiKey: String
+    let logger: Logger
+    private let state = Mutex(State())
+
+    init(model: FleetModel, tokens: [String], clock: DemoClock, http: HTTPClient, apiBase: String, apiKey: String, logger: Logger) {
+        self.model = model
+        self.tokens = tokens
+        self.tokenIndex = Dictionary(uniqueKeysWithValues: tokens.enumerated().map { ($0.element, $0.offset) })
+        self.clock = clock
+        self.http = http
+        self.apiBase = apiBase
+        self.apiKey = apiKey
+        self.logger = logger
+    }
+
+    /// Device actions scheduled or under way.
+    var pending: Int { state.withLock { $0.pending } }
+    var pushes: [DemoRecording.Push] { state.withLock { $0.pushes } }
+    var holding: Int { state.withLock { $0.holding.count } }
+    var requestsFailed: Int { state.withLock { $0.requestsFailed } }
+
+    /// A push arrived at device `token` at wall-clock `acceptedAt`.
+    func receive(token: String, pushType: String, payload: [UInt8], acceptedAt: Date) {
+        guard let index = tokenIndex[token], let push = try? JSONDecoder().decode(Payload.self, from: Data(payload)) else { return }
+        let arrived = clock.demoTime(acceptedAt)
+        let ordinal = state.withLock { state -> Int in
+            let ordinal = state.received[pushType, default: [:]][index, default: 0]
+            state.received[pushType, default: [:]][index] = ordinal + 1
+            state.pushes.append(DemoRecording.Push(device: index, at: arrived.timeIntervalSince1970, pushType: pushType))
+            return ordinal
+        }
+        guard case .runs(let delay, let download) = model.reaction(device: index, pushType: pushType, ordinal: ordinal) else { return }
+        state.withLock { $0.pending += 1 }
+        Task {
+            defer { state.withLock { $0.pending -= 1 } }
+            do {
+                try await clock.sleep(until: arrived.addingTimeInterval(delay))
+                try await run(index, push: push, download: download)
+            } catch {
+                state.withLock { $0.requestsFailed += 1 }
+                logger.debug("a simulated device failed", metadata: ["device": "\(index)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// What the app does when iOS runs its push.
+    private func run(_ index: Int, push: Payload, download: FleetModel.DownloadResult) async throws {
+        let token = tokens[index]
+        if state.withLock({ $0.holding.contains(index) }) {
+            try await postReceipt(token: token, edition: push.edition, result: "noData", bytes: 0, seconds: 0)
+            return
+        }
+        var request = HTTPClientRequest(url: apiBase + push.manifest)
+        request.headers.add(name: "X-API-Key", value: apiKey)
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        guard response.status == .ok else { throw DemoError("GET \(push.manifest) answered \(response.status.code)") }
+        let bytes = Self.bytes(ofTier: push.tier, manifest: Data(body.readableBytesView))
+        // Downloading takes demo time: on Wi-Fi at ~50 Mbit/s, on cellular at ~10.
+        let device = model.device(index)
+        let seconds = Double(bytes) * 8 / (device.onWiFi ? 50_000_000 : 10_000_000)
+        try await clock.sleep(until: clock.now().addingTimeInterval(seconds))
+        let result = download == .newData ? "newData" : "failed"
+        try await postReceipt(token: token, edition: push.edition, result: result, bytes: download == .newData ? bytes : 0, seconds: seconds)
+        if download == .newData { state.withLock { _ = $0.holding.insert(index) } }
+    }
+
+    private func postReceipt(token: String, edition: String, result: String, bytes: Int64, seconds: Double) async throws {
+        var request = HTTPClientRequest(url: apiBase + "/v1/devices/\(token)/receipts")
+        request.method = .POST
+        request.headers.add(name: "X-API-Key", value: apiKey)
+        request.headers.add(name: "Content-Type", value: "application/json")
+        let body = #"{"editionId": "\#(edition)", "result": "\#(result)", "bytes": \#(bytes), "seconds": \#(seconds)}"#
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await http.execute(request, timeout: .seconds(30))
+        _ = try await response.body.collect(upTo: 1 << 16)
+        guard (200..<300).contains(response.status.code) else { throw DemoError("POST receipt answered \(response.status.code)") }
+    }
+
+    /// The bytes of a tier's bundles in an edition's JSON.
+    static func bytes(ofTier tier: String, manifest: Data) -> Int64 {
+        struct Edition: Decodable {
+            struct Tier: Decodable {
+                struct Bundle: Decodable { var bytes: Int64 }
+                var bundles: [Bundle]
+            }
+            var tiers: [String: Tier]
+        }
+        guard let edition = try? JSONDecoder().decode(Edition.self, from: manifest) else { return 0 }
+        return edition.tiers[tier]?.bundles.reduce(0) { $0 + $1.bytes } ?? 0
+    }
+}
+
+/// The demo could not do its work.
+public struct DemoError: Error, CustomStringConvertible {
+    public var message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

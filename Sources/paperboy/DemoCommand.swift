@@ -1,0 +1,144 @@
+import ArgumentParser
+import EmbeddedPostgres
+import Foundation
+import Logging
+import PaperboyDemo
+import PaperboyStore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Deliver a morning edition to a simulated fleet three ways, and compare: blast, staggered, staggered with waves.",
+        discussion: """
+            Needs no set-up: without a database configured it starts a private PostgreSQL that it removes
+            afterwards. Everything is real except the devices and APNs: Paperboy's dispatcher sends through its
+            APNs client to the APNs simulator, and the simulated devices fetch the edition from Paperboy's HTTP
+            API and post receipts. Time is compressed (the factor is printed); every figure is computed from what
+            the simulator, the API and the receipts table recorded.
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Simulated devices (per strategy).")
+    var devices = 50_000
+
+    @Option(help: "Seeds the fleet and every draw of the device model: the same seed, the same run.")
+    var seed: UInt64 = 1
+
+    @Option(
+        help: ArgumentHelp("Strategies to run, comma-separated: blast, staggered, waves (default: all three).", valueName: "list")
+    )
+    var strategies: String?
+
+    @Option(help: ArgumentHelp("Also write a self-contained HTML report with SVG charts here.", valueName: "file"))
+    var report: String?
+
+    @Flag(help: "Print the results as JSON for scripts (progress still goes to standard error).")
+    var json = false
+
+    func validate() throws {
+        guard (100...1_000_000).contains(devices) else { throw ValidationError("--devices: between 100 and 1000000, got \(devices)") }
+        _ = try chosenStrategies()
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "paperboy.demo")
+        logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        var configuration = DemoConfiguration()
+        configuration.devices = devices
+        configuration.seed = seed
+        configuration.strategies = try chosenStrategies()
+        let runner = DemoRunner(configuration: configuration, logger: logger)
+        let display = ProgressDisplay()
+        let started = Date()
+
+        let recordings: [DemoRecording]
+        if let configured = try database.configuration() {
+            recordings = try await runner.run(database: configured) { display.show($0) }
+        } else {
+            display.show(.step("starting a private PostgreSQL (removed afterwards)"))
+            let cluster = try await EmbeddedPostgres.start(logger: logger)
+            do {
+                let name = "paperboy_demo"
+                try await cluster.createDatabase(name)
+                let configured = try DatabaseConfiguration(url: cluster.url(database: name))
+                recordings = try await runner.run(database: configured) { display.show($0) }
+            } catch {
+                try? await cluster.stop()
+                throw error
+            }
+            try await cluster.stop()
+        }
+        display.finish()
+
+        let model = FleetModel(seed: seed, parameters: configuration.fleet)
+        let reachable = (0..<devices).filter { model.isReachable($0) }.count
+        let results = recordings.map { StrategyResult($0, reachable: reachable) }
+        let demoReport = DemoReport(
+            results: results, devices: devices, seed: seed, timeCompression: configuration.timeCompression, parameters: configuration.fleet,
+            window: configuration.window, deadline: configuration.deadlineAfter
+        )
+        if let report {
+            do {
+                try demoReport.html().write(toFile: report, atomically: true, encoding: .utf8)
+            } catch {
+                throw CommandError("--report: could not write \(report): \(error.localizedDescription)")
+            }
+        }
+        if json { return try printJSON(results) }
+        print(demoReport.terminal(width: min(terminalWidth(), 120)))
+        print()
+        print("demo finished in \(String(format: "%.0f", Date().timeIntervalSince(started))) s" + (report.map { "; report written to \($0)" } ?? ""))
+    }
+
+    private func chosenStrategies() throws -> [DemoStrategy] {
+        guard let strategies else { return DemoStrategy.allCases }
+        return try strategies.split(separator: ",").map { name in
+            guard let strategy = DemoStrategy(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("--strategies: '\(name)' is not one of blast, staggered, waves")
+            }
+            return strategy
+        }
+    }
+}
+
+/// Progress on standard error: steps as lines, the running strategy's status redrawn in place on a
+/// terminal (a line every few seconds otherwise).
+final class ProgressDisplay: Sendable {
+    private let isTerminal = isatty(STDERR_FILENO) == 1
+    private let lastLine = Mutex<Date>(.distantPast)
+
+    func show(_ progress: DemoProgress) {
+        switch progress {
+        case .step(let text):
+            write((isTerminal ? "\r\u{1B}[K" : "") + "• " + text + "\n")
+        case .finished(_, let text):
+            write((isTerminal ? "\r\u{1B}[K" : "") + "  done: " + text + "\n")
+        case .status(let text):
+            if isTerminal {
+                write("\r\u{1B}[K  " + String(text.prefix(max(20, terminalWidth() - 3))))
+            } else {
+                let due = lastLine.withLock { last -> Bool in
+                    guard Date().timeIntervalSince(last) >= 5 else { return false }
+                    last = Date()
+                    return true
+                }
+                if due { write("  " + text + "\n") }
+            }
+        }
+    }
+
+    func finish() {
+        if isTerminal { write("\r\u{1B}[K") }
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}

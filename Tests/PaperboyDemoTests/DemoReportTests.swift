@@ -1,0 +1,83 @@
+import Foundation
+import PaperboyDemo
+import Testing
+
+@Suite struct DemoReportTests {
+    static let report = SyntheticRecording.report()
+
+    @Test(arguments: [80, 60, 100])
+    func terminalFitsTheWidth(width: Int) {
+        let text = Self.report.terminal(width: width)
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            #expect(line.count <= width, "too wide: \(line)")
+        }
+    }
+
+    @Test func terminalHasTheTableValuesDefinitionsAndGoals() {
+        let text = Self.report.terminal()
+        for result in Self.report.results {
+            let row = text.split(separator: "\n").first { $0.hasPrefix(result.strategy.rawValue + " ") && !$0.contains(":") }
+            #expect(row != nil, "no table row for \(result.strategy)")
+            guard let row else { continue }
+            #expect(row.contains(String(format: "%.1f", result.peakPerSecond)))
+            #expect(row.contains(String(format: "%.1f", result.meanPerSecond)))
+            #expect(row.contains(String(format: "%.1f", result.peakToMean)))
+            #expect(row.contains(String(format: "%.1f%%", result.heldShare * 100)))
+            #expect(row.contains(String(format: "%.2f", result.pushesPerDevice)))
+        }
+        #expect(text.contains("PEAK/MEAN"))
+        #expect(text.contains("peak = edition GETs in the busiest demo minute / 60"))
+        #expect(text.contains("staggered peak/mean ≤ 1.2"))
+        #expect(text.contains("blast peak/mean ≥ 20"))
+        #expect(text.contains("waves held by deadline ≥ 98%"))
+        #expect(text.contains("waves pushes/device ≤ 2.0"))
+        #expect(text.contains(" met") || text.contains(" missed"))
+        // One chart per strategy, all to one scale: the top label is the same busiest minute.
+        let top = String(format: "%.1f", Self.report.results.map(\.peakPerSecond).max() ?? 0)
+        #expect(text.split(separator: "\n").filter { $0.hasPrefix(top + " ┤") }.count == 3)
+    }
+
+    @Test func goalsAreJudged() {
+        let goals = Self.report.goals
+        #expect(goals.count == 4)
+        let blast = Self.report.results.first { $0.strategy == .blast }!
+        #expect(goals[1].met == (blast.peakToMean >= 20))
+        let partial = DemoReport(
+            results: [Self.report.results[0]], devices: 10, seed: 1, timeCompression: [:], parameters: .init(), window: 60, deadline: 120)
+        #expect(partial.goals[0].met == nil)
+        #expect(partial.goals[0].verdict == "not run")
+    }
+
+    @Test func htmlIsSelfContainedAndEscaped() {
+        var results = Self.report.results
+        results[0].rejections["<script>alert(\"x\")</script> & more"] = 1
+        let report = DemoReport(
+            results: results, devices: 4000, seed: 42, timeCompression: [.blast: 60], parameters: .init(), window: 1800, deadline: 7200)
+        let html = report.html()
+        #expect(html.hasPrefix("<!DOCTYPE html>"))
+        #expect(html.contains("<svg"))
+        #expect(html.components(separatedBy: "<svg").count - 1 == 5)  // three strategies, the overlay and its zoom
+        #expect(html.components(separatedBy: "<svg").count == html.components(separatedBy: "</svg>").count)
+        #expect(!html.lowercased().contains("<script"))
+        #expect(!html.contains("http://"))
+        #expect(!html.contains("https://"))
+        #expect(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more"))
+        #expect(html.contains("</html>"))
+        #expect(html.contains("<table"))
+        #expect(html.contains("peak = edition GETs in the busiest demo minute / 60"))
+        #expect(html.contains("medianDelay"))
+    }
+
+    @Test func escapesText() {
+        #expect(DemoReport.escape("a<b & \"c\" 'd'>") == "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;")
+    }
+
+    /// Writes a sample report for `scripts/check-demo-report.sh` when PAPERBOY_DEMO_REPORT_SAMPLE names a file.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["PAPERBOY_DEMO_REPORT_SAMPLE"] != nil))
+    func writeSample() throws {
+        let path = try #require(ProcessInfo.processInfo.environment["PAPERBOY_DEMO_REPORT_SAMPLE"])
+        let report = SyntheticRecording.report(devices: 20_000)
+        try report.html().write(toFile: path, atomically: true, encoding: .utf8)
+        try report.terminal().write(toFile: path + ".txt", atomically: true, encoding: .utf8)
+    }
+}
