@@ -102,14 +102,19 @@ struct EditionRoutesTests {
             #expect(try await client.send(.get, "/v1/editions/latest?publication=morning").status == .unauthorized)
 
             // Another app's edition is unknown to this app's devices.
-            let other = try await AppRepository(client: fixture.db.client).create(
+            let otherCreated = try await AppRepository(client: fixture.db.client).create(
                 try NewApp(bundleID: "com.example.other", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/other.p8"),
                 logger: fixture.db.logger
-            ).app
+            )
+            let other = otherCreated.app
+            let otherKey = otherCreated.apiKey.secret
             _ = try await PublicationRepository(client: fixture.db.client).add(appID: other.id, slug: "weekly", title: nil, logger: fixture.db.logger)
             let foreign = try await client.send(.post, "/v1/editions?app=\(other.id)", headers: Self.admin, body: Self.file("weekly"))
             #expect(foreign.status == .created)
             let foreignID = try #require(try foreign.json()["id"] as? String)
+            #expect(try await client.send(.get, "/v1/editions/\(foreignID)", key: fixture.apiKey).status == .notFound)
+            // Also once the edition is cached: read by its own app, then asked for by this one.
+            #expect(try await client.send(.get, "/v1/editions/\(foreignID)", key: otherKey).status == .ok)
             #expect(try await client.send(.get, "/v1/editions/\(foreignID)", key: fixture.apiKey).status == .notFound)
 
             let deleted = try await client.send(.delete, "/v1/editions/\(UUID().uuidString)", key: fixture.apiKey)

@@ -88,6 +88,9 @@ struct DispatcherTests {
             progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
             #expect(progress.state == .completed)
             #expect(progress.waves.map(\.counts.planned) == [120, 50, 50])
+            // Later waves go at wave 1's rate: fewer devices, a shorter wave, never a higher rate.
+            #expect(progress.waves.allSatisfy { abs($0.rate - progress.waves[0].rate) < 1e-9 })
+            #expect(progress.waves[1].window < progress.waves[0].window / 2)
             #expect(progress.waves[0].counts.receipts["newData"] == 50)
             #expect(progress.receipts == ["newData": 50, "failed": 1])
         }

@@ -9,6 +9,9 @@ import PaperboyStore
 struct EditionRoutes {
     let editions: EditionRepository
     let maxBodyBytes: Int
+    /// Editions never change once published: the encoded body and ETag of the recent ones are kept, so
+    /// the wake-up load of a broadcast reads the database once per edition, not once per device.
+    let cache = EditionCache(capacity: 32)
 
     /// How long a CDN or device may reuse an edition response without asking again. Short, because
     /// `latest` changes when the next edition is published.
@@ -60,23 +63,34 @@ struct EditionRoutes {
         guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
             throw APIError.invalid("id", "an edition id is a UUID")
         }
-        // Another app's edition answers as unknown: an app key says nothing about other apps.
-        guard let edition = try await editions.find(id: id, logger: context.logger), edition.appID == app.id else {
-            throw APIError(.notFound, code: "not_found", field: "id", message: "there is no edition \(id.uuidString.lowercased())")
+        if let cached = cache[id] {
+            guard cached.appID == app.id else { throw Self.unknown(id) }
+            return Self.response(cached, request: request)
         }
-        return try Self.cacheableResponse(edition, request: request)
+        // Another app's edition answers as unknown: an app key says nothing about other apps.
+        guard let edition = try await editions.find(id: id, logger: context.logger) else { throw Self.unknown(id) }
+        let encoded = try EditionCache.Entry(edition)
+        cache.insert(encoded, for: id)
+        guard edition.appID == app.id else { throw Self.unknown(id) }
+        return Self.response(encoded, request: request)
+    }
+
+    static func unknown(_ id: UUID) -> APIError {
+        APIError(.notFound, code: "not_found", field: "id", message: "there is no edition \(id.uuidString.lowercased())")
     }
 
     /// The edition's JSON with a strong `ETag` (the body's SHA-256), or 304 when `If-None-Match` has it.
     static func cacheableResponse(_ edition: Edition, request: Request) throws -> Response {
-        let body = try encode(edition)
-        let etag = "\"\(Hex.encode(SHA256.hash(data: body)))\""
-        var headers: HTTPFields = [.eTag: etag, .cacheControl: "public, max-age=\(cacheMaxAgeSeconds)"]
-        if let ifNoneMatch = request.headers[.ifNoneMatch], matches(ifNoneMatch, etag: etag) {
+        response(try EditionCache.Entry(edition), request: request)
+    }
+
+    static func response(_ entry: EditionCache.Entry, request: Request) -> Response {
+        var headers: HTTPFields = [.eTag: entry.etag, .cacheControl: "public, max-age=\(cacheMaxAgeSeconds)"]
+        if let ifNoneMatch = request.headers[.ifNoneMatch], matches(ifNoneMatch, etag: entry.etag) {
             return Response(status: .notModified, headers: headers)
         }
         headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: entry.body))
     }
 
     /// `If-None-Match` is a list of tags or `*`; weak comparison (RFC 9110 13.1.2) ignores `W/`.

@@ -94,9 +94,9 @@ extension BroadcastRepository {
             guard try await locked.collect().count == 1 else { return [] }
             guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(id)"), on: connection, logger: logger).first else { return [] }
 
-            var waves: [(wave: Int, kind: BroadcastProgress.Wave.Kind, start: Date, window: Double, finished: Bool)] = []
+            var waves: [(wave: Int, kind: BroadcastProgress.Wave.Kind, start: Date, rate: Double, finished: Bool)] = []
             let waveRows = try await connection.query(
-                "SELECT wave, kind, starts_at, window_seconds, finished_at IS NOT NULL FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave",
+                "SELECT wave, kind, starts_at, rate, finished_at IS NOT NULL FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave",
                 logger: logger
             )
             for try await row in waveRows.decode((Int16, String, Date, Double, Bool).self) {
@@ -134,7 +134,7 @@ extension BroadcastRepository {
             let backgroundWaves = waves.filter { $0.kind == .background }.count
             let nextStart = first.start.addingTimeInterval(Double(backgroundWaves) * options.waveInterval)
             var candidates: [BroadcastProgress.Wave.Kind] = []
-            if last.kind == .background && first.window > 0 && nextStart < broadcast.deadline {
+            if last.kind == .background && first.rate > 0 && nextStart < broadcast.deadline {
                 if backgroundWaves < options.maxPushesPerDevice { candidates.append(.background) }
                 if options.alertLastResort { candidates.append(.alert) }
             }
@@ -152,13 +152,8 @@ extension BroadcastRepository {
                 let counts = try await Self.cohortCounts(audience, cohorts: options.cohorts, on: connection, logger: logger)
                 let total = counts.reduce(0, +)
                 guard total > 0 else { continue }
-                let window = max(1, min(first.window, broadcast.deadline.timeIntervalSince(nextStart)))
-                let pace: StaggerPlan.Pace =
-                    switch options.pace {
-                    case .window: .window(window)
-                    case .capacity(let perSecond): .capacity(perSecond: perSecond)
-                    }
-                let plan = try StaggerPlan(cohortCounts: counts, pace: pace, start: nextStart)
+                // Wave 1's rate, which the content API was planned for: fewer devices, a shorter wave.
+                let plan = try StaggerPlan(cohortCounts: counts, pace: .capacity(perSecond: first.rate), start: nextStart)
                 try await Self.insertWave(last.wave + 1, kind: kind, plan: plan, cohorts: options.cohorts, broadcastID: id, on: connection, logger: logger)
                 try await connection.query("UPDATE broadcasts SET updated_at = \(now) WHERE id = \(id)", logger: logger)
                 return events + [.waveStarted(broadcast: id, wave: last.wave + 1, kind: kind, planned: total, start: nextStart)]
