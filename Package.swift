@@ -239,7 +239,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyDemoTests",
-            dependencies: ["PaperboyDemo", "PaperboyCore"],
+            dependencies: ["PaperboyDemo", "PaperboyCore", "PaperboyTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
