@@ -2,6 +2,7 @@ import Hummingbird
 import Logging
 import PaperboyStore
 import PostgresNIO
+import Prometheus
 import ServiceLifecycle
 
 /// How the HTTP API is served.
@@ -20,6 +21,12 @@ public struct APIConfiguration: Sendable {
     public var readinessTimeout: Duration = .seconds(2)
     /// Told about every answered request (the demo's request log); nil in production.
     public var requestObserver: (@Sendable (ObservedRequest) -> Void)?
+    /// The registry the process bootstrapped swift-metrics with: when set, `GET /metrics` serves it and
+    /// every request is counted and timed by route and status.
+    public var metrics: PrometheusCollectorRegistry?
+    /// Which routes this listener serves: all by default; `paperboy serve --admin-port` splits the admin
+    /// routes off to a second listener, and `paperboy worker --port` serves operations only.
+    public var surfaces: Set<APISurface> = Set(APISurface.allCases)
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String? = nil) {
         self.host = host
@@ -28,28 +35,50 @@ public struct APIConfiguration: Sendable {
     }
 }
 
+/// The groups of routes a listener serves.
+public enum APISurface: String, Sendable, CaseIterable {
+    /// `/v1/devices/…`, `GET /v1/editions/…`: the app's, with `X-API-Key`.
+    case devices
+    /// `/v1/apps`, `POST /v1/editions`, `/v1/broadcasts…`: operators', with the admin token.
+    case admin
+    /// `/health/…`, `/metrics`, `/openapi.yaml`: for load balancers, Prometheus and tools.
+    case operations
+}
+
 /// The API's routes over a running PostgreSQL client. Tests use it with `app.test(.router)`.
 public func buildRouter(client: PostgresClient, configuration: APIConfiguration) -> Router<APIRequestContext> {
     let router = Router(context: APIRequestContext.self)
     if let observer = configuration.requestObserver {
         router.add(middleware: RequestObserverMiddleware(observe: observer))
     }
+    if configuration.metrics != nil {
+        router.add(middleware: MetricsMiddleware())
+    }
     router.add(middleware: ErrorMiddleware())
     var routes = RouteTable<APIRequestContext>()
 
-    HealthRoutes(client: client, migrator: Migrator(), timeout: configuration.readinessTimeout).add(to: router, routes: &routes)
+    if configuration.surfaces.contains(.operations) {
+        HealthRoutes(client: client, migrator: Migrator(), timeout: configuration.readinessTimeout).add(to: router, routes: &routes)
+        if let registry = configuration.metrics {
+            MetricsRoutes(registry: registry).add(to: router, routes: &routes)
+        }
+    }
 
-    let directory = AppDirectory(repository: AppRepository(client: client), timeToLive: configuration.appCacheTimeToLive)
-    let deviceAPI = router.group("v1").add(middleware: DeviceKeyMiddleware(directory: directory))
-    DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
-    ReceiptRoutes(receipts: ReceiptRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
     let editionRoutes = EditionRoutes(editions: EditionRepository(client: client), maxBodyBytes: configuration.maxEditionBodyBytes)
-    editionRoutes.addReading(to: deviceAPI, routes: &routes)
+    if configuration.surfaces.contains(.devices) {
+        let directory = AppDirectory(repository: AppRepository(client: client), timeToLive: configuration.appCacheTimeToLive)
+        let deviceAPI = router.group("v1").add(middleware: DeviceKeyMiddleware(directory: directory))
+        DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
+        ReceiptRoutes(receipts: ReceiptRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
+        editionRoutes.addReading(to: deviceAPI, routes: &routes)
+    }
 
-    let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
-    AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI, routes: &routes)
-    editionRoutes.addPublishing(to: adminAPI, routes: &routes)
-    BroadcastRoutes(broadcasts: BroadcastRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: adminAPI, routes: &routes)
+    if configuration.surfaces.contains(.admin) {
+        let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
+        AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI, routes: &routes)
+        editionRoutes.addPublishing(to: adminAPI, routes: &routes)
+        BroadcastRoutes(broadcasts: BroadcastRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: adminAPI, routes: &routes)
+    }
 
     routes.addMethodNotAllowed(to: router)
     return router

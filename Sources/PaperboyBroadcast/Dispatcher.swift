@@ -76,6 +76,7 @@ public final class Dispatcher: Service {
     private let clock: DispatchClock
     private let logger: Logger
     private let held = Mutex<Set<Int64>>([])
+    private let metrics = DispatchMetrics()
 
     public init(
         repository: BroadcastRepository,
@@ -105,12 +106,14 @@ public final class Dispatcher: Service {
                 group.addTask { try await self.heartbeat(until: stopping) }
                 var nextAdvance = Date.distantPast
                 var inFlight = 0
+                var pollPending = false
                 while !stopping.isSet && !Task.isCancelled {
                     let now = clock.now()
                     if now >= nextAdvance {
                         nextAdvance = now.addingTimeInterval(configuration.advanceInterval)
                         do {
                             log(try await repository.advance(now: now, logger: logger))
+                            metrics.tick(now: now, running: try await repository.runningTotals(logger: logger))
                         } catch {
                             logger.error("could not advance broadcasts", metadata: ["error": "\(String(reflecting: error))"])
                         }
@@ -121,6 +124,7 @@ public final class Dispatcher: Service {
                             if let batch = try await lease(now: now) {
                                 leased = true
                                 inFlight += 1
+                                metrics.batchesInFlight(inFlight)
                                 group.addTask {
                                     _ = await self.send(batch)
                                     throw BatchFinished()
@@ -131,21 +135,22 @@ public final class Dispatcher: Service {
                         }
                     }
                     if leased { continue }
-                    // Wait for a batch to finish or for the poll interval, whichever is first.
-                    let poll = now.addingTimeInterval(configuration.pollInterval)
-                    group.addTask {
-                        try await self.clock.sleep(poll)
-                        throw PollElapsed()
-                    }
-                    while true {
-                        do {
-                            _ = try await group.next()
-                        } catch is BatchFinished {
-                            inFlight -= 1
-                            continue
-                        } catch is PollElapsed {
-                            break
+                    // Wait for a batch to finish (then lease at once) or for the poll interval.
+                    if !pollPending {
+                        pollPending = true
+                        let poll = now.addingTimeInterval(configuration.pollInterval)
+                        group.addTask {
+                            try await self.clock.sleep(poll)
+                            throw PollElapsed()
                         }
+                    }
+                    do {
+                        _ = try await group.next()
+                    } catch is BatchFinished {
+                        inFlight -= 1
+                        metrics.batchesInFlight(inFlight)
+                    } catch is PollElapsed {
+                        pollPending = false
                     }
                 }
                 // Drain: finish the batches held.
@@ -232,6 +237,7 @@ public final class Dispatcher: Service {
                         break
                     }
                     let sentAt = max(due, clock.now())
+                    metrics.late(by: sentAt.timeIntervalSince(due))
                     var deliveries: [(deviceID: Int64, delivery: APNsDelivery)] = []
                     for target in targets[index..<end] {
                         if sentAt >= batch.deadline {
@@ -267,9 +273,11 @@ public final class Dispatcher: Service {
             if !recorded {
                 logger.warning("lost the lease of a batch before recording it; the worker that took it over records it")
             }
+            metrics.batch(outcomes, kind: batch.kind.rawValue, result: recorded ? "recorded" : "lost")
             return outcomes
         } catch {
             logger.error("could not send a batch; it is sent again when its lease expires", metadata: ["error": "\(String(reflecting: error))"])
+            metrics.batch([], kind: batch.kind.rawValue, result: "failed")
             return []
         }
     }

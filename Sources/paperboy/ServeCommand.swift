@@ -4,6 +4,7 @@ import EmbeddedPostgres
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import PaperboyAPI
 import PaperboyBroadcast
 import PaperboyStore
@@ -31,6 +32,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The port to listen on (0 picks a free one).")
     var port = 8080
 
+    @Option(
+        name: .customLong("admin-port"),
+        help: "Serve the admin routes (apps, publishing editions, broadcasts) on this port of --host only, not on --port."
+    )
+    var adminPort: Int?
+
     @OptionGroup var dispatch: DispatchOptions
 
     @Flag(name: .customLong("no-dispatch"), help: "Serve the API only: send no broadcasts from this process.")
@@ -43,14 +50,19 @@ struct ServeCommand: AsyncParsableCommand {
     var noScheduler = false
 
     func validate() throws {
+        if let adminPort, !(0...65535).contains(adminPort) || adminPort == port && port != 0 {
+            throw ValidationError("--admin-port: \(adminPort) is not a TCP port other than --port")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
     }
 
     func run() async throws {
         LoggingSystem.bootstrapPaperboy()
+        let registry = MetricsSystem.bootstrapPrometheus()
         let logger = Logger(label: "paperboy.serve")
         let adminToken = ProcessInfo.processInfo.environment["PAPERBOY_ADMIN_TOKEN"]
-        let api = APIConfiguration(host: host, port: port, adminToken: adminToken)
+        var api = APIConfiguration(host: host, port: port, adminToken: adminToken)
+        api.metrics = registry
         if adminToken?.isEmpty ?? true {
             logger.notice("PAPERBOY_ADMIN_TOKEN is not set: admin endpoints answer 401")
         }
@@ -68,8 +80,9 @@ struct ServeCommand: AsyncParsableCommand {
             let cluster = try await EmbeddedPostgres.start(logger: logger)
             do {
                 let (configuration, key) = try await Self.prepareDemoDatabase(cluster: cluster, logger: logger)
+                let host = api.host
                 try await serve(configuration: configuration, api: api, logger: logger) { port in
-                    Self.demoBanner(host: api.host, port: port, key: key)
+                    Self.demoBanner(host: host, port: port, key: key)
                 }
             } catch {
                 try? await cluster.stop()
@@ -97,8 +110,21 @@ struct ServeCommand: AsyncParsableCommand {
             let starter = BroadcastRepository(client: client).starter(logger: Logger(label: "paperboy.scheduler"))
             services.append(Scheduler(client: client, start: starter, logger: Logger(label: "paperboy.scheduler")))
         }
-        let app = buildApplication(client: client, configuration: api, services: services, logger: logger) { port in
-            logger.info("listening", metadata: ["address": "http://\(api.host):\(port)"])
+        var api = api
+        if let adminPort {
+            // The admin routes on their own listener (e.g. bound to an internal interface by a firewall rule).
+            var admin = api
+            admin.port = adminPort
+            admin.surfaces = [.admin]
+            api.surfaces.remove(.admin)
+            services.append(
+                buildApplication(client: client, configuration: admin, logger: logger) { [host = admin.host] port in
+                    logger.info("admin listening", metadata: ["address": "http://\(host):\(port)"])
+                }
+            )
+        }
+        let app = buildApplication(client: client, configuration: api, services: services, logger: logger) { [host = api.host] port in
+            logger.info("listening", metadata: ["address": "http://\(host):\(port)"])
             if let banner {
                 FileHandle.standardOutput.write(Data((banner(port) + "\n").utf8))
             }

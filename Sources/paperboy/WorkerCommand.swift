@@ -2,6 +2,8 @@ import APNs
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
+import PaperboyAPI
 import PaperboyStore
 import PostgresNIO
 import ServiceLifecycle
@@ -21,8 +23,19 @@ struct WorkerCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var dispatch: DispatchOptions
 
+    @Option(help: "The address of --port.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Serve /health/live, /health/ready and /metrics on this port (default: no listener).")
+    var port: Int?
+
+    func validate() throws {
+        if let port, !(0...65535).contains(port) { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
+    }
+
     func run() async throws {
         LoggingSystem.bootstrapPaperboy()
+        let registry = MetricsSystem.bootstrapPrometheus()
         let logger = Logger(label: "paperboy.worker")
         let configuration = try database.requiredConfiguration()
         let status = try await withDatabase(configuration, logger: logger) { client in
@@ -33,12 +46,22 @@ struct WorkerCommand: AsyncParsableCommand {
         }
         let client = configuration.makeClient(logger: logger)
         let (dispatcher, clients) = try dispatch.makeDispatcher(client: client, logger: logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: client),
+            .init(service: dispatcher, successTerminationBehavior: .gracefullyShutdownGroup),
+        ]
+        if let port {
+            var operations = APIConfiguration(host: host, port: port)
+            operations.surfaces = [.operations]
+            operations.metrics = registry
+            let listener = buildApplication(client: client, configuration: operations, logger: logger) { [host] port in
+                logger.info("listening", metadata: ["address": "http://\(host):\(port)"])
+            }
+            services.append(.init(service: listener))
+        }
         let group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: client),
-                    .init(service: dispatcher, successTerminationBehavior: .gracefullyShutdownGroup),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

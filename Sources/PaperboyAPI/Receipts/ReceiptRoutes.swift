@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Metrics
 import PaperboyCore
 import PaperboyStore
 
@@ -33,6 +34,8 @@ struct ReceiptRoutes {
         guard report.bytes >= 0 else { throw APIError.invalid("bytes", "bytes must be 0 or more") }
         guard report.seconds >= 0 else { throw APIError.invalid("seconds", "seconds must be 0 or more") }
         let (receipt, created) = try await receipts.record(appID: app.id, token: token, report, logger: context.logger)
+        // Counted by what the device reported, stored or not (a repeated report is still a wake-up that ran).
+        Counter(label: "paperboy_receipts_total", dimensions: [("result", report.result.rawValue)]).increment()
         return EditedResponse(status: created ? .created : .ok, response: ReceiptResponse(token: token.hex, receipt))
     }
 }

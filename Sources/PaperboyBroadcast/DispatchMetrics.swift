@@ -1,0 +1,72 @@
+import Foundation
+import Metrics
+import PaperboyStore
+import Synchronization
+
+/// The dispatcher's instruments (swift-metrics; `GET /metrics` serves them in Prometheus' format):
+///
+/// - `paperboy_dispatch_pushes_total{kind, outcome}`: pushes handed to APNs by this worker, by push kind
+///   (`background`, `alert`) and outcome (`accepted`, `rejected`, `fateUnknown`, `notSent`);
+///   APNs reasons are in `apns_requests_total{status, reason}`.
+/// - `paperboy_dispatch_skipped_total{reason}`: planned devices not sent (`hourlyBudget`, `deadline`).
+/// - `paperboy_dispatch_batches_total{result}`: batches `recorded`, `lost` (the lease expired first) or
+///   `failed` (left to their lease).
+/// - `paperboy_dispatch_lateness_seconds`: how long after its planned instant each group of sends went out.
+/// - `paperboy_dispatch_batches_in_flight`, `paperboy_dispatch_send_rate` (this worker's pushes per second
+///   over the last advance interval; `rate(paperboy_dispatch_pushes_total[1m])` sums the workers).
+/// - `paperboy_broadcasts_running`, and per running broadcast `paperboy_broadcast_planned`,
+///   `paperboy_broadcast_sent` and `paperboy_broadcast_accepted{broadcast}` (all waves).
+final class DispatchMetrics: Sendable {
+    private let lateness = Timer(label: "paperboy_dispatch_lateness_seconds")
+    private let inFlight = Gauge(label: "paperboy_dispatch_batches_in_flight")
+    private let sendRate = Gauge(label: "paperboy_dispatch_send_rate")
+    private let running = Gauge(label: "paperboy_broadcasts_running")
+    private let sentSinceTick = Mutex<(count: Int, since: Date?)>((0, nil))
+
+    func batch(_ outcomes: [BatchOutcome], kind: String, result: String) {
+        var pushes: [String: Int] = [:]
+        var skipped: [String: Int] = [:]
+        for outcome in outcomes {
+            switch outcome.result {
+            case .accepted: pushes["accepted", default: 0] += 1
+            case .rejected: pushes["rejected", default: 0] += 1
+            case .fateUnknown: pushes["fateUnknown", default: 0] += 1
+            case .notSent: pushes["notSent", default: 0] += 1
+            case .skipped(let reason): skipped[reason, default: 0] += 1
+            }
+        }
+        for (outcome, count) in pushes {
+            Counter(label: "paperboy_dispatch_pushes_total", dimensions: [("kind", kind), ("outcome", outcome)]).increment(by: count)
+        }
+        for (reason, count) in skipped {
+            Counter(label: "paperboy_dispatch_skipped_total", dimensions: [("reason", reason)]).increment(by: count)
+        }
+        Counter(label: "paperboy_dispatch_batches_total", dimensions: [("result", result)]).increment()
+        let sent = pushes.values.reduce(0, +)
+        sentSinceTick.withLock { $0.count += sent }
+    }
+
+    func late(by seconds: TimeInterval) {
+        lateness.recordNanoseconds(Int64(max(0, seconds) * 1e9))
+    }
+
+    func batchesInFlight(_ count: Int) {
+        inFlight.record(count)
+    }
+
+    /// Once per advance: the send rate since the last one, and the running broadcasts' totals.
+    func tick(now: Date, running broadcasts: [BroadcastTotals]) {
+        let (count, since) = sentSinceTick.withLock { state in
+            defer { state = (0, now) }
+            return state
+        }
+        if let since, now > since { sendRate.record(Double(count) / now.timeIntervalSince(since)) }
+        running.record(broadcasts.count)
+        for broadcast in broadcasts {
+            let id = broadcast.id.uuidString.lowercased()
+            Gauge(label: "paperboy_broadcast_planned", dimensions: [("broadcast", id)]).record(broadcast.planned)
+            Gauge(label: "paperboy_broadcast_sent", dimensions: [("broadcast", id)]).record(broadcast.sent)
+            Gauge(label: "paperboy_broadcast_accepted", dimensions: [("broadcast", id)]).record(broadcast.accepted)
+        }
+    }
+}
