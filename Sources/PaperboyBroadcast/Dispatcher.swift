@@ -75,7 +75,8 @@ public final class Dispatcher: Service {
     private let configuration: Configuration
     private let clock: DispatchClock
     private let logger: Logger
-    private let held = Mutex<Set<Int64>>([])
+    /// The batches this worker holds, with whether their lease was lost (then their sending stops).
+    private let held = Mutex<[Int64: (batch: LeasedBatch, lost: Bool)]>([:])
     private let metrics = DispatchMetrics()
 
     public init(
@@ -191,9 +192,10 @@ public final class Dispatcher: Service {
     private func lease(now: Date) async throws -> LeasedBatch? {
         let batch = try await repository.lease(
             owner: configuration.owner, now: now, lookahead: configuration.lookahead, duration: configuration.leaseDuration,
-            batchDuration: configuration.batchDuration, maxBatchSize: configuration.maxBatchSize, logger: logger
+            batchDuration: configuration.batchDuration, maxBatchSize: configuration.maxBatchSize,
+            excluding: held.withLock { Array($0.keys) }, logger: logger
         )
-        if let batch { held.withLock { _ = $0.insert(batch.id) } }
+        if let batch { held.withLock { $0[batch.id] = (batch, false) } }
         return batch
     }
 
@@ -201,9 +203,19 @@ public final class Dispatcher: Service {
     private func heartbeat(until stopping: StopFlag) async throws {
         while !Task.isCancelled {
             try await clock.sleep(clock.now().addingTimeInterval(configuration.leaseDuration / 3))
-            let ids = Array(held.withLock { $0 })
+            let batches = held.withLock { $0.values.filter { !$0.lost }.map(\.batch) }
             do {
-                try await repository.renew(ids, owner: configuration.owner, until: clock.now().addingTimeInterval(configuration.leaseDuration), logger: logger)
+                let still = try await repository.renew(
+                    batches, owner: configuration.owner, until: clock.now().addingTimeInterval(configuration.leaseDuration), logger: logger
+                )
+                let lost = batches.filter { !still.contains($0.id) }
+                if !lost.isEmpty {
+                    held.withLock { held in for batch in lost { held[batch.id]?.lost = true } }
+                    logger.warning(
+                        "lost the leases of batches still being sent; they stop, and their new holder sends them",
+                        metadata: ["batches": "\(lost.map(\.id))"]
+                    )
+                }
             } catch {
                 logger.warning("could not renew leases", metadata: ["error": "\(String(reflecting: error))"])
             }
@@ -214,7 +226,7 @@ public final class Dispatcher: Service {
     /// lease, which expires, and is sent again then.
     @discardableResult
     private func send(_ batch: LeasedBatch) async -> [BatchOutcome] {
-        defer { held.withLock { _ = $0.remove(batch.id) } }
+        defer { held.withLock { _ = $0.removeValue(forKey: batch.id) } }
         var logger = logger
         logger[metadataKey: "broadcast"] = "\(batch.broadcastID)"
         logger[metadataKey: "batch"] = "\(batch.id)"
@@ -236,6 +248,8 @@ public final class Dispatcher: Service {
                     } catch {
                         break
                     }
+                    // A lease that ran out (a slow machine, a database outage) belongs to another worker now.
+                    if held.withLock({ $0[batch.id]?.lost ?? false }) { break }
                     let sentAt = max(due, clock.now())
                     metrics.late(by: sentAt.timeIntervalSince(due))
                     var deliveries: [(deviceID: Int64, delivery: APNsDelivery)] = []

@@ -195,9 +195,10 @@ extension BroadcastRepository {
     ///   - maxBatchSize: but no more than this many (more only when devices share a cohort key). The
     ///     batch is what a worker that dies may have sent without recording it.
     /// - Returns: nil when nothing is due.
+    ///   - excluding: batches this worker holds already (it may still be sending one whose lease ran out).
     public func lease(
         owner: String, now: Date, lookahead: TimeInterval, duration: TimeInterval, batchDuration: TimeInterval, maxBatchSize: Int,
-        logger: Logger
+        excluding held: [Int64] = [], logger: Logger
     ) async throws -> LeasedBatch? {
         precondition(maxBatchSize > 0, "a batch holds at least one device")
         let expires = now.addingTimeInterval(duration)
@@ -207,7 +208,7 @@ extension BroadcastRepository {
             UPDATE broadcast_batches SET lease_owner = \(owner), lease_expires_at = \(expires), leases = leases + 1
             WHERE id = (
                 SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
-                WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(now) AND b.state = 'running'
+                WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(now) AND b.state = 'running' AND bb.id <> ALL (\(held)::bigint[])
                 ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
             RETURNING id
             """,
@@ -295,15 +296,18 @@ extension BroadcastRepository {
         return nil
     }
 
-    /// Extends the leases `owner` holds on `batches` to `until`.
-    /// - Returns: the batches still held (a batch taken over by another worker is not).
+    /// Extends the leases `owner` holds on `batches` to `until`. A lease is identified by the batch and its
+    /// lease number (``LeasedBatch/leases``), so a lease that expired and was taken over, even by the same
+    /// worker, is not extended.
+    /// - Returns: the batches still held; a batch missing from it must not be sent on.
     @discardableResult
-    public func renew(_ batches: [Int64], owner: String, until: Date, logger: Logger) async throws -> Set<Int64> {
+    public func renew(_ batches: [LeasedBatch], owner: String, until: Date, logger: Logger) async throws -> Set<Int64> {
         guard !batches.isEmpty else { return [] }
         let rows = try await client.query(
             """
-            UPDATE broadcast_batches SET lease_expires_at = \(until)
-            WHERE id = ANY (\(batches)::bigint[]) AND lease_owner = \(owner) AND done_at IS NULL RETURNING id
+            UPDATE broadcast_batches b SET lease_expires_at = \(until)
+            FROM unnest(\(batches.map(\.id))::bigint[], \(batches.map { Int16($0.leases) })::smallint[]) AS u(id, leases)
+            WHERE b.id = u.id AND b.leases = u.leases AND b.lease_owner = \(owner) AND b.done_at IS NULL RETURNING b.id
             """,
             logger: logger
         )
@@ -343,8 +347,8 @@ extension BroadcastRepository {
     /// Records what became of a batch's devices, in one transaction: the delivery ledger, the cohort's
     /// counters, 410s deactivating devices (with the timestamp rule), and the batch done.
     ///
-    /// - Returns: false, recording nothing, when `owner` no longer holds the batch (its lease expired and
-    ///   another worker took it over; that worker records it).
+    /// - Returns: false, recording nothing, when `owner` no longer holds this lease of the batch (it expired
+    ///   and was taken over, by another worker or this one; the new lease records it).
     @discardableResult
     public func record(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, now: Date, logger: Logger) async throws -> Bool {
         var sentIDs: [Int64] = [], sentAt: [Date] = [], results: [String] = [], reasons: [String] = []
@@ -383,7 +387,10 @@ extension BroadcastRepository {
         let background = batch.kind == .background
         return try await client.withTransaction(logger: logger) { connection -> Bool in
             let done = try await connection.query(
-                "UPDATE broadcast_batches SET done_at = \(now) WHERE id = \(batch.id) AND lease_owner = \(owner) AND done_at IS NULL RETURNING id",
+                """
+                UPDATE broadcast_batches SET done_at = \(now)
+                WHERE id = \(batch.id) AND lease_owner = \(owner) AND leases = \(Int16(batch.leases)) AND done_at IS NULL RETURNING id
+                """,
                 logger: logger
             )
             guard try await done.collect().count == 1 else { return false }

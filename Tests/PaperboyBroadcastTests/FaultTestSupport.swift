@@ -1,0 +1,337 @@
+import APNs
+import APNsSimulator
+import Crypto
+import EmbeddedPostgres
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the fault tests share: a database (the shared test cluster's private copy, or a private cluster
+/// of its own) holding an app with publication `morning`, devices and a broadcast; simulators; and real
+/// `paperboy worker` processes pointed at both.
+struct FaultRig {
+    static let binary = WorkerProcessTests.binary
+    static let maxBatch = 100
+    static let lease = "3s"
+
+    let client: PostgresClient
+    /// The URL a worker process connects with.
+    let databaseURL: String
+    let logger: Logger
+    let app: App
+    let repository: BroadcastRepository
+
+    /// Runs `body` with a rig on a fresh database of the shared test cluster.
+    static func with(_ body: (FaultRig) async throws -> Void) async throws {
+        try await TestDatabase.with { db in
+            let database = db.configuration
+            let url = "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable"
+            try await prepare(client: db.client, databaseURL: url, logger: db.logger, body)
+        }
+    }
+
+    /// Creates the app (its key in a temporary file that lives as long as `body`) and its publications.
+    static func prepare(client: PostgresClient, databaseURL: String, logger: Logger, _ body: (FaultRig) async throws -> Void) async throws {
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(UUID().uuidString).p8").path
+        try BroadcastFixture.privateKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: keyFile) }
+        let app = try await AppRepository(client: client).create(
+            try NewApp(bundleID: BroadcastFixture.topic, teamID: "TEAM123456", keyID: "KEY1234567", keyReference: keyFile),
+            logger: logger
+        ).app
+        _ = try await PublicationRepository(client: client).add(appID: app.id, slug: "morning", title: nil, logger: logger)
+        let rig = FaultRig(client: client, databaseURL: databaseURL, logger: logger, app: app, repository: BroadcastRepository(client: client))
+        try await body(rig)
+    }
+
+    /// A simulator that checks the app's provider tokens, with `faults`, on `port` (0: a free one).
+    static func simulator(faults: APNsSimulator.Faults = .init(), port: Int = 0) -> APNsSimulator {
+        var validation = APNsRequestValidator.Configuration(
+            teamID: "TEAM123456", keys: ["KEY1234567": BroadcastFixture.privateKey.publicKey], topics: [BroadcastFixture.topic]
+        )
+        validation.maximumTokenAge = 3600 * 24
+        var configuration = APNsSimulator.Configuration(validation: validation, faults: faults, port: port)
+        configuration.eventLoopThreads = 1
+        return APNsSimulator(configuration: configuration)
+    }
+
+    /// Inserts `count` devices subscribed to `morning` (tokens `BroadcastFixture.token(1...count)`).
+    func seed(_ count: Int) async throws -> [DeviceToken] {
+        let tokens = (0..<count).map { BroadcastFixture.token($0 + 1) }
+        let publication = try #require(try await PublicationRepository(client: client).find(appID: app.id, slug: "morning", logger: logger))
+        try await client.query(
+            """
+            INSERT INTO devices (app_id, environment, cohort_key, auto_download, alerts_authorized, tier, token, subscriptions, time_zone)
+            SELECT \(app.id), 0, u.key, true, false, 2, u.token, ARRAY[\(publication.id)]::integer[], 'Asia/Tokyo'
+            FROM unnest(\(tokens.map { Int($0.storedCohortKey) })::integer[], \(tokens.map { ByteBuffer(bytes: $0.bytes) })::bytea[]) AS u(key, token)
+            """,
+            logger: logger
+        )
+        return tokens
+    }
+
+    /// Publishes an edition (deadline in an hour) and starts its broadcast: one wave over `window` seconds.
+    func startBroadcast(window: TimeInterval, cohorts: Int = 4) async throws -> UUID {
+        let sha = String(repeating: "0f", count: 32)
+        let manifest = EditionManifest(
+            publication: "morning",
+            issueDate: "2026-11-23",
+            deadline: Date().addingTimeInterval(3600).formatted(.iso8601),
+            tiers: ["large": .init(bundles: [.init(url: "https://cdn.example.com/2026-11-23/morning/large-1.zip", bytes: 50_000_000, sha256: sha)])],
+            pages: [.init(number: 1, title: "Front page")]
+        )
+        let edition = try await EditionRepository(client: client).publish(manifest, appID: app.id, now: Date(), logger: logger)
+        let options = BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: 1, jitter: 1)
+        let started = try await repository.start(
+            editionID: edition.id, environment: .production, options: options, origin: "fault-test", now: Date(), logger: logger
+        )
+        return started.broadcast.id
+    }
+
+    func progress(_ id: UUID) async -> BroadcastProgress? {
+        try? await repository.progress(id: id, logger: logger)
+    }
+
+    /// Waits (bounded) until the broadcast is completed, and returns its progress.
+    func waitForCompletion(_ id: UUID, seconds: Int) async throws -> BroadcastProgress {
+        try await WorkerProcessTests.waitUntil(seconds: seconds) { await progress(id)?.state == .completed }
+        return try #require(await progress(id))
+    }
+
+    /// The recorded delivery of every device in the broadcast's first wave, by token (lowercase hex).
+    func deliveries(_ id: UUID) async throws -> [String: (outcome: String, reason: String?)] {
+        let rows = try await client.query(
+            """
+            SELECT encode(d.token, 'hex'), x.outcome, x.reason
+            FROM deliveries x JOIN devices d ON d.id = x.device_id
+            WHERE x.broadcast_id = \(id) AND x.wave = 1
+            """,
+            logger: logger
+        )
+        var result: [String: (outcome: String, reason: String?)] = [:]
+        for try await (token, outcome, reason) in rows.decode((String, String, String?).self) {
+            result[token] = (outcome, reason)
+        }
+        return result
+    }
+
+    /// Per token (hex): how many times the batch holding it was leased. A device is sent at most once per
+    /// lease of its batch; more than one lease means a lease lapsed (its worker died, or did not renew in time).
+    func leasesByToken(_ id: UUID) async throws -> [String: Int] {
+        let rows = try await client.query(
+            """
+            SELECT encode(d.token, 'hex'), max(bb.leases)::integer
+            FROM broadcast_batches bb JOIN devices d ON d.app_id = \(app.id) AND d.cohort_key BETWEEN bb.first_key AND bb.last_key
+            WHERE bb.broadcast_id = \(id) AND bb.wave = 1
+            GROUP BY d.token
+            """,
+            logger: logger
+        )
+        var result: [String: Int] = [:]
+        for try await (token, leases) in rows.decode((String, Int32).self) { result[token] = Int(leases) }
+        return result
+    }
+
+    /// Batches of the broadcast leased by `owner` and not recorded.
+    func openBatches(_ id: UUID, owner: String) async throws -> Int {
+        let rows = try await client.query(
+            "SELECT count(*)::bigint FROM broadcast_batches WHERE broadcast_id = \(id) AND lease_owner = \(owner) AND done_at IS NULL",
+            logger: logger
+        )
+        for try await (count) in rows.decode(Int64.self) { return Int(count) }
+        return 0
+    }
+
+    /// The batches leased more than once, or not recorded: what explains duplicates (for messages).
+    func batchesReport(_ id: UUID) async throws -> String {
+        let rows = try await client.query(
+            """
+            SELECT id, cohort, first_key, last_key, devices, lease_owner, leases, lease_expires_at::text, coalesce(done_at::text, '-')
+            FROM broadcast_batches WHERE broadcast_id = \(id) AND (leases > 1 OR done_at IS NULL) ORDER BY id
+            """,
+            logger: logger
+        )
+        var lines: [String] = []
+        for try await (batch, cohort, first, last, devices, owner, leases, expires, done) in rows.decode((Int64, Int32, Int64, Int64, Int32, String, Int16, String, String).self) {
+            lines.append("batch \(batch) cohort \(cohort) keys \(first)...\(last) devices \(devices) owner \(owner) leases \(leases) expires \(expires) done \(done)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Starts `paperboy worker` against this rig's database and `endpoint`, its output in a temporary file.
+    func worker(_ name: String, endpoint: String) throws -> WorkerProcess {
+        try WorkerProcess(name: name, databaseURL: databaseURL, endpoint: endpoint)
+    }
+}
+
+/// A running `paperboy worker` and the file its output goes to. Killed with SIGKILL on ``stop()`` if
+/// still running; tests call ``terminate()`` for the graceful path.
+final class WorkerProcess: @unchecked Sendable {
+    let name: String
+    let process = Process()
+    let log: URL
+
+    init(name: String, databaseURL: String, endpoint: String) throws {
+        self.name = name
+        log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(name)-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
+        process.executableURL = FaultRig.binary
+        process.arguments = [
+            "worker", "--apns-endpoint", endpoint, "--worker-name", name, "--lease", FaultRig.lease, "--max-batch", "\(FaultRig.maxBatch)",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["DATABASE_URL"] = databaseURL
+        environment["LOG_LEVEL"] = ProcessInfo.processInfo.environment["FAULT_TEST_LOG_LEVEL"] ?? "info"
+        process.environment = environment
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+    var pid: pid_t { process.processIdentifier }
+
+    /// SIGTERM, then waits (bounded) for the exit; SIGKILL if it did not exit in time.
+    /// - Returns: the seconds it took to exit, or nil if it had to be killed.
+    @discardableResult
+    func terminate(within seconds: Double) async -> Double? {
+        guard process.isRunning else { return 0 }
+        let start = ContinuousClock.now
+        kill(pid, SIGTERM)
+        while process.isRunning && ContinuousClock.now - start < .seconds(seconds) {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        process.waitUntilExit()
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// SIGKILL if still running; removes the log unless `keepLog`.
+    func stop(keepLog: Bool = ProcessInfo.processInfo.environment["FAULT_TEST_KEEP_LOGS"] != nil) {
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+        }
+        if !keepLog { try? FileManager.default.removeItem(at: log) }
+    }
+
+    var output: String {
+        (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+    }
+
+    /// Lines logged at level error or warning.
+    var problemLines: [Substring] {
+        output.split(separator: "\n").filter { $0.contains(" error ") || $0.contains(" warning ") }
+    }
+}
+
+/// A port on loopback that nothing listens on (bound, then closed). Another process could take it in the
+/// moment between; the tests that use it fail loudly if that happens.
+func reserveLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    precondition(fd >= 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw FaultTestError("cannot bind a loopback port: \(String(cString: strerror(errno)))") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+struct FaultTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A private PostgreSQL cluster (``EmbeddedPostgres``) that the test can stop and start again on the same
+/// port and data directory: `EmbeddedPostgres` has no restart, so this runs `pg_ctl` on its data directory
+/// the way it does (as `postgres` when root).
+struct RestartablePostgres {
+    let cluster: EmbeddedPostgres
+
+    static func with(_ body: (RestartablePostgres) async throws -> Void) async throws {
+        let cluster = try await EmbeddedPostgres.start(logger: Logger(label: "paperboy.fault-test"))
+        do {
+            try await body(RestartablePostgres(cluster: cluster))
+        } catch {
+            try? await cluster.stop()
+            throw error
+        }
+        try await cluster.stop()
+    }
+
+    private var data: String { cluster.directory + "/data" }
+    private var runAs: String? { geteuid() == 0 ? "postgres" : nil }
+
+    /// Stops the server (fast: sessions are disconnected).
+    func stop() throws {
+        try Self.run(try Self.bin() + "/pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"], as: runAs)
+    }
+
+    /// Starts it again on the same port with the options `EmbeddedPostgres` uses.
+    func start() throws {
+        let options = [
+            "-p \(cluster.port)", "-k \(cluster.directory)", "-c listen_addresses=127.0.0.1", "-c fsync=off",
+            "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=200",
+        ].joined(separator: " ")
+        try Self.run(
+            try Self.bin() + "/pg_ctl", ["-D", data, "-l", cluster.directory + "/server.log", "-o", options, "-w", "-t", "60", "start"], as: runAs
+        )
+    }
+
+    private static func bin() throws -> String {
+        if let configured = ProcessInfo.processInfo.environment["PAPERBOY_PG_BIN"], !configured.isEmpty { return configured }
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        guard let bin = versions.compactMap(Int.init).sorted(by: >).map({ "\(root)/\($0)/bin" })
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0 + "/pg_ctl") })
+        else { throw FaultTestError("no pg_ctl under \(root)/*/bin") }
+        return bin
+    }
+
+    /// posix_spawn + waitpid, not `Process`: a server started by `pg_ctl start` inherits the descriptors
+    /// `Process` watches, so `waitUntilExit()` would not return (see `EmbeddedPostgres.run`).
+    private static func run(_ executable: String, _ arguments: [String], as user: String?) throws {
+        let command = (user.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []) + ["/usr/bin/env", "-C", "/", executable] + arguments
+        let outputPath = NSTemporaryDirectory() + "/paperboy-fault-pg-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
+        guard spawned == 0 else { throw FaultTestError("cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            let text = FileManager.default.contents(atPath: outputPath).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            throw FaultTestError("\(arguments.last ?? executable) failed (status \(status)): \(text.suffix(800))")
+        }
+    }
+}

@@ -1,0 +1,406 @@
+import APNs
+import APNsSimulator
+import EmbeddedPostgres
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Faults around real `paperboy worker` processes (`--lease 3s --max-batch 100`): PostgreSQL restarted,
+/// APNs answering 429/503 storms, GOAWAY storms and dropped connections, an APNs endpoint refusing
+/// connections or answering slowly, and SIGTERM mid-broadcast. The simulator's per-token counts and the
+/// recorded deliveries are the truth: nothing is lost, and a device is sent more than once only if the
+/// batch holding it was leased more than once (a lease lapsed), never more often than that batch was leased.
+///
+/// Known issue (``expectSends``): the documented "at most twice, at most 4 × `--max-batch` devices" does not
+/// hold when a worker's lease renewals come late (the database restarting or slow, the machine starved):
+/// the worker keeps sending a batch whose lease lapsed, and can lease that same batch again (same owner)
+/// while still sending it, because renewals' results are ignored and leases are fenced by owner, not by
+/// lease number; seen as batches leased 3 and 4 times and devices sent 3 times.
+///
+/// Serialized: each test runs workers paced in real time, and timing-sensitive checks (drain time,
+/// reconnects) should not compete with each other for the CPU.
+@Suite(
+    "faults around paperboy worker processes",
+    .serialized,
+    .enabled(if: FileManager.default.isExecutableFile(atPath: FaultRig.binary.path), "the paperboy binary is built beside the tests")
+)
+struct FaultTests {
+    static let boundOfDuplicates = 4 * FaultRig.maxBatch
+
+    // MARK: - PostgreSQL restarted
+
+    /// 2 s: shorter than a lease (3 s); 5 s: longer than one. Queries that were idle wait in PostgresNIO's
+    /// pool and run when the server is back; queries in flight at the stop fail, and their batches are sent
+    /// again once their leases lapse (the duplicates allowed here).
+    @Test(
+        "PostgreSQL stopped and started again mid-broadcast: the worker waits, keeps running and finishes it; nothing lost, duplicates only from batches whose lease lapsed",
+        .timeLimit(.minutes(2)),
+        arguments: [2, 5]
+    )
+    func postgresRestartedMidBroadcast(outage: Int) async throws {
+        let devices = 2000
+        try await RestartablePostgres.with { postgres in
+            try await postgres.cluster.createDatabase("paperboy_fault")
+            let url = postgres.cluster.url(database: "paperboy_fault")
+            let logger = Logger(label: "paperboy.fault-test")
+            let client = try DatabaseConfiguration(url: url).makeClient(logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                defer { group.cancelAll() }
+                try await Migrator().migrate(client: client, logger: logger)
+                try await FaultRig.prepare(client: client, databaseURL: url, logger: logger) { rig in
+                    try await Self.withSimulator { simulator in
+                        let tokens = try await rig.seed(devices)
+                        let id = try await rig.startBroadcast(window: 15)
+                        let worker = try rig.worker("pg-restart", endpoint: simulator.url)
+                        defer { worker.stop() }
+
+                        try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 3 }
+                        try postgres.stop()
+                        let acceptedAtStop = simulator.stats().accepted
+                        try await Task.sleep(for: .seconds(outage))
+                        #expect(worker.isRunning, "the worker survives the database going away")
+                        try postgres.start()
+
+                        let progress = try await rig.waitForCompletion(id, seconds: 60)
+                        #expect(worker.isRunning, "the worker kept running after the database came back")
+                        let problems = worker.problemLines
+                        let exit = await worker.terminate(within: 30)
+                        #expect(exit != nil && worker.process.terminationStatus == 0, "SIGTERM afterwards still exits 0")
+
+                        let counts = simulator.acceptedCounts()
+                        let leases = try await rig.leasesByToken(id)
+                        let (duplicated, mostLeases) = Self.expectSends(tokens: tokens, counts: counts, leases: leases)
+                        let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: try await rig.deliveries(id), allowed: ["accepted", "fateUnknown"])
+                        #expect(
+                            !problems.isEmpty || worker.output.contains("Connection refused"),
+                            "the worker saw the outage (failed queries, or PostgresNIO's refused reconnects)"
+                        )
+                        print("[fault] pg restart (\(outage) s down): accepted at stop \(acceptedAtStop)/\(devices); \(duplicated) devices sent twice or more (most leases of a batch \(mostLeases), most sends \(counts.values.max() ?? 0)); recorded \(tally); worker logged \(problems.count) warnings/errors, first: \(problems.first ?? "none")")
+                        #expect(progress.waves.count == 1)
+                        #expect(progress.waves[0].counts.planned == devices)
+                        #expect(progress.waves[0].counts.sent == devices, "every device recorded once")
+                        #expect(progress.waves[0].counts.accepted == tally["accepted"] ?? 0)
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: - 429 and 503 storms
+
+    @Test("APNs answering 30 % 503 and 20 % 429: retried with backoff within the policy's 5 attempts, each device accepted at most once, the rest recorded with the reason; no retry storm", .timeLimit(.minutes(2)))
+    func throttlingAndUnavailableStorm() async throws {
+        let devices = 1000
+        var faults = APNsSimulator.Faults()
+        faults.failureRates = [
+            (APNsSimulator.Outcome(status: 503, reason: .serviceUnavailable), 0.3),
+            (APNsSimulator.Outcome(status: 429, reason: .tooManyRequests), 0.2),
+        ]
+        try await FaultRig.with { rig in
+            try await Self.withSimulator(faults: faults) { simulator in
+                let tokens = try await rig.seed(devices)
+                let id = try await rig.startBroadcast(window: 10)
+                let worker = try rig.worker("storm", endpoint: simulator.url)
+                defer { worker.stop() }
+
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                #expect(worker.isRunning)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
+
+                let stats = simulator.stats()
+                let counts = simulator.acceptedCounts()
+                let leases = try await rig.leasesByToken(id)
+                let deliveries = try await rig.deliveries(id)
+                let requests = stats.accepted + stats.rejected.values.reduce(0, +)
+                let sends = tokens.reduce(0) { $0 + max(1, leases[$1.hex, default: 1]) }
+                print("[fault] storm: \(requests) requests for \(devices) devices, accepted \(stats.accepted), rejected \(stats.rejected), peak streams \(stats.peakConcurrentStreams), connections \(stats.connectionsOpened), most leases \(leases.values.max() ?? 0)")
+                #expect(requests > devices, "failures were retried")
+                #expect(requests <= sends * 5, "at most the policy's 5 attempts per send of a device: no retry storm")
+                #expect(stats.peakConcurrentStreams <= 1000, "in-flight requests stay within the stream limit")
+                #expect(stats.streamLimitViolations == 0)
+
+                let retryable: Set<String> = ["ServiceUnavailable", "TooManyRequests"]
+                Self.expectSends(tokens: tokens, counts: counts, leases: leases, mayBeMissing: { deliveries[$0]?.outcome == "rejected" })
+                let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "rejected", "fateUnknown"])
+                // Never accepted: the client gave up after its retries, and the reason is recorded.
+                let unaccepted = tokens.compactMap { counts[$0.hex, default: 0] == 0 ? deliveries[$0.hex] : nil }
+                #expect(unaccepted.allSatisfy { $0.outcome == "rejected" && retryable.contains($0.reason ?? "") }, "\(unaccepted.filter { $0.outcome != "rejected" }.count) not rejected")
+                // Accepted, in a batch leased once: recorded accepted.
+                let onceAccepted = tokens.filter { counts[$0.hex, default: 0] == 1 && leases[$0.hex, default: 1] == 1 }
+                #expect(onceAccepted.allSatisfy { deliveries[$0.hex]?.outcome == "accepted" || deliveries[$0.hex]?.outcome == "fateUnknown" })
+                let wave = progress.waves[0].counts
+                #expect(wave.planned == devices)
+                #expect(wave.sent == devices)
+                #expect(wave.accepted == tally["accepted"] ?? 0)
+                let gaveUp = (wave.rejected["ServiceUnavailable"] ?? 0) + (wave.rejected["TooManyRequests"] ?? 0)
+                #expect(gaveUp == tally["rejected"] ?? 0, "rejections by reason: \(wave.rejected)")
+            }
+        }
+    }
+
+    // MARK: - GOAWAY storms and dropped connections
+
+    @Test("GOAWAY after every 50 streams: every device accepted exactly once (streams above the last id resent, none answered twice)", .timeLimit(.minutes(2)))
+    func goAwayStorm() async throws {
+        let devices = 1500
+        var faults = APNsSimulator.Faults()
+        faults.goAwayAfterStreams = 50
+        try await FaultRig.with { rig in
+            try await Self.withSimulator(faults: faults) { simulator in
+                let tokens = try await rig.seed(devices)
+                let id = try await rig.startBroadcast(window: 10)
+                let worker = try rig.worker("goaway", endpoint: simulator.url)
+                defer { worker.stop() }
+
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
+
+                let stats = simulator.stats()
+                let counts = simulator.acceptedCounts()
+                let deliveries = try await rig.deliveries(id)
+                Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id), mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                // fateUnknown only if a request timed out (an overloaded machine); GOAWAY alone resends.
+                let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
+                print("[fault] goaway: \(stats.goAwaysSent) GOAWAYs, \(stats.connectionsOpened) connections, accepted \(stats.accepted), recorded \(tally)")
+                #expect(stats.goAwaysSent > 10)
+                #expect(progress.waves[0].counts.sent == devices)
+                #expect(progress.waves[0].counts.accepted == tally["accepted"] ?? 0)
+            }
+        }
+    }
+
+    @Test("connections dropped after every 150 requests: each device accepted at most once, every device recorded, the ones without an answer recorded fateUnknown and never resent", .timeLimit(.minutes(2)))
+    func droppedConnectionStorm() async throws {
+        let devices = 1500
+        var faults = APNsSimulator.Faults()
+        faults.dropConnectionAfterStreams = 150
+        try await FaultRig.with { rig in
+            try await Self.withSimulator(faults: faults) { simulator in
+                let tokens = try await rig.seed(devices)
+                let id = try await rig.startBroadcast(window: 10)
+                let worker = try rig.worker("drop", endpoint: simulator.url)
+                defer { worker.stop() }
+
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
+
+                let stats = simulator.stats()
+                let counts = simulator.acceptedCounts()
+                let deliveries = try await rig.deliveries(id)
+                // Never accepted: only the ones recorded fateUnknown (written, then the connection dropped).
+                Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id), mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
+                print("[fault] drop: \(stats.connectionsDropped) drops, \(stats.connectionsOpened) connections, accepted \(stats.accepted), recorded \(tally)")
+                #expect(stats.connectionsDropped > 5)
+                #expect((tally["fateUnknown"] ?? 0) >= stats.connectionsDropped, "each drop leaves at least its last request without an answer")
+                let wave = progress.waves[0].counts
+                #expect(wave.sent == devices)
+                #expect(wave.accepted == tally["accepted"] ?? 0)
+                #expect(wave.rejected["fateUnknown"] == tally["fateUnknown"])
+            }
+        }
+    }
+
+    // MARK: - APNs endpoint refusing, then recovering; slow
+
+    @Test("APNs endpoint refusing connections for 5 s, then up on the same port: nothing recorded meanwhile, the worker keeps running, then every device accepted exactly once", .timeLimit(.minutes(2)))
+    func endpointRefusingThenRecovering() async throws {
+        let devices = 1000
+        let port = try reserveLoopbackPort()
+        try await FaultRig.with { rig in
+            let tokens = try await rig.seed(devices)
+            let id = try await rig.startBroadcast(window: 10)
+            let worker = try rig.worker("refused", endpoint: "http://127.0.0.1:\(port)")
+            defer { worker.stop() }
+
+            // The worker is at work: it leased batches and tries to send them.
+            try await WorkerProcessTests.waitUntil(seconds: 20) { ((try? await rig.openBatches(id, owner: "refused")) ?? 0) > 0 }
+            try await Task.sleep(for: .seconds(5))
+            #expect(worker.isRunning, "refused connections do not stop the worker")
+            let meanwhile = try #require(await rig.progress(id))
+            #expect(meanwhile.waves[0].counts.sent == 0, "nothing recorded while nothing listens (requests wait for a connection, up to 60 s): \(meanwhile.waves[0].counts)")
+
+            try await Self.withSimulator(port: port) { simulator in
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
+                let counts = simulator.acceptedCounts()
+                let deliveries = try await rig.deliveries(id)
+                Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id), mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
+                print("[fault] refused: \(worker.problemLines.count) warnings/errors logged; accepted \(simulator.stats().accepted); recorded \(tally)")
+                #expect(progress.waves[0].counts.sent == devices)
+                #expect(progress.waves[0].counts.accepted == tally["accepted"] ?? 0)
+            }
+        }
+    }
+
+    @Test("APNs answering after 12 s, beyond the client's 10 s request timeout: every push recorded fateUnknown, none resent, the broadcast completes", .timeLimit(.minutes(2)))
+    func endpointSlowerThanTheRequestTimeout() async throws {
+        let devices = 300
+        var faults = APNsSimulator.Faults()
+        faults.latency = .seconds(12)
+        try await FaultRig.with { rig in
+            try await Self.withSimulator(faults: faults) { simulator in
+                let tokens = try await rig.seed(devices)
+                let id = try await rig.startBroadcast(window: 5)
+                let worker = try rig.worker("slow-timeout", endpoint: simulator.url)
+                defer { worker.stop() }
+
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
+                let counts = simulator.acceptedCounts()
+                let deliveries = try await rig.deliveries(id)
+                // The simulator takes a request in before its latency: APNs has each once, and it is not resent.
+                Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id))
+                let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["fateUnknown"])
+                print("[fault] slow 12 s: simulator accepted \(simulator.stats().accepted), recorded \(tally)")
+                #expect(progress.waves[0].counts.sent == devices)
+                #expect(progress.waves[0].counts.rejected["fateUnknown"] == devices, "a request whose answer timed out is recorded fateUnknown")
+            }
+        }
+    }
+
+    @Test("APNs answering after 2 s (within the request timeout): every device accepted exactly once, the broadcast completes", .timeLimit(.minutes(2)))
+    func endpointSlow() async throws {
+        let devices = 1000
+        var faults = APNsSimulator.Faults()
+        faults.latency = .seconds(2)
+        try await FaultRig.with { rig in
+            try await Self.withSimulator(faults: faults) { simulator in
+                let tokens = try await rig.seed(devices)
+                let id = try await rig.startBroadcast(window: 10)
+                let worker = try rig.worker("slow", endpoint: simulator.url)
+                defer { worker.stop() }
+
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
+                let stats = simulator.stats()
+                let counts = simulator.acceptedCounts()
+                let deliveries = try await rig.deliveries(id)
+                Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id), mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
+                print("[fault] slow 2 s: peak streams per connection \(stats.peakConcurrentStreams), connections \(stats.connectionsOpened), recorded \(tally)")
+                #expect(stats.peakConcurrentStreams > 1, "slow answers do not serialize the sends")
+                #expect(stats.peakConcurrentStreams <= 1000)
+                #expect(progress.waves[0].counts.sent == devices)
+                #expect(progress.waves[0].counts.accepted == tally["accepted"] ?? 0)
+            }
+        }
+    }
+
+    // MARK: - SIGTERM
+
+    @Test("SIGTERM to one of two workers mid-broadcast: it drains and exits 0 holding no lease, the other finishes; no device sent twice (unless a lease lapsed), none lost", .timeLimit(.minutes(2)))
+    func sigtermDrains() async throws {
+        let devices = 3000
+        try await FaultRig.with { rig in
+            try await Self.withSimulator { simulator in
+                let tokens = try await rig.seed(devices)
+                let id = try await rig.startBroadcast(window: 20)
+                let first = try rig.worker("term-first", endpoint: simulator.url)
+                defer { first.stop() }
+                let second = try rig.worker("term-second", endpoint: simulator.url)
+                defer { second.stop() }
+
+                try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 3 }
+                let took = await first.terminate(within: 30)
+                let seconds = try #require(took, "the worker exits after SIGTERM (it was SIGKILLed after 30 s)")
+                #expect(first.process.terminationReason == .exit && first.process.terminationStatus == 0)
+                // At most 4 batches of about a second of sends each; generous for a loaded machine.
+                #expect(seconds < 15, "drains the batches held and exits")
+                #expect(try await rig.openBatches(id, owner: "term-first") == 0, "no batch left leased to it")
+                let acceptedAtExit = simulator.stats().accepted
+                #expect(acceptedAtExit < devices, "terminated mid-broadcast")
+
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                #expect(second.isRunning)
+                let exit = await second.terminate(within: 30)
+                #expect(exit != nil && second.process.terminationStatus == 0)
+
+                let counts = simulator.acceptedCounts()
+                let deliveries = try await rig.deliveries(id)
+                let leases = try await rig.leasesByToken(id)
+                // Drained, so no duplicates: a device is sent twice only where a lease lapsed (a loaded machine).
+                let (duplicated, mostLeases) = Self.expectSends(tokens: tokens, counts: counts, leases: leases, mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
+                print("[fault] sigterm: exited in \(String(format: "%.2f", seconds)) s with \(acceptedAtExit) accepted; \(duplicated) devices sent more than once, most leases of a batch \(mostLeases); recorded \(tally)")
+                #expect(progress.waves[0].counts.sent == devices)
+                #expect(progress.waves[0].counts.accepted == tally["accepted"] ?? 0)
+            }
+        }
+    }
+
+    // MARK: - Support
+
+    /// Nothing lost, duplicates explained. Strict: every target accepted at least once (unless
+    /// `mayBeMissing`); a device accepted more than once only if its batch was leased more than once (a lease
+    /// lapsed), and never more often than its batch was leased. The documented numbers (at most twice, at
+    /// most 4 × `--max-batch` devices) are a known issue: a worker keeps sending a batch after its lease
+    /// lapsed and may take over its own batch while still sending it (see the report in FaultTests).
+    /// - Returns: the devices accepted more than once, and the batches' most leases.
+    @discardableResult
+    static func expectSends(
+        tokens: [DeviceToken], counts: [String: Int], leases: [String: Int], mayBeMissing: (String) -> Bool = { _ in false },
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> (duplicated: Int, mostLeases: Int) {
+        let missing = tokens.filter { counts[$0.hex, default: 0] == 0 && !mayBeMissing($0.hex) }
+        #expect(missing.isEmpty, "\(missing.count) targets never accepted, e.g. \(missing.first?.hex ?? "")", sourceLocation: sourceLocation)
+        let unexplained = tokens.filter { counts[$0.hex, default: 0] > 1 && leases[$0.hex, default: 1] <= 1 }
+        #expect(unexplained.isEmpty, "\(unexplained.count) devices accepted twice although their batch was leased once", sourceLocation: sourceLocation)
+        let beyond = tokens.filter { counts[$0.hex, default: 0] > max(1, leases[$0.hex, default: 1]) }
+        #expect(beyond.isEmpty, "\(beyond.count) devices accepted more often than their batch was leased", sourceLocation: sourceLocation)
+        let duplicated = counts.values.filter { $0 > 1 }.count
+        let most = counts.values.max() ?? 0
+        let mostLeases = leases.values.max() ?? 0
+        // Fencing (a lease is its batch and lease number; a worker stops sending a batch whose renewal
+        // failed and never re-leases one it holds) keeps a device at two sends even when leases lapse.
+        #expect(most <= 2, "a device accepted \(most) times in one wave (its batch leased \(mostLeases) times)", sourceLocation: sourceLocation)
+        #expect(duplicated <= boundOfDuplicates, "\(duplicated) devices accepted more than once", sourceLocation: sourceLocation)
+        return (duplicated, mostLeases)
+    }
+
+    /// Every target recorded once, with an outcome in `allowed`; one recorded `accepted` was accepted by the
+    /// simulator. - Returns: the outcomes tallied.
+    @discardableResult
+    static func expectRecorded(
+        tokens: [DeviceToken], counts: [String: Int], deliveries: [String: (outcome: String, reason: String?)], allowed: Set<String>,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [String: Int] {
+        let tally = Dictionary(grouping: deliveries.values, by: { $0.outcome }).mapValues(\.count)
+        #expect(deliveries.count == tokens.count, "every target recorded: \(deliveries.count) of \(tokens.count)", sourceLocation: sourceLocation)
+        #expect(Set(tally.keys).isSubset(of: allowed), "outcomes \(tally)", sourceLocation: sourceLocation)
+        let acceptedUnseen = tokens.filter { deliveries[$0.hex]?.outcome == "accepted" && counts[$0.hex, default: 0] == 0 }
+        #expect(acceptedUnseen.isEmpty, "\(acceptedUnseen.count) recorded accepted but never accepted by the simulator", sourceLocation: sourceLocation)
+        return tally
+    }
+
+    /// Runs `body` with a started simulator, shut down afterwards.
+    static func withSimulator(
+        faults: APNsSimulator.Faults = .init(), port: Int = 0, _ body: (APNsSimulator) async throws -> Void
+    ) async throws {
+        let simulator = FaultRig.simulator(faults: faults, port: port)
+        try await simulator.start()
+        do {
+            try await body(simulator)
+        } catch {
+            try? await simulator.shutdown()
+            throw error
+        }
+        try await simulator.shutdown()
+    }
+}
