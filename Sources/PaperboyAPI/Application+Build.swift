@@ -80,6 +80,7 @@ public func buildRouter(client: PostgresClient, configuration: APIConfiguration)
         BroadcastRoutes(broadcasts: BroadcastRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: adminAPI, routes: &routes)
     }
 
+    OpenAPIRoutes().add(to: router, routes: &routes)  // last: it hands the complete table to routeTable(client:configuration:)
     routes.addMethodNotAllowed(to: router)
     return router
 }

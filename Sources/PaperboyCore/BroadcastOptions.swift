@@ -27,6 +27,10 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
     public static let minimumWaveInterval: TimeInterval = 20 * 60
     public static let defaultMaxPushesPerDevice = 3
     public static let maxPushesPerDeviceRange: ClosedRange<Int> = 1...10
+    /// The longest window and wave interval: an edition is worth a day at most.
+    public static let longestWindow: TimeInterval = 24 * 3600
+    /// Capacities a plan accepts, in wake-ups per second.
+    public static let capacityRange: ClosedRange<Double> = 0.01...10_000_000
     /// Background pushes to one device in any hour, across all broadcasts: iOS throttles beyond this.
     public static let hourlyBudget = 3
 
@@ -53,17 +57,21 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
     public func validate(minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval) throws(BroadcastOptionsError) {
         switch pace {
         case .window(let seconds):
-            guard seconds.isFinite, seconds > 0 else { throw BroadcastOptionsError(field: "window", message: "the window must be a positive duration") }
+            guard seconds.isFinite, seconds > 0, seconds <= Self.longestWindow else {
+                throw BroadcastOptionsError(field: "window", message: "the window must be a positive duration of at most 24 hours")
+            }
         case .capacity(let perSecond):
-            guard perSecond.isFinite, perSecond > 0 else { throw BroadcastOptionsError(field: "capacity", message: "the capacity must be a positive rate") }
+            guard perSecond.isFinite, Self.capacityRange.contains(perSecond) else {
+                throw BroadcastOptionsError(field: "capacity", message: "the capacity must be between 0.01 and 10,000,000 wake-ups per second")
+            }
         }
         guard (1...1024).contains(cohorts) else {
             throw BroadcastOptionsError(field: "cohorts", message: "cohorts must be between 1 and 1024")
         }
-        guard waveInterval.isFinite, waveInterval >= minimumWaveInterval else {
+        guard waveInterval.isFinite, waveInterval >= minimumWaveInterval, waveInterval <= Self.longestWindow else {
             throw BroadcastOptionsError(
                 field: "waveInterval",
-                message: "waves must be at least \(Int(minimumWaveInterval / 60)) minutes apart (iOS budgets background pushes)"
+                message: "waves must be at least \(Int(minimumWaveInterval / 60)) minutes (iOS budgets background pushes) and at most 24 hours apart"
             )
         }
         guard Self.maxPushesPerDeviceRange.contains(maxPushesPerDevice) else {
@@ -72,8 +80,8 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
                 message: "maxPushesPerDevice must be between \(Self.maxPushesPerDeviceRange.lowerBound) and \(Self.maxPushesPerDeviceRange.upperBound)"
             )
         }
-        guard jitter.isFinite, jitter >= 1 else {
-            throw BroadcastOptionsError(field: "jitter", message: "the jitter must be at least 1 second")
+        guard jitter.isFinite, jitter >= 1, jitter <= 3600 else {
+            throw BroadcastOptionsError(field: "jitter", message: "the jitter must be between 1 second and 1 hour")
         }
     }
 

@@ -134,6 +134,8 @@ extension EditionManifest {
     }
 
     static func parseDeadline(_ text: String) -> Date? {
+        // RFC 3339 exactly: `YYYY-MM-DDTHH:MM:SS[.fraction]` then `Z` or `±HH:MM` (Foundation also takes `+0900`).
+        guard text.wholeMatch(of: /\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})/) != nil else { return nil }
         let plain = ISO8601DateFormatter()
         plain.formatOptions = [.withInternetDateTime]
         if let date = plain.date(from: text) { return date }

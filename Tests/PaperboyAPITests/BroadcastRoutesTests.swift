@@ -83,6 +83,11 @@ struct BroadcastRoutesTests {
             (#"{"edition": "EDITION", "maxPushesPerDevice": 11}"#, 400, "maxPushesPerDevice"),
             (#"{"edition": "EDITION", "window": 60, "capacity": 10}"#, 400, "capacity"),
             (#"{"edition": "00000000-0000-0000-0000-000000000000"}"#, 404, "edition"),
+            // Found by schemathesis: values that overflowed dates (the process died) or made an infinite window.
+            (#"{"edition": "EDITION", "jitter": 1e300}"#, 400, "jitter"),
+            (#"{"edition": "EDITION", "window": 1e300}"#, 400, "window"),
+            (#"{"edition": "EDITION", "capacity": 5e-324, "dryRun": true}"#, 400, "capacity"),
+            (#"{"edition": "EDITION", "waveInterval": 1e12}"#, 400, "waveInterval"),
         ]
     )
     func badRequests(body: String, status: Int, field: String) async throws {

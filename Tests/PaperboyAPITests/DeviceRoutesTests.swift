@@ -90,6 +90,12 @@ struct DeviceRoutesTests {
         BadInput(name: "empty body", body: "", code: "invalid_json", field: "body"),
         BadInput(name: "not an object", body: "[1, 2]", code: "wrong_type", field: "body"),
         BadInput(
+            name: "a NUL character in text (PostgreSQL cannot store it)",
+            body: validRegistration.replacingOccurrences(of: "\"5.1\"", with: #""5\u00001""#),
+            code: "invalid_value",
+            field: "body"
+        ),
+        BadInput(
             name: "unknown environment",
             body: validRegistration.replacingOccurrences(of: "\"production\"", with: "\"staging\""),
             code: "invalid_value",

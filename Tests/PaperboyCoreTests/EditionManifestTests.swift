@@ -59,6 +59,7 @@ struct EditionManifestTests {
             ("issueDate", { $0.issueDate = "2026-02-30" }),
             ("issueDate", { $0.issueDate = "23.11.2026" }),
             ("deadline", { $0.deadline = "tomorrow" }),
+            ("deadline", { $0.deadline = "2099-01-03T09:00:00+0900" }),
             ("tiers", { $0.tiers = [:] }),
             ("tiers.huge", { $0.tiers["huge"] = $0.tiers["large"] }),
             ("tiers.medium.bundles", { $0.tiers["medium"] = .init(bundles: []) }),

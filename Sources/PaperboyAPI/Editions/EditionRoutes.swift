@@ -51,6 +51,7 @@ struct EditionRoutes {
         guard let publication = request.uri.queryParameters.get("publication"), !publication.isEmpty else {
             throw APIError.invalid("publication", "publication is required, like ?publication=morning")
         }
+        guard !publication.contains("\u{0}") else { throw APIError.invalid("publication", "publication may not contain NUL") }
         guard let edition = try await editions.latest(appID: app.id, publication: publication, logger: context.logger) else {
             throw APIError(.notFound, code: "not_found", field: "publication", message: "there is no edition of \(publication)")
         }

@@ -18,6 +18,10 @@ extension Request {
         guard body.readableBytes > 0 else {
             throw APIError(.badRequest, code: "invalid_json", field: "body", message: "the request needs a JSON body")
         }
+        // PostgreSQL text cannot hold NUL; refuse it here, as a bad request, rather than fail at the database.
+        if body.readableBytesView.containsNULEscape {
+            throw APIError.invalid("body", "text in the body may not contain the NUL character (\\u0000)")
+        }
         do {
             return try JSONDecoder().decode(Value.self, from: Data(body.readableBytesView))
         } catch let error as DecodingError {
@@ -83,5 +87,29 @@ extension APIError {
         case is [String].Type, is [Any].Type: "an array"
         default: "an object"
         }
+    }
+}
+
+extension ByteBufferView {
+    /// Whether the JSON text has a `\u0000` escape (any case), the only way JSON writes NUL in a string.
+    var containsNULEscape: Bool {
+        let bytes = Array(self)
+        var index = 0
+        while index + 5 < bytes.count {
+            if bytes[index] == UInt8(ascii: "\\") {
+                // A `\\` pair is an escaped backslash, not the start of an escape.
+                if bytes[index + 1] == UInt8(ascii: "\\") {
+                    index += 2
+                    continue
+                }
+                if bytes[index + 1] == UInt8(ascii: "u"), bytes[index + 2] == UInt8(ascii: "0"), bytes[index + 3] == UInt8(ascii: "0"),
+                    bytes[index + 4] == UInt8(ascii: "0"), bytes[index + 5] == UInt8(ascii: "0")
+                {
+                    return true
+                }
+            }
+            index += 1
+        }
+        return false
     }
 }

@@ -12,7 +12,7 @@ struct RouteTable<Context: RequestContext> {
     }
 
     func addMethodNotAllowed(to router: some RouterMethods<Context>) {
-        let candidates: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+        let candidates: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .trace, .connect]
         for path in order {
             var allowed = methods[path] ?? []
             if allowed.contains(.get) { allowed.append(.head) }
