@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdTLS
 import Logging
 import PaperboyStore
 import PostgresNIO
@@ -27,6 +28,11 @@ public struct APIConfiguration: Sendable {
     /// Which routes this listener serves: all by default; `paperboy serve --admin-port` splits the admin
     /// routes off to a second listener, and `paperboy worker --port` serves operations only.
     public var surfaces: Set<APISurface> = Set(APISurface.allCases)
+    /// The per-client limit on the device routes (429 with `Retry-After` over it), by app and address: see
+    /// ``DeviceRateLimit``. Off here; `paperboy serve` turns it on with ``DeviceRateLimit/standard``.
+    public var deviceRateLimit: DeviceRateLimit?
+    /// When set, the listener serves HTTPS only (`paperboy serve --tls-cert --tls-key`).
+    public var tls: TLSConfiguration?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String? = nil) {
         self.host = host
@@ -68,6 +74,9 @@ public func buildRouter(client: PostgresClient, configuration: APIConfiguration)
     if configuration.surfaces.contains(.devices) {
         let directory = AppDirectory(repository: AppRepository(client: client), timeToLive: configuration.appCacheTimeToLive)
         let deviceAPI = router.group("v1").add(middleware: DeviceKeyMiddleware(directory: directory))
+        if let limit = configuration.deviceRateLimit {
+            deviceAPI.add(middleware: RateLimitMiddleware(limiter: RateLimiter(limit: limit)))
+        }
         DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
         ReceiptRoutes(receipts: ReceiptRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
         editionRoutes.addReading(to: deviceAPI, routes: &routes)
@@ -96,6 +105,7 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     Application(
         router: buildRouter(client: client, configuration: configuration),
+        server: paperboyServer(tls: configuration.tls),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "paperboy"),
         services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },

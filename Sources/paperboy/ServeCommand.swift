@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
+import NIOSSL
 import PaperboyAPI
 import PaperboyBroadcast
 import PaperboyStore
@@ -38,6 +39,24 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var adminPort: Int?
 
+    @Option(
+        name: .customLong("rate-limit"),
+        help: ArgumentHelp(
+            "Requests a second each device client (app key and address) may make to the device routes, as N/s or N/m, or off.",
+            discussion: "Over it they answer 429 with Retry-After. Behind a reverse proxy every client has the proxy's address: limit there and use off."
+        )
+    )
+    var rateLimit = "10/s"
+
+    @Option(name: .customLong("rate-burst"), help: "Requests a device client may make at once before --rate-limit applies.")
+    var rateBurst = DeviceRateLimit.standard.burst
+
+    @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this PEM certificate chain (needs --tls-key).")
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert.")
+    var tlsKey: String?
+
     @OptionGroup var dispatch: DispatchOptions
 
     @Flag(name: .customLong("no-dispatch"), help: "Serve the API only: send no broadcasts from this process.")
@@ -54,6 +73,61 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--admin-port: \(adminPort) is not a TCP port other than --port")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
+        _ = try deviceRateLimit()
+        switch (tlsCert, tlsKey) {
+        case (nil, nil), (.some, .some): break
+        case (.some, nil): throw ValidationError("--tls-cert needs --tls-key, the certificate's private key")
+        case (nil, .some): throw ValidationError("--tls-key needs --tls-cert, the key's certificate chain")
+        }
+    }
+
+    /// `--rate-limit` and `--rate-burst` as the API's configuration: nil for `off`.
+    func deviceRateLimit() throws -> DeviceRateLimit? {
+        let text = rateLimit.trimmingCharacters(in: .whitespaces).lowercased()
+        if text == "off" { return nil }
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        let seconds: Double? =
+            switch parts.count == 2 ? String(parts[1]) : "s" {
+            case "s", "sec", "second": 1
+            case "m", "min", "minute": 60
+            default: nil
+            }
+        guard parts.count <= 2, let count = Double(parts[0]), count > 0, count.isFinite, let seconds else {
+            throw ValidationError("--rate-limit: \(rateLimit) is not a rate like 10/s or 600/m, or off")
+        }
+        guard rateBurst >= 1 else { throw ValidationError("--rate-burst: \(rateBurst) is not a positive number of requests") }
+        return DeviceRateLimit(burst: rateBurst, perSecond: count / seconds)
+    }
+
+    /// The server's TLS configuration from `--tls-cert` and `--tls-key`, with errors that name the flag.
+    func tlsConfiguration() throws -> TLSConfiguration? {
+        guard let tlsCert, let tlsKey else { return nil }
+        func readable(_ path: String, flag: String) throws {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw ValidationError("\(flag): \(path) does not exist")
+            }
+            guard !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: path) else {
+                throw ValidationError("\(flag): \(path) is not a readable file")
+            }
+        }
+        try readable(tlsCert, flag: "--tls-cert")
+        try readable(tlsKey, flag: "--tls-key")
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(tlsCert)
+        } catch {
+            throw ValidationError("--tls-cert: \(tlsCert) is not a PEM certificate chain")
+        }
+        guard !chain.isEmpty else { throw ValidationError("--tls-cert: \(tlsCert) holds no PEM certificate") }
+        let key: NIOSSLPrivateKey
+        do {
+            key = try NIOSSLPrivateKey(file: tlsKey, format: .pem)
+        } catch {
+            // Not the error's text: it could quote the key file.
+            throw ValidationError("--tls-key: \(tlsKey) is not a PEM private key")
+        }
+        return TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
     }
 
     func run() async throws {
@@ -63,6 +137,8 @@ struct ServeCommand: AsyncParsableCommand {
         let adminToken = ProcessInfo.processInfo.environment["PAPERBOY_ADMIN_TOKEN"]
         var api = APIConfiguration(host: host, port: port, adminToken: adminToken)
         api.metrics = registry
+        api.deviceRateLimit = try deviceRateLimit()
+        api.tls = try tlsConfiguration()
         if adminToken?.isEmpty ?? true {
             logger.notice("PAPERBOY_ADMIN_TOKEN is not set: admin endpoints answer 401")
         }
@@ -111,6 +187,7 @@ struct ServeCommand: AsyncParsableCommand {
             services.append(Scheduler(client: client, start: starter, logger: Logger(label: "paperboy.scheduler")))
         }
         var api = api
+        let scheme = api.tls == nil ? "http" : "https"
         if let adminPort {
             // The admin routes on their own listener (e.g. bound to an internal interface by a firewall rule).
             var admin = api
@@ -119,12 +196,12 @@ struct ServeCommand: AsyncParsableCommand {
             api.surfaces.remove(.admin)
             services.append(
                 buildApplication(client: client, configuration: admin, logger: logger) { [host = admin.host] port in
-                    logger.info("admin listening", metadata: ["address": "http://\(host):\(port)"])
+                    logger.info("admin listening", metadata: ["address": "\(scheme)://\(host):\(port)"])
                 }
             )
         }
         let app = buildApplication(client: client, configuration: api, services: services, logger: logger) { [host = api.host] port in
-            logger.info("listening", metadata: ["address": "http://\(host):\(port)"])
+            logger.info("listening", metadata: ["address": "\(scheme)://\(host):\(port)"])
             if let banner {
                 FileHandle.standardOutput.write(Data((banner(port) + "\n").utf8))
             }

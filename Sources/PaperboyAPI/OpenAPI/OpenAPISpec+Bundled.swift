@@ -100,6 +100,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/NotFound"
                 "413":
                   $ref: "#/components/responses/BodyTooLarge"
+                "429":
+                  $ref: "#/components/responses/RateLimited"
             get:
               tags: [devices]
               operationId: getDevice
@@ -119,6 +121,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/Unauthorized"
                 "404":
                   $ref: "#/components/responses/NotFound"
+                "429":
+                  $ref: "#/components/responses/RateLimited"
             delete:
               tags: [devices]
               operationId: deleteDevice
@@ -135,6 +139,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/Unauthorized"
                 "404":
                   $ref: "#/components/responses/NotFound"
+                "429":
+                  $ref: "#/components/responses/RateLimited"
 
           /v1/devices/{token}/receipts:
             parameters:
@@ -184,6 +190,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/Conflict"
                 "413":
                   $ref: "#/components/responses/BodyTooLarge"
+                "429":
+                  $ref: "#/components/responses/RateLimited"
 
           /v1/editions/latest:
             get:
@@ -213,6 +221,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/Unauthorized"
                 "404":
                   $ref: "#/components/responses/NotFound"
+                "429":
+                  $ref: "#/components/responses/RateLimited"
 
           /v1/editions/{id}:
             get:
@@ -241,6 +251,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/Unauthorized"
                 "404":
                   $ref: "#/components/responses/NotFound"
+                "429":
+                  $ref: "#/components/responses/RateLimited"
 
           /v1/editions:
             post:
@@ -622,6 +634,7 @@ extension OpenAPISpec {
               description: |
                 A bad request, nothing stored: `invalid_json` (field `body`), `missing_field`, `wrong_type` or
                 `invalid_value`, naming the field (a JSON path like `subscriptions[1]`, or `token`, `id`, `app`).
+                A body nesting arrays and objects deeper than 32 levels is `invalid_value` naming `body`.
               content:
                 application/json:
                   schema:
@@ -646,6 +659,22 @@ extension OpenAPISpec {
                     $ref: "#/components/schemas/Error"
             BodyTooLarge:
               description: "`body_too_large` (field `body`): over 16 KiB, or 1 MiB for an edition file."
+              content:
+                application/json:
+                  schema:
+                    $ref: "#/components/schemas/Error"
+            RateLimited:
+              description: |
+                `rate_limited`: this client (the app's key at one network address; IPv6 by its /64) made more
+                device requests than its limit, by default a burst of 60 then 10 a second. Retry after
+                `Retry-After` seconds.
+              headers:
+                Retry-After:
+                  required: true
+                  description: Whole seconds to wait before the next request.
+                  schema:
+                    type: integer
+                    minimum: 1
               content:
                 application/json:
                   schema:
@@ -677,7 +706,7 @@ extension OpenAPISpec {
                       type: string
                       description: |
                         `invalid_json`, `missing_field`, `wrong_type`, `invalid_value`, `unauthorized`, `not_found`,
-                        `method_not_allowed`, `conflict`, `body_too_large`, `database_unavailable`,
+                        `method_not_allowed`, `conflict`, `body_too_large`, `rate_limited`, `database_unavailable`,
                         `migrations_pending`, `migrations_mismatch`, `internal`, or `http_<status>`.
                       examples: [invalid_value]
                     field:

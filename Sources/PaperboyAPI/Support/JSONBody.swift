@@ -18,6 +18,10 @@ extension Request {
         guard body.readableBytes > 0 else {
             throw APIError(.badRequest, code: "invalid_json", field: "body", message: "the request needs a JSON body")
         }
+        // Deeply nested JSON costs the decoder stack and time for no field Paperboy has: refuse it unread.
+        if body.readableBytesView.jsonNestingExceeds(JSONNesting.maxDepth) {
+            throw APIError.invalid("body", "the body nests arrays and objects deeper than \(JSONNesting.maxDepth) levels")
+        }
         // PostgreSQL text cannot hold NUL; refuse it here, as a bad request, rather than fail at the database.
         if body.readableBytesView.containsNULEscape {
             throw APIError.invalid("body", "text in the body may not contain the NUL character (\\u0000)")
@@ -109,6 +113,45 @@ extension ByteBufferView {
                 }
             }
             index += 1
+        }
+        return false
+    }
+}
+
+/// The deepest nesting of JSON arrays and objects a request body may have.
+enum JSONNesting {
+    static let maxDepth = 32
+}
+
+extension Sequence<UInt8> {
+    /// Whether JSON text opens more than `limit` arrays or objects inside one another, counting `[` and `{`
+    /// outside strings. Does not validate the JSON: the decoder does that, once this has passed.
+    func jsonNestingExceeds(_ limit: Int) -> Bool {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in self {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""):
+                inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return true }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth = Swift.max(0, depth - 1)
+            default:
+                break
+            }
         }
         return false
     }

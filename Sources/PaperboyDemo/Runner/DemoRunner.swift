@@ -14,19 +14,22 @@ import Synchronization
 
 /// How the demo runs.
 public struct DemoConfiguration: Sendable {
-    /// Simulated devices per strategy.
-    public var devices = 50_000
+    /// Simulated devices per strategy. The demo runs everything on one machine (PostgreSQL, the API, the
+    /// dispatcher, the simulator and the devices' HTTP requests) with time compressed: 20,000 keeps a
+    /// 2-core machine within its means; larger fleets work and take longer (`timeCompression`).
+    public var devices = 20_000
     /// Seeds the fleet's tokens and the model's every draw: the same seed, the same run.
     public var seed: UInt64 = 1
     public var strategies: [DemoStrategy] = DemoStrategy.allCases
-    /// The staggered strategies spread wave 1 over this window (demo time).
+    /// The staggered strategies spread wave 1 over this window (demo time): Paperboy's default.
     public var window: TimeInterval = 30 * 60
+    /// Waves start this far apart: Paperboy's default.
     public var waveInterval: TimeInterval = 30 * 60
     /// From the broadcast's start to the edition's deadline (demo time).
     public var deadlineAfter: TimeInterval = 2 * 3600
     /// How much faster than the wall clock demo time runs, per strategy. The blast runs slower, so that
     /// sending everyone "at once" takes seconds of demo time, as it would for a real provider.
-    public var timeCompression: [DemoStrategy: Double] = [.blast: 10, .staggered: 60, .waves: 60]
+    public var timeCompression: [DemoStrategy: Double] = [.blast: 6, .staggered: 60, .waves: 60]
     public var fleet = FleetParameters()
     /// Share of devices whose user allowed alerts.
     public var alertsShare = 0.4
@@ -117,7 +120,7 @@ public struct DemoRunner: Sendable {
 
         let http = HTTPClient(
             eventLoopGroupProvider: .singleton,
-            configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32))
+            configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 256))
         )
         let apnsClients = APNsClients(logger: quiet)
         let channels = APNsChannels(
@@ -225,6 +228,7 @@ public struct DemoRunner: Sendable {
                 strategy,
                 "\(strategy.rawValue): \(pushes.count.formatted()) pushes, \(receipts.count.formatted()) receipts, "
                     + "\(answered.count.formatted()) API requests in \(String(format: "%.0f", recording.wallSeconds)) s"
+                    + (fleet.requestsFailed > 0 ? "; \(fleet.requestsFailed.formatted()) device requests failed (see LOG_LEVEL=debug)" : "")
             )
         )
         return recording

@@ -86,7 +86,7 @@ final class SimulatedFleet: Sendable {
         }
         var request = HTTPClientRequest(url: apiBase + push.manifest)
         request.headers.add(name: "X-API-Key", value: apiKey)
-        let response = try await http.execute(request, timeout: .seconds(30))
+        let response = try await http.execute(request, timeout: .seconds(120))
         let body = try await response.body.collect(upTo: 1 << 20)
         guard response.status == .ok else { throw DemoError("GET \(push.manifest) answered \(response.status.code)") }
         let bytes = Self.bytes(ofTier: push.tier, manifest: Data(body.readableBytesView))
@@ -106,7 +106,7 @@ final class SimulatedFleet: Sendable {
         request.headers.add(name: "Content-Type", value: "application/json")
         let body = #"{"editionId": "\#(edition)", "result": "\#(result)", "bytes": \#(bytes), "seconds": \#(seconds)}"#
         request.body = .bytes(ByteBuffer(string: body))
-        let response = try await http.execute(request, timeout: .seconds(30))
+        let response = try await http.execute(request, timeout: .seconds(120))
         _ = try await response.body.collect(upTo: 1 << 16)
         guard (200..<300).contains(response.status.code) else { throw DemoError("POST receipt answered \(response.status.code)") }
     }

@@ -1,0 +1,161 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import NIOCore
+import PaperboyStore
+import Synchronization
+
+/// A per-client token bucket for the device routes: `burst` requests at once, refilled at `perSecond`.
+///
+/// A client is an app (by its device API key) at a network address: a fleet of one app's devices behind a
+/// carrier NAT shares one address, so the limit is per address *and* per app, and the defaults are generous
+/// (a burst of 60 and 10 a second). IPv6 addresses count by their /64, the block one subscriber gets.
+/// Behind a reverse proxy every request comes from the proxy's address: limit at the proxy instead and
+/// turn this off (`paperboy serve --rate-limit off`).
+public struct DeviceRateLimit: Sendable {
+    /// Requests a client may make at once.
+    public var burst: Int
+    /// Requests a client may make per second, sustained.
+    public var perSecond: Double
+    /// Seconds on a monotonic clock; tests pass their own to move time without sleeping.
+    public var now: @Sendable () -> Double
+    /// Clients remembered at most; idle ones (whose bucket has refilled) are forgotten first.
+    public var maxClients: Int
+
+    public init(burst: Int = 60, perSecond: Double = 10, maxClients: Int = 100_000, now: (@Sendable () -> Double)? = nil) {
+        precondition(burst >= 1 && perSecond > 0, "a rate limit needs a burst of at least 1 and a positive rate")
+        self.burst = burst
+        self.perSecond = perSecond
+        self.maxClients = max(1, maxClients)
+        self.now = now ?? DeviceRateLimit.monotonicSeconds
+    }
+
+    /// The default for `paperboy serve`: a burst of 60, then 10 requests a second per app and address.
+    public static let standard = DeviceRateLimit()
+
+    private static let origin = ContinuousClock.now
+    private static let monotonicSeconds: @Sendable () -> Double = {
+        let elapsed = ContinuousClock.now - origin
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+}
+
+/// Token buckets by client, in bounded memory.
+final class RateLimiter: Sendable {
+    struct Bucket {
+        var tokens: Double
+        var updated: Double
+    }
+
+    let limit: DeviceRateLimit
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    init(limit: DeviceRateLimit) {
+        self.limit = limit
+    }
+
+    /// Takes one token from `client`'s bucket: nil when there was one, else whole seconds until there is.
+    func acquire(_ client: String) -> Int? {
+        let now = limit.now()
+        let burst = Double(limit.burst)
+        let rate = limit.perSecond
+        return buckets.withLock { buckets -> Int? in
+            var bucket = buckets[client] ?? Bucket(tokens: burst, updated: now)
+            bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.updated) * rate)
+            bucket.updated = now
+            if bucket.tokens >= 1 {
+                bucket.tokens -= 1
+                if buckets[client] == nil, buckets.count >= limit.maxClients {
+                    Self.evict(&buckets, now: now, burst: burst, rate: rate, keep: limit.maxClients - 1)
+                }
+                buckets[client] = bucket
+                return nil
+            }
+            buckets[client] = bucket
+            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+        }
+    }
+
+    /// Clients remembered now (for tests).
+    var count: Int { buckets.withLock { $0.count } }
+
+    /// Forgets idle clients (a full bucket is the same as no bucket), then the longest-unseen ones, until at
+    /// most `keep` remain.
+    private static func evict(_ buckets: inout [String: Bucket], now: Double, burst: Double, rate: Double, keep: Int) {
+        buckets = buckets.filter { $0.value.tokens + max(0, now - $0.value.updated) * rate < burst }
+        guard buckets.count > keep else { return }
+        let oldest = buckets.sorted { $0.value.updated < $1.value.updated }.prefix(buckets.count - keep)
+        for (client, _) in oldest { buckets[client] = nil }
+    }
+}
+
+/// Answers 429 with `Retry-After` when a device client is over its ``DeviceRateLimit``. Runs after the
+/// device-key middleware, so a client is the authenticated app plus the address it connects from.
+struct RateLimitMiddleware: RouterMiddleware {
+    typealias Context = APIRequestContext
+
+    let limiter: RateLimiter
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let app = context.app.map { "app \($0.id)" } ?? "no app"
+        let client = "\(app) at \(ClientAddress.of(request) ?? "unknown")"
+        if let retryAfter = limiter.acquire(client) {
+            throw APIError(
+                .tooManyRequests,
+                code: "rate_limited",
+                message: "too many requests from this client; retry after \(retryAfter) s",
+                headers: [.retryAfter: String(retryAfter)]
+            )
+        }
+        return try await next(request, context)
+    }
+}
+
+/// The address a request came from, stamped by the server (``paperboyServer(tls:)``) into a header that
+/// no client can set: the server replaces whatever a client sent under that name.
+enum ClientAddress {
+    static let header = HTTPField.Name("X-Paperboy-Client-Address")!
+
+    /// The client's address as the rate limiter counts it: IPv4 as is, IPv6 by its /64.
+    static func of(_ request: Request) -> String? {
+        request.headers[header]
+    }
+
+    static func key(for address: SocketAddress?) -> String? {
+        guard let address else { return nil }
+        switch address {
+        case .v4:
+            return address.ipAddress
+        case .v6(let v6):
+            var raw = v6.address.sin6_addr
+            let bytes = withUnsafeBytes(of: &raw) { Array($0) }
+            // An IPv4-mapped address (::ffff:a.b.c.d) is that IPv4 client.
+            if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff {
+                return bytes[12..<16].map(String.init).joined(separator: ".")
+            }
+            let prefix = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+            return prefix.joined(separator: ":") + "::/64"
+        case .unixDomainSocket:
+            return "unix"
+        }
+    }
+}
+
+/// HTTP/1.1, over TLS when `tls` is set, with the client's address stamped on every request for the rate
+/// limiter (``ClientAddress``).
+func paperboyServer(tls: TLSConfiguration?) -> HTTPServerBuilder {
+    HTTPServerBuilder { responder in
+        let stamping: HTTPChannelHandler.Responder = { request, writer, channel in
+            var head = request.head
+            head.headerFields[ClientAddress.header] = ClientAddress.key(for: channel.remoteAddress)
+            try await responder(Request(head: head, body: request.body), writer, channel)
+        }
+        let http = HTTP1Channel(responder: stamping)
+        if let tls {
+            return try TLSChannel(http, tlsConfiguration: tls)
+        }
+        return http
+    }
+}
