@@ -39,6 +39,14 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Also write a self-contained HTML report with SVG charts here.", valueName: "file"))
     var report: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "The device model's parameters as JSON (any FleetParameters fields; see `PaperboyDemo/Model/FleetModel.swift`), e.g. run probabilities and delays.",
+            valueName: "file"
+        )
+    )
+    var fleet: String?
+
     @Flag(help: "Print the results as JSON for scripts (progress still goes to standard error).")
     var json = false
 
@@ -54,6 +62,7 @@ struct DemoCommand: AsyncParsableCommand {
         configuration.devices = devices
         configuration.seed = seed
         configuration.strategies = try chosenStrategies()
+        if let fleet { configuration.fleet = try fleetParameters(fleet) }
         // Keep the wall-clock load of a bigger fleet where 20,000 devices put it: compress time less.
         let scale = min(1, 20_000 / Double(devices))
         configuration.timeCompression = configuration.timeCompression.mapValues { max(1, ($0 * scale).rounded()) }
@@ -98,6 +107,27 @@ struct DemoCommand: AsyncParsableCommand {
         print(demoReport.terminal(width: min(terminalWidth(), 120)))
         print()
         print("demo finished in \(String(format: "%.0f", Date().timeIntervalSince(started))) s" + (report.map { "; report written to \($0)" } ?? ""))
+    }
+
+    private func fleetParameters(_ path: String) throws -> FleetParameters {
+        guard let data = FileManager.default.contents(atPath: path) else { throw CommandError("--fleet: cannot read \(path)") }
+        do {
+            // The file's fields over the defaults, so a file may name only what it changes.
+            let defaults = try JSONSerialization.jsonObject(with: JSONEncoder().encode(FleetParameters())) as? [String: Any] ?? [:]
+            guard let given = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                throw CommandError("--fleet: \(path) must hold a JSON object")
+            }
+            let unknown = Set(given.keys).subtracting(defaults.keys)
+            guard unknown.isEmpty else {
+                throw CommandError("--fleet: unknown fields \(unknown.sorted().joined(separator: ", ")); known: \(defaults.keys.sorted().joined(separator: ", "))")
+            }
+            let merged = try JSONSerialization.data(withJSONObject: defaults.merging(given) { $1 })
+            return try JSONDecoder().decode(FleetParameters.self, from: merged)
+        } catch let error as CommandError {
+            throw error
+        } catch {
+            throw CommandError("--fleet: \(path) is not FleetParameters JSON: \(error)")
+        }
     }
 
     private func chosenStrategies() throws -> [DemoStrategy] {
