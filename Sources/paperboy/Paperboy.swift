@@ -6,6 +6,7 @@ struct Paperboy: AsyncParsableCommand {
         commandName: "paperboy",
         abstract: "Wakes newspaper apps with APNs background notifications so the edition is there before the reader.",
         subcommands: [
+            DemoCommand.self,
             ServeCommand.self,
             MigrateCommand.self,
             AppsCommand.self,
@@ -16,7 +17,6 @@ struct Paperboy: AsyncParsableCommand {
             WorkerCommand.self,
             SchedulesCommand.self,
             DevicesCommand.self,
-            DemoCommand.self,
             APNsSimCommand.self,
             PushCommand.self,
             APNsBenchCommand.self,
