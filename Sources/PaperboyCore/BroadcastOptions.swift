@@ -57,8 +57,8 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
     public func validate(minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval) throws(BroadcastOptionsError) {
         switch pace {
         case .window(let seconds):
-            guard seconds.isFinite, seconds > 0, seconds <= Self.longestWindow else {
-                throw BroadcastOptionsError(field: "window", message: "the window must be a positive duration of at most 24 hours")
+            guard seconds.isFinite, seconds >= 1, seconds <= Self.longestWindow else {
+                throw BroadcastOptionsError(field: "window", message: "the window must be between 1 second and 24 hours")
             }
         case .capacity(let perSecond):
             guard perSecond.isFinite, Self.capacityRange.contains(perSecond) else {

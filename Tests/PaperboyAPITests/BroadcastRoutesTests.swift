@@ -86,6 +86,7 @@ struct BroadcastRoutesTests {
             // Found by schemathesis: values that overflowed dates (the process died) or made an infinite window.
             (#"{"edition": "EDITION", "jitter": 1e300}"#, 400, "jitter"),
             (#"{"edition": "EDITION", "window": 1e300}"#, 400, "window"),
+            (#"{"edition": "EDITION", "window": 5e-324}"#, 400, "window"),
             (#"{"edition": "EDITION", "capacity": 5e-324, "dryRun": true}"#, 400, "capacity"),
             (#"{"edition": "EDITION", "waveInterval": 1e12}"#, 400, "waveInterval"),
         ]

@@ -1044,10 +1044,12 @@ extension OpenAPISpec {
                   default: false
                 window:
                   type: number
-                  exclusiveMinimum: 0
+                  minimum: 1
+                  maximum: 86400
                 capacity:
                   type: number
-                  exclusiveMinimum: 0
+                  minimum: 0.01
+                  maximum: 10000000
                 cohorts:
                   type: integer
                   minimum: 1
@@ -1056,6 +1058,7 @@ extension OpenAPISpec {
                 waveInterval:
                   type: number
                   minimum: 1200
+                  maximum: 86400
                   default: 1800
                 maxPushesPerDevice:
                   type: integer
@@ -1068,6 +1071,7 @@ extension OpenAPISpec {
                 jitter:
                   type: number
                   minimum: 1
+                  maximum: 3600
                   default: 90
 
             BroadcastOptions:
