@@ -15,6 +15,10 @@ public struct Broadcast: Sendable, Equatable {
     public var start: Date
     public var deadline: Date
     public var createdAt: Date
+    public var finishedAt: Date?
+    /// The edition's publication (slug) and day.
+    public var publication: String
+    public var issueDate: String
 }
 
 /// What starting a broadcast did.

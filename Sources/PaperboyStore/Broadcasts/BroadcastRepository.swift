@@ -117,13 +117,6 @@ public struct BroadcastRepository: Sendable {
     /// Progress per wave and cohort, with receipts; nil when there is no such broadcast.
     public func progress(id: UUID, logger: Logger) async throws -> BroadcastProgress? {
         guard let broadcast = try await find(id: id, logger: logger) else { return nil }
-        let header = try await client.query(
-            "SELECT p.slug, e.issue_date::text FROM editions e JOIN publications p ON p.id = e.publication_id WHERE e.id = \(broadcast.editionID)",
-            logger: logger
-        )
-        var publication = "", issueDate = ""
-        for try await (slug, date) in header.decode((String, String).self) { (publication, issueDate) = (slug, date) }
-
         var receipts: [Int: [Int: [String: Int]]] = [:]
         let receiptRows = try await client.query(
             """
@@ -173,13 +166,10 @@ public struct BroadcastRepository: Sendable {
         }
 
         let editionReceipts = try await ReceiptRepository(client: client).counts(editionID: broadcast.editionID, logger: logger)
-        let finishedAt = try await client.query("SELECT finished_at FROM broadcasts WHERE id = \(id)", logger: logger)
-        var finished: Date?
-        for try await value in finishedAt.decode(Date?.self) { finished = value }
         return BroadcastProgress(
-            id: id, editionID: broadcast.editionID, publication: publication, issueDate: issueDate,
+            id: id, editionID: broadcast.editionID, publication: broadcast.publication, issueDate: broadcast.issueDate,
             environment: broadcast.environment, state: broadcast.state, origin: broadcast.origin, options: broadcast.options,
-            createdAt: broadcast.createdAt, deadline: broadcast.deadline, finishedAt: finished, waves: waves,
+            createdAt: broadcast.createdAt, deadline: broadcast.deadline, finishedAt: broadcast.finishedAt, waves: waves,
             receipts: Dictionary(uniqueKeysWithValues: editionReceipts.map { ($0.key.rawValue, $0.value) })
         )
     }
@@ -267,7 +257,7 @@ public struct BroadcastRepository: Sendable {
     private static let selectBroadcastsHead = """
         SELECT b.id, b.edition_id, p.app_id, p.id, b.environment, b.state, b.plan::text, b.origin,
             coalesce((SELECT w.starts_at FROM broadcast_waves w WHERE w.broadcast_id = b.id AND w.wave = 1), b.created_at),
-            e.deadline, b.created_at
+            e.deadline, b.created_at, b.finished_at, p.slug, e.issue_date::text
         FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
         """
 
@@ -278,14 +268,14 @@ public struct BroadcastRepository: Sendable {
         return broadcasts
     }
 
-    typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date)
+    typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date, Date?, String, String)
 
     static func broadcast(_ row: BroadcastRow) -> Broadcast {
         Broadcast(
             id: row.0, editionID: row.1, appID: row.2, publicationID: row.3, environment: APNsEnvironment(storageCode: row.4),
             state: BroadcastProgress.State(storedState: row.5),
             options: (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.6.utf8))) ?? BroadcastOptions(),
-            origin: row.7, start: row.8, deadline: row.9, createdAt: row.10
+            origin: row.7, start: row.8, deadline: row.9, createdAt: row.10, finishedAt: row.11, publication: row.12, issueDate: row.13
         )
     }
 
