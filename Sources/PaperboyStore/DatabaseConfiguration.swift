@@ -20,6 +20,8 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     public var tls: TLSMode
     /// The most connections one Paperboy process opens.
     public var maximumConnections: Int = 20
+    /// How long opening one connection (TCP, TLS, startup and authentication) may take.
+    public var connectTimeout: Duration = .seconds(10)
 
     public init(host: String, port: Int = 5432, username: String, password: String? = nil, database: String, tls: TLSMode = .prefer) {
         self.host = host
@@ -102,6 +104,7 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
             tls: tlsConfiguration
         )
         configuration.options.maximumConnections = maximumConnections
+        configuration.options.connectTimeout = connectTimeout
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 

@@ -28,6 +28,7 @@ public struct TestDatabase: Sendable {
         var configuration = cluster.configuration
         configuration.database = name
         configuration.maximumConnections = 8
+        configuration.connectTimeout = TestCluster.connectTimeout
         let logger = Logger(label: "paperboy.test")
         let client = configuration.makeClient(logger: logger)
         let database = TestDatabase(configuration: configuration, client: client, logger: logger)
@@ -50,6 +51,10 @@ public struct TestDatabase: Sendable {
 /// The cluster the test process uses, started once.
 private struct TestCluster: Sendable {
     static let templateName = "paperboy_template"
+    /// The whole suite runs in parallel on as few as two cores: a backend can take many seconds to start
+    /// while others migrate and seed, and a connection that gives up after PostgresNIO's default 10 s
+    /// fails a test that would have passed.
+    static let connectTimeout: Duration = .seconds(60)
     static let shared = Task { try await TestCluster.start() }
 
     let configuration: DatabaseConfiguration
@@ -68,6 +73,7 @@ private struct TestCluster: Sendable {
         try await cluster.createDatabase(templateName, template: nil)
         var template = cluster.configuration
         template.database = templateName
+        template.connectTimeout = connectTimeout
         let client = template.makeClient(logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
@@ -97,18 +103,16 @@ private struct TestCluster: Sendable {
     /// Runs a statement that cannot run in a transaction, on a short-lived connection to the cluster.
     private func administer(_ sql: String) async throws {
         let logger = Logger(label: "paperboy.test")
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(
-                host: configuration.host,
-                port: configuration.port,
-                username: configuration.username,
-                password: configuration.password,
-                database: configuration.database == Self.templateName ? "postgres" : configuration.database,
-                tls: .disable
-            ),
-            id: 1,
-            logger: logger
+        var connectionConfiguration = PostgresConnection.Configuration(
+            host: configuration.host,
+            port: configuration.port,
+            username: configuration.username,
+            password: configuration.password,
+            database: configuration.database == Self.templateName ? "postgres" : configuration.database,
+            tls: .disable
         )
+        connectionConfiguration.options.connectTimeout = .seconds(Int64(Self.connectTimeout.components.seconds))
+        let connection = try await PostgresConnection.connect(configuration: connectionConfiguration, id: 1, logger: logger)
         do {
             _ = try await connection.simpleQuery(sql).get()
         } catch {
