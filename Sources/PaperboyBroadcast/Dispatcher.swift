@@ -38,6 +38,13 @@ public final class Dispatcher: Service {
         public var advanceInterval: TimeInterval = 1
         /// Devices due within this many seconds of each other are sent together.
         public var tick: TimeInterval = 0.02
+        /// A batch found this far behind its slot takes a new one for the rest (paced catch-up).
+        public var catchUpTolerance: TimeInterval = 0.25
+        /// How many more times devices APNs never received (`notSent`) are sent, each in a later slot.
+        public var notSentRounds: Int = 2
+        /// How long a batch's outcomes are retried while the database cannot record them (the lease is
+        /// renewed meanwhile); after that the batch is left to its lease.
+        public var recordPatience: TimeInterval = 300
 
         public init(owner: String = Configuration.defaultOwner()) {
             self.owner = owner
@@ -53,6 +60,8 @@ public final class Dispatcher: Service {
             scaled.pollInterval *= factor
             scaled.advanceInterval *= factor
             scaled.tick *= factor
+            scaled.catchUpTolerance *= factor
+            scaled.recordPatience *= factor
             return scaled
         }
 
@@ -61,7 +70,7 @@ public final class Dispatcher: Service {
         }
     }
 
-    /// What one ``step(now:)`` did, for tests and the demo.
+    /// What one ``step(until:)`` did, for tests.
     public struct StepReport: Sendable, Equatable {
         public var events: [BroadcastEvent] = []
         public var batches = 0
@@ -75,8 +84,9 @@ public final class Dispatcher: Service {
     private let configuration: Configuration
     private let clock: DispatchClock
     private let logger: Logger
-    /// The batches this worker holds, with whether their lease was lost (then their sending stops).
-    private let held = Mutex<[Int64: (batch: LeasedBatch, lost: Bool)]>([:])
+    /// The batches this worker holds, with whether their lease was lost or their broadcast cancelled (then
+    /// their sending stops).
+    private let held = Mutex<[Int64: (batch: LeasedBatch, lost: Bool, cancelled: Bool)]>([:])
     private let metrics = DispatchMetrics()
 
     public init(
@@ -171,22 +181,31 @@ public final class Dispatcher: Service {
         logger.info("dispatcher stopped")
     }
 
-    /// One pass at `now`, without waiting: moves broadcasts along, then leases and sends every batch due
-    /// by `now + lookahead`, each device at its instant according to the clock. Tests call this with a
-    /// clock whose `sleep` returns at once, to run waves an hour apart in no time.
-    public func step() async throws -> StepReport {
+    /// The worker as it runs, on a clock that jumps: from the clock's now until `end`, moves broadcasts along,
+    /// leases and sends every batch as it comes due (each device at its instant according to the clock),
+    /// and jumps the clock to the next due batch (or an expiring lease) in between. Tests call this with a
+    /// clock whose `sleep` sets it to the instant, to run waves an hour apart in no time.
+    public func step(until end: Date) async throws -> StepReport {
         var report = StepReport()
-        let now = clock.now()
-        report.events = try await repository.advance(now: now, logger: logger)
-        log(report.events)
-        while let batch = try await lease(now: now) {
-            let outcomes = await send(batch)
-            report.batches += 1
-            for outcome in outcomes {
-                if case .skipped = outcome.result { report.skipped += 1 } else { report.sent += 1 }
+        while true {
+            let now = clock.now()
+            let events = try await repository.advance(now: now, logger: logger)
+            report.events += events
+            log(events)
+            // One batch, then the broadcasts are moved along again (as `run` does every second).
+            if let batch = try await lease(now: clock.now()) {
+                let outcomes = await send(batch)
+                report.batches += 1
+                for outcome in outcomes {
+                    if case .skipped = outcome.result { report.skipped += 1 } else { report.sent += 1 }
+                }
+                continue
             }
+            guard clock.now() < end else { return report }
+            let next = try await repository.nextDue(now: clock.now(), logger: logger).map { $0.addingTimeInterval(-configuration.lookahead) }
+            // A moment past the instant: an expiring lease can be taken over only after it.
+            try await clock.sleep(min(end, max(clock.now(), next ?? end).addingTimeInterval(0.001)))
         }
-        return report
     }
 
     private func lease(now: Date) async throws -> LeasedBatch? {
@@ -195,7 +214,7 @@ public final class Dispatcher: Service {
             batchDuration: configuration.batchDuration, maxBatchSize: configuration.maxBatchSize,
             excluding: held.withLock { Array($0.keys) }, logger: logger
         )
-        if let batch { held.withLock { $0[batch.id] = (batch, false) } }
+        if let batch { held.withLock { $0[batch.id] = (batch, false, false) } }
         return batch
     }
 
@@ -205,9 +224,13 @@ public final class Dispatcher: Service {
             try await clock.sleep(clock.now().addingTimeInterval(configuration.leaseDuration / 3))
             let batches = held.withLock { $0.values.filter { !$0.lost }.map(\.batch) }
             do {
-                let still = try await repository.renew(
+                let renewal = try await repository.renew(
                     batches, owner: configuration.owner, until: clock.now().addingTimeInterval(configuration.leaseDuration), logger: logger
                 )
+                let still = renewal.held
+                if !renewal.stopped.isEmpty {
+                    held.withLock { held in for id in renewal.stopped { held[id]?.cancelled = true } }
+                }
                 let lost = batches.filter { !still.contains($0.id) }
                 if !lost.isEmpty {
                     held.withLock { held in for batch in lost { held[batch.id]?.lost = true } }
@@ -224,6 +247,11 @@ public final class Dispatcher: Service {
 
     /// Sends a batch at the plan's pace and records it. A batch that cannot be read or sent is left to its
     /// lease, which expires, and is sent again then.
+    ///
+    /// Pacing: the batch goes out in its slot of the wave's shared timeline. A worker that finds itself behind
+    /// that slot (it was paused, the machine starved, the database or APNs stalled) claims a new slot for the
+    /// rest instead of sending the backlog at once. Devices APNs never received (`notSent`) are sent again
+    /// in a later slot of the same wave, up to ``Configuration/notSentRounds`` times.
     @discardableResult
     private func send(_ batch: LeasedBatch) async -> [BatchOutcome] {
         defer { held.withLock { _ = $0.removeValue(forKey: batch.id) } }
@@ -236,52 +264,27 @@ public final class Dispatcher: Service {
             let channel = try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger)
             let notifications = try await notifications(for: batch, logger: logger)
             let read = ContinuousClock.now
-            let outcomes = await withTaskGroup(of: [BatchOutcome].self) { group -> [BatchOutcome] in
-                var index = 0
-                var skipped: [BatchOutcome] = []
-                while index < targets.count {
-                    let due = batch.sendTime(index: index)
-                    var end = index + 1
-                    while end < targets.count && batch.sendTime(index: end).timeIntervalSince(due) < configuration.tick { end += 1 }
-                    do {
-                        try await clock.sleep(due)
-                    } catch {
-                        break
-                    }
-                    // A lease that ran out (a slow machine, a database outage) belongs to another worker now.
-                    if held.withLock({ $0[batch.id]?.lost ?? false }) { break }
-                    let sentAt = max(due, clock.now())
-                    metrics.late(by: sentAt.timeIntervalSince(due))
-                    var deliveries: [(deviceID: Int64, delivery: APNsDelivery)] = []
-                    for target in targets[index..<end] {
-                        if sentAt >= batch.deadline {
-                            skipped.append(BatchOutcome(deviceID: target.deviceID, sentAt: sentAt, result: .skipped("deadline")))
-                        } else if batch.kind == .background && target.pushesInLastHour >= BroadcastOptions.hourlyBudget {
-                            skipped.append(BatchOutcome(deviceID: target.deviceID, sentAt: sentAt, result: .skipped("hourlyBudget")))
-                        } else if let notification = notifications[target.tier] {
-                            deliveries.append((target.deviceID, APNsDelivery(notification, to: target.token.hex, topic: channel.topic)))
-                        }
-                    }
-                    index = end
-                    guard !deliveries.isEmpty else { continue }
-                    group.addTask {
-                        let results = await channel.client.send(deliveries.map(\.delivery))
-                        return zip(deliveries, results).map { pair in
-                            BatchOutcome(deviceID: pair.0.deviceID, sentAt: sentAt, result: Self.result(of: pair.1.outcome, at: sentAt))
-                        }
-                    }
+            var outcomes: [BatchOutcome] = []
+            var pending = Array(targets.indices)
+            var slotStart = batch.slotStart
+            for round in 0...configuration.notSentRounds where !pending.isEmpty {
+                if round > 0 {
+                    guard let start = try await reclaim(batch, from: pending[0], remaining: pending.count, logger: logger) else { break }
+                    slotStart = start
                 }
-                var outcomes = skipped
-                for await part in group { outcomes += part }
-                return outcomes
+                let last = round == configuration.notSentRounds
+                let result = await sendRound(batch, targets: targets, positions: pending, slotStart: slotStart, channel: channel, notifications: notifications, logger: logger)
+                pending = last ? [] : result.notSent
+                outcomes += last ? result.outcomes : result.outcomes.filter { $0.result != .notSent }
+                if result.stopped { break }
             }
             let sentAll = ContinuousClock.now
-            let recorded = try await repository.record(batch, outcomes: outcomes, owner: configuration.owner, now: clock.now(), logger: logger)
+            let recorded = try await recordRetrying(batch, outcomes: outcomes, logger: logger)
             logger.debug(
                 "batch done",
                 metadata: [
                     "devices": "\(targets.count)", "read": "\(started.duration(to: read))", "sent": "\(read.duration(to: sentAll))",
-                    "recorded": "\(sentAll.duration(to: .now))", "lateBy": "\(String(format: "%.3f", clock.now().timeIntervalSince(batch.sendTime(index: max(0, targets.count - 1)))))s",
+                    "recorded": "\(sentAll.duration(to: .now))",
                 ]
             )
             if !recorded {
@@ -293,6 +296,124 @@ public final class Dispatcher: Service {
             logger.error("could not send a batch; it is sent again when its lease expires", metadata: ["error": "\(String(reflecting: error))"])
             metrics.batch([], kind: batch.kind.rawValue, result: "failed")
             return []
+        }
+    }
+
+    /// One pass over `positions` (indices into `targets`), the first at `slotStart`, the rest at the wave's
+    /// rate. Stops when the lease is lost (nothing more is sent or recorded: the new holder does it) or the
+    /// broadcast was cancelled (the rest are recorded as skipped, `cancelled`).
+    private func sendRound(
+        _ batch: LeasedBatch, targets: [BatchTarget], positions: [Int], slotStart: Date, channel: APNsChannels.Channel,
+        notifications: [ImageTier: APNsNotification], logger: Logger
+    ) async -> (outcomes: [BatchOutcome], notSent: [Int], stopped: Bool) {
+        var slot = (start: slotStart, position: 0)
+        func due(_ position: Int) -> Date {
+            batch.rate > 0 ? slot.start.addingTimeInterval(Double(position - slot.position) / batch.rate) : slot.start
+        }
+        return await withTaskGroup(of: [(position: Int, outcome: BatchOutcome)].self) { group in
+            var position = 0
+            var settled: [BatchOutcome] = []
+            var stopped = false
+            while position < positions.count {
+                var end = position + 1
+                while end < positions.count && due(end).timeIntervalSince(due(position)) < configuration.tick { end += 1 }
+                let instant = due(position)
+                do {
+                    try await clock.sleep(instant)
+                } catch {
+                    break
+                }
+                let state = held.withLock { $0[batch.id].map { (lost: $0.lost, cancelled: $0.cancelled) } } ?? (lost: false, cancelled: false)
+                if state.lost {
+                    stopped = true
+                    break
+                }
+                if state.cancelled {
+                    stopped = true
+                    let now = clock.now()
+                    settled += positions[position...].map { BatchOutcome(deviceID: targets[$0].deviceID, sentAt: now, result: .skipped("cancelled")) }
+                    break
+                }
+                if clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance {
+                    // Behind the slot: the rest takes the wave's next free slot, after the work claimed
+                    // meanwhile, so the backlog never goes out faster than the plan.
+                    do {
+                        guard let start = try await reclaim(batch, from: positions[position], remaining: positions.count - position, logger: logger) else {
+                            stopped = true
+                            break
+                        }
+                        metrics.late(by: start.timeIntervalSince(instant))
+                        slot = (start, position)
+                    } catch {
+                        stopped = true
+                        break
+                    }
+                    continue
+                }
+                let sentAt = max(instant, clock.now())
+                metrics.late(by: sentAt.timeIntervalSince(instant))
+                var deliveries: [(position: Int, delivery: APNsDelivery)] = []
+                for target in positions[position..<end] {
+                    let device = targets[target]
+                    if sentAt >= batch.deadline {
+                        settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped("deadline")))
+                    } else if batch.kind == .background && device.pushesInLastHour >= BroadcastOptions.hourlyBudget {
+                        settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped("hourlyBudget")))
+                    } else if let notification = notifications[device.tier] {
+                        deliveries.append((target, APNsDelivery(notification, to: device.token.hex, topic: channel.topic)))
+                    }
+                }
+                position = end
+                guard !deliveries.isEmpty else { continue }
+                group.addTask {
+                    let results = await channel.client.send(deliveries.map(\.delivery))
+                    return zip(deliveries, results).map { pair in
+                        (pair.0.position, BatchOutcome(deviceID: targets[pair.0.position].deviceID, sentAt: sentAt, result: Self.result(of: pair.1.outcome, at: sentAt)))
+                    }
+                }
+            }
+            var notSent: [Int] = []
+            var outcomes = settled
+            for await part in group {
+                for (target, outcome) in part {
+                    outcomes.append(outcome)
+                    if outcome.result == .notSent { notSent.append(target) }
+                }
+            }
+            return (outcomes, notSent.sorted(), stopped)
+        }
+    }
+
+    /// A new slot for the rest of a batch; nil when its lease was lost. Retried while the database is
+    /// unreachable: sending on without a slot would be the burst pacing exists to prevent.
+    private func reclaim(_ batch: LeasedBatch, from index: Int, remaining: Int, logger: Logger) async throws -> Date? {
+        var delay = 0.25
+        while true {
+            if held.withLock({ $0[batch.id]?.lost ?? true }) { return nil }
+            do {
+                return try await repository.reclaimSlot(batch, from: index, remaining: remaining, owner: configuration.owner, now: clock.now(), logger: logger)
+            } catch {
+                logger.warning("could not claim a new slot for a late batch; trying again", metadata: ["error": "\(String(reflecting: error))"])
+                try await clock.sleep(clock.now().addingTimeInterval(delay))
+                delay = min(delay * 2, 5)
+            }
+        }
+    }
+
+    /// Records the batch's outcomes, trying again while the database is unreachable: the batch stays held
+    /// and its lease renewed meanwhile, so nobody sends it again, for at most ``Configuration/recordPatience``.
+    private func recordRetrying(_ batch: LeasedBatch, outcomes: [BatchOutcome], logger: Logger) async throws -> Bool {
+        let giveUp = clock.now().addingTimeInterval(configuration.recordPatience)
+        var delay = 0.25
+        while true {
+            do {
+                return try await repository.record(batch, outcomes: outcomes, owner: configuration.owner, now: clock.now(), logger: logger)
+            } catch {
+                guard clock.now() < giveUp, !Task.isCancelled else { throw error }
+                logger.warning("could not record a batch; trying again", metadata: ["error": "\(String(reflecting: error))"])
+                try await clock.sleep(clock.now().addingTimeInterval(delay))
+                delay = min(delay * 2, 5)
+            }
         }
     }
 
@@ -323,7 +444,9 @@ public final class Dispatcher: Service {
         switch outcome {
         case .accepted: .accepted
         case .rejected(let rejection):
-            .rejected(reason: "\(rejection.reason)", unregisteredAt: rejection.status == 410 ? (rejection.timestamp ?? sentAt) : nil)
+            // 410, and the 400s that say the token itself is wrong (BadDeviceToken, DeviceTokenNotForTopic):
+            // the device is deactivated until it registers again.
+            .rejected(reason: "\(rejection.reason)", unregisteredAt: rejection.reason.isPermanentForToken ? (rejection.timestamp ?? sentAt) : nil)
         case .fateUnknown: .fateUnknown
         case .notSent: .notSent
         }

@@ -103,6 +103,11 @@ extension BroadcastProgress {
             lines.append("no waves yet")
         } else {
             lines += waveTable(sorted, timeZone: timeZone)
+            for wave in sorted where wave.finishedAt == nil && (wave.behindSeconds ?? 0) >= 1 {
+                lines.append(
+                    "wave \(wave.wave) is \(StaggerPlan.duration(wave.behindSeconds ?? 0)) behind its plan (catching up at the plan's rate)"
+                )
+            }
         }
 
         let all = totals

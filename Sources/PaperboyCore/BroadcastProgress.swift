@@ -82,12 +82,19 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         public var rate: Double
         public var window: TimeInterval
         public var finishedAt: Date?
+        /// How far the wave's most recent slot lies behind its plan, in seconds: after a stall the devices
+        /// that were due go out later at the wave's rate, never faster. nil or 0 when on plan.
+        public var behindSeconds: Double?
         /// The sum of the cohorts.
         public var counts: Counts
         public var cohorts: [Cohort]
 
-        public init(wave: Int, kind: Kind, startsAt: Date, rate: Double, window: TimeInterval, finishedAt: Date?, cohorts: [Cohort]) {
+        public init(
+            wave: Int, kind: Kind, startsAt: Date, rate: Double, window: TimeInterval, finishedAt: Date?, behindSeconds: Double? = nil,
+            cohorts: [Cohort]
+        ) {
             self.wave = wave
+            self.behindSeconds = behindSeconds
             self.kind = kind
             self.startsAt = startsAt
             self.rate = rate

@@ -138,11 +138,10 @@ struct BroadcastFixture {
         )
     }
 
-    /// Runs the dispatcher at `instant`.
+    /// Runs the dispatcher from the clock's now until `instant`, as a worker that runs all along would.
     @discardableResult
     func step(at instant: Date, _ dispatcher: Dispatcher) async throws -> Dispatcher.StepReport {
-        clock.set(instant)
-        return try await dispatcher.step()
+        try await dispatcher.step(until: instant)
     }
 
     /// Pushes the simulator accepted per token (hex).

@@ -1176,6 +1176,12 @@ extension OpenAPISpec {
                         type: number
                       finishedAt:
                         $ref: "#/components/schemas/Timestamp"
+                      behindSeconds:
+                        type: number
+                        minimum: 0
+                        description: >-
+                          How far the wave's most recent send slot lies behind its plan, in seconds. After a stall the
+                          devices that were due go out later at the wave's rate, never faster. Absent when on plan.
                       counts:
                         $ref: "#/components/schemas/Counts"
                       cohorts:

@@ -55,10 +55,20 @@ public struct LeasedBatch: Sendable, Equatable {
     /// How many times the batch has been leased: more than 1 after a worker died holding it.
     public var leases: Int
 
-    /// When the `index`-th device of the batch is due.
-    public func sendTime(index: Int) -> Date {
+    /// When the batch's first device goes out: its planned instant, or later when the wave is behind its
+    /// plan (a slot claimed from the wave's shared timeline; see ``BroadcastRepository/reclaimSlot``).
+    public var slotStart: Date
+
+    /// When the `index`-th device of the batch is due in the plan.
+    public func plannedTime(index: Int) -> Date {
         guard rate > 0 else { return cohortStart }
         return cohortStart.addingTimeInterval(Double(firstOrdinal + index) / rate)
+    }
+
+    /// When the `index`-th device of the batch goes out: its slot's start plus its place at the wave's rate.
+    public func sendTime(index: Int) -> Date {
+        guard rate > 0 else { return slotStart }
+        return slotStart.addingTimeInterval(Double(index) / rate)
     }
 }
 

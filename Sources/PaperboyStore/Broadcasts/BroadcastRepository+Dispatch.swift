@@ -40,7 +40,7 @@ extension BroadcastRepository {
                     AND x.reason IN ('BadDeviceToken', 'DeviceTokenNotForTopic', 'Unregistered', 'ExpiredToken')))
             AND ($5 = 1 OR $6 OR (
                 SELECT count(*) FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
-                WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.background) < $7)
+                WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.background AND x.outcome <> 'notSent') < $7)
             AND (NOT $6 OR (d.alerts_authorized
                 AND EXISTS (SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
                     WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.background)
@@ -202,43 +202,58 @@ extension BroadcastRepository {
     ) async throws -> LeasedBatch? {
         precondition(maxBatchSize > 0, "a batch holds at least one device")
         let expires = now.addingTimeInterval(duration)
-        // Batches of dead workers first: their devices were due earliest.
-        let taken = try await client.query(
-            """
-            UPDATE broadcast_batches SET lease_owner = \(owner), lease_expires_at = \(expires), leases = leases + 1
-            WHERE id = (
-                SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
-                WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(now) AND b.state = 'running' AND bb.id <> ALL (\(held)::bigint[])
-                ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
-            RETURNING id
-            """,
-            logger: logger
-        )
-        for try await id in taken.decode(Int64.self) {
-            if let batch = try await batch(id: id, logger: logger) {
-                logger.notice("took over an expired batch", metadata: ["batch": "\(id)", "broadcast": "\(batch.broadcastID)", "leases": "\(batch.leases)"])
-                return batch
-            }
+        // Batches of dead workers first: their devices were due earliest. They go out in the wave's next free
+        // slot, after the work already claimed, so taking one over never doubles the rate.
+        let taken = try await client.withTransaction(logger: logger) { connection -> LeasedBatch? in
+            let rows = try await connection.query(
+                """
+                UPDATE broadcast_batches SET lease_owner = \(owner), lease_expires_at = \(expires), leases = leases + 1
+                WHERE id = (
+                    SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
+                    WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(now) AND b.state = 'running' AND bb.id <> ALL (\(held)::bigint[])
+                    ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
+                RETURNING id
+                """,
+                logger: logger
+            )
+            var id: Int64?
+            for try await value in rows.decode(Int64.self) { id = value }
+            guard let id, var batch = try await self.batch(id: id, on: connection, logger: logger) else { return nil }
+            batch.slotStart = try await Self.claimSlot(
+                broadcastID: batch.broadcastID, wave: batch.wave, planned: batch.plannedTime(index: 0), devices: batch.devices,
+                now: now, on: connection, logger: logger
+            )
+            try await connection.query("UPDATE broadcast_batches SET slot_start = \(batch.slotStart) WHERE id = \(id)", logger: logger)
+            return batch
+        }
+        if let taken {
+            logger.notice(
+                "took over an expired batch",
+                metadata: ["batch": "\(taken.id)", "broadcast": "\(taken.broadcastID)", "leases": "\(taken.leases)", "slot": "\(taken.slotStart)"]
+            )
+            return taken
         }
         // Carve a new batch; a cohort found empty is closed and the next one tried.
         for _ in 0..<64 {
             let carved = try await client.withTransaction(logger: logger) { connection -> (id: Int64?, again: Bool) in
                 let due = try await connection.query(
                     """
-                    SELECT c.broadcast_id, c.wave, c.cohort, c.next_key, c.end_key, c.next_ordinal, w.kind, w.rate
+                    SELECT c.broadcast_id, c.wave, c.cohort, c.next_key, c.end_key, c.next_ordinal, w.kind, w.rate,
+                        c.starts_at + make_interval(secs => c.next_ordinal / w.rate)
                     FROM broadcast_cohorts c
                     JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
                     JOIN broadcasts b ON b.id = c.broadcast_id
                     WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
-                        AND c.starts_at + make_interval(secs => c.next_ordinal / w.rate) <= \(now.addingTimeInterval(lookahead))
+                        AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'))
+                            <= \(now.addingTimeInterval(lookahead))
                     ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
                     LIMIT 1 FOR UPDATE OF c SKIP LOCKED
                     """,
                     logger: logger
                 )
-                var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double)?
-                for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double).self) { found = row }
-                guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate) = found else { return (nil, false) }
+                var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double, Date)?
+                for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date).self) { found = row }
+                guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate, planned) = found else { return (nil, false) }
                 let batchSize = max(1, min(maxBatchSize, Int((rate * batchDuration).rounded(.up))))
                 guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(broadcastID)"), on: connection, logger: logger).first else {
                     return (nil, false)
@@ -278,10 +293,13 @@ extension BroadcastRepository {
                     logger: logger
                 )
                 guard devices > 0 else { return (nil, true) }
+                let slot = try await Self.claimSlot(
+                    broadcastID: broadcastID, wave: Int(wave), planned: planned, devices: devices, now: now, on: connection, logger: logger
+                )
                 let inserted = try await connection.query(
                     """
-                    INSERT INTO broadcast_batches (broadcast_id, wave, cohort, first_key, last_key, first_ordinal, devices, lease_owner, lease_expires_at)
-                    VALUES (\(broadcastID), \(wave), \(cohort), \(nextKey), \(lastKey), \(nextOrdinal), \(devices), \(owner), \(expires))
+                    INSERT INTO broadcast_batches (broadcast_id, wave, cohort, first_key, last_key, first_ordinal, devices, lease_owner, lease_expires_at, slot_start)
+                    VALUES (\(broadcastID), \(wave), \(cohort), \(nextKey), \(lastKey), \(nextOrdinal), \(devices), \(owner), \(expires), \(slot))
                     RETURNING id
                     """,
                     logger: logger
@@ -296,24 +314,103 @@ extension BroadcastRepository {
         return nil
     }
 
+    /// When the next batch of a running wave comes due (its planned instant or the wave's next free slot,
+    /// whichever is later), or an unfinished batch's lease expires after `now`; nil when neither exists.
+    public func nextDue(now: Date, logger: Logger) async throws -> Date? {
+        let rows = try await client.query(
+            """
+            SELECT min(due) FROM (
+                SELECT min(greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'))) AS due
+                FROM broadcast_cohorts c
+                JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
+                JOIN broadcasts b ON b.id = c.broadcast_id
+                WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
+                UNION ALL
+                SELECT min(bb.lease_expires_at) FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
+                WHERE bb.done_at IS NULL AND b.state = 'running' AND bb.lease_expires_at >= \(now)
+            ) next
+            """,
+            logger: logger
+        )
+        var due: Date?
+        for try await value in rows.decode(Date?.self) { due = value }
+        return due
+    }
+
+    /// Claims the wave's next free slot for `devices` devices whose first is planned at `planned`: it starts
+    /// at the latest of the end of the slots already claimed, `planned` and `now`, and lasts `devices / rate`.
+    /// Every worker claims from the same row, so the wave's sends never exceed its rate in total, and work
+    /// that fell behind (a stall, a batch taken over) goes out after the work already claimed, at the rate.
+    /// - Returns: when the slot starts.
+    static func claimSlot(
+        broadcastID: UUID, wave: Int, planned: Date, devices: Int, now: Date, on connection: PostgresConnection, logger: Logger
+    ) async throws -> Date {
+        let rows = try await connection.query(
+            """
+            UPDATE broadcast_waves
+            SET next_slot = greatest(coalesce(next_slot, '-infinity'), \(planned), \(now)) + make_interval(secs => \(Double(devices)) / rate),
+                behind_seconds = extract(epoch FROM greatest(coalesce(next_slot, '-infinity'), \(planned), \(now)) - \(planned))
+            WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND rate > 0
+            RETURNING next_slot - make_interval(secs => \(Double(devices)) / rate)
+            """,
+            logger: logger
+        )
+        var slot = max(planned, now)
+        for try await start in rows.decode(Date.self) { slot = start }
+        return slot
+    }
+
+    /// A new slot for the devices of a batch from its `index`-th on, when the worker fell behind the batch's
+    /// slot (it was paused, starved, or could not send): they go out after the work claimed meanwhile.
+    /// - Returns: when the `index`-th device goes out; nil when `owner` no longer holds this lease of the
+    ///   batch (its new holder sends it).
+    public func reclaimSlot(_ batch: LeasedBatch, from index: Int, remaining: Int, owner: String, now: Date, logger: Logger) async throws -> Date? {
+        try await client.withTransaction(logger: logger) { connection -> Date? in
+            let held = try await connection.query(
+                """
+                SELECT id FROM broadcast_batches
+                WHERE id = \(batch.id) AND lease_owner = \(owner) AND leases = \(Int16(batch.leases)) AND done_at IS NULL FOR UPDATE
+                """,
+                logger: logger
+            )
+            guard try await held.collect().count == 1 else { return nil }
+            return try await Self.claimSlot(
+                broadcastID: batch.broadcastID, wave: batch.wave, planned: batch.plannedTime(index: index),
+                devices: max(1, remaining), now: now, on: connection, logger: logger
+            )
+        }
+    }
+
+    /// What ``renew(_:owner:until:logger:)`` found.
+    public struct LeaseRenewal: Sendable, Equatable {
+        /// The batches still held; a batch missing from it must not be sent on.
+        public var held: Set<Int64> = []
+        /// Held batches whose broadcast is no longer running (cancelled): their unsent devices are recorded
+        /// as skipped.
+        public var stopped: Set<Int64> = []
+    }
+
     /// Extends the leases `owner` holds on `batches` to `until`. A lease is identified by the batch and its
     /// lease number (``LeasedBatch/leases``), so a lease that expired and was taken over, even by the same
     /// worker, is not extended.
-    /// - Returns: the batches still held; a batch missing from it must not be sent on.
     @discardableResult
-    public func renew(_ batches: [LeasedBatch], owner: String, until: Date, logger: Logger) async throws -> Set<Int64> {
-        guard !batches.isEmpty else { return [] }
+    public func renew(_ batches: [LeasedBatch], owner: String, until: Date, logger: Logger) async throws -> LeaseRenewal {
+        guard !batches.isEmpty else { return LeaseRenewal() }
         let rows = try await client.query(
             """
             UPDATE broadcast_batches b SET lease_expires_at = \(until)
             FROM unnest(\(batches.map(\.id))::bigint[], \(batches.map { Int16($0.leases) })::smallint[]) AS u(id, leases)
-            WHERE b.id = u.id AND b.leases = u.leases AND b.lease_owner = \(owner) AND b.done_at IS NULL RETURNING b.id
+            WHERE b.id = u.id AND b.leases = u.leases AND b.lease_owner = \(owner) AND b.done_at IS NULL
+            RETURNING b.id, (SELECT state = 'running' FROM broadcasts WHERE id = b.broadcast_id)
             """,
             logger: logger
         )
-        var held: Set<Int64> = []
-        for try await id in rows.decode(Int64.self) { held.insert(id) }
-        return held
+        var renewal = LeaseRenewal()
+        for try await (id, running) in rows.decode((Int64, Bool).self) {
+            renewal.held.insert(id)
+            if !running { renewal.stopped.insert(id) }
+        }
+        return renewal
     }
 
     /// The devices of a leased batch in send order (cohort key, then id), with their recent push counts.
@@ -325,7 +422,7 @@ extension BroadcastRepository {
         let rows = try await client.query(
             audience.query(
                 """
-                SELECT d.id, d.token, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $10)
+                SELECT d.id, d.token, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.outcome <> 'notSent' AND x.sent_at > $10)
                 FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9 ORDER BY d.cohort_key, d.id
                 """
             ) {
@@ -452,10 +549,14 @@ extension BroadcastRepository {
 
     /// A leased batch with what sending it needs.
     func batch(id: Int64, logger: Logger) async throws -> LeasedBatch? {
-        let rows = try await client.query(
+        try await client.withConnection { connection in try await self.batch(id: id, on: connection, logger: logger) }
+    }
+
+    func batch(id: Int64, on connection: PostgresConnection, logger: Logger) async throws -> LeasedBatch? {
+        let rows = try await connection.query(
             """
             SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
-                c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases
+                c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start
             FROM broadcast_batches bb
             JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
             JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave
@@ -465,14 +566,15 @@ extension BroadcastRepository {
             """,
             logger: logger
         )
-        typealias Row = (Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16)
+        typealias Row = (Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?)
         for try await row in rows.decode(Row.self) {
             let options = (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.15.utf8))) ?? BroadcastOptions()
+            let planned = row.10 > 0 ? row.9.addingTimeInterval(Double(row.7) / row.10) : row.9
             return LeasedBatch(
                 id: row.0, broadcastID: row.1, wave: Int(row.2), kind: .init(rawValue: row.3) ?? .background, cohort: row.4,
                 firstKey: row.5, lastKey: row.6, firstOrdinal: row.7, devices: row.8, cohortStart: row.9, rate: row.10,
                 editionID: row.11, appID: row.12, publicationID: row.13, environment: APNsEnvironment(storageCode: row.14),
-                maxPushesPerDevice: options.maxPushesPerDevice, deadline: row.16, leases: Int(row.17)
+                maxPushesPerDevice: options.maxPushesPerDevice, deadline: row.16, leases: Int(row.17), slotStart: row.18 ?? planned
             )
         }
         return nil

@@ -155,13 +155,16 @@ public struct BroadcastRepository: Sendable {
 
         var waves: [BroadcastProgress.Wave] = []
         let waveRows = try await client.query(
-            "SELECT wave, kind, starts_at, rate, window_seconds, finished_at FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave",
+            """
+            SELECT wave, kind, starts_at, rate, window_seconds, finished_at, behind_seconds
+            FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave
+            """,
             logger: logger
         )
-        for try await row in waveRows.decode((Int16, String, Date, Double, Double, Date?).self) {
+        for try await row in waveRows.decode((Int16, String, Date, Double, Double, Date?, Double).self) {
             waves.append(BroadcastProgress.Wave(
                 wave: Int(row.0), kind: .init(rawValue: row.1) ?? .background, startsAt: row.2, rate: row.3, window: row.4,
-                finishedAt: row.5, cohorts: cohortsByWave[Int(row.0)] ?? []
+                finishedAt: row.5, behindSeconds: row.6 > 0 ? row.6 : nil, cohorts: cohortsByWave[Int(row.0)] ?? []
             ))
         }
 
