@@ -38,8 +38,9 @@ public final class Dispatcher: Service {
         public var advanceInterval: TimeInterval = 1
         /// Devices due within this many seconds of each other are sent together.
         public var tick: TimeInterval = 0.02
-        /// A batch found this far behind its slot takes a new one for the rest (paced catch-up).
-        public var catchUpTolerance: TimeInterval = 0.25
+        /// A batch found this far behind its slot takes a new one for the rest (paced catch-up). What a worker
+        /// sends late within it goes out at once: at most this many seconds of the rate on top of a second's.
+        public var catchUpTolerance: TimeInterval = 0.05
         /// How many more times devices APNs never received (`notSent`) are sent, each in a later slot.
         public var notSentRounds: Int = 2
         /// How long a batch's outcomes are retried while the database cannot record them (the lease is
@@ -193,7 +194,7 @@ public final class Dispatcher: Service {
             report.events += events
             log(events)
             // One batch, then the broadcasts are moved along again (as `run` does every second).
-            if let batch = try await lease(now: clock.now()) {
+            if clock.now() <= end, let batch = try await lease(now: clock.now()) {
                 let outcomes = await send(batch)
                 report.batches += 1
                 for outcome in outcomes {

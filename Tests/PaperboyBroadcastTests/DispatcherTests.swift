@@ -60,6 +60,9 @@ struct DispatcherTests {
             // 410 deactivated the device.
             let gone = try await DeviceRepository(client: fixture.db.client).find(appID: fixture.app.id, token: BroadcastFixture.token(1000, prefix: "dead"), logger: fixture.logger)
             #expect(gone?.active == false)
+            // So did BadDeviceToken: the token itself is wrong, and wave 1 of the next edition must not push it again.
+            let bad = try await DeviceRepository(client: fixture.db.client).find(appID: fixture.app.id, token: BroadcastFixture.token(2000, prefix: "bad0"), logger: fixture.logger)
+            #expect(bad?.active == false)
 
             // Half the devices report the edition; one reports a failure (it gets another try).
             for token in fixture.tokens.prefix(50) { try await fixture.receipt(token, edition: edition) }
@@ -264,10 +267,92 @@ struct DispatcherTests {
             _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(31), dispatcher)
             #expect(fixture.accepted().count == 40)
             #expect(fixture.accepted().values.allSatisfy { $0 == 1 })
+            // Its devices went out after the lease expired, in the wave's next free slot: never two at once.
+            let times = try await Self.sendTimes(started.broadcast.id, fixture: fixture)
+            #expect(Self.busiestSecond(times) <= 2)
+            #expect(times.filter { $0 >= started.broadcast.start.addingTimeInterval(30) }.count == dead.devices)
             // The dead worker cannot record the batch any more.
             #expect(try await fixture.repository.record(dead, outcomes: [], owner: "dead-worker", now: t0, logger: fixture.logger) == false)
             let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
             #expect(progress.waves[0].counts.sent == 40)
+        }
+    }
+
+    /// The virtual instants at which the broadcast's wave-1 devices were sent, in order.
+    static func sendTimes(_ id: UUID, fixture: BroadcastFixture) async throws -> [Date] {
+        let rows = try await fixture.db.client.query(
+            "SELECT sent_at FROM deliveries WHERE broadcast_id = \(id) AND wave = 1 ORDER BY sent_at", logger: fixture.logger
+        )
+        var times: [Date] = []
+        for try await time in rows.decode(Date.self) { times.append(time) }
+        return times
+    }
+
+    /// The most sends in any one-second window: the rate the content API would see.
+    static func busiestSecond(_ times: [Date]) -> Int {
+        var most = 0
+        var first = 0
+        for last in times.indices {
+            while times[last].timeIntervalSince(times[first]) >= 1 - 1e-6 { first += 1 }
+            most = max(most, last - first + 1)
+        }
+        return most
+    }
+
+    @Test("after a 10 s stall the devices that were due go out later at the plan's rate, never faster, and status says how far behind")
+    func stallIsCaughtUpAtThePlansRate() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(40)
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+            // 40 devices in 20 s: 2 a second.
+            let started = try await fixture.repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
+                origin: "test", now: t0, logger: fixture.logger
+            )
+            let id = started.broadcast.id
+            let start = started.broadcast.start
+            let dispatcher = fixture.dispatcher()
+            _ = try await fixture.step(at: start.addingTimeInterval(5), dispatcher)
+            let beforeStall = fixture.accepted().count
+            #expect((10...12).contains(beforeStall))
+            // The worker stalls for 10 s (paused, or the database unreachable): 20 devices fall due meanwhile.
+            fixture.clock.set(start.addingTimeInterval(15))
+            _ = try await fixture.step(at: start.addingTimeInterval(17), dispatcher)
+            let behind = try #require(try await fixture.repository.progress(id: id, logger: fixture.logger)?.waves.first?.behindSeconds)
+            #expect(behind > 8 && behind < 12, "status shows the wave about 10 s behind its plan")
+            _ = try await fixture.step(at: start.addingTimeInterval(60), dispatcher)
+
+            #expect(fixture.accepted().count == 40)
+            #expect(fixture.accepted().values.allSatisfy { $0 == 1 })
+            let times = try await Self.sendTimes(id, fixture: fixture)
+            #expect(Self.busiestSecond(times) <= 2, "never above the plan's 2 a second, also right after the stall")
+            let last = try #require(times.last)
+            #expect(last.timeIntervalSince(start) > 28, "the backlog went out later at the plan's rate, not at once")
+            #expect(last.timeIntervalSince(start) < 32)
+        }
+    }
+
+    @Test("a broadcast cancelled while a batch is held: the renewal reports it, so the worker stops that batch")
+    func cancellationStopsHeldBatches() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(20)
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+            let started = try await fixture.repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
+                origin: "test", now: t0, logger: fixture.logger
+            )
+            let batch = try #require(
+                try await fixture.repository.lease(
+                    owner: "w", now: started.broadcast.start, lookahead: 1, duration: 30, batchDuration: 5, maxBatchSize: 1000, logger: fixture.logger
+                )
+            )
+            let running = try await fixture.repository.renew([batch], owner: "w", until: t0.addingTimeInterval(60), logger: fixture.logger)
+            #expect(running.held == [batch.id] && running.stopped.isEmpty)
+            _ = try await fixture.repository.cancel(id: started.broadcast.id, now: t0, logger: fixture.logger)
+            let cancelled = try await fixture.repository.renew([batch], owner: "w", until: t0.addingTimeInterval(60), logger: fixture.logger)
+            #expect(cancelled.held == [batch.id] && cancelled.stopped == [batch.id])
         }
     }
 }

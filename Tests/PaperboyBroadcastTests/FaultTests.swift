@@ -95,6 +95,86 @@ struct FaultTests {
         }
     }
 
+    // MARK: - Stalls: paced catch-up
+
+    /// The busiest second at the simulator against the plan's rate, over the seconds that saw sends.
+    static func busiestSecond(_ simulator: APNsSimulator) -> Int {
+        simulator.stats().acceptsPerSecond.max() ?? 0
+    }
+
+    /// The plan's promise to the content API: no second above 1.10 × the rate, with one device of slack for
+    /// the simulator's whole-second buckets.
+    static func expectPaced(_ simulator: APNsSimulator, rate: Double, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let busiest = busiestSecond(simulator)
+        #expect(
+            Double(busiest) <= rate * 1.10 + 1,
+            "\(what): the busiest second had \(busiest) pushes, the plan's rate is \(rate)/s; per second: \(simulator.stats().acceptsPerSecond)",
+            sourceLocation: sourceLocation
+        )
+    }
+
+    /// SIGSTOP for 10 s, longer than the lease (3 s), with nobody to take the batches over: on SIGCONT the
+    /// worker finds itself behind its slots and sends the backlog in new slots at the plan's rate.
+    @Test("a worker paused with SIGSTOP for 10 s: on SIGCONT the devices that fell due go out later at the plan's rate, never above it; nothing lost or repeated", .timeLimit(.minutes(2)))
+    func pausedWorkerCatchesUpAtThePlansRate() async throws {
+        let devices = 2000
+        let window = 20.0
+        try await FaultRig.with { rig in
+            try await Self.withSimulator { simulator in
+                let tokens = try await rig.seed(devices)
+                let id = try await rig.startBroadcast(window: window, cohorts: 1)
+                let worker = try rig.worker("sigstop", endpoint: simulator.url)
+                defer { worker.stop() }
+                try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 4 }
+                kill(worker.pid, SIGSTOP)
+                let acceptedAtStop = simulator.stats().accepted
+                try await Task.sleep(for: .seconds(10))
+                #expect(simulator.stats().accepted - acceptedAtStop < 50, "the paused worker sent nothing more")
+                kill(worker.pid, SIGCONT)
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
+
+                let counts = simulator.acceptedCounts()
+                print("[fault] SIGSTOP 10 s: accepted at stop \(acceptedAtStop)/\(devices); per second \(simulator.stats().acceptsPerSecond)")
+                Self.expectPaced(simulator, rate: Double(devices) / window, "after SIGCONT")
+                #expect(tokens.allSatisfy { counts[$0.hex] == 1 }, "every device accepted exactly once")
+                #expect(progress.waves[0].counts.sent == devices)
+            }
+        }
+    }
+
+    /// Two workers share the broadcast; one is killed. Its batches are taken over when their leases lapse
+    /// (3 s) and go out in the wave's next free slots, not on top of the survivor's sends.
+    @Test("two workers, one killed with SIGKILL: its batches are taken over and sent at the plan's rate, never above it; duplicates only from its batches", .timeLimit(.minutes(2)))
+    func killedWorkersBatchesAreTakenOverAtThePlansRate() async throws {
+        let devices = 3000
+        let window = 20.0
+        try await FaultRig.with { rig in
+            try await Self.withSimulator { simulator in
+                let tokens = try await rig.seed(devices)
+                let id = try await rig.startBroadcast(window: window, cohorts: 4)
+                let first = try rig.worker("kill-first", endpoint: simulator.url)
+                defer { first.stop() }
+                let second = try rig.worker("kill-second", endpoint: simulator.url)
+                defer { second.stop() }
+                try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 3 }
+                kill(first.pid, SIGKILL)
+                first.process.waitUntilExit()
+                _ = try await rig.waitForCompletion(id, seconds: 60)
+                let exit = await second.terminate(within: 30)
+                #expect(exit != nil && second.process.terminationStatus == 0)
+
+                let counts = simulator.acceptedCounts()
+                let leases = try await rig.leasesByToken(id)
+                let (duplicated, mostLeases) = Self.expectSends(tokens: tokens, counts: counts, leases: leases)
+                print("[fault] SIGKILL one of two: \(duplicated) devices sent twice (most leases \(mostLeases)); per second \(simulator.stats().acceptsPerSecond)")
+                #expect(duplicated <= Self.boundOfDuplicates)
+                Self.expectPaced(simulator, rate: Double(devices) / window, "with a batch taken over")
+            }
+        }
+    }
+
     // MARK: - 429 and 503 storms
 
     @Test("APNs answering 30 % 503 and 20 % 429: retried with backoff within the policy's 5 attempts, each device accepted at most once, the rest recorded with the reason; no retry storm", .timeLimit(.minutes(2)))
