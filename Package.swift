@@ -88,6 +88,7 @@ let package = Package(
             dependencies: [
                 "EmbeddedPostgres",
                 "PaperboyStore",
+                "PaperboyBroadcast",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -86,7 +86,10 @@ public func buildRouter(client: PostgresClient, configuration: APIConfiguration)
         let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
         AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI, routes: &routes)
         editionRoutes.addPublishing(to: adminAPI, routes: &routes)
-        BroadcastRoutes(broadcasts: BroadcastRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: adminAPI, routes: &routes)
+        BroadcastRoutes(
+            broadcasts: BroadcastRepository(client: client), editions: EditionRepository(client: client), apps: AppRepository(client: client),
+            maxBodyBytes: configuration.maxBodyBytes
+        ).add(to: adminAPI, routes: &routes)
     }
 
     OpenAPIRoutes().add(to: router, routes: &routes)  // last: it hands the complete table to routeTable(client:configuration:)

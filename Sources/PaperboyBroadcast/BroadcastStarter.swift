@@ -23,6 +23,9 @@ extension BroadcastRepository {
     /// Starts the broadcasts a ``Scheduler`` asks for (or attaches to the edition's), saying what happened.
     public func starter(logger: Logger) -> Scheduler.Start {
         { request in
+            try await BroadcastPreflight.check(
+                editionID: request.editionID, editions: EditionRepository(client: self.client), apps: AppRepository(client: self.client), logger: logger
+            )
             let start = try await self.start(
                 editionID: request.editionID, environment: request.environment, options: request.options, origin: request.origin,
                 now: Date(), logger: logger

@@ -423,22 +423,7 @@ public final class Dispatcher: Service {
         guard let edition = try await editions.find(id: batch.editionID, logger: logger) else {
             throw ChannelError(message: "edition \(batch.editionID) does not exist")
         }
-        var notifications: [ImageTier: APNsNotification] = [:]
-        for tier in ImageTier.allCases {
-            let push = EditionPush(edition: edition, tier: tier)
-            switch batch.kind {
-            case .background:
-                notifications[tier] = try .background(push, expiration: edition.deadline)
-            case .alert:
-                notifications[tier] = try .alert(
-                    title: "Your \(edition.manifest.publication) edition is ready",
-                    body: "The edition of \(edition.manifest.issueDate) is waiting to be downloaded.",
-                    appKeys: push,
-                    expiration: edition.deadline
-                )
-            }
-        }
-        return notifications
+        return try BroadcastPreflight.notifications(for: edition, kind: batch.kind)
     }
 
     static func result(of outcome: APNsOutcome, at sentAt: Date) -> BatchOutcome.Result {

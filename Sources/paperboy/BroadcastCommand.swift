@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PaperboyBroadcast
 import PaperboyCore
 import PaperboyStore
 import PostgresNIO
@@ -81,7 +82,10 @@ struct BroadcastCommand: AsyncParsableCommand {
                     return
                 }
                 let start = try await storeCall {
-                    try await repository.start(editionID: editionID, environment: environment, options: options, origin: "cli", now: now, logger: logger)
+                    try await BroadcastPreflight.check(
+                        editionID: editionID, editions: EditionRepository(client: client), apps: AppRepository(client: client), logger: logger
+                    )
+                    return try await repository.start(editionID: editionID, environment: environment, options: options, origin: "cli", now: now, logger: logger)
                 }
                 if json {
                     try printJSON(Started(start))

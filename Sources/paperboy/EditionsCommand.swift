@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PaperboyBroadcast
 import PaperboyCore
 import PaperboyStore
 
@@ -45,7 +46,7 @@ struct EditionsCommand: AsyncParsableCommand {
             let logger = Logger(label: "paperboy.editions")
             let edition = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 do {
-                    return try await EditionRepository(client: client).publish(manifest, appID: app, logger: logger)
+                    return try await EditionRepository(client: client).publish(manifest, appID: app, check: BroadcastPreflight.checkPushes, logger: logger)
                 } catch let error as StoreError {
                     throw CommandError(error.field == "app" ? "--app: \(error.message)" : "\(file): \(error)")
                 }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import PaperboyBroadcast
 import PaperboyCore
 import PaperboyStore
 
@@ -7,6 +8,8 @@ import PaperboyStore
 /// progress, cancel it. The same operations as `paperboy broadcast`.
 struct BroadcastRoutes {
     let broadcasts: BroadcastRepository
+    let editions: EditionRepository
+    let apps: AppRepository
     let maxBodyBytes: Int
 
     func add(to group: RouterGroup<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
@@ -49,6 +52,7 @@ struct BroadcastRoutes {
             let plan = try await broadcasts.plan(editionID: body.edition, environment: body.environment, options: body.options, now: now, logger: context.logger)
             return try Self.json(["plan": plan], status: .ok)
         }
+        try await BroadcastPreflight.check(editionID: body.edition, editions: editions, apps: apps, logger: context.logger)
         let start = try await broadcasts.start(
             editionID: body.edition, environment: body.environment, options: body.options, origin: "api", now: now, logger: context.logger
         )

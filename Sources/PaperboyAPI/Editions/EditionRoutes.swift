@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Hummingbird
+import PaperboyBroadcast
 import PaperboyCore
 import PaperboyStore
 
@@ -39,7 +40,7 @@ struct EditionRoutes {
             guard let value = Int(text) else { throw APIError.invalid("app", "app must be an app id, a number") }
             appID = value
         }
-        let edition = try await editions.publish(manifest, appID: appID, logger: context.logger)
+        let edition = try await editions.publish(manifest, appID: appID, check: BroadcastPreflight.checkPushes, logger: context.logger)
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         headers[.location] = "/v1/editions/\(edition.id.uuidString.lowercased())"
         return Response(status: .created, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try Self.encode(edition))))

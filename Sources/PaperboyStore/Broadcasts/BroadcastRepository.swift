@@ -9,7 +9,7 @@ import PostgresNIO
 /// `BroadcastRepository+Dispatch.swift`. Every time is passed in (`now`), so tests and the demo can run a
 /// broadcast on their own clock.
 public struct BroadcastRepository: Sendable {
-    let client: PostgresClient
+    public let client: PostgresClient
     /// The shortest wave interval accepted; 20 minutes except where time is compressed (demo, tests).
     public var minimumWaveInterval: TimeInterval
 

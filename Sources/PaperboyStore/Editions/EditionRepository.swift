@@ -17,9 +17,12 @@ public struct EditionRepository: Sendable {
     ///   - appID: the app whose publication it is; may be nil when only one app has a publication by
     ///     that id.
     ///   - now: the publishing time the deadline must be after.
+    ///   - check: refuses an edition that cannot be sent (a push over APNs' limit), before anything is stored.
     /// - Throws: `StoreError` naming `issueDate` when the publication has an edition for that day already
-    ///   (nothing is changed), `publication` when it is not known, `app` when it is ambiguous.
-    public func publish(_ manifest: EditionManifest, appID: Int?, now: Date = Date(), logger: Logger) async throws -> Edition {
+    ///   (nothing is changed), `publication` when it is not known, `app` when it is ambiguous; what `check` throws.
+    public func publish(
+        _ manifest: EditionManifest, appID: Int?, now: Date = Date(), check: (Edition) throws -> Void = { _ in }, logger: Logger
+    ) async throws -> Edition {
         let deadline: Date
         do {
             deadline = try manifest.validate(now: now)
@@ -28,6 +31,7 @@ public struct EditionRepository: Sendable {
         }
         let publication = try await resolvePublication(manifest.publication, appID: appID, logger: logger)
         let id = UUID()
+        try check(Edition(id: id, appID: publication.appID, manifest: manifest, deadline: deadline, publishedAt: now))
         let json = String(decoding: try Self.encoder.encode(manifest), as: UTF8.self)
         do {
             let rows = try await client.query(
