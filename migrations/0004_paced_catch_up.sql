@@ -9,3 +9,10 @@ ALTER TABLE broadcast_waves ADD COLUMN behind_seconds double precision NOT NULL 
 
 -- When the batch's first device goes out; the rest follow at the wave's rate.
 ALTER TABLE broadcast_batches ADD COLUMN slot_start timestamptz;
+
+-- A broadcast whose pushes cannot be built or sent at all (its app's key unreadable, a push over APNs'
+-- limit) ends as failed with the reason, instead of retrying every batch until the deadline.
+ALTER TABLE broadcasts ADD COLUMN failure text;
+ALTER TABLE broadcasts DROP CONSTRAINT broadcasts_state_check;
+ALTER TABLE broadcasts ADD CONSTRAINT broadcasts_state_check
+    CHECK (state IN ('planned', 'running', 'completed', 'cancelled', 'expired', 'failed'));

@@ -11,7 +11,8 @@ public enum BroadcastPreflight {
     /// The push per tier for `edition`, as the dispatcher sends it: one definition for sending and checking.
     /// - Throws: `APNsNotificationError` when a push breaks APNs' rules (too large).
     public static func notifications(
-        for edition: Edition, kind: BroadcastProgress.Wave.Kind
+        for edition: Edition,
+        kind: BroadcastProgress.Wave.Kind
     ) throws -> [ImageTier: APNsNotification] {
         var notifications: [ImageTier: APNsNotification] = [:]
         for tier in ImageTier.allCases {

@@ -55,6 +55,11 @@ final class DispatchMetrics: Sendable {
     }
 
     /// Once per advance: the send rate since the last one, and the running broadcasts' totals.
+    /// A broadcast ended as failed: `cause` is `key` (the app's APNs key) or `push` (a push that cannot be built).
+    func failed(cause: String) {
+        Counter(label: "paperboy_broadcasts_failed_total", dimensions: [("cause", cause)]).increment()
+    }
+
     func tick(now: Date, running broadcasts: [BroadcastTotals]) {
         let (count, since) = sentSinceTick.withLock { state in
             defer { state = (0, now) }

@@ -211,9 +211,14 @@ public final class Dispatcher: Service {
 
     private func lease(now: Date) async throws -> LeasedBatch? {
         let batch = try await repository.lease(
-            owner: configuration.owner, now: now, lookahead: configuration.lookahead, duration: configuration.leaseDuration,
-            batchDuration: configuration.batchDuration, maxBatchSize: configuration.maxBatchSize,
-            excluding: held.withLock { Array($0.keys) }, logger: logger
+            owner: configuration.owner,
+            now: now,
+            lookahead: configuration.lookahead,
+            duration: configuration.leaseDuration,
+            batchDuration: configuration.batchDuration,
+            maxBatchSize: configuration.maxBatchSize,
+            excluding: held.withLock { Array($0.keys) },
+            logger: logger
         )
         if let batch { held.withLock { $0[batch.id] = (batch, false, false) } }
         return batch
@@ -226,7 +231,10 @@ public final class Dispatcher: Service {
             let batches = held.withLock { $0.values.filter { !$0.lost }.map(\.batch) }
             do {
                 let renewal = try await repository.renew(
-                    batches, owner: configuration.owner, until: clock.now().addingTimeInterval(configuration.leaseDuration), logger: logger
+                    batches,
+                    owner: configuration.owner,
+                    until: clock.now().addingTimeInterval(configuration.leaseDuration),
+                    logger: logger
                 )
                 let still = renewal.held
                 if !renewal.stopped.isEmpty {
@@ -274,7 +282,15 @@ public final class Dispatcher: Service {
                     slotStart = start
                 }
                 let last = round == configuration.notSentRounds
-                let result = await sendRound(batch, targets: targets, positions: pending, slotStart: slotStart, channel: channel, notifications: notifications, logger: logger)
+                let result = await sendRound(
+                    batch,
+                    targets: targets,
+                    positions: pending,
+                    slotStart: slotStart,
+                    channel: channel,
+                    notifications: notifications,
+                    logger: logger
+                )
                 pending = last ? [] : result.notSent
                 outcomes += last ? result.outcomes : result.outcomes.filter { $0.result != .notSent }
                 if result.stopped { break }
@@ -293,6 +309,12 @@ public final class Dispatcher: Service {
             }
             metrics.batch(outcomes, kind: batch.kind.rawValue, result: recorded ? "recorded" : "lost")
             return outcomes
+        } catch let error as APNsNotificationError {
+            await fail(batch, cause: "push", reason: "the \(batch.kind.rawValue) push cannot be built: \(error)", logger: logger)
+            return []
+        } catch let error as ChannelError {
+            await fail(batch, cause: "key", reason: "\(error)", logger: logger)
+            return []
         } catch {
             logger.error("could not send a batch; it is sent again when its lease expires", metadata: ["error": "\(String(reflecting: error))"])
             metrics.batch([], kind: batch.kind.rawValue, result: "failed")
@@ -300,12 +322,32 @@ public final class Dispatcher: Service {
         }
     }
 
+    /// Ends the batch's broadcast as failed: nothing of it can be sent, and retrying every batch until the
+    /// deadline would only hide that in the logs. If the database cannot be told, the batch's lease expires
+    /// and the next worker to lease it tries again.
+    private func fail(_ batch: LeasedBatch, cause: String, reason: String, logger: Logger) async {
+        logger.error("the broadcast cannot be sent; it ends as failed", metadata: ["reason": "\(reason)"])
+        metrics.batch([], kind: batch.kind.rawValue, result: "failed")
+        do {
+            if try await repository.fail(id: batch.broadcastID, reason: reason, now: clock.now(), logger: logger) {
+                metrics.failed(cause: cause)
+            }
+        } catch {
+            logger.error("could not mark the broadcast failed", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
     /// One pass over `positions` (indices into `targets`), the first at `slotStart`, the rest at the wave's
     /// rate. Stops when the lease is lost (nothing more is sent or recorded: the new holder does it) or the
     /// broadcast was cancelled (the rest are recorded as skipped, `cancelled`).
     private func sendRound(
-        _ batch: LeasedBatch, targets: [BatchTarget], positions: [Int], slotStart: Date, channel: APNsChannels.Channel,
-        notifications: [ImageTier: APNsNotification], logger: Logger
+        _ batch: LeasedBatch,
+        targets: [BatchTarget],
+        positions: [Int],
+        slotStart: Date,
+        channel: APNsChannels.Channel,
+        notifications: [ImageTier: APNsNotification],
+        logger: Logger
     ) async -> (outcomes: [BatchOutcome], notSent: [Int], stopped: Bool) {
         var slot = (start: slotStart, position: 0)
         func due(_ position: Int) -> Date {
@@ -339,7 +381,8 @@ public final class Dispatcher: Service {
                     // Behind the slot: the rest takes the wave's next free slot, after the work claimed
                     // meanwhile, so the backlog never goes out faster than the plan.
                     do {
-                        guard let start = try await reclaim(batch, from: positions[position], remaining: positions.count - position, logger: logger) else {
+                        guard let start = try await reclaim(batch, from: positions[position], remaining: positions.count - position, logger: logger)
+                        else {
                             stopped = true
                             break
                         }
@@ -369,7 +412,14 @@ public final class Dispatcher: Service {
                 group.addTask {
                     let results = await channel.client.send(deliveries.map(\.delivery))
                     return zip(deliveries, results).map { pair in
-                        (pair.0.position, BatchOutcome(deviceID: targets[pair.0.position].deviceID, sentAt: sentAt, result: Self.result(of: pair.1.outcome, at: sentAt)))
+                        (
+                            pair.0.position,
+                            BatchOutcome(
+                                deviceID: targets[pair.0.position].deviceID,
+                                sentAt: sentAt,
+                                result: Self.result(of: pair.1.outcome, at: sentAt)
+                            )
+                        )
                     }
                 }
             }
@@ -392,7 +442,14 @@ public final class Dispatcher: Service {
         while true {
             if held.withLock({ $0[batch.id]?.lost ?? true }) { return nil }
             do {
-                return try await repository.reclaimSlot(batch, from: index, remaining: remaining, owner: configuration.owner, now: clock.now(), logger: logger)
+                return try await repository.reclaimSlot(
+                    batch,
+                    from: index,
+                    remaining: remaining,
+                    owner: configuration.owner,
+                    now: clock.now(),
+                    logger: logger
+                )
             } catch {
                 logger.warning("could not claim a new slot for a late batch; trying again", metadata: ["error": "\(String(reflecting: error))"])
                 try await clock.sleep(clock.now().addingTimeInterval(delay))
@@ -442,7 +499,12 @@ public final class Dispatcher: Service {
         for event in events {
             switch event {
             case .waveStarted(let broadcast, let wave, let kind, let planned, let start):
-                logger.notice("wave started", metadata: ["broadcast": "\(broadcast)", "wave": "\(wave)", "kind": "\(kind.rawValue)", "planned": "\(planned)", "start": "\(start)"])
+                logger.notice(
+                    "wave started",
+                    metadata: [
+                        "broadcast": "\(broadcast)", "wave": "\(wave)", "kind": "\(kind.rawValue)", "planned": "\(planned)", "start": "\(start)",
+                    ]
+                )
             case .waveFinished(let broadcast, let wave):
                 logger.info("wave finished", metadata: ["broadcast": "\(broadcast)", "wave": "\(wave)"])
             case .completed(let broadcast):

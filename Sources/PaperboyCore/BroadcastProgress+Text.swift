@@ -95,6 +95,7 @@ extension BroadcastProgress {
             field("deadline", Self.dateTime(deadline, timeZone: timeZone)),
         ]
         if let finishedAt { lines.append(field("finished", Self.dateTime(finishedAt, timeZone: timeZone))) }
+        if let failure { lines.append(field("failure", failure)) }
         lines += Self.wrap(label: Self.pad("options", labelWidth), items: optionsSummary, width: width)
 
         lines.append("")

@@ -12,6 +12,9 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         case cancelled
         /// The edition's deadline passed with work left; nothing more is sent.
         case expired
+        /// Nothing could be sent (the app's APNs key unreadable, a push over APNs' limit); ``failure`` says
+        /// why. Fix the cause and start the edition's broadcast again.
+        case failed
     }
 
     /// Counts of one wave or one cohort of a wave.
@@ -116,6 +119,8 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     public var createdAt: Date
     public var deadline: Date
     public var finishedAt: Date?
+    /// Why a `failed` broadcast failed.
+    public var failure: String?
     public var waves: [Wave]
     /// Receipts for the edition from all devices, by result (also those that reported without a push).
     public var receipts: [String: Int]
@@ -123,8 +128,9 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     public init(
         id: UUID, editionID: UUID, publication: String, issueDate: String, environment: APNsEnvironment,
         state: State, origin: String, options: BroadcastOptions, createdAt: Date, deadline: Date,
-        finishedAt: Date?, waves: [Wave], receipts: [String: Int]
+        finishedAt: Date?, failure: String? = nil, waves: [Wave], receipts: [String: Int]
     ) {
+        self.failure = failure
         self.id = id
         self.editionID = editionID
         self.publication = publication
@@ -144,7 +150,7 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     public var totals: Counts { waves.reduce(Counts()) { $0 + $1.counts } }
 
     enum CodingKeys: String, CodingKey {
-        case id, editionID = "editionId", publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, waves, receipts
+        case id, editionID = "editionId", publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, failure, waves, receipts
     }
 
     /// Ids as lowercase UUIDs, as everywhere in the API.
@@ -161,6 +167,7 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(deadline, forKey: .deadline)
         try container.encodeIfPresent(finishedAt, forKey: .finishedAt)
+        try container.encodeIfPresent(failure, forKey: .failure)
         try container.encode(waves, forKey: .waves)
         try container.encode(receipts, forKey: .receipts)
     }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -16,14 +17,20 @@ struct APIFixture {
     let app: App
     let apiKey: String
     static let adminToken = "test-admin-token-0123456789"
+    /// The app's APNs key: a real P-256 key in a file that lives as long as the test (starting a broadcast
+    /// checks that it can be loaded).
+    let keyFile: String
 
     static func with(migrated: Bool = true, _ body: @escaping @Sendable (APIFixture, any TestClientProtocol) async throws -> Void) async throws {
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-api-\(UUID().uuidString).p8").path
+        try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: keyFile) }
         try await TestDatabase.with(migrated: migrated) { db in
             var app: App?
             var key = ""
             if migrated {
                 let created = try await AppRepository(client: db.client).create(
-                    try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
+                    try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: keyFile),
                     logger: db.logger
                 )
                 for slug in ["morning", "evening"] {
@@ -35,7 +42,8 @@ struct APIFixture {
             let fixture = APIFixture(
                 db: db,
                 app: app ?? App(id: 0, bundleID: "", teamID: "", keyID: "", keyReference: "", createdAt: Date()),
-                apiKey: key
+                apiKey: key,
+                keyFile: keyFile
             )
             let application = buildApplication(
                 client: db.client,

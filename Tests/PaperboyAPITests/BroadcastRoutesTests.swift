@@ -6,6 +6,7 @@ import PaperboyAPI
 import PaperboyCore
 import PaperboyStore
 import PaperboyTesting
+import PostgresNIO
 import Testing
 
 @Suite("Broadcast API")
@@ -111,6 +112,21 @@ struct BroadcastRoutesTests {
             #expect(response.status == .unauthorized)
             let shown = try await client.send(.get, "/v1/broadcasts/00000000-0000-0000-0000-000000000000")
             #expect(shown.status == .unauthorized)
+        }
+    }
+
+    @Test("starting a broadcast of an app whose APNs key file is gone answers 400 naming app and the file; nothing is started")
+    func unreadableKeyIsRefused() async throws {
+        try await APIFixture.with { fixture, client in
+            let edition = try await Self.prepare(fixture, client)
+            try FileManager.default.removeItem(atPath: fixture.keyFile)
+            let refused = try await client.send(.post, "/v1/broadcasts", headers: Self.admin, body: #"{"edition": "\#(edition)", "window": 600}"#)
+            #expect(refused.status == .badRequest)
+            let error = try refused.apiError()
+            #expect(error.field == "app")
+            #expect(error.message.contains(fixture.keyFile))
+            let stored = try await fixture.db.client.query("SELECT count(*) FROM broadcasts", logger: fixture.db.logger)
+            for try await count in stored.decode(Int.self) { #expect(count == 0) }
         }
     }
 }

@@ -125,4 +125,24 @@ struct EditionRoutesTests {
             #expect(listed.headers[.allow] == "POST")
         }
     }
+
+    @Test("an edition whose push would exceed APNs' 4096 bytes is refused with 400 naming tiers.large.bundles; nothing is stored")
+    func oversizedPushIsRefused() async throws {
+        try await APIFixture.with { fixture, client in
+            let bundles = (1...60).map { index in
+                #"{"url": "https://cdn.example.com/2026-11-23/morning/a-rather-long-path-for-every-page/large-\#(index).zip", "bytes": 1000, "sha256": "\#(Self.sha)"}"#
+            }
+            let file = """
+                {"publication": "morning", "issueDate": "2026-11-23", "deadline": "2099-11-23T09:00:00+09:00", \
+                "tiers": {"large": {"bundles": [\(bundles.joined(separator: ", "))]}}, "pages": [{"number": 1, "title": "Front page"}]}
+                """
+            let refused = try await client.send(.post, "/v1/editions", headers: Self.admin, body: file)
+            #expect(refused.status == .badRequest)
+            let error = try refused.apiError()
+            #expect(error.field == "tiers.large.bundles")
+            #expect(error.message.contains("4096"))
+            let latest = try await client.send(.get, "/v1/editions/latest?publication=morning", key: fixture.apiKey)
+            #expect(latest.status == .notFound)
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import Crypto
 import Foundation
 import PaperboyBroadcast
 import PaperboyCore
@@ -353,6 +354,34 @@ struct DispatcherTests {
             _ = try await fixture.repository.cancel(id: started.broadcast.id, now: t0, logger: fixture.logger)
             let cancelled = try await fixture.repository.renew([batch], owner: "w", until: t0.addingTimeInterval(60), logger: fixture.logger)
             #expect(cancelled.held == [batch.id] && cancelled.stopped == [batch.id])
+        }
+    }
+
+    @Test("an app key that cannot be loaded at send time ends the broadcast as failed, the reason in its status, instead of retrying until the deadline")
+    func unloadableKeyFailsTheBroadcast() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(10)
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+            let started = try await fixture.repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
+                origin: "test", now: t0, logger: fixture.logger
+            )
+            // The key file disappears after the broadcast was started (a secret rotated away, a bad mount).
+            try FileManager.default.removeItem(atPath: fixture.app.keyReference)
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(60), fixture.dispatcher())
+            let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            #expect(progress.state == .failed)
+            #expect(progress.failure?.contains(fixture.app.keyReference) == true)
+            #expect(progress.report(timeZone: TimeZone(identifier: "UTC")!).contains("failure"))
+            #expect(fixture.accepted().isEmpty)
+            // Fixed and started again: a failed broadcast does not block a new one.
+            try BroadcastFixture.privateKey.pemRepresentation.write(toFile: fixture.app.keyReference, atomically: true, encoding: .utf8)
+            let again = try await fixture.repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
+                origin: "test", now: started.broadcast.start.addingTimeInterval(60), logger: fixture.logger
+            )
+            #expect(again.created)
         }
     }
 }

@@ -102,7 +102,15 @@ struct FaultRig {
 
     /// Waits (bounded) until the broadcast is completed, and returns its progress.
     func waitForCompletion(_ id: UUID, seconds: Int) async throws -> BroadcastProgress {
-        try await WorkerProcessTests.waitUntil(seconds: seconds) { await progress(id)?.state == .completed }
+        do {
+            try await WorkerProcessTests.waitUntil(seconds: seconds) { await progress(id)?.state == .completed }
+        } catch {
+            // What a failure needs to be understood: where the broadcast stands and which batches are open.
+            let progress = await progress(id)
+            print("[fault] not completed: state \(progress.map { "\($0.state)" } ?? "?"), waves \(progress?.waves.map { "\($0.counts)" } ?? [])")
+            print("[fault] open or re-leased batches:\n\((try? await batchesReport(id)) ?? "?")")
+            throw error
+        }
         return try #require(await progress(id))
     }
 

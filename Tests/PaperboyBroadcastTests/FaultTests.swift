@@ -84,7 +84,8 @@ struct FaultTests {
                             !problems.isEmpty || worker.output.contains("Connection refused"),
                             "the worker saw the outage (failed queries, or PostgresNIO's refused reconnects)"
                         )
-                        print("[fault] pg restart (\(outage) s down): accepted at stop \(acceptedAtStop)/\(devices); \(duplicated) devices sent twice or more (most leases of a batch \(mostLeases), most sends \(counts.values.max() ?? 0)); recorded \(tally); worker logged \(problems.count) warnings/errors, first: \(problems.first ?? "none")")
+                        Self.expectPaced(simulator, rate: Double(devices) / 15, "after the database came back")
+                        print("[fault] pg restart (\(outage) s down), per second \(simulator.stats().acceptsPerSecond): accepted at stop \(acceptedAtStop)/\(devices); \(duplicated) devices sent twice or more (most leases of a batch \(mostLeases), most sends \(counts.values.max() ?? 0)); recorded \(tally); worker logged \(problems.count) warnings/errors, first: \(problems.first ?? "none")")
                         #expect(progress.waves.count == 1)
                         #expect(progress.waves[0].counts.planned == devices)
                         #expect(progress.waves[0].counts.sent == devices, "every device recorded once")

@@ -1142,7 +1142,7 @@ extension OpenAPISpec {
                   $ref: "#/components/schemas/Environment"
                 state:
                   type: string
-                  enum: [running, completed, cancelled, expired]
+                  enum: [running, completed, cancelled, expired, failed]
                 origin:
                   type: string
                   description: Who started it, e.g. `api`, `cli`, `schedule`.
@@ -1154,6 +1154,9 @@ extension OpenAPISpec {
                   $ref: "#/components/schemas/Timestamp"
                 finishedAt:
                   $ref: "#/components/schemas/Timestamp"
+                failure:
+                  type: string
+                  description: Why a `failed` broadcast failed (its app's APNs key unreadable, a push that cannot be built).
                 waves:
                   type: array
                   items:

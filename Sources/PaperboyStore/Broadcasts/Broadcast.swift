@@ -16,6 +16,8 @@ public struct Broadcast: Sendable, Equatable {
     public var deadline: Date
     public var createdAt: Date
     public var finishedAt: Date?
+    /// Why a `failed` broadcast failed.
+    public var failure: String?
     /// The edition's publication (slug) and day.
     public var publication: String
     public var issueDate: String

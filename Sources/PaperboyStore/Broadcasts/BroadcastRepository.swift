@@ -114,6 +114,21 @@ public struct BroadcastRepository: Sendable {
         return broadcast
     }
 
+    /// Ends a running broadcast as `failed` with `reason`, when nothing can be sent (its app's key unreadable,
+    /// a push that cannot be built): every batch would fail until the deadline otherwise.
+    /// - Returns: false when it was not running any more.
+    @discardableResult
+    public func fail(id: UUID, reason: String, now: Date, logger: Logger) async throws -> Bool {
+        let rows = try await client.query(
+            """
+            UPDATE broadcasts SET state = 'failed', failure = \(reason), finished_at = \(now), updated_at = \(now)
+            WHERE id = \(id) AND state IN ('planned', 'running') RETURNING id
+            """,
+            logger: logger
+        )
+        return try await rows.collect().count == 1
+    }
+
     /// Progress per wave and cohort, with receipts; nil when there is no such broadcast.
     public func progress(id: UUID, logger: Logger) async throws -> BroadcastProgress? {
         guard let broadcast = try await find(id: id, logger: logger) else { return nil }
@@ -172,7 +187,7 @@ public struct BroadcastRepository: Sendable {
         return BroadcastProgress(
             id: id, editionID: broadcast.editionID, publication: broadcast.publication, issueDate: broadcast.issueDate,
             environment: broadcast.environment, state: broadcast.state, origin: broadcast.origin, options: broadcast.options,
-            createdAt: broadcast.createdAt, deadline: broadcast.deadline, finishedAt: broadcast.finishedAt, waves: waves,
+            createdAt: broadcast.createdAt, deadline: broadcast.deadline, finishedAt: broadcast.finishedAt, failure: broadcast.failure, waves: waves,
             receipts: Dictionary(uniqueKeysWithValues: editionReceipts.map { ($0.key.rawValue, $0.value) })
         )
     }
@@ -216,7 +231,7 @@ public struct BroadcastRepository: Sendable {
     private func existing(editionID: UUID, environment: APNsEnvironment, logger: Logger) async throws -> Broadcast? {
         try await select(
             Self.selectBroadcasts(
-                "WHERE b.edition_id = \(editionID) AND b.environment = \(environment.storageCode) AND b.state <> 'cancelled' ORDER BY b.created_at DESC LIMIT 1"
+                "WHERE b.edition_id = \(editionID) AND b.environment = \(environment.storageCode) AND b.state NOT IN ('cancelled', 'failed') ORDER BY b.created_at DESC LIMIT 1"
             ),
             logger: logger
         ).first
@@ -260,7 +275,7 @@ public struct BroadcastRepository: Sendable {
     private static let selectBroadcastsHead = """
         SELECT b.id, b.edition_id, p.app_id, p.id, b.environment, b.state, b.plan::text, b.origin,
             coalesce((SELECT w.starts_at FROM broadcast_waves w WHERE w.broadcast_id = b.id AND w.wave = 1), b.created_at),
-            e.deadline, b.created_at, b.finished_at, p.slug, e.issue_date::text
+            e.deadline, b.created_at, b.finished_at, p.slug, e.issue_date::text, b.failure
         FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
         """
 
@@ -271,14 +286,15 @@ public struct BroadcastRepository: Sendable {
         return broadcasts
     }
 
-    typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date, Date?, String, String)
+    typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date, Date?, String, String, String?)
 
     static func broadcast(_ row: BroadcastRow) -> Broadcast {
         Broadcast(
             id: row.0, editionID: row.1, appID: row.2, publicationID: row.3, environment: APNsEnvironment(storageCode: row.4),
             state: BroadcastProgress.State(storedState: row.5),
             options: (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.6.utf8))) ?? BroadcastOptions(),
-            origin: row.7, start: row.8, deadline: row.9, createdAt: row.10, finishedAt: row.11, publication: row.12, issueDate: row.13
+            origin: row.7, start: row.8, deadline: row.9, createdAt: row.10, finishedAt: row.11, failure: row.14, publication: row.12,
+            issueDate: row.13
         )
     }
 

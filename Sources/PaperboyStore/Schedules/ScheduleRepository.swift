@@ -145,7 +145,7 @@ public struct ScheduleRepository: Sendable {
             SELECT e.id, e.issue_date::text, e.deadline, e.published_at,
                 EXISTS (
                     SELECT 1 FROM broadcasts b
-                    WHERE b.edition_id = e.id AND b.environment = \(environment.storageCode) AND b.state <> 'cancelled'
+                    WHERE b.edition_id = e.id AND b.environment = \(environment.storageCode) AND b.state NOT IN ('cancelled', 'failed')
                 )
             FROM editions e
             WHERE e.publication_id = \(publicationID)
