@@ -48,6 +48,10 @@ public struct TestDatabase: Sendable {
 }
 
 /// The cluster the test process uses, started once.
+///
+/// An embedded cluster is never stopped here: no code runs when the test process exits, so its watchdog
+/// (see ``EmbeddedPostgres``) stops it and removes its directory then, whether the runner exits, is
+/// interrupted or is killed.
 private struct TestCluster: Sendable {
     static let templateName = "paperboy_template"
     static let shared = Task { try await TestCluster.start() }
