@@ -224,6 +224,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "EmbeddedPostgresTests",
+            dependencies: ["EmbeddedPostgres"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "PaperboyStoreTests",
             dependencies: [
                 "PaperboyStore",

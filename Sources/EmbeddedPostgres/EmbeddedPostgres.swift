@@ -9,9 +9,9 @@ import Glibc
 /// zero-setup commands and the test suite.
 ///
 /// It is tuned for speed, not durability (`fsync=off`): never put data you want to keep in it. The cluster
-/// lives in a temporary directory that ``stop()`` removes. A watchdog process stops the cluster and removes
-/// the directory if the process that started it exits without calling ``stop()`` (a crash, `SIGKILL`, a test
-/// runner that exits), so nothing is left running.
+/// lives in a temporary directory that ``stop()`` removes. A watchdog process (``ClusterWatchdog``) stops the
+/// cluster and removes the directory if the process that started it exits without calling ``stop()`` (a
+/// crash, `SIGKILL`, `timeout`, Ctrl-C, a test runner that exits), so nothing is left running.
 ///
 /// PostgreSQL refuses to run as root: when the current user is root, the cluster runs as the `postgres`
 /// system user through `runuser`.
@@ -24,18 +24,30 @@ public final class EmbeddedPostgres: Sendable {
     public let username: String
     /// The cluster's temporary directory (data, socket and log).
     public let directory: String
+    /// Where `initdb`, `pg_ctl` and `postgres` were found.
+    public let binDirectory: String
 
-    private let binDirectory: String
     private let runAs: String?
+    private let watchdog: ClusterWatchdog
     private let logger: Logger
 
-    private init(host: String, port: Int, username: String, directory: String, binDirectory: String, runAs: String?, logger: Logger) {
+    private init(
+        host: String,
+        port: Int,
+        username: String,
+        directory: String,
+        binDirectory: String,
+        runAs: String?,
+        watchdog: ClusterWatchdog,
+        logger: Logger
+    ) {
         self.host = host
         self.port = port
         self.username = username
         self.directory = directory
         self.binDirectory = binDirectory
         self.runAs = runAs
+        self.watchdog = watchdog
         self.logger = logger
     }
 
@@ -47,21 +59,39 @@ public final class EmbeddedPostgres: Sendable {
     /// Initializes and starts a new cluster.
     ///
     /// - Parameters:
-    ///   - binDirectory: where `initdb`, `pg_ctl` and `postgres` live; by default the environment variable
-    ///     `PAPERBOY_PG_BIN`, else the newest `/usr/lib/postgresql/*/bin`.
+    ///   - search: where to look for `initdb`, `pg_ctl` and `postgres`; by default `PAPERBOY_PG_BIN`, else the
+    ///     newest `/usr/lib/postgresql/*/bin`, else `PATH` (see ``PostgresBinaries/Search/standard(environment:)``).
     ///   - logger: receives start and stop messages.
-    /// - Throws: ``EmbeddedPostgresError`` naming the step that failed.
+    /// - Throws: ``EmbeddedPostgresError`` naming the step that failed; without PostgreSQL, saying what to
+    ///   install or set. A failed start leaves no server running and no directory behind.
     public static func start(
-        binDirectory: String? = nil,
+        search: PostgresBinaries.Search = .standard(),
         logger: Logger = Logger(label: "paperboy.embedded-postgres")
     ) async throws
         -> EmbeddedPostgres
     {
-        let bin = try binDirectory ?? Self.findBinDirectory()
+        let bin = try PostgresBinaries.locate(search).directory
         let runAs: String? = geteuid() == 0 ? "postgres" : nil
+        if let runAs, getpwnam(runAs) == nil {
+            throw EmbeddedPostgresError(
+                step: "find PostgreSQL",
+                message: "PostgreSQL refuses to run as root and there is no \(runAs) user to run it as: install the PostgreSQL "
+                    + "server (apt-get install postgresql-15 creates the user) or run as an ordinary user"
+            )
+        }
         let username = "postgres"
         let directory = try Self.makeTemporaryDirectory(owner: runAs)
         let data = directory + "/data"
+        let stopAtOnce = ["-D", data, "-m", "immediate", "-t", "10", "stop"]
+        // Watched from before initdb: the owner may die at any step.
+        let watchdog: ClusterWatchdog
+        do {
+            let asUser = runAs.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []
+            watchdog = try ClusterWatchdog.start(directory: directory, stopCommand: asUser + [bin + "/pg_ctl"] + stopAtOnce)
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
         do {
             try Self.run(
                 bin + "/initdb",
@@ -70,20 +100,22 @@ public final class EmbeddedPostgres: Sendable {
                 step: "initdb"
             )
             let port = try await Self.startServer(bin: bin, directory: directory, runAs: runAs)
-            let cluster = EmbeddedPostgres(
+            logger.info("started a throwaway PostgreSQL cluster", metadata: ["port": "\(port)", "directory": "\(directory)"])
+            return EmbeddedPostgres(
                 host: "127.0.0.1",
                 port: port,
                 username: username,
                 directory: directory,
                 binDirectory: bin,
                 runAs: runAs,
+                watchdog: watchdog,
                 logger: logger
             )
-            try cluster.startWatchdog()
-            logger.info("started a throwaway PostgreSQL cluster", metadata: ["port": "\(port)", "directory": "\(directory)"])
-            return cluster
         } catch {
+            // Whatever step failed, no server may outlive the start (`startServer` stops each failed try).
+            try? Self.run(bin + "/pg_ctl", stopAtOnce, as: runAs, step: "pg_ctl stop")
             try? FileManager.default.removeItem(atPath: directory)
+            watchdog.release()
             throw error
         }
     }
@@ -102,7 +134,10 @@ public final class EmbeddedPostgres: Sendable {
 
     /// Stops the cluster and removes its directory.
     public func stop() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            watchdog.release()
+        }
         try Self.run(binDirectory + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"], as: runAs, step: "pg_ctl stop")
         logger.info("stopped the throwaway PostgreSQL cluster", metadata: ["port": "\(port)"])
     }
@@ -115,19 +150,6 @@ public final class EmbeddedPostgres: Sendable {
             as: nil,
             step: step
         )
-    }
-
-    /// Stops the server if this process goes away without calling ``stop()``.
-    private func startWatchdog() throws {
-        let stop = [binDirectory + "/pg_ctl", "-D", directory + "/data", "-m", "immediate", "stop"]
-        let stopCommand = (runAs.map { ["runuser", "-u", $0, "--"] } ?? []) + stop
-        let script = """
-            while kill -0 \(getpid()) 2>/dev/null; do sleep 0.5; done
-            [ -d \(Self.quoteShell(directory)) ] || exit 0
-            \(stopCommand.map(Self.quoteShell).joined(separator: " ")) >/dev/null 2>&1
-            rm -rf \(Self.quoteShell(directory))
-            """
-        try Self.spawn(["/bin/sh", "-c", script], output: "/dev/null", step: "start the watchdog")
     }
 
     private static func startServer(bin: String, directory: String, runAs: String?) async throws -> Int {
@@ -149,25 +171,16 @@ public final class EmbeddedPostgres: Sendable {
                 return port
             } catch {
                 lastError = error
+                // A server that started but did not answer in time would hold the data directory.
+                try? run(
+                    bin + "/pg_ctl",
+                    ["-D", directory + "/data", "-m", "immediate", "-t", "10", "stop"],
+                    as: runAs,
+                    step: "pg_ctl stop"
+                )
             }
         }
         throw lastError ?? EmbeddedPostgresError(step: "pg_ctl start", message: "no free port")
-    }
-
-    private static func findBinDirectory() throws -> String {
-        if let configured = ProcessInfo.processInfo.environment["PAPERBOY_PG_BIN"], !configured.isEmpty {
-            return configured
-        }
-        let root = "/usr/lib/postgresql"
-        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        let candidates = versions.compactMap(Int.init).sorted(by: >).map { "\(root)/\($0)/bin" }
-        guard let bin = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") }) else {
-            throw EmbeddedPostgresError(
-                step: "find PostgreSQL",
-                message: "no initdb under \(root)/*/bin; install PostgreSQL (apt-get install postgresql-15) or set PAPERBOY_PG_BIN"
-            )
-        }
-        return bin
     }
 
     private static func makeTemporaryDirectory(owner: String?) throws -> String {
@@ -221,31 +234,49 @@ public final class EmbeddedPostgres: Sendable {
         }
     }
 
-    /// Starts `command` with standard input from /dev/null and its output appended to `output`.
+    /// Starts `command` with standard input from `input` (by default /dev/null) and its output appended to
+    /// `output`; in a session of its own when `newSession` is set.
     @discardableResult
-    private static func spawn(_ command: [String], output: String, step: String) throws -> pid_t {
+    static func spawn(_ command: [String], input: Int32? = nil, output: String, newSession: Bool = false, step: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let input {
+            posix_spawn_file_actions_adddup2(&actions, input, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if newSession {
+            let flag = posix_spawnattr_setflags(&attributes, Self.spawnInNewSession)
+            guard flag == 0 else {
+                throw EmbeddedPostgresError(step: step, message: "cannot start a new session: \(String(cString: strerror(flag)))")
+            }
+        }
         var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
+        let result = posix_spawn(&pid, command[0], &actions, &attributes, &argv, environ)
         guard result == 0 else {
             throw EmbeddedPostgresError(step: step, message: "cannot run \(command[0]): \(String(cString: strerror(result)))")
         }
         return pid
     }
 
+    /// `POSIX_SPAWN_SETSID`: glibc defines it (since 2.26) only for `_GNU_SOURCE`, which Swift's Glibc
+    /// module does not import with.
+    #if os(Linux)
+    private static let spawnInNewSession = Int16(0x80)
+    #else
+    private static let spawnInNewSession = Int16(POSIX_SPAWN_SETSID)
+    #endif
+
     private static func quoteIdentifier(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-
-    private static func quoteShell(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }
 

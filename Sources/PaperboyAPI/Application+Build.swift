@@ -18,6 +18,10 @@ public struct APIConfiguration: Sendable {
     public var maxEditionBodyBytes: Int = 1024 * 1024
     /// How long an app found by its device key is remembered.
     public var appCacheTimeToLive: Duration = .seconds(30)
+    /// How long a device key that is no app's is remembered as such (answering 401 without asking the
+    /// database); a key created meanwhile works once this has passed. Keys are random, so only guessed
+    /// ones are remembered.
+    public var unknownKeyCacheTimeToLive: Duration = .seconds(30)
     /// How long `/health/ready` waits for the database.
     public var readinessTimeout: Duration = .seconds(2)
     /// Told about every answered request (the demo's request log); nil in production.
@@ -28,8 +32,9 @@ public struct APIConfiguration: Sendable {
     /// Which routes this listener serves: all by default; `paperboy serve --admin-port` splits the admin
     /// routes off to a second listener, and `paperboy worker --port` serves operations only.
     public var surfaces: Set<APISurface> = Set(APISurface.allCases)
-    /// The per-client limit on the device routes (429 with `Retry-After` over it), by app and address: see
-    /// ``DeviceRateLimit``. Off here; `paperboy serve` turns it on with ``DeviceRateLimit/standard``.
+    /// The per-client limit on the device routes (429 with `Retry-After` over it), by client address, before
+    /// the device key is looked up: see ``DeviceRateLimit``. Off here; `paperboy serve` turns it on with
+    /// ``DeviceRateLimit/standard``.
     public var deviceRateLimit: DeviceRateLimit?
     /// When set, the listener serves HTTPS only (`paperboy serve --tls-cert --tls-key`).
     public var tls: TLSConfiguration?
@@ -53,6 +58,12 @@ public enum APISurface: String, Sendable, CaseIterable {
 
 /// The API's routes over a running PostgreSQL client. Tests use it with `app.test(.router)`.
 public func buildRouter(client: PostgresClient, configuration: APIConfiguration) -> Router<APIRequestContext> {
+    let apps = AppRepository(client: client)
+    return buildRouter(client: client, configuration: configuration) { key, logger in try await apps.find(apiKey: key, logger: logger) }
+}
+
+/// The API's routes, with the device key lookup given: tests count the database lookups through it.
+func buildRouter(client: PostgresClient, configuration: APIConfiguration, findApp: @escaping AppDirectory.Lookup) -> Router<APIRequestContext> {
     let router = Router(context: APIRequestContext.self)
     if let observer = configuration.requestObserver {
         router.add(middleware: RequestObserverMiddleware(observe: observer))
@@ -72,11 +83,17 @@ public func buildRouter(client: PostgresClient, configuration: APIConfiguration)
 
     let editionRoutes = EditionRoutes(editions: EditionRepository(client: client), maxBodyBytes: configuration.maxEditionBodyBytes)
     if configuration.surfaces.contains(.devices) {
-        let directory = AppDirectory(repository: AppRepository(client: client), timeToLive: configuration.appCacheTimeToLive)
-        let deviceAPI = router.group("v1").add(middleware: DeviceKeyMiddleware(directory: directory))
+        let directory = AppDirectory(
+            lookup: findApp,
+            timeToLive: configuration.appCacheTimeToLive,
+            unknownTimeToLive: configuration.unknownKeyCacheTimeToLive
+        )
+        let deviceAPI = router.group("v1")
+        // The limit first: a client sending wrong keys is limited before each key costs a lookup.
         if let limit = configuration.deviceRateLimit {
             deviceAPI.add(middleware: RateLimitMiddleware(limiter: RateLimiter(limit: limit)))
         }
+        deviceAPI.add(middleware: DeviceKeyMiddleware(directory: directory))
         DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
         ReceiptRoutes(receipts: ReceiptRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
         editionRoutes.addReading(to: deviceAPI, routes: &routes)

@@ -49,6 +49,10 @@ public struct TestDatabase: Sendable {
 }
 
 /// The cluster the test process uses, started once.
+///
+/// An embedded cluster is never stopped here: no code runs when the test process exits, so its watchdog
+/// (see ``EmbeddedPostgres``) stops it and removes its directory then, whether the runner exits, is
+/// interrupted or is killed.
 private struct TestCluster: Sendable {
     static let templateName = "paperboy_template"
     /// The whole suite runs in parallel on as few as two cores: a backend can take many seconds to start

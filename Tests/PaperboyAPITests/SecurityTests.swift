@@ -42,7 +42,7 @@ struct SecurityTests {
         }
     }
 
-    @Test("device routes answer 429 rate_limited with Retry-After over the burst, per app and address, until the bucket refills")
+    @Test("device routes answer 429 rate_limited with Retry-After over the burst, per address, until the bucket refills")
     func rateLimit() async throws {
         let clock = ManualClock()
         try await Self.withApp({ $0.deviceRateLimit = DeviceRateLimit(burst: 2, perSecond: 0.5, now: clock.now) }) { key, _, client in
@@ -60,8 +60,9 @@ struct SecurityTests {
             #expect(try limited.json()["error"] as? [String: Any] != nil)
             #expect(try await client.send(.get, "/v1/editions/latest?publication=morning", key: key, headers: here).status == .tooManyRequests)
 
-            // Another address of the same app has its own bucket.
-            let elsewhere = try await client.send(.get, "/v1/devices/\(token())", key: key, headers: [Self.clientAddress: "198.51.100.1"])
+            // Another address has its own bucket.
+            let elsewhereAddress: HTTPFields = [Self.clientAddress: "198.51.100.1"]
+            let elsewhere = try await client.send(.get, "/v1/devices/\(token())", key: key, headers: elsewhereAddress)
             #expect(elsewhere.status == .notFound)
 
             // Half a token later it is still limited, and says how long is left; a token later it is not.
@@ -72,8 +73,9 @@ struct SecurityTests {
             clock.advance(1)
             #expect(try await client.send(.get, "/v1/devices/\(token())", key: key, headers: here).status == .notFound)
 
-            // Wrong keys and operations routes are not the limiter's business.
-            #expect(try await client.send(.get, "/v1/devices/\(token())", key: "wrong", headers: here).status == .unauthorized)
+            // Wrong keys count too (the limit comes before the key is looked up); operations routes do not.
+            #expect(try await client.send(.get, "/v1/devices/\(token())", key: "wrong", headers: here).status == .tooManyRequests)
+            #expect(try await client.send(.get, "/v1/devices/\(token())", key: "wrong", headers: elsewhereAddress).status == .unauthorized)
             #expect(try await client.send(.get, "/health/live", headers: here).status == .ok)
         }
     }

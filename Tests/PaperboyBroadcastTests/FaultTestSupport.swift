@@ -294,7 +294,7 @@ struct RestartablePostgres {
 
     /// Stops the server (fast: sessions are disconnected).
     func stop() throws {
-        try Self.run(try Self.bin() + "/pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"], as: runAs)
+        try Self.run(cluster.binDirectory + "/pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"], as: runAs)
     }
 
     /// Starts it again on the same port with the options `EmbeddedPostgres` uses.
@@ -304,18 +304,8 @@ struct RestartablePostgres {
             "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=200",
         ].joined(separator: " ")
         try Self.run(
-            try Self.bin() + "/pg_ctl", ["-D", data, "-l", cluster.directory + "/server.log", "-o", options, "-w", "-t", "60", "start"], as: runAs
+            cluster.binDirectory + "/pg_ctl", ["-D", data, "-l", cluster.directory + "/server.log", "-o", options, "-w", "-t", "60", "start"], as: runAs
         )
-    }
-
-    private static func bin() throws -> String {
-        if let configured = ProcessInfo.processInfo.environment["PAPERBOY_PG_BIN"], !configured.isEmpty { return configured }
-        let root = "/usr/lib/postgresql"
-        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        guard let bin = versions.compactMap(Int.init).sorted(by: >).map({ "\(root)/\($0)/bin" })
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0 + "/pg_ctl") })
-        else { throw FaultTestError("no pg_ctl under \(root)/*/bin") }
-        return bin
     }
 
     /// posix_spawn + waitpid, not `Process`: a server started by `pg_ctl start` inherits the descriptors

@@ -665,7 +665,7 @@ extension OpenAPISpec {
                     $ref: "#/components/schemas/Error"
             RateLimited:
               description: |
-                `rate_limited`: this client (the app's key at one network address; IPv6 by its /64) made more
+                `rate_limited`: this client (one network address, whatever key it sends; IPv6 by its /64) made more
                 device requests than its limit, by default a burst of 60 then 10 a second. Retry after
                 `Retry-After` seconds.
               headers:

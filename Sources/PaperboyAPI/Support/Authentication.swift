@@ -8,7 +8,7 @@ import PaperboyStore
 /// Authenticates device requests by the app's key in `X-API-Key`.
 ///
 /// Keys are looked up by their SHA-256, never compared as text; found apps are cached for a short time so
-/// that a registration costs one database statement, not two.
+/// that a registration costs one database statement, not two, and unknown keys are too (``AppDirectory``).
 struct DeviceKeyMiddleware: RouterMiddleware {
     typealias Context = APIRequestContext
     static let header = HTTPField.Name("X-API-Key")!
@@ -28,25 +28,108 @@ struct DeviceKeyMiddleware: RouterMiddleware {
     }
 }
 
-/// Apps by the hash of their device API key, cached for `timeToLive`.
+/// Apps by the hash of their device API key, cached for `timeToLive`; keys that are no app's are
+/// remembered too, so that a flood of wrong keys costs one database statement per key, not per request.
+///
+/// A key remembered as unknown stays unknown for up to `unknownTimeToLive` (30 s by default) even if an
+/// app gets that key in the meantime. Keys are generated (`pb_` and 256 random bits), so a device cannot
+/// have sent one before it existed; only a guessed key is remembered as unknown. At most
+/// `unknownCapacity` unknown keys are remembered; the oldest are forgotten first.
 actor AppDirectory {
-    private let repository: AppRepository
-    private let timeToLive: Duration
-    private var cache: [[UInt8]: (app: App, expires: ContinuousClock.Instant)] = [:]
+    /// The database lookup: `AppRepository.find(apiKey:)`; tests count its calls.
+    typealias Lookup = @Sendable (DeviceAPIKey, Logger) async throws -> App?
 
-    init(repository: AppRepository, timeToLive: Duration) {
-        self.repository = repository
+    private let lookup: Lookup
+    private let timeToLive: Duration
+    private let now: @Sendable () -> ContinuousClock.Instant
+    private var cache: [[UInt8]: (app: App, expires: ContinuousClock.Instant)] = [:]
+    private var unknown: UnknownKeys
+    /// Lookups under way, by key hash: concurrent requests with the same key wait for one lookup.
+    private var pending: [[UInt8]: Task<App?, any Error>] = [:]
+
+    init(
+        lookup: @escaping Lookup,
+        timeToLive: Duration,
+        unknownTimeToLive: Duration = .seconds(30),
+        unknownCapacity: Int = 4096,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
+        self.lookup = lookup
         self.timeToLive = timeToLive
+        self.unknown = UnknownKeys(capacity: unknownCapacity, timeToLive: unknownTimeToLive)
+        self.now = now
+    }
+
+    init(repository: AppRepository, timeToLive: Duration, unknownTimeToLive: Duration = .seconds(30)) {
+        self.init(
+            lookup: { key, logger in try await repository.find(apiKey: key, logger: logger) },
+            timeToLive: timeToLive,
+            unknownTimeToLive: unknownTimeToLive
+        )
     }
 
     func app(forKey key: DeviceAPIKey, logger: Logger) async throws -> App? {
         let hash = key.hash
-        let now = ContinuousClock.now
-        if let cached = cache[hash], cached.expires > now { return cached.app }
-        guard let app = try await repository.find(apiKey: key, logger: logger) else { return nil }
+        if let cached = cache[hash], cached.expires > now() { return cached.app }
+        if unknown.contains(hash, now: now()) { return nil }
+        if let lookingUp = pending[hash] { return try await lookingUp.value }
+        let lookup = self.lookup
+        let task = Task { try await lookup(key, logger) }
+        pending[hash] = task
+        defer { pending[hash] = nil }
+        guard let app = try await task.value else {
+            unknown.insert(hash, now: now())
+            return nil
+        }
         if cache.count > 10_000 { cache.removeAll() }
-        cache[hash] = (app, now + timeToLive)
+        cache[hash] = (app, now() + timeToLive)
         return app
+    }
+
+    /// Unknown keys remembered now (for tests).
+    var unknownCount: Int { unknown.count }
+}
+
+/// Hashes of keys that are no app's, each remembered for `timeToLive`, at most `capacity` of them.
+///
+/// One time to live for all means the order of insertion is the order of expiry: expired entries are
+/// dropped from the front, and when full the front is the one closest to expiring anyway.
+struct UnknownKeys {
+    let capacity: Int
+    let timeToLive: Duration
+    private var expiries: [[UInt8]: ContinuousClock.Instant] = [:]
+    /// Every key of `expiries` once, oldest first, from `head` on.
+    private var order: [[UInt8]] = []
+    private var head = 0
+
+    init(capacity: Int, timeToLive: Duration) {
+        self.capacity = max(1, capacity)
+        self.timeToLive = timeToLive
+    }
+
+    var count: Int { expiries.count }
+
+    func contains(_ hash: [UInt8], now: ContinuousClock.Instant) -> Bool {
+        expiries[hash].map { $0 > now } ?? false
+    }
+
+    mutating func insert(_ hash: [UInt8], now: ContinuousClock.Instant) {
+        while head < order.count, let expires = expiries[order[head]], expires <= now {
+            dropOldest()
+        }
+        guard expiries[hash] == nil else { return }
+        while expiries.count >= capacity { dropOldest() }
+        expiries[hash] = now + timeToLive
+        order.append(hash)
+        if head > 1024, head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+    }
+
+    private mutating func dropOldest() {
+        expiries[order[head]] = nil
+        head += 1
     }
 }
 

@@ -9,9 +9,10 @@ import Synchronization
 
 /// A per-client token bucket for the device routes: `burst` requests at once, refilled at `perSecond`.
 ///
-/// A client is an app (by its device API key) at a network address: a fleet of one app's devices behind a
-/// carrier NAT shares one address, so the limit is per address *and* per app, and the defaults are generous
-/// (a burst of 60 and 10 a second). IPv6 addresses count by their /64, the block one subscriber gets.
+/// A client is a network address, counted before the device API key is looked up, so that a client trying
+/// wrong keys is limited like any other and cannot make each try cost a database statement. Devices behind
+/// a carrier NAT share one address (of all apps the server serves), so the defaults are generous (a burst of
+/// 60 and 10 a second). IPv6 addresses count by their /64, the block one subscriber gets.
 /// Behind a reverse proxy every request comes from the proxy's address: limit at the proxy instead and
 /// turn this off (`paperboy serve --rate-limit off`).
 public struct DeviceRateLimit: Sendable {
@@ -32,7 +33,7 @@ public struct DeviceRateLimit: Sendable {
         self.now = now ?? DeviceRateLimit.monotonicSeconds
     }
 
-    /// The default for `paperboy serve`: a burst of 60, then 10 requests a second per app and address.
+    /// The default for `paperboy serve`: a burst of 60, then 10 requests a second per address.
     public static let standard = DeviceRateLimit()
 
     private static let origin = ContinuousClock.now
@@ -91,17 +92,15 @@ final class RateLimiter: Sendable {
     }
 }
 
-/// Answers 429 with `Retry-After` when a device client is over its ``DeviceRateLimit``. Runs after the
-/// device-key middleware, so a client is the authenticated app plus the address it connects from.
+/// Answers 429 with `Retry-After` when a device client is over its ``DeviceRateLimit``. Runs before the
+/// device-key middleware: a client is the address it connects from, whatever key it sends.
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = APIRequestContext
 
     let limiter: RateLimiter
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let app = context.app.map { "app \($0.id)" } ?? "no app"
-        let client = "\(app) at \(ClientAddress.of(request) ?? "unknown")"
-        if let retryAfter = limiter.acquire(client) {
+        if let retryAfter = limiter.acquire(ClientAddress.of(request) ?? "unknown") {
             throw APIError(
                 .tooManyRequests,
                 code: "rate_limited",
