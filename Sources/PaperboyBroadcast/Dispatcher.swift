@@ -152,7 +152,8 @@ public final class Dispatcher: Service {
                         pollPending = true
                         let poll = now.addingTimeInterval(configuration.pollInterval)
                         group.addTask {
-                            try await self.clock.sleep(poll)
+                            // Cancelled (the service is being torn down): the loop sees it and drains.
+                            try? await self.clock.sleep(poll)
                             throw PollElapsed()
                         }
                     }
@@ -227,7 +228,12 @@ public final class Dispatcher: Service {
     /// Renews the leases held, every third of a lease.
     private func heartbeat(until stopping: StopFlag) async throws {
         while !Task.isCancelled {
-            try await clock.sleep(clock.now().addingTimeInterval(configuration.leaseDuration / 3))
+            // Cancelled when the dispatcher stops: an ordinary end, not an error to report.
+            do {
+                try await clock.sleep(clock.now().addingTimeInterval(configuration.leaseDuration / 3))
+            } catch {
+                return
+            }
             let batches = held.withLock { $0.values.filter { !$0.lost }.map(\.batch) }
             do {
                 let renewal = try await repository.renew(
