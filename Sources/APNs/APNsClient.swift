@@ -143,6 +143,11 @@ public final class APNsClient: Sendable {
     /// The same rules as ``send(_:to:topic:)`` apply to each; the batch enters the pool with one lock and
     /// one hop per connection, which is what makes a broadcast cheap. Retryable rejections are sent again
     /// together after the longest backoff among them.
+    /// True while APNs cannot be reached (connection attempts fail, no connection is ready). A sender that
+    /// paces its requests waits for it instead of queueing them: queued requests all go out at once when
+    /// APNs is back.
+    public var isUnreachable: Bool { pool.isUnreachable }
+
     public func send(_ deliveries: [APNsDelivery]) async -> [APNsResult] {
         let start = ContinuousClock.now
         var results = [APNsResult?](repeating: nil, count: deliveries.count)

@@ -94,6 +94,12 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
     }
 
     /// `count` fresh request ids, the first of a consecutive range.
+    /// True while the endpoint cannot be reached: the last connection attempts failed and no connection is
+    /// ready. Requests submitted meanwhile wait (up to `maximumWait`) and all go out when it is back.
+    var isUnreachable: Bool {
+        state.withLock { state in state.consecutiveFailures > 0 && !state.entries.values.contains { $0.ready && !$0.draining } }
+    }
+
     func makeRequestIDs(count: Int) -> UInt64 {
         state.withLock {
             let first = $0.nextRequestID + 1

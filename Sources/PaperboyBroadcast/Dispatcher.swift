@@ -43,6 +43,9 @@ public final class Dispatcher: Service {
         public var catchUpTolerance: TimeInterval = 0.05
         /// How many more times devices APNs never received (`notSent`) are sent, each in a later slot.
         public var notSentRounds: Int = 2
+        /// How long a batch waits for an unreachable APNs before it sends anyway (the requests then wait in
+        /// the client and go out as `notSent` if it stays unreachable).
+        public var unreachablePatience: TimeInterval = 60
         /// How long a batch's outcomes are retried while the database cannot record them (the lease is
         /// renewed meanwhile); after that the batch is left to its lease.
         public var recordPatience: TimeInterval = 300
@@ -63,6 +66,7 @@ public final class Dispatcher: Service {
             scaled.tick *= factor
             scaled.catchUpTolerance *= factor
             scaled.recordPatience *= factor
+            scaled.unreachablePatience *= factor
             return scaled
         }
 
@@ -363,6 +367,7 @@ public final class Dispatcher: Service {
             var position = 0
             var settled: [BatchOutcome] = []
             var stopped = false
+            var waitedForAPNs = false
             while position < positions.count {
                 var end = position + 1
                 while end < positions.count && due(end).timeIntervalSince(due(position)) < configuration.tick { end += 1 }
@@ -383,6 +388,21 @@ public final class Dispatcher: Service {
                     settled += positions[position...].map { BatchOutcome(deviceID: targets[$0].deviceID, sentAt: now, result: .skipped("cancelled")) }
                     break
                 }
+                if channel.client.isUnreachable && !waitedForAPNs {
+                    // Requests sent now would wait in the client and all go out the moment APNs is back: wait
+                    // for it here instead, then the devices that fell due take the wave's next free slot.
+                    waitedForAPNs = true
+                    let giveUp = clock.now().addingTimeInterval(configuration.unreachablePatience)
+                    while channel.client.isUnreachable && clock.now() < giveUp && held.withLock({ $0[batch.id].map { !$0.lost && !$0.cancelled } ?? false }) {
+                        do {
+                            try await clock.sleep(clock.now().addingTimeInterval(0.05))
+                        } catch {
+                            break
+                        }
+                    }
+                    continue
+                }
+                waitedForAPNs = waitedForAPNs && channel.client.isUnreachable
                 if clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance {
                     // Behind the slot: the rest takes the wave's next free slot, after the work claimed
                     // meanwhile, so the backlog never goes out faster than the plan.

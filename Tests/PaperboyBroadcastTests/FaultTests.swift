@@ -145,6 +145,46 @@ struct FaultTests {
         }
     }
 
+    /// APNs goes away mid-broadcast for 10 s (the simulator shut down, then started again on the same port):
+    /// the worker holds its sends while no connection can be made, instead of queueing them in the client
+    /// to go out all at once, and catches up at the plan's rate.
+    @Test("APNs unreachable for 10 s mid-broadcast: nothing piles up; when it is back the devices that fell due go out at the plan's rate, never above it", .timeLimit(.minutes(2)))
+    func apnsOutageIsCaughtUpAtThePlansRate() async throws {
+        let devices = 2000
+        let window = 20.0
+        let port = try reserveLoopbackPort()
+        try await FaultRig.with { rig in
+            let tokens = try await rig.seed(devices)
+            var acceptedBefore: [String: Int] = [:]
+            var worker: WorkerProcess?
+            defer { worker?.stop() }
+            var id: UUID?
+            try await Self.withSimulator(port: port) { simulator in
+                id = try await rig.startBroadcast(window: window, cohorts: 1)
+                worker = try rig.worker("apns-outage", endpoint: simulator.url)
+                try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 4 }
+                acceptedBefore = simulator.acceptedCounts()
+            }
+            let broadcast = try #require(id)
+            try await Task.sleep(for: .seconds(10))
+            #expect(worker?.isRunning == true, "the worker survives APNs going away")
+            try await Self.withSimulator(port: port) { simulator in
+                let progress = try await rig.waitForCompletion(broadcast, seconds: 60)
+                let exit = await worker?.terminate(within: 30)
+                #expect(exit != nil && worker?.process.terminationStatus == 0)
+                print("[fault] APNs away 10 s: accepted before \(acceptedBefore.count)/\(devices); per second after \(simulator.stats().acceptsPerSecond)")
+                Self.expectPaced(simulator, rate: Double(devices) / window, "when APNs was back")
+                let counts = simulator.acceptedCounts().merging(acceptedBefore, uniquingKeysWith: +)
+                let deliveries = try await rig.deliveries(broadcast)
+                Self.expectSends(
+                    tokens: tokens, counts: counts, leases: try await rig.leasesByToken(broadcast),
+                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" }
+                )
+                #expect(progress.waves[0].counts.sent == devices)
+            }
+        }
+    }
+
     /// Two workers share the broadcast; one is killed. Its batches are taken over when their leases lapse
     /// (3 s) and go out in the wave's next free slots, not on top of the survivor's sends.
     @Test("two workers, one killed with SIGKILL: its batches are taken over and sent at the plan's rate, never above it; duplicates only from its batches", .timeLimit(.minutes(2)))
@@ -321,7 +361,8 @@ struct FaultTests {
                 let deliveries = try await rig.deliveries(id)
                 Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id), mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
                 let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
-                print("[fault] refused: \(worker.problemLines.count) warnings/errors logged; accepted \(simulator.stats().accepted); recorded \(tally)")
+                print("[fault] refused: \(worker.problemLines.count) warnings/errors logged; accepted \(simulator.stats().accepted); recorded \(tally); per second \(simulator.stats().acceptsPerSecond)")
+                Self.expectPaced(simulator, rate: Double(devices) / 10, "when the endpoint came up")
                 #expect(progress.waves[0].counts.sent == devices)
                 #expect(progress.waves[0].counts.accepted == tally["accepted"] ?? 0)
             }
