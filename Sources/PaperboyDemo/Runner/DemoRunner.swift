@@ -10,6 +10,7 @@ import PaperboyBroadcast
 import PaperboyCore
 import PaperboyStore
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 /// How the demo runs.
@@ -114,7 +115,10 @@ public struct DemoRunner: Sendable {
             portContinuation.yield(port)
             portContinuation.finish()
         }
-        group.addTask { try await application.run() }
+        // In a service group so that it shuts down gracefully at the end, instead of being cancelled (which
+        // Hummingbird reports as an error).
+        let apiServer = ServiceGroup(configuration: .init(services: [application], logger: quiet))
+        group.addTask { try await apiServer.run() }
         var apiPort = 0
         for await port in portStream { apiPort = port }
 
@@ -139,11 +143,13 @@ public struct DemoRunner: Sendable {
             try? await http.shutdown()
             await apnsClients.shutdown()
             try? await simulator.shutdown()
+            await apiServer.triggerGracefulShutdown()
             throw error
         }
         try await http.shutdown()
         await apnsClients.shutdown()
         try await simulator.shutdown()
+        await apiServer.triggerGracefulShutdown()
         return recordings
     }
 
