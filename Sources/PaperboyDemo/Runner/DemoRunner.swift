@@ -115,10 +115,14 @@ public struct DemoRunner: Sendable {
             portContinuation.yield(port)
             portContinuation.finish()
         }
-        // In a service group so that it shuts down gracefully at the end, instead of being cancelled (which
-        // Hummingbird reports as an error).
+        // In a service group, shut down gracefully and awaited at the end: cancelled with the task group, it
+        // logs errors (CancellationError) that a healthy run must not show.
         let apiServer = ServiceGroup(configuration: .init(services: [application], logger: quiet))
-        group.addTask { try await apiServer.run() }
+        let serving = Task { try await apiServer.run() }
+        func stopServing() async {
+            await apiServer.triggerGracefulShutdown()
+            _ = await serving.result
+        }
         var apiPort = 0
         for await port in portStream { apiPort = port }
 
@@ -143,13 +147,13 @@ public struct DemoRunner: Sendable {
             try? await http.shutdown()
             await apnsClients.shutdown()
             try? await simulator.shutdown()
-            await apiServer.triggerGracefulShutdown()
+            await stopServing()
             throw error
         }
         try await http.shutdown()
         await apnsClients.shutdown()
         try await simulator.shutdown()
-        await apiServer.triggerGracefulShutdown()
+        await stopServing()
         return recordings
     }
 
