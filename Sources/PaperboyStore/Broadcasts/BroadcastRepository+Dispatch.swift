@@ -30,22 +30,30 @@ extension BroadcastRepository {
         var kind: BroadcastProgress.Wave.Kind
         var maxPushesPerDevice: Int
 
+        // A device's deliveries are read for the edition's broadcasts, which are few and indexed by edition:
+        // through the deliveries primary key (device, broadcast), not the device's whole history. `OFFSET 0`
+        // keeps each EXISTS a probe per device: without it the planner may read all the edition's rows into
+        // a hash instead, for a batch of a few hundred devices.
         static let condition = """
             d.app_id = $1 AND d.environment = $2 AND d.active AND d.auto_download AND $3 = ANY (d.subscriptions)
             AND ($5 = 1 OR NOT EXISTS (
-                SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = $4 AND r.result <> 'failed'))
+                SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = $4 AND r.result <> 'failed' OFFSET 0))
             AND ($5 = 1 OR NOT EXISTS (
-                SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
-                WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.outcome = 'rejected'
-                    AND x.reason IN ('BadDeviceToken', 'DeviceTokenNotForTopic', 'Unregistered', 'ExpiredToken')))
+                SELECT 1 FROM deliveries x
+                WHERE x.device_id = d.id AND x.broadcast_id IN (SELECT xb.id FROM broadcasts xb WHERE xb.edition_id = $4)
+                    AND x.outcome = 'rejected'
+                    AND x.reason IN ('BadDeviceToken', 'DeviceTokenNotForTopic', 'Unregistered', 'ExpiredToken') OFFSET 0))
             AND ($5 = 1 OR $6 OR (
-                SELECT count(*) FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
-                WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.background) < $7)
+                SELECT count(*) FROM deliveries x
+                WHERE x.device_id = d.id AND x.broadcast_id IN (SELECT xb.id FROM broadcasts xb WHERE xb.edition_id = $4)
+                    AND x.background) < $7)
             AND (NOT $6 OR (d.alerts_authorized
-                AND EXISTS (SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
-                    WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.background)
-                AND NOT EXISTS (SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
-                    WHERE x.device_id = d.id AND xb.edition_id = $4 AND NOT x.background)))
+                AND EXISTS (SELECT 1 FROM deliveries x
+                    WHERE x.device_id = d.id AND x.broadcast_id IN (SELECT xb.id FROM broadcasts xb WHERE xb.edition_id = $4)
+                        AND x.background OFFSET 0)
+                AND NOT EXISTS (SELECT 1 FROM deliveries x
+                    WHERE x.device_id = d.id AND x.broadcast_id IN (SELECT xb.id FROM broadcasts xb WHERE xb.edition_id = $4)
+                        AND NOT x.background OFFSET 0)))
             """
 
         var bindings: PostgresBindings {
@@ -75,7 +83,7 @@ extension BroadcastRepository {
     /// edition's deadline passed with work left. Any worker may call it; a broadcast being advanced by
     /// another is skipped.
     public func advance(now: Date, logger: Logger) async throws -> [BroadcastEvent] {
-        let running = try await client.query("SELECT id FROM broadcasts WHERE state = 'running'", logger: logger)
+        let running = try await client.query(RequestStatements.runningBroadcasts, logger: logger)
         var ids: [UUID] = []
         for try await id in running.decode(UUID.self) { ids.append(id) }
         var events: [BroadcastEvent] = []
@@ -172,15 +180,16 @@ extension BroadcastRepository {
     }
 
     static func cohortCounts(_ audience: Audience, cohorts: Int, on connection: PostgresConnection, logger: Logger) async throws -> [Int] {
-        let rows = try await connection.query(
-            audience.query(
-                "SELECT ((d.cohort_key::bigint + 2147483648) * $8) >> 32, count(*) FROM devices d WHERE {audience} GROUP BY 1"
-            ) { $0.append(cohorts) },
-            logger: logger
-        )
+        let rows = try await connection.query(cohortCountsQuery(audience, cohorts: cohorts), logger: logger)
         var counts = Array(repeating: 0, count: cohorts)
         for try await (cohort, count) in rows.decode((Int, Int).self) { counts[cohort] = count }
         return counts
+    }
+
+    static func cohortCountsQuery(_ audience: Audience, cohorts: Int) -> PostgresQuery {
+        audience.query("SELECT ((d.cohort_key::bigint + 2147483648) * $8) >> 32, count(*) FROM devices d WHERE {audience} GROUP BY 1") {
+            $0.append(cohorts)
+        }
     }
 
     // MARK: Leases
@@ -322,19 +331,7 @@ extension BroadcastRepository {
             appID: batch.appID, environment: batch.environment, publicationID: batch.publicationID, editionID: batch.editionID,
             wave: batch.wave, kind: batch.kind, maxPushesPerDevice: batch.maxPushesPerDevice
         )
-        let rows = try await client.query(
-            audience.query(
-                """
-                SELECT d.id, d.token, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $10)
-                FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9 ORDER BY d.cohort_key, d.id
-                """
-            ) {
-                $0.append(batch.firstKey)
-                $0.append(batch.lastKey)
-                $0.append(now.addingTimeInterval(-3600))
-            },
-            logger: logger
-        )
+        let rows = try await client.query(Self.targetsQuery(audience, firstKey: batch.firstKey, lastKey: batch.lastKey, now: now), logger: logger)
         var targets: [BatchTarget] = []
         for try await (id, token, tier, recent) in rows.decode((Int64, ByteBuffer, Int16, Int).self) {
             targets.append(BatchTarget(
@@ -342,6 +339,21 @@ extension BroadcastRepository {
             ))
         }
         return targets
+    }
+
+    /// The hourly budget counts a device's background pushes of the last hour, from the
+    /// `deliveries_recent_background` index.
+    static func targetsQuery(_ audience: Audience, firstKey: Int64, lastKey: Int64, now: Date) -> PostgresQuery {
+        audience.query(
+            """
+            SELECT d.id, d.token, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $10)
+            FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9 ORDER BY d.cohort_key, d.id
+            """
+        ) {
+            $0.append(firstKey)
+            $0.append(lastKey)
+            $0.append(now.addingTimeInterval(-3600))
+        }
     }
 
     /// Records what became of a batch's devices, in one transaction: the delivery ledger, the cohort's
@@ -452,19 +464,7 @@ extension BroadcastRepository {
 
     /// A leased batch with what sending it needs.
     func batch(id: Int64, logger: Logger) async throws -> LeasedBatch? {
-        let rows = try await client.query(
-            """
-            SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
-                c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases
-            FROM broadcast_batches bb
-            JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
-            JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave
-            JOIN broadcasts b ON b.id = bb.broadcast_id
-            JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
-            WHERE bb.id = \(id)
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(Self.batchQuery(id: id), logger: logger)
         typealias Row = (Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16)
         for try await row in rows.decode(Row.self) {
             let options = (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.15.utf8))) ?? BroadcastOptions()
@@ -476,6 +476,19 @@ extension BroadcastRepository {
             )
         }
         return nil
+    }
+
+    static func batchQuery(id: Int64) -> PostgresQuery {
+        """
+        SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
+            c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases
+        FROM broadcast_batches bb
+        JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
+        JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave
+        JOIN broadcasts b ON b.id = bb.broadcast_id
+        JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+        WHERE bb.id = \(id)
+        """
     }
 
     func select(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws -> [Broadcast] {
@@ -497,14 +510,7 @@ public struct BroadcastTotals: Sendable, Equatable {
 extension BroadcastRepository {
     /// The running broadcasts' totals, in one query.
     public func runningTotals(logger: Logger) async throws -> [BroadcastTotals] {
-        let rows = try await client.query(
-            """
-            SELECT b.id, coalesce(sum(c.planned), 0)::bigint, coalesce(sum(c.sent), 0)::bigint, coalesce(sum(c.accepted), 0)::bigint
-            FROM broadcasts b LEFT JOIN broadcast_cohorts c ON c.broadcast_id = b.id
-            WHERE b.state = 'running' GROUP BY b.id
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(RequestStatements.runningTotals, logger: logger)
         var totals: [BroadcastTotals] = []
         for try await (id, planned, sent, accepted) in rows.decode((UUID, Int, Int, Int).self) {
             totals.append(BroadcastTotals(id: id, planned: planned, sent: sent, accepted: accepted))
