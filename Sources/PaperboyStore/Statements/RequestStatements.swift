@@ -160,6 +160,15 @@ public enum RequestStatements {
                 now: s.now
             )
         },
+        Statement("prune: the finished broadcasts (hourly, all of them)", wholeTableReads: ["broadcasts"]) { s in
+            LedgerPruner.finishedBroadcasts(cutoff: s.now.addingTimeInterval(-7 * 86_400), now: s.now)
+        },
+        Statement("prune: a batch of a broadcast's old deliveries") { s in
+            LedgerPruner.deleteDeliveries(broadcastID: s.broadcastID, cutoff: s.now.addingTimeInterval(-7 * 86_400), limit: 10_000)
+        },
+        Statement("prune: a batch of an edition's old receipts") { s in
+            LedgerPruner.deleteReceipts(editionID: s.editionID, cutoff: s.now.addingTimeInterval(-7 * 86_400), limit: 10_000)
+        },
         Statement("dispatch: record APNs 410s (record)") { s in
             """
             UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, u.at),
