@@ -93,14 +93,57 @@ extension BroadcastRepository {
         return events
     }
 
+    /// The audiences of the wave that may follow `afterWave`, counted per cohort by kind.
+    struct NextWaveCounts {
+        var afterWave: Int
+        var counts: [BroadcastProgress.Wave.Kind: [Int]] = [:]
+    }
+
+    /// One locked step of advancing a broadcast: done, or the next wave's audiences must be counted first.
+    enum AdvanceStep {
+        case done([BroadcastEvent])
+        case count(NextWaveCounts, [Audience], cohorts: Int, events: [BroadcastEvent])
+    }
+
+    // The next wave's audience is counted outside the broadcast's row lock: at millions of devices the count
+    // takes minutes, and the lock holds off a cancel and every delivery recorded for the broadcast (its
+    // foreign key check shares the row). The locked step then inserts the wave with those counts when the
+    // broadcast is still where it was, and asks for a new count when another worker moved it on.
     private func advance(_ id: UUID, now: Date, logger: Logger) async throws -> [BroadcastEvent] {
-        try await client.withTransaction(logger: logger) { connection -> [BroadcastEvent] in
+        var events: [BroadcastEvent] = []
+        var counted: NextWaveCounts?
+        for _ in 0..<3 {
+            switch try await advanceLocked(id, now: now, counted: counted, logger: logger) {
+            case .done(let more):
+                return events + more
+            case .count(var next, let audiences, let cohorts, let more):
+                events += more
+                next.counts = try await client.withConnection { connection in
+                    // In the order the locked step tries them: a later kind only when the earlier one is empty.
+                    var counts: [BroadcastProgress.Wave.Kind: [Int]] = [:]
+                    for audience in audiences {
+                        let perCohort = try await Self.cohortCounts(audience, cohorts: cohorts, on: connection, logger: logger)
+                        counts[audience.kind] = perCohort
+                        if perCohort.contains(where: { $0 > 0 }) { break }
+                    }
+                    return counts
+                }
+                counted = next
+            }
+        }
+        return events
+    }
+
+    private func advanceLocked(_ id: UUID, now: Date, counted: NextWaveCounts?, logger: Logger) async throws -> AdvanceStep {
+        try await client.withTransaction(logger: logger) { connection -> AdvanceStep in
             let locked = try await connection.query(
                 "SELECT id FROM broadcasts WHERE id = \(id) AND state = 'running' FOR UPDATE SKIP LOCKED",
                 logger: logger
             )
-            guard try await locked.collect().count == 1 else { return [] }
-            guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(id)"), on: connection, logger: logger).first else { return [] }
+            guard try await locked.collect().count == 1 else { return .done([]) }
+            guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(id)"), on: connection, logger: logger).first else {
+                return .done([])
+            }
 
             var waves: [(wave: Int, kind: BroadcastProgress.Wave.Kind, start: Date, rate: Double, finished: Bool)] = []
             let waveRows = try await connection.query(
@@ -110,7 +153,7 @@ extension BroadcastRepository {
             for try await row in waveRows.decode((Int16, String, Date, Double, Bool).self) {
                 waves.append((Int(row.0), .init(rawValue: row.1) ?? .background, row.2, row.3, row.4))
             }
-            guard let last = waves.last, let first = waves.first else { return [] }
+            guard let last = waves.last, let first = waves.first else { return .done([]) }
             var events: [BroadcastEvent] = []
 
             if !last.finished {
@@ -126,9 +169,9 @@ extension BroadcastRepository {
                 if workLeft {
                     if now >= broadcast.deadline {
                         try await self.finish(id, state: "expired", now: now, on: connection, logger: logger)
-                        return [.expired(broadcast: id)]
+                        return .done([.expired(broadcast: id)])
                     }
-                    return []
+                    return .done([])
                 }
                 try await connection.query(
                     "UPDATE broadcast_waves SET finished_at = \(now) WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave))",
@@ -148,27 +191,31 @@ extension BroadcastRepository {
             }
             guard !candidates.isEmpty else {
                 try await self.finish(id, state: "completed", now: now, on: connection, logger: logger)
-                return events + [.completed(broadcast: id)]
+                return .done(events + [.completed(broadcast: id)])
             }
-            guard nextStart <= now else { return events }
-
-            for kind in candidates {
-                let audience = Audience(
+            guard nextStart <= now else { return .done(events) }
+            let audiences = candidates.map { kind in
+                Audience(
                     appID: broadcast.appID, environment: broadcast.environment, publicationID: broadcast.publicationID,
                     editionID: broadcast.editionID, wave: last.wave + 1, kind: kind, maxPushesPerDevice: options.maxPushesPerDevice
                 )
-                let counts = try await Self.cohortCounts(audience, cohorts: options.cohorts, on: connection, logger: logger)
+            }
+
+            for kind in candidates {
+                guard let counted, counted.afterWave == last.wave, let counts = counted.counts[kind], counts.count == options.cohorts else {
+                    return .count(NextWaveCounts(afterWave: last.wave), audiences, cohorts: options.cohorts, events: events)
+                }
                 let total = counts.reduce(0, +)
                 guard total > 0 else { continue }
                 // Wave 1's rate, which the content API was planned for: fewer devices, a shorter wave.
                 let plan = try StaggerPlan(cohortCounts: counts, pace: .capacity(perSecond: first.rate), start: nextStart)
                 try await Self.insertWave(last.wave + 1, kind: kind, plan: plan, cohorts: options.cohorts, broadcastID: id, on: connection, logger: logger)
                 try await connection.query("UPDATE broadcasts SET updated_at = \(now) WHERE id = \(id)", logger: logger)
-                return events + [.waveStarted(broadcast: id, wave: last.wave + 1, kind: kind, planned: total, start: nextStart)]
+                return .done(events + [.waveStarted(broadcast: id, wave: last.wave + 1, kind: kind, planned: total, start: nextStart)])
             }
             // Nobody is left to wake.
             try await self.finish(id, state: "completed", now: now, on: connection, logger: logger)
-            return events + [.completed(broadcast: id)]
+            return .done(events + [.completed(broadcast: id)])
         }
     }
 
