@@ -30,30 +30,30 @@ extension BroadcastRepository {
         var kind: BroadcastProgress.Wave.Kind
         var maxPushesPerDevice: Int
 
-        // A device's deliveries are read for the edition's broadcasts, which are few and indexed by edition:
-        // through the deliveries primary key (device, broadcast), not the device's whole history. `OFFSET 0`
-        // keeps each EXISTS a probe per device: without it the planner may read all the edition's rows into
-        // a hash instead, for a batch of a few hundred devices.
+        // A device's deliveries are read broadcast by broadcast of the edition (few, indexed by edition), each
+        // one probe of the deliveries primary key (device, broadcast), never the device's whole history. The
+        // LATERAL … OFFSET 0 holds the planner to that order, and `OFFSET 0` keeps each EXISTS a probe per
+        // device: otherwise it may read all the edition's rows into a hash, for a batch of a few hundred.
         static let condition = """
             d.app_id = $1 AND d.environment = $2 AND d.active AND d.auto_download AND $3 = ANY (d.subscriptions)
             AND ($5 = 1 OR NOT EXISTS (
                 SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = $4 AND r.result <> 'failed' OFFSET 0))
             AND ($5 = 1 OR NOT EXISTS (
-                SELECT 1 FROM deliveries x
-                WHERE x.device_id = d.id AND x.broadcast_id IN (SELECT xb.id FROM broadcasts xb WHERE xb.edition_id = $4)
-                    AND x.outcome = 'rejected'
-                    AND x.reason IN ('BadDeviceToken', 'DeviceTokenNotForTopic', 'Unregistered', 'ExpiredToken') OFFSET 0))
+                SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
+                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.outcome = 'rejected'
+                        AND x.reason IN ('BadDeviceToken', 'DeviceTokenNotForTopic', 'Unregistered', 'ExpiredToken') OFFSET 0) x
+                WHERE xb.edition_id = $4 OFFSET 0))
             AND ($5 = 1 OR $6 OR (
-                SELECT count(*) FROM deliveries x
-                WHERE x.device_id = d.id AND x.broadcast_id IN (SELECT xb.id FROM broadcasts xb WHERE xb.edition_id = $4)
-                    AND x.background) < $7)
+                SELECT count(*) FROM broadcasts xb CROSS JOIN LATERAL (
+                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background OFFSET 0) x
+                WHERE xb.edition_id = $4) < $7)
             AND (NOT $6 OR (d.alerts_authorized
-                AND EXISTS (SELECT 1 FROM deliveries x
-                    WHERE x.device_id = d.id AND x.broadcast_id IN (SELECT xb.id FROM broadcasts xb WHERE xb.edition_id = $4)
-                        AND x.background OFFSET 0)
-                AND NOT EXISTS (SELECT 1 FROM deliveries x
-                    WHERE x.device_id = d.id AND x.broadcast_id IN (SELECT xb.id FROM broadcasts xb WHERE xb.edition_id = $4)
-                        AND NOT x.background OFFSET 0)))
+                AND EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
+                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background OFFSET 0) x
+                    WHERE xb.edition_id = $4 OFFSET 0)
+                AND NOT EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
+                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND NOT x.background OFFSET 0) x
+                    WHERE xb.edition_id = $4 OFFSET 0)))
             """
 
         var bindings: PostgresBindings {
