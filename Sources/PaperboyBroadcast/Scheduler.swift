@@ -16,6 +16,9 @@ import Synchronization
 ///
 /// A firing missed while no process ran still fires, late, as long as the edition's deadline has not
 /// passed: each tick handles the latest instant at or before now that was not handled yet.
+///
+/// The leader also prunes the delivery ledger (``LedgerPruner``) at most once per ``pruneInterval``,
+/// beside the ticks, so that a long prune never delays a firing.
 public struct Scheduler: Service {
     /// The advisory lock key whose holder is the leader: `paperboy` in ASCII.
     public static let leadershipLockKey: Int64 = 0x7061_7065_7262_6F79
@@ -27,23 +30,31 @@ public struct Scheduler: Service {
     let start: Start
     let now: @Sendable () -> Date
     let tickInterval: Duration
+    let pruner: LedgerPruner?
+    let pruneInterval: Duration
     let logger: Logger
 
     /// - Parameters:
     ///   - start: starts a broadcast (or attaches to a running one) and describes the result for the log.
     ///   - now: the clock.
     ///   - tickInterval: how often schedules are looked at, and how often a follower tries to lead.
+    ///   - pruner: prunes the ledger while this scheduler leads; nil never prunes.
+    ///   - pruneInterval: the least time between two prunes by one leader.
     public init(
         client: PostgresClient,
         start: @escaping Start,
         now: @escaping @Sendable () -> Date = { Date() },
         tickInterval: Duration = .seconds(15),
+        pruner: LedgerPruner? = nil,
+        pruneInterval: Duration = .seconds(3600),
         logger: Logger
     ) {
         self.client = client
         self.start = start
         self.now = now
         self.tickInterval = tickInterval
+        self.pruner = pruner
+        self.pruneInterval = pruneInterval
         self.logger = logger
     }
 
@@ -54,9 +65,23 @@ public struct Scheduler: Service {
             while !Task.isCancelled {
                 do {
                     try await withSession { session in
-                        while !Task.isCancelled {
-                            _ = try await session.tick(now: now())
-                            try await Task.sleep(for: tickInterval)
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            group.addTask {
+                                while !Task.isCancelled {
+                                    _ = try await session.tick(now: now())
+                                    try await Task.sleep(for: tickInterval)
+                                }
+                            }
+                            if pruner != nil {
+                                group.addTask {
+                                    while !Task.isCancelled {
+                                        _ = await session.pruneIfDue(now: now())
+                                        try await Task.sleep(for: tickInterval)
+                                    }
+                                }
+                            }
+                            defer { group.cancelAll() }
+                            try await group.next()
                         }
                     }
                 } catch {
@@ -129,6 +154,8 @@ public actor SchedulerSession {
     let connection: PostgresConnection
     /// Whether this session holds the leadership lock.
     public private(set) var isLeader = false
+    /// When this session last pruned the ledger.
+    private var lastPrune: Date?
 
     init(scheduler: Scheduler, connection: PostgresConnection) {
         self.scheduler = scheduler
@@ -161,6 +188,21 @@ public actor SchedulerSession {
             events.append(try await scheduler.fire(due, now: now, repository: repository))
         }
         return events
+    }
+
+    /// The leader prunes the ledger when it has not done so for the scheduler's prune interval; a failed
+    /// prune is logged and tried again after the interval.
+    /// - Returns: what was pruned; nil for a follower, when not due, or when the prune failed.
+    public func pruneIfDue(now: Date) async -> LedgerPruner.Result? {
+        guard isLeader, let pruner = scheduler.pruner else { return nil }
+        if let lastPrune, now < lastPrune.addingTimeInterval(Double(scheduler.pruneInterval.components.seconds)) { return nil }
+        lastPrune = now
+        do {
+            return try await pruner.prune(now: now, logger: scheduler.logger)
+        } catch {
+            if !Task.isCancelled { scheduler.logger.warning("scheduler: pruning the ledger failed: \(String(reflecting: error))") }
+            return nil
+        }
     }
 
     /// Gives up leadership, so another process can take it on its next tick. When the lock cannot be

@@ -17,6 +17,7 @@ struct Paperboy: AsyncParsableCommand {
             WorkerCommand.self,
             SchedulesCommand.self,
             DevicesCommand.self,
+            PruneCommand.self,
             APNsSimCommand.self,
             PushCommand.self,
             APNsBenchCommand.self,

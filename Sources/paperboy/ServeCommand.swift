@@ -43,7 +43,8 @@ struct ServeCommand: AsyncParsableCommand {
         name: .customLong("rate-limit"),
         help: ArgumentHelp(
             "Requests a second each device client (app key and address) may make to the device routes, as N/s or N/m, or off.",
-            discussion: "Over it they answer 429 with Retry-After. Behind a reverse proxy every client has the proxy's address: limit there and use off."
+            discussion:
+                "Over it they answer 429 with Retry-After. Behind a reverse proxy every client has the proxy's address: limit there and use off."
         )
     )
     var rateLimit = "10/s"
@@ -62,6 +63,14 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-dispatch"), help: "Serve the API only: send no broadcasts from this process.")
     var noDispatch = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Deliveries and receipts older than this are pruned hourly by the process that fires schedules, e.g. 7d (at least 2h).",
+            valueName: "duration"
+        )
+    )
+    var retention = "7d"
+
     @Flag(
         name: .customLong("no-scheduler"),
         help: "Do not take part in firing broadcast schedules (`paperboy schedules`); one serve process fires each."
@@ -73,6 +82,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--admin-port: \(adminPort) is not a TCP port other than --port")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
+        _ = try PruneCommand.retention(retention)
         _ = try deviceRateLimit()
         switch (tlsCert, tlsKey) {
         case (nil, nil), (.some, .some): break
@@ -184,7 +194,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if !noScheduler {
             let starter = BroadcastRepository(client: client).starter(logger: Logger(label: "paperboy.scheduler"))
-            services.append(Scheduler(client: client, start: starter, logger: Logger(label: "paperboy.scheduler")))
+            let pruner = try LedgerPruner(client: client, configuration: .init(retention: try PruneCommand.retention(retention)))
+            services.append(Scheduler(client: client, start: starter, pruner: pruner, logger: Logger(label: "paperboy.scheduler")))
         }
         var api = api
         let scheme = api.tls == nil ? "http" : "https"

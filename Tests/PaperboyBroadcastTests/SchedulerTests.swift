@@ -134,6 +134,32 @@ struct SchedulerTests {
         }
     }
 
+    @Test("only the leader prunes the ledger, at most once per prune interval")
+    func leaderPrunes() async throws {
+        try await TestDatabase.with { db in
+            _ = try await Self.seed(db)
+            let starts = Starts()
+            let pruner = try LedgerPruner(client: db.client)
+            func scheduler(_ client: PostgresClient, _ name: String) -> Scheduler {
+                Scheduler(client: client, start: { await starts.record(name, $0) }, pruner: pruner, pruneInterval: .seconds(3600), logger: db.logger)
+            }
+            try await scheduler(db.client, "a").withSession { leader in
+                _ = try await leader.tick(now: Self.added)
+                #expect(await leader.isLeader)
+                #expect(await leader.pruneIfDue(now: Self.added) != nil)
+                #expect(await leader.pruneIfDue(now: Self.added.addingTimeInterval(3599)) == nil)
+                #expect(await leader.pruneIfDue(now: Self.added.addingTimeInterval(3600)) != nil)
+                try await Self.withClient(db) { other in
+                    try await scheduler(other, "b").withSession { follower in
+                        _ = try await follower.tick(now: Self.added)
+                        #expect(await follower.isLeader == false)
+                        #expect(await follower.pruneIfDue(now: Self.added) == nil)
+                    }
+                }
+            }
+        }
+    }
+
     @Test("a scheduler that shuts down hands the lead over at once")
     func shutdownHandsOver() async throws {
         try await TestDatabase.with { db in

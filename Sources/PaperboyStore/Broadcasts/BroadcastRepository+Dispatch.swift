@@ -30,22 +30,30 @@ extension BroadcastRepository {
         var kind: BroadcastProgress.Wave.Kind
         var maxPushesPerDevice: Int
 
+        // A device's deliveries are read broadcast by broadcast of the edition (few, indexed by edition), each
+        // one probe of the deliveries primary key (device, broadcast), never the device's whole history. The
+        // LATERAL … OFFSET 0 holds the planner to that order, and `OFFSET 0` keeps each EXISTS a probe per
+        // device: otherwise it may read all the edition's rows into a hash, for a batch of a few hundred.
         static let condition = """
             d.app_id = $1 AND d.environment = $2 AND d.active AND d.auto_download AND $3 = ANY (d.subscriptions)
             AND ($5 = 1 OR NOT EXISTS (
-                SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = $4 AND r.result <> 'failed'))
+                SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = $4 AND r.result <> 'failed' OFFSET 0))
             AND ($5 = 1 OR NOT EXISTS (
-                SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
-                WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.outcome = 'rejected'
-                    AND x.reason IN ('BadDeviceToken', 'DeviceTokenNotForTopic', 'Unregistered', 'ExpiredToken')))
+                SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
+                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.outcome = 'rejected'
+                        AND x.reason IN ('BadDeviceToken', 'DeviceTokenNotForTopic', 'Unregistered', 'ExpiredToken') OFFSET 0) x
+                WHERE xb.edition_id = $4 OFFSET 0))
             AND ($5 = 1 OR $6 OR (
-                SELECT count(*) FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
-                WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.background AND x.outcome <> 'notSent') < $7)
+                SELECT count(*) FROM broadcasts xb CROSS JOIN LATERAL (
+                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background AND x.outcome <> 'notSent' OFFSET 0) x
+                WHERE xb.edition_id = $4) < $7)
             AND (NOT $6 OR (d.alerts_authorized
-                AND EXISTS (SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
-                    WHERE x.device_id = d.id AND xb.edition_id = $4 AND x.background)
-                AND NOT EXISTS (SELECT 1 FROM deliveries x JOIN broadcasts xb ON xb.id = x.broadcast_id
-                    WHERE x.device_id = d.id AND xb.edition_id = $4 AND NOT x.background)))
+                AND EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
+                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background OFFSET 0) x
+                    WHERE xb.edition_id = $4 OFFSET 0)
+                AND NOT EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
+                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND NOT x.background OFFSET 0) x
+                    WHERE xb.edition_id = $4 OFFSET 0)))
             """
 
         var bindings: PostgresBindings {
@@ -75,7 +83,7 @@ extension BroadcastRepository {
     /// edition's deadline passed with work left. Any worker may call it; a broadcast being advanced by
     /// another is skipped.
     public func advance(now: Date, logger: Logger) async throws -> [BroadcastEvent] {
-        let running = try await client.query("SELECT id FROM broadcasts WHERE state = 'running'", logger: logger)
+        let running = try await client.query(RequestStatements.runningBroadcasts, logger: logger)
         var ids: [UUID] = []
         for try await id in running.decode(UUID.self) { ids.append(id) }
         var events: [BroadcastEvent] = []
@@ -85,14 +93,57 @@ extension BroadcastRepository {
         return events
     }
 
+    /// The audiences of the wave that may follow `afterWave`, counted per cohort by kind.
+    struct NextWaveCounts {
+        var afterWave: Int
+        var counts: [BroadcastProgress.Wave.Kind: [Int]] = [:]
+    }
+
+    /// One locked step of advancing a broadcast: done, or the next wave's audiences must be counted first.
+    enum AdvanceStep {
+        case done([BroadcastEvent])
+        case count(NextWaveCounts, [Audience], cohorts: Int, events: [BroadcastEvent])
+    }
+
+    // The next wave's audience is counted outside the broadcast's row lock: at millions of devices the count
+    // takes minutes, and the lock holds off a cancel and every delivery recorded for the broadcast (its
+    // foreign key check shares the row). The locked step then inserts the wave with those counts when the
+    // broadcast is still where it was, and asks for a new count when another worker moved it on.
     private func advance(_ id: UUID, now: Date, logger: Logger) async throws -> [BroadcastEvent] {
-        try await client.withTransaction(logger: logger) { connection -> [BroadcastEvent] in
+        var events: [BroadcastEvent] = []
+        var counted: NextWaveCounts?
+        for _ in 0..<3 {
+            switch try await advanceLocked(id, now: now, counted: counted, logger: logger) {
+            case .done(let more):
+                return events + more
+            case .count(var next, let audiences, let cohorts, let more):
+                events += more
+                next.counts = try await client.withConnection { connection in
+                    // In the order the locked step tries them: a later kind only when the earlier one is empty.
+                    var counts: [BroadcastProgress.Wave.Kind: [Int]] = [:]
+                    for audience in audiences {
+                        let perCohort = try await Self.cohortCounts(audience, cohorts: cohorts, on: connection, logger: logger)
+                        counts[audience.kind] = perCohort
+                        if perCohort.contains(where: { $0 > 0 }) { break }
+                    }
+                    return counts
+                }
+                counted = next
+            }
+        }
+        return events
+    }
+
+    private func advanceLocked(_ id: UUID, now: Date, counted: NextWaveCounts?, logger: Logger) async throws -> AdvanceStep {
+        try await client.withTransaction(logger: logger) { connection -> AdvanceStep in
             let locked = try await connection.query(
                 "SELECT id FROM broadcasts WHERE id = \(id) AND state = 'running' FOR UPDATE SKIP LOCKED",
                 logger: logger
             )
-            guard try await locked.collect().count == 1 else { return [] }
-            guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(id)"), on: connection, logger: logger).first else { return [] }
+            guard try await locked.collect().count == 1 else { return .done([]) }
+            guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(id)"), on: connection, logger: logger).first else {
+                return .done([])
+            }
 
             var waves: [(wave: Int, kind: BroadcastProgress.Wave.Kind, start: Date, rate: Double, finished: Bool)] = []
             let waveRows = try await connection.query(
@@ -102,7 +153,7 @@ extension BroadcastRepository {
             for try await row in waveRows.decode((Int16, String, Date, Double, Bool).self) {
                 waves.append((Int(row.0), .init(rawValue: row.1) ?? .background, row.2, row.3, row.4))
             }
-            guard let last = waves.last, let first = waves.first else { return [] }
+            guard let last = waves.last, let first = waves.first else { return .done([]) }
             var events: [BroadcastEvent] = []
 
             if !last.finished {
@@ -118,9 +169,9 @@ extension BroadcastRepository {
                 if workLeft {
                     if now >= broadcast.deadline {
                         try await self.finish(id, state: "expired", now: now, on: connection, logger: logger)
-                        return [.expired(broadcast: id)]
+                        return .done([.expired(broadcast: id)])
                     }
-                    return []
+                    return .done([])
                 }
                 try await connection.query(
                     "UPDATE broadcast_waves SET finished_at = \(now) WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave))",
@@ -140,27 +191,31 @@ extension BroadcastRepository {
             }
             guard !candidates.isEmpty else {
                 try await self.finish(id, state: "completed", now: now, on: connection, logger: logger)
-                return events + [.completed(broadcast: id)]
+                return .done(events + [.completed(broadcast: id)])
             }
-            guard nextStart <= now else { return events }
-
-            for kind in candidates {
-                let audience = Audience(
+            guard nextStart <= now else { return .done(events) }
+            let audiences = candidates.map { kind in
+                Audience(
                     appID: broadcast.appID, environment: broadcast.environment, publicationID: broadcast.publicationID,
                     editionID: broadcast.editionID, wave: last.wave + 1, kind: kind, maxPushesPerDevice: options.maxPushesPerDevice
                 )
-                let counts = try await Self.cohortCounts(audience, cohorts: options.cohorts, on: connection, logger: logger)
+            }
+
+            for kind in candidates {
+                guard let counted, counted.afterWave == last.wave, let counts = counted.counts[kind], counts.count == options.cohorts else {
+                    return .count(NextWaveCounts(afterWave: last.wave), audiences, cohorts: options.cohorts, events: events)
+                }
                 let total = counts.reduce(0, +)
                 guard total > 0 else { continue }
                 // Wave 1's rate, which the content API was planned for: fewer devices, a shorter wave.
                 let plan = try StaggerPlan(cohortCounts: counts, pace: .capacity(perSecond: first.rate), start: nextStart)
                 try await Self.insertWave(last.wave + 1, kind: kind, plan: plan, cohorts: options.cohorts, broadcastID: id, on: connection, logger: logger)
                 try await connection.query("UPDATE broadcasts SET updated_at = \(now) WHERE id = \(id)", logger: logger)
-                return events + [.waveStarted(broadcast: id, wave: last.wave + 1, kind: kind, planned: total, start: nextStart)]
+                return .done(events + [.waveStarted(broadcast: id, wave: last.wave + 1, kind: kind, planned: total, start: nextStart)])
             }
             // Nobody is left to wake.
             try await self.finish(id, state: "completed", now: now, on: connection, logger: logger)
-            return events + [.completed(broadcast: id)]
+            return .done(events + [.completed(broadcast: id)])
         }
     }
 
@@ -172,15 +227,16 @@ extension BroadcastRepository {
     }
 
     static func cohortCounts(_ audience: Audience, cohorts: Int, on connection: PostgresConnection, logger: Logger) async throws -> [Int] {
-        let rows = try await connection.query(
-            audience.query(
-                "SELECT ((d.cohort_key::bigint + 2147483648) * $8) >> 32, count(*) FROM devices d WHERE {audience} GROUP BY 1"
-            ) { $0.append(cohorts) },
-            logger: logger
-        )
+        let rows = try await connection.query(cohortCountsQuery(audience, cohorts: cohorts), logger: logger)
         var counts = Array(repeating: 0, count: cohorts)
         for try await (cohort, count) in rows.decode((Int, Int).self) { counts[cohort] = count }
         return counts
+    }
+
+    static func cohortCountsQuery(_ audience: Audience, cohorts: Int) -> PostgresQuery {
+        audience.query("SELECT ((d.cohort_key::bigint + 2147483648) * $8) >> 32, count(*) FROM devices d WHERE {audience} GROUP BY 1") {
+            $0.append(cohorts)
+        }
     }
 
     // MARK: Leases
@@ -419,19 +475,7 @@ extension BroadcastRepository {
             appID: batch.appID, environment: batch.environment, publicationID: batch.publicationID, editionID: batch.editionID,
             wave: batch.wave, kind: batch.kind, maxPushesPerDevice: batch.maxPushesPerDevice
         )
-        let rows = try await client.query(
-            audience.query(
-                """
-                SELECT d.id, d.token, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.outcome <> 'notSent' AND x.sent_at > $10)
-                FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9 ORDER BY d.cohort_key, d.id
-                """
-            ) {
-                $0.append(batch.firstKey)
-                $0.append(batch.lastKey)
-                $0.append(now.addingTimeInterval(-3600))
-            },
-            logger: logger
-        )
+        let rows = try await client.query(Self.targetsQuery(audience, firstKey: batch.firstKey, lastKey: batch.lastKey, now: now), logger: logger)
         var targets: [BatchTarget] = []
         for try await (id, token, tier, recent) in rows.decode((Int64, ByteBuffer, Int16, Int).self) {
             targets.append(BatchTarget(
@@ -439,6 +483,21 @@ extension BroadcastRepository {
             ))
         }
         return targets
+    }
+
+    /// The hourly budget counts a device's background pushes of the last hour, from the
+    /// `deliveries_recent_background` index.
+    static func targetsQuery(_ audience: Audience, firstKey: Int64, lastKey: Int64, now: Date) -> PostgresQuery {
+        audience.query(
+            """
+            SELECT d.id, d.token, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $10 AND x.outcome <> 'notSent')
+            FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9 ORDER BY d.cohort_key, d.id
+            """
+        ) {
+            $0.append(firstKey)
+            $0.append(lastKey)
+            $0.append(now.addingTimeInterval(-3600))
+        }
     }
 
     /// Records what became of a batch's devices, in one transaction: the delivery ledger, the cohort's
@@ -553,19 +612,7 @@ extension BroadcastRepository {
     }
 
     func batch(id: Int64, on connection: PostgresConnection, logger: Logger) async throws -> LeasedBatch? {
-        let rows = try await connection.query(
-            """
-            SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
-                c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start
-            FROM broadcast_batches bb
-            JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
-            JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave
-            JOIN broadcasts b ON b.id = bb.broadcast_id
-            JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
-            WHERE bb.id = \(id)
-            """,
-            logger: logger
-        )
+        let rows = try await connection.query(Self.batchQuery(id: id), logger: logger)
         typealias Row = (Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?)
         for try await row in rows.decode(Row.self) {
             let options = (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.15.utf8))) ?? BroadcastOptions()
@@ -578,6 +625,19 @@ extension BroadcastRepository {
             )
         }
         return nil
+    }
+
+    static func batchQuery(id: Int64) -> PostgresQuery {
+        """
+        SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
+            c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start
+        FROM broadcast_batches bb
+        JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
+        JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave
+        JOIN broadcasts b ON b.id = bb.broadcast_id
+        JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+        WHERE bb.id = \(id)
+        """
     }
 
     func select(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws -> [Broadcast] {
@@ -599,14 +659,7 @@ public struct BroadcastTotals: Sendable, Equatable {
 extension BroadcastRepository {
     /// The running broadcasts' totals, in one query.
     public func runningTotals(logger: Logger) async throws -> [BroadcastTotals] {
-        let rows = try await client.query(
-            """
-            SELECT b.id, coalesce(sum(c.planned), 0)::bigint, coalesce(sum(c.sent), 0)::bigint, coalesce(sum(c.accepted), 0)::bigint
-            FROM broadcasts b LEFT JOIN broadcast_cohorts c ON c.broadcast_id = b.id
-            WHERE b.state = 'running' GROUP BY b.id
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(RequestStatements.runningTotals, logger: logger)
         var totals: [BroadcastTotals] = []
         for try await (id, planned, sent, accepted) in rows.decode((UUID, Int, Int, Int).self) {
             totals.append(BroadcastTotals(id: id, planned: planned, sent: sent, accepted: accepted))

@@ -134,16 +134,7 @@ public struct BroadcastRepository: Sendable {
         guard let broadcast = try await find(id: id, logger: logger) else { return nil }
         var receipts: [Int: [Int: [String: Int]]] = [:]
         let receiptRows = try await client.query(
-            """
-            SELECT last.wave, last.cohort, r.result, count(*)
-            FROM receipts r
-            JOIN LATERAL (
-                SELECT x.wave, x.cohort FROM deliveries x
-                WHERE x.device_id = r.device_id AND x.broadcast_id = \(id) ORDER BY x.wave DESC LIMIT 1
-            ) last ON true
-            WHERE r.edition_id = \(broadcast.editionID)
-            GROUP BY 1, 2, 3
-            """,
+            RequestStatements.receiptsPerCohort(broadcastID: id, editionID: broadcast.editionID),
             logger: logger
         )
         for try await (wave, cohort, result, count) in receiptRows.decode((Int16, Int, String, Int).self) {
@@ -229,12 +220,7 @@ public struct BroadcastRepository: Sendable {
     }
 
     private func existing(editionID: UUID, environment: APNsEnvironment, logger: Logger) async throws -> Broadcast? {
-        try await select(
-            Self.selectBroadcasts(
-                "WHERE b.edition_id = \(editionID) AND b.environment = \(environment.storageCode) AND b.state NOT IN ('cancelled', 'failed') ORDER BY b.created_at DESC LIMIT 1"
-            ),
-            logger: logger
-        ).first
+        try await select(RequestStatements.existingBroadcast(editionID: editionID, environment: environment), logger: logger).first
     }
 
     /// Stores a wave and its cohorts. A cohort with nothing planned is stored done (`next_key = end_key`).

@@ -25,18 +25,27 @@ public struct CohortRepository: Sendable {
     ) async throws -> [Int] {
         precondition(Self.cohortCounts.contains(cohorts), "cohort count out of range")
         let rows = try await client.query(
-            """
-            SELECT ((cohort_key::bigint + 2147483648) * \(cohorts)) >> 32 AS cohort, count(*)
-            FROM devices
-            WHERE app_id = \(publication.appID) AND environment = \(environment.storageCode)
-                AND active AND auto_download AND \(publication.id) = ANY(subscriptions)
-            GROUP BY 1
-            """,
+            Self.targetCountsQuery(
+                appID: publication.appID,
+                publicationID: publication.id,
+                environment: environment,
+                cohorts: cohorts
+            ),
             logger: logger
         )
         var counts = Array(repeating: 0, count: cohorts)
         for try await (cohort, count) in rows.decode((Int, Int).self) { counts[cohort] = count }
         return counts
+    }
+
+    static func targetCountsQuery(appID: Int, publicationID: Int, environment: APNsEnvironment, cohorts: Int) -> PostgresQuery {
+        """
+        SELECT ((cohort_key::bigint + 2147483648) * \(cohorts)) >> 32 AS cohort, count(*)
+        FROM devices
+        WHERE app_id = \(appID) AND environment = \(environment.storageCode)
+            AND active AND auto_download AND \(publicationID) = ANY(subscriptions)
+        GROUP BY 1
+        """
     }
 
     /// The cohort counts a plan may use: enough to spread any fleet, few enough to list and lease.

@@ -24,39 +24,7 @@ public struct DeviceRepository: Sendable {
         logger: Logger
     ) async throws -> (device: Device, created: Bool) {
         let slugs = Array(Set(registration.subscriptions)).sorted()
-        let rows = try await client.query(
-            """
-            WITH subscribed AS (
-                SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids, count(*) AS found
-                FROM publications WHERE app_id = \(appID) AND slug = ANY(\(slugs))
-            )
-            INSERT INTO devices AS d (
-                app_id, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
-                time_zone, app_version, os_version, model, locale
-            )
-            SELECT \(appID), \(registration.environment.storageCode), \(token.storedCohortKey),
-                \(ByteBuffer(bytes: token.bytes)), \(registration.autoDownload), \(registration.alertsAuthorized),
-                \(registration.tier.storageCode), subscribed.ids, \(registration.timeZone), \(registration.appVersion),
-                \(registration.osVersion), \(registration.model), \(registration.locale)
-            FROM subscribed WHERE subscribed.found = \(slugs.count)
-            ON CONFLICT (app_id, environment, token) DO UPDATE SET
-                auto_download = excluded.auto_download,
-                alerts_authorized = excluded.alerts_authorized,
-                tier = excluded.tier,
-                subscriptions = excluded.subscriptions,
-                time_zone = excluded.time_zone,
-                app_version = excluded.app_version,
-                os_version = excluded.os_version,
-                model = excluded.model,
-                locale = excluded.locale,
-                registered_at = now(),
-                updated_at = now(),
-                deleted_at = NULL,
-                active = d.unregistered_at IS NULL OR now() > d.unregistered_at
-            RETURNING xmax = 0, active, registered_at, updated_at, unregistered_at
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(RequestStatements.register(appID: appID, token: token, registration), logger: logger)
         for try await (created, active, registeredAt, updatedAt, unregisteredAt) in rows.decode((Bool, Bool, Date, Date, Date?).self) {
             var stored = registration
             stored.subscriptions = slugs
@@ -82,16 +50,7 @@ public struct DeviceRepository: Sendable {
 
     /// The device with this token, in either environment (the most recently updated when both exist).
     public func find(appID: Int, token: DeviceToken, logger: Logger) async throws -> Device? {
-        let rows = try await client.query(
-            """
-            SELECT environment, array(SELECT slug FROM publications p WHERE p.id = ANY(d.subscriptions) ORDER BY slug),
-                time_zone, tier, auto_download, alerts_authorized, app_version, os_version, model, locale,
-                active, registered_at, updated_at, deleted_at, unregistered_at
-            FROM devices d WHERE app_id = \(appID) AND token = \(ByteBuffer(bytes: token.bytes))
-            ORDER BY updated_at DESC LIMIT 1
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(RequestStatements.findDevice(appID: appID, token: token), logger: logger)
         typealias Row = (Int16, [String], String, Int16, Bool, Bool, String?, String?, String?, String?, Bool, Date, Date, Date?, Date?)
         for try await row in rows.decode(Row.self) {
             let registration = DeviceRegistration(
@@ -122,14 +81,7 @@ public struct DeviceRepository: Sendable {
     /// Marks the device deleted: kept, inactive, with the time.
     /// - Returns: whether a device with this token existed.
     public func delete(appID: Int, token: DeviceToken, logger: Logger) async throws -> Bool {
-        let rows = try await client.query(
-            """
-            UPDATE devices SET active = false, deleted_at = coalesce(deleted_at, now()), updated_at = now()
-            WHERE app_id = \(appID) AND token = \(ByteBuffer(bytes: token.bytes))
-            RETURNING 1
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(RequestStatements.deleteDevice(appID: appID, token: token), logger: logger)
         for try await _ in rows.decode(Int.self) { return true }
         return false
     }
@@ -146,13 +98,7 @@ public struct DeviceRepository: Sendable {
         logger: Logger
     ) async throws {
         try await client.query(
-            """
-            UPDATE devices SET
-                unregistered_at = greatest(unregistered_at, \(timestamp)),
-                active = active AND registered_at > \(timestamp),
-                updated_at = now()
-            WHERE app_id = \(appID) AND environment = \(environment.storageCode) AND token = \(ByteBuffer(bytes: token.bytes))
-            """,
+            RequestStatements.markUnregistered(appID: appID, environment: environment, token: token, at: timestamp),
             logger: logger
         )
     }

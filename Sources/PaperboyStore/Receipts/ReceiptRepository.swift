@@ -31,30 +31,7 @@ public struct ReceiptRepository: Sendable {
         guard report.seconds >= 0, report.seconds.isFinite else {
             throw StoreError(code: .invalid, field: "seconds", message: "seconds must be 0 or more")
         }
-        let tokenBytes = ByteBuffer(bytes: token.bytes)
-        // One statement: find the device and the edition of the app, insert, or upgrade a failed receipt.
-        // `xmax = 0` tells an inserted row from an updated one.
-        let rows = try await client.query(
-            """
-            WITH device AS (
-                SELECT id FROM devices WHERE app_id = \(appID) AND token = \(tokenBytes) ORDER BY updated_at DESC LIMIT 1
-            ), edition AS (
-                SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id
-                WHERE e.id = \(report.editionID) AND p.app_id = \(appID)
-            ), upsert AS (
-                INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
-                SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds) FROM device, edition
-                ON CONFLICT (device_id, edition_id) DO UPDATE
-                    SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now()
-                    WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
-                RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created
-            )
-            SELECT (SELECT id FROM device), EXISTS (SELECT 1 FROM edition),
-                u.result, u.bytes, u.seconds, u.received_at, u.created
-            FROM (SELECT 1) one LEFT JOIN upsert u ON true
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(RequestStatements.recordReceipt(appID: appID, token: token, report), logger: logger)
         typealias Row = (Int64?, Bool, String?, Int64?, Double?, Date?, Bool?)
         var found: Row?
         for try await row in rows.decode(Row.self) { found = row }
@@ -82,10 +59,7 @@ public struct ReceiptRepository: Sendable {
 
     /// The receipts of an edition, counted by result; results with none are left out.
     public func counts(editionID: UUID, logger: Logger) async throws -> [ReceiptResult: Int] {
-        let rows = try await client.query(
-            "SELECT result, count(*) FROM receipts WHERE edition_id = \(editionID) GROUP BY result",
-            logger: logger
-        )
+        let rows = try await client.query(RequestStatements.receiptCounts(editionID: editionID), logger: logger)
         var counts: [ReceiptResult: Int] = [:]
         for try await (result, count) in rows.decode((String, Int).self) {
             if let result = ReceiptResult(rawValue: result) { counts[result] = count }
@@ -94,10 +68,7 @@ public struct ReceiptRepository: Sendable {
     }
 
     private func find(deviceID: Int64, editionID: UUID, logger: Logger) async throws -> Receipt? {
-        let rows = try await client.query(
-            "SELECT result, bytes, seconds, received_at FROM receipts WHERE device_id = \(deviceID) AND edition_id = \(editionID)",
-            logger: logger
-        )
+        let rows = try await client.query(RequestStatements.findReceipt(deviceID: deviceID, editionID: editionID), logger: logger)
         for try await (result, bytes, seconds, receivedAt) in rows.decode((String, Int64, Double, Date).self) {
             guard let result = ReceiptResult(rawValue: result) else { continue }
             return Receipt(editionID: editionID, result: result, bytes: bytes, seconds: seconds, receivedAt: receivedAt)

@@ -140,19 +140,7 @@ public struct ScheduleRepository: Sendable {
     /// The most recently published edition of a publication, and whether it has a broadcast (in any
     /// state but `cancelled`) in the environment.
     public func newestEdition(publicationID: Int, environment: APNsEnvironment, logger: Logger) async throws -> NewestEdition? {
-        let rows = try await client.query(
-            """
-            SELECT e.id, e.issue_date::text, e.deadline, e.published_at,
-                EXISTS (
-                    SELECT 1 FROM broadcasts b
-                    WHERE b.edition_id = e.id AND b.environment = \(environment.storageCode) AND b.state NOT IN ('cancelled', 'failed')
-                )
-            FROM editions e
-            WHERE e.publication_id = \(publicationID)
-            ORDER BY e.published_at DESC, e.issue_date DESC LIMIT 1
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(RequestStatements.newestEdition(publicationID: publicationID, environment: environment), logger: logger)
         for try await (id, issueDate, deadline, publishedAt, broadcast) in rows.decode((UUID, String, Date, Date, Bool).self) {
             return NewestEdition(id: id, issueDate: issueDate, deadline: deadline, publishedAt: publishedAt, broadcast: broadcast)
         }

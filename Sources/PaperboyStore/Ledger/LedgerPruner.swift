@@ -1,0 +1,152 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Deletes deliveries and receipts older than a retention, in small batches, so the ledger stays the
+/// size of a week instead of growing by gigabytes a day.
+///
+/// What is kept, whatever its age:
+/// - the deliveries of a broadcast that is planned or running, or that finished less than the retention
+///   ago (a cancelled broadcast's last batches may record a little after it finished), or whose edition's
+///   deadline has not passed: waves count an edition's pushes over all its broadcasts;
+/// - the receipts of an edition whose deadline has not passed: waves read them.
+///
+/// The hourly budget reads the last hour of deliveries, so a retention must be longer than that.
+/// Each statement deletes at most ``Configuration/batchSize`` rows, found through an index
+/// (`deliveries_by_broadcast`, `receipts_by_edition_received`), so locks are short and nothing is
+/// scanned whole.
+public struct LedgerPruner: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// How old a delivery or receipt must be to go.
+        public var retention: Duration
+        /// Rows per DELETE statement.
+        public var batchSize: Int
+
+        public init(retention: Duration = .seconds(7 * 86_400), batchSize: Int = 10_000) {
+            self.retention = retention
+            self.batchSize = batchSize
+        }
+    }
+
+    /// What a prune deleted, or would delete in a dry run.
+    public struct Result: Sendable, Equatable, Codable {
+        public var deliveries: Int
+        public var receipts: Int
+        /// Rows older than this were deleted.
+        public var cutoff: Date
+        public var dryRun: Bool
+    }
+
+    /// The shortest retention: longer than the hour the hourly budget reads.
+    public static let minimumRetention: Duration = .seconds(2 * 3600)
+
+    let client: PostgresClient
+    public let configuration: Configuration
+
+    /// - Throws: `StoreError` naming `retention` when it is not longer than ``minimumRetention``, or
+    ///   `batchSize` when it is not positive.
+    public init(client: PostgresClient, configuration: Configuration = Configuration()) throws {
+        guard configuration.retention >= Self.minimumRetention else {
+            throw StoreError(
+                code: .invalid,
+                field: "retention",
+                message: "must be at least 2h: the hourly push budget reads the last hour of deliveries"
+            )
+        }
+        guard configuration.batchSize > 0 else { throw StoreError(code: .invalid, field: "batchSize", message: "must be positive") }
+        self.client = client
+        self.configuration = configuration
+    }
+
+    /// Deletes (or, in a dry run, counts) the deliveries and receipts older than the retention as of `now`.
+    /// - Parameter progress: called after each batch with the totals so far.
+    public func prune(
+        now: Date,
+        dryRun: Bool = false,
+        progress: (Result) -> Void = { _ in },
+        logger: Logger
+    ) async throws -> Result {
+        let cutoff = now.addingTimeInterval(-Double(configuration.retention.components.seconds))
+        var result = Result(deliveries: 0, receipts: 0, cutoff: cutoff, dryRun: dryRun)
+        let limit = configuration.batchSize
+
+        var broadcasts: [UUID] = []
+        let finished = try await client.query(Self.finishedBroadcasts(cutoff: cutoff, now: now), logger: logger)
+        for try await id in finished.decode(UUID.self) { broadcasts.append(id) }
+        for id in broadcasts {
+            if dryRun {
+                result.deliveries += try await count(
+                    "SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND sent_at < \(cutoff)",
+                    logger: logger
+                )
+                continue
+            }
+            while true {
+                let deleted = try await count(Self.deleteDeliveries(broadcastID: id, cutoff: cutoff, limit: limit), logger: logger)
+                result.deliveries += deleted
+                if deleted > 0 { progress(result) }
+                if deleted < limit { break }
+            }
+        }
+
+        var editions: [UUID] = []
+        let past = try await client.query("SELECT id FROM editions WHERE deadline < \(now)", logger: logger)
+        for try await id in past.decode(UUID.self) { editions.append(id) }
+        for id in editions {
+            if dryRun {
+                result.receipts += try await count(
+                    "SELECT count(*) FROM receipts WHERE edition_id = \(id) AND received_at < \(cutoff)",
+                    logger: logger
+                )
+                continue
+            }
+            while true {
+                let deleted = try await count(Self.deleteReceipts(editionID: id, cutoff: cutoff, limit: limit), logger: logger)
+                result.receipts += deleted
+                if deleted > 0 { progress(result) }
+                if deleted < limit { break }
+            }
+        }
+        logger.info(
+            dryRun ? "ledger prune counted" : "ledger pruned",
+            metadata: ["deliveries": "\(result.deliveries)", "receipts": "\(result.receipts)", "cutoff": "\(cutoff.formatted(.iso8601))"]
+        )
+        return result
+    }
+
+    /// The broadcasts whose deliveries may go: finished before the cutoff, their edition past its deadline.
+    static func finishedBroadcasts(cutoff: Date, now: Date) -> PostgresQuery {
+        """
+        SELECT b.id FROM broadcasts b JOIN editions e ON e.id = b.edition_id
+        WHERE b.state NOT IN ('planned', 'running') AND b.finished_at < \(cutoff) AND e.deadline < \(now)
+        """
+    }
+
+    // The ORDER BYs follow the indexes, so that LIMIT walks them instead of the table.
+
+    static func deleteDeliveries(broadcastID: UUID, cutoff: Date, limit: Int) -> PostgresQuery {
+        """
+        WITH gone AS (
+            DELETE FROM deliveries WHERE ctid = ANY (ARRAY(
+                SELECT ctid FROM deliveries WHERE broadcast_id = \(broadcastID) AND sent_at < \(cutoff) ORDER BY wave LIMIT \(limit)))
+            RETURNING 1)
+        SELECT count(*) FROM gone
+        """
+    }
+
+    static func deleteReceipts(editionID: UUID, cutoff: Date, limit: Int) -> PostgresQuery {
+        """
+        WITH gone AS (
+            DELETE FROM receipts WHERE ctid = ANY (ARRAY(
+                SELECT ctid FROM receipts WHERE edition_id = \(editionID) AND received_at < \(cutoff) ORDER BY received_at LIMIT \(limit)))
+            RETURNING 1)
+        SELECT count(*) FROM gone
+        """
+    }
+
+    private func count(_ query: PostgresQuery, logger: Logger) async throws -> Int {
+        var total = 0
+        for try await value in try await client.query(query, logger: logger).decode(Int.self) { total = value }
+        return total
+    }
+}

@@ -1,0 +1,368 @@
+import Foundation
+import PaperboyCore
+import PostgresNIO
+
+/// The statements that API requests, the scheduler and dispatch batches run against the big tables
+/// (`devices`, `deliveries`, `receipts`, `broadcasts`), in one place.
+///
+/// The repositories build their queries with these functions, and ``catalogue`` lists every one with
+/// sample values, so that a test can `EXPLAIN` each on a large database and fail when one would read a
+/// big table sequentially: at 10 million devices that is seconds per request instead of a millisecond.
+/// The statements of `lease` and `record` (in `BroadcastRepository+Dispatch.swift`) are mirrored here,
+/// word for word; their shared part, the wave audience, is ``BroadcastRepository/Audience/condition``
+/// itself.
+public enum RequestStatements {
+    /// Values to bind when explaining a statement: ids that exist in the database.
+    public struct Samples: Sendable {
+        public var appID: Int
+        public var publicationID: Int
+        public var environment: APNsEnvironment
+        public var token: DeviceToken
+        public var deviceID: Int64
+        public var editionID: UUID
+        public var broadcastID: UUID
+        public var batchID: Int64
+        public var now: Date
+
+        public init(
+            appID: Int,
+            publicationID: Int,
+            environment: APNsEnvironment,
+            token: DeviceToken,
+            deviceID: Int64,
+            editionID: UUID,
+            broadcastID: UUID,
+            batchID: Int64,
+            now: Date
+        ) {
+            self.appID = appID
+            self.publicationID = publicationID
+            self.environment = environment
+            self.token = token
+            self.deviceID = deviceID
+            self.editionID = editionID
+            self.broadcastID = broadcastID
+            self.batchID = batchID
+            self.now = now
+        }
+    }
+
+    /// A statement of the catalogue.
+    public struct Statement: Sendable {
+        /// Who runs it, e.g. `GET /v1/devices/{token}`.
+        public let name: String
+        /// Tables it reads whole by design (an audience count reads every target), so a sequential scan
+        /// of them is the right plan; every other big table must be read through an index.
+        public let wholeTableReads: Set<String>
+        let build: @Sendable (Samples) -> PostgresQuery
+
+        init(_ name: String, wholeTableReads: Set<String> = [], _ build: @escaping @Sendable (Samples) -> PostgresQuery) {
+            self.name = name
+            self.wholeTableReads = wholeTableReads
+            self.build = build
+        }
+
+        /// The statement with the samples bound.
+        public func query(_ samples: Samples) -> PostgresQuery {
+            build(samples)
+        }
+    }
+
+    /// The big tables, which no statement here may read sequentially (unless it reads them whole).
+    public static let bigTables: Set<String> = ["devices", "deliveries", "receipts", "broadcasts"]
+
+    /// Every statement a request, the scheduler or a dispatch batch runs on the big tables.
+    public static let catalogue: [Statement] = [
+        Statement("PUT /v1/devices/{token}") { s in
+            register(
+                appID: s.appID,
+                token: s.token,
+                DeviceRegistration(
+                    environment: s.environment,
+                    subscriptions: ["morning"],
+                    timeZone: "Asia/Tokyo",
+                    tier: .large,
+                    autoDownload: true,
+                    alertsAuthorized: false
+                )
+            )
+        },
+        Statement("GET /v1/devices/{token}") { s in findDevice(appID: s.appID, token: s.token) },
+        Statement("DELETE /v1/devices/{token}") { s in deleteDevice(appID: s.appID, token: s.token) },
+        Statement("APNs 410: mark a device unregistered") { s in
+            markUnregistered(appID: s.appID, environment: s.environment, token: s.token, at: s.now)
+        },
+        Statement("POST /v1/devices/{token}/receipts: record") { s in
+            recordReceipt(appID: s.appID, token: s.token, ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
+        },
+        Statement("POST /v1/devices/{token}/receipts: read the stored one") { s in findReceipt(deviceID: s.deviceID, editionID: s.editionID) },
+        Statement("GET /v1/broadcasts/{id}: receipts by result") { s in receiptCounts(editionID: s.editionID) },
+        Statement("GET /v1/broadcasts/{id}: receipts per wave and cohort") { s in
+            receiptsPerCohort(broadcastID: s.broadcastID, editionID: s.editionID)
+        },
+        Statement("GET /v1/broadcasts/{id}") { s in BroadcastRepository.selectBroadcasts("WHERE b.id = \(s.broadcastID)") },
+        Statement("GET /v1/broadcasts") { _ in BroadcastRepository.selectBroadcasts("ORDER BY b.created_at DESC LIMIT \(50)") },
+        Statement("POST /v1/broadcasts: the edition's broadcast") { s in existingBroadcast(editionID: s.editionID, environment: s.environment) },
+        Statement("POST /v1/broadcasts: wave 1's audience per cohort", wholeTableReads: ["devices"]) { s in
+            CohortRepository.targetCountsQuery(appID: s.appID, publicationID: s.publicationID, environment: s.environment, cohorts: 64)
+        },
+        Statement("scheduler: the newest edition and its broadcast") { s in
+            newestEdition(publicationID: s.publicationID, environment: s.environment)
+        },
+        Statement("dispatch: running broadcasts") { _ in runningBroadcasts },
+        Statement("GET /metrics: running totals") { _ in runningTotals },
+        Statement("dispatch: a later wave's audience per cohort", wholeTableReads: ["devices"]) { s in
+            BroadcastRepository.cohortCountsQuery(audience(s, wave: 2), cohorts: 64)
+        },
+        Statement("dispatch: take over an expired batch (lease)") { s in
+            """
+            UPDATE broadcast_batches SET lease_owner = \("owner"), lease_expires_at = \(s.now), leases = leases + 1
+            WHERE id = (
+                SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
+                WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(s.now) AND b.state = 'running' AND bb.id <> ALL (\([Int64]())::bigint[])
+                ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
+            RETURNING id
+            """
+        },
+        Statement("dispatch: the cohort due soonest (lease)") { s in
+            """
+            SELECT c.broadcast_id, c.wave, c.cohort, c.next_key, c.end_key, c.next_ordinal, w.kind, w.rate,
+                c.starts_at + make_interval(secs => c.next_ordinal / w.rate)
+            FROM broadcast_cohorts c
+            JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
+            JOIN broadcasts b ON b.id = c.broadcast_id
+            WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
+                AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'))
+                    <= \(s.now)
+            ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
+            LIMIT 1 FOR UPDATE OF c SKIP LOCKED
+            """
+        },
+        Statement("dispatch: a batch's last key, wave 1 (lease)") { s in batchBoundary(audience(s, wave: 1)) },
+        Statement("dispatch: a batch's last key, wave 2 (lease)") { s in batchBoundary(audience(s, wave: 2)) },
+        Statement("dispatch: a batch's last key, alert wave (lease)") { s in batchBoundary(audience(s, wave: 3, kind: .alert)) },
+        Statement("dispatch: a batch's size, wave 2 (lease)") { s in
+            audience(s, wave: 2).query("SELECT count(*) FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9") {
+                $0.append(Int64(Int32.min))
+                $0.append(Int64(Int32.min) + 1 << 24)
+            }
+        },
+        Statement("dispatch: a leased batch") { s in BroadcastRepository.batchQuery(id: s.batchID) },
+        Statement("dispatch: a batch's targets, wave 1") { s in
+            BroadcastRepository.targetsQuery(audience(s, wave: 1), firstKey: Int64(Int32.min), lastKey: Int64(Int32.min) + 1 << 22, now: s.now)
+        },
+        Statement("dispatch: a batch's targets, wave 2") { s in
+            BroadcastRepository.targetsQuery(audience(s, wave: 2), firstKey: Int64(Int32.min), lastKey: Int64(Int32.min) + 1 << 22, now: s.now)
+        },
+        Statement("dispatch: a batch's targets, alert wave") { s in
+            BroadcastRepository.targetsQuery(
+                audience(s, wave: 3, kind: .alert),
+                firstKey: Int64(Int32.min),
+                lastKey: Int64(Int32.min) + 1 << 22,
+                now: s.now
+            )
+        },
+        Statement("prune: the finished broadcasts (hourly, all of them)", wholeTableReads: ["broadcasts"]) { s in
+            LedgerPruner.finishedBroadcasts(cutoff: s.now.addingTimeInterval(-7 * 86_400), now: s.now)
+        },
+        Statement("prune: a batch of a broadcast's old deliveries") { s in
+            LedgerPruner.deleteDeliveries(broadcastID: s.broadcastID, cutoff: s.now.addingTimeInterval(-7 * 86_400), limit: 10_000)
+        },
+        Statement("prune: a batch of an edition's old receipts") { s in
+            LedgerPruner.deleteReceipts(editionID: s.editionID, cutoff: s.now.addingTimeInterval(-7 * 86_400), limit: 10_000)
+        },
+        Statement("dispatch: renew leases, and see cancelled broadcasts (renew)") { s in
+            """
+            UPDATE broadcast_batches b SET lease_expires_at = \(s.now)
+            FROM unnest(\([s.batchID])::bigint[], \([Int16(1)])::smallint[]) AS u(id, leases)
+            WHERE b.id = u.id AND b.leases = u.leases AND b.lease_owner = \("owner") AND b.done_at IS NULL
+            RETURNING b.id, (SELECT state = 'running' FROM broadcasts WHERE id = b.broadcast_id)
+            """
+        },
+        Statement("dispatch: a broadcast that cannot be sent ends as failed") { s in
+            """
+            UPDATE broadcasts SET state = 'failed', failure = \("reason"), finished_at = \(s.now), updated_at = \(s.now)
+            WHERE id = \(s.broadcastID) AND state IN ('planned', 'running') RETURNING id
+            """
+        },
+        Statement("dispatch: record APNs 410s (record)") { s in
+            """
+            UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, u.at),
+                active = devices.active AND devices.registered_at > u.at, updated_at = \(s.now)
+            FROM unnest(\([s.deviceID])::bigint[], \([s.now])::timestamptz[]) AS u(id, at)
+            WHERE devices.id = u.id
+            """
+        },
+    ]
+
+    /// The wave audience of the sample broadcast, as the dispatcher builds it.
+    static func audience(_ s: Samples, wave: Int, kind: BroadcastProgress.Wave.Kind = .background) -> BroadcastRepository.Audience {
+        BroadcastRepository.Audience(
+            appID: s.appID,
+            environment: s.environment,
+            publicationID: s.publicationID,
+            editionID: s.editionID,
+            wave: wave,
+            kind: kind,
+            maxPushesPerDevice: 3
+        )
+    }
+
+    /// Mirrors the boundary query of `lease`: the key of a batch's last device.
+    static func batchBoundary(_ audience: BroadcastRepository.Audience) -> PostgresQuery {
+        audience.query(
+            "SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $8 AND d.cohort_key < $9 ORDER BY d.cohort_key OFFSET $10 LIMIT 1"
+        ) {
+            $0.append(Int64(Int32.min))
+            $0.append(Int64(Int32.max))
+            $0.append(499)
+        }
+    }
+
+    // MARK: Devices
+
+    // A token is looked up in both environments: naming them lets the unique (app_id, environment, token)
+    // index answer, where `app_id` and `token` alone would read every device of the app.
+
+    static func register(appID: Int, token: DeviceToken, _ registration: DeviceRegistration) -> PostgresQuery {
+        let slugs = Array(Set(registration.subscriptions)).sorted()
+        return """
+            WITH subscribed AS (
+                SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids, count(*) AS found
+                FROM publications WHERE app_id = \(appID) AND slug = ANY(\(slugs))
+            )
+            INSERT INTO devices AS d (
+                app_id, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
+                time_zone, app_version, os_version, model, locale
+            )
+            SELECT \(appID), \(registration.environment.storageCode), \(token.storedCohortKey),
+                \(ByteBuffer(bytes: token.bytes)), \(registration.autoDownload), \(registration.alertsAuthorized),
+                \(registration.tier.storageCode), subscribed.ids, \(registration.timeZone), \(registration.appVersion),
+                \(registration.osVersion), \(registration.model), \(registration.locale)
+            FROM subscribed WHERE subscribed.found = \(slugs.count)
+            ON CONFLICT (app_id, environment, token) DO UPDATE SET
+                auto_download = excluded.auto_download,
+                alerts_authorized = excluded.alerts_authorized,
+                tier = excluded.tier,
+                subscriptions = excluded.subscriptions,
+                time_zone = excluded.time_zone,
+                app_version = excluded.app_version,
+                os_version = excluded.os_version,
+                model = excluded.model,
+                locale = excluded.locale,
+                registered_at = now(),
+                updated_at = now(),
+                deleted_at = NULL,
+                active = d.unregistered_at IS NULL OR now() > d.unregistered_at
+            RETURNING xmax = 0, active, registered_at, updated_at, unregistered_at
+            """
+    }
+
+    static func findDevice(appID: Int, token: DeviceToken) -> PostgresQuery {
+        """
+        SELECT environment, array(SELECT slug FROM publications p WHERE p.id = ANY(d.subscriptions) ORDER BY slug),
+            time_zone, tier, auto_download, alerts_authorized, app_version, os_version, model, locale,
+            active, registered_at, updated_at, deleted_at, unregistered_at
+        FROM devices d WHERE app_id = \(appID) AND environment IN (0, 1) AND token = \(ByteBuffer(bytes: token.bytes))
+        ORDER BY updated_at DESC LIMIT 1
+        """
+    }
+
+    static func deleteDevice(appID: Int, token: DeviceToken) -> PostgresQuery {
+        """
+        UPDATE devices SET active = false, deleted_at = coalesce(deleted_at, now()), updated_at = now()
+        WHERE app_id = \(appID) AND environment IN (0, 1) AND token = \(ByteBuffer(bytes: token.bytes))
+        RETURNING 1
+        """
+    }
+
+    static func markUnregistered(appID: Int, environment: APNsEnvironment, token: DeviceToken, at timestamp: Date) -> PostgresQuery {
+        """
+        UPDATE devices SET
+            unregistered_at = greatest(unregistered_at, \(timestamp)),
+            active = active AND registered_at > \(timestamp),
+            updated_at = now()
+        WHERE app_id = \(appID) AND environment = \(environment.storageCode) AND token = \(ByteBuffer(bytes: token.bytes))
+        """
+    }
+
+    // MARK: Receipts
+
+    /// One statement: find the device and the edition of the app, insert, or upgrade a failed receipt.
+    /// `xmax = 0` tells an inserted row from an updated one.
+    static func recordReceipt(appID: Int, token: DeviceToken, _ report: ReceiptReport) -> PostgresQuery {
+        """
+        WITH device AS (
+            SELECT id FROM devices WHERE app_id = \(appID) AND environment IN (0, 1) AND token = \(ByteBuffer(bytes: token.bytes))
+            ORDER BY updated_at DESC LIMIT 1
+        ), edition AS (
+            SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id
+            WHERE e.id = \(report.editionID) AND p.app_id = \(appID)
+        ), upsert AS (
+            INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
+            SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds) FROM device, edition
+            ON CONFLICT (device_id, edition_id) DO UPDATE
+                SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now()
+                WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
+            RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created
+        )
+        SELECT (SELECT id FROM device), EXISTS (SELECT 1 FROM edition),
+            u.result, u.bytes, u.seconds, u.received_at, u.created
+        FROM (SELECT 1) one LEFT JOIN upsert u ON true
+        """
+    }
+
+    static func findReceipt(deviceID: Int64, editionID: UUID) -> PostgresQuery {
+        "SELECT result, bytes, seconds, received_at FROM receipts WHERE device_id = \(deviceID) AND edition_id = \(editionID)"
+    }
+
+    static func receiptCounts(editionID: UUID) -> PostgresQuery {
+        "SELECT result, count(*) FROM receipts WHERE edition_id = \(editionID) GROUP BY result"
+    }
+
+    static func receiptsPerCohort(broadcastID: UUID, editionID: UUID) -> PostgresQuery {
+        """
+        SELECT last.wave, last.cohort, r.result, count(*)
+        FROM receipts r
+        JOIN LATERAL (
+            SELECT x.wave, x.cohort FROM deliveries x
+            WHERE x.device_id = r.device_id AND x.broadcast_id = \(broadcastID) ORDER BY x.wave DESC LIMIT 1
+        ) last ON true
+        WHERE r.edition_id = \(editionID)
+        GROUP BY 1, 2, 3
+        """
+    }
+
+    // MARK: Broadcasts
+
+    static func existingBroadcast(editionID: UUID, environment: APNsEnvironment) -> PostgresQuery {
+        BroadcastRepository.selectBroadcasts(
+            "WHERE b.edition_id = \(editionID) AND b.environment = \(environment.storageCode) AND b.state NOT IN ('cancelled', 'failed') ORDER BY b.created_at DESC LIMIT 1"
+        )
+    }
+
+    // The edition is picked first: with the EXISTS beside the ORDER BY … LIMIT, the planner may evaluate it
+    // hashed, for every edition of the publication, reading all broadcasts.
+    static func newestEdition(publicationID: Int, environment: APNsEnvironment) -> PostgresQuery {
+        """
+        SELECT e.id, e.issue_date::text, e.deadline, e.published_at,
+            EXISTS (
+                SELECT 1 FROM broadcasts b
+                WHERE b.edition_id = e.id AND b.environment = \(environment.storageCode) AND b.state NOT IN ('cancelled', 'failed')
+            )
+        FROM (
+            SELECT id, issue_date, deadline, published_at FROM editions
+            WHERE publication_id = \(publicationID)
+            ORDER BY published_at DESC, issue_date DESC LIMIT 1
+        ) e
+        """
+    }
+
+    static let runningBroadcasts: PostgresQuery = "SELECT id FROM broadcasts WHERE state = 'running'"
+
+    static let runningTotals: PostgresQuery = """
+        SELECT b.id, coalesce(sum(c.planned), 0)::bigint, coalesce(sum(c.sent), 0)::bigint, coalesce(sum(c.accepted), 0)::bigint
+        FROM broadcasts b LEFT JOIN broadcast_cohorts c ON c.broadcast_id = b.id
+        WHERE b.state = 'running' GROUP BY b.id
+        """
+}

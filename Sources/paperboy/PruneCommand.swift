@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyStore
+
+struct PruneCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "Delete deliveries and receipts older than the retention, in small batches (`paperboy serve` does it hourly).",
+        discussion: """
+            Kept whatever their age: the deliveries of broadcasts that are running, finished less than the retention ago, \
+            or whose edition's deadline has not passed, and the receipts of editions whose deadline has not passed.
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: ArgumentHelp("Keep rows younger than this, e.g. 7d or 36h (at least 2h).", valueName: "duration"))
+    var retention = "7d"
+
+    @Option(name: .customLong("batch-size"), help: "Rows per DELETE statement.")
+    var batchSize = 10_000
+
+    @Flag(name: .customLong("dry-run"), help: "Count what would be deleted; delete nothing.")
+    var dryRun = false
+
+    @Flag(help: "Print the result as JSON for scripts.")
+    var json = false
+
+    func validate() throws {
+        _ = try Self.retention(retention)
+        guard batchSize > 0 else { throw ValidationError("--batch-size: \(batchSize) is not a positive number of rows") }
+    }
+
+    /// `--retention` as a duration. - Throws: `ValidationError` naming the flag.
+    static func retention(_ text: String) throws -> Duration {
+        let seconds: TimeInterval
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed.hasSuffix("d"), let days = Double(trimmed.dropLast()), days.isFinite, days > 0 {
+            seconds = days * 86_400
+        } else {
+            do { seconds = try StaggerPlan.seconds(parsing: trimmed) } catch {
+                throw ValidationError("--retention: \(text) is not a duration like 7d, 36h or 90m")
+            }
+        }
+        let retention = Duration.seconds(seconds)
+        guard retention >= LedgerPruner.minimumRetention else {
+            throw ValidationError("--retention: \(text) is shorter than 2h; the hourly push budget reads the last hour of deliveries")
+        }
+        return retention
+    }
+
+    func run() async throws {
+        let logger = Logger(label: "paperboy.prune")
+        let configuration = LedgerPruner.Configuration(retention: try Self.retention(retention), batchSize: batchSize)
+        let result = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
+            let pruner = try LedgerPruner(client: client, configuration: configuration)
+            return try await pruner.prune(
+                now: Date(),
+                dryRun: dryRun,
+                progress: { so in
+                    FileHandle.standardError.write(Data("pruned \(so.deliveries.formatted()) deliveries, \(so.receipts.formatted()) receipts\n".utf8))
+                },
+                logger: logger
+            )
+        }
+        if json { return try printJSON(result) }
+        let verb = dryRun ? "would delete" : "deleted"
+        print(
+            "\(verb) \(result.deliveries.formatted()) deliveries and \(result.receipts.formatted()) receipts older than \(result.cutoff.formatted(.iso8601))"
+        )
+    }
+}

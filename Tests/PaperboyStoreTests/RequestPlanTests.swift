@@ -1,0 +1,172 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+/// Every statement of ``RequestStatements/catalogue``, explained on a database with a fleet and days of
+/// history, reads the big tables through indexes: a sequential scan there costs a request tens of
+/// milliseconds at a million devices and seconds at ten million.
+@Suite("Request and batch statements stay off sequential scans")
+struct RequestPlanTests {
+    static let devices = 200_000
+    static let seed: UInt64 = 11
+
+    @Test("no catalogued statement scans devices, deliveries, receipts or broadcasts sequentially")
+    func noSequentialScans() async throws {
+        try await TestDatabase.with { db in
+            let clock = ContinuousClock()
+            let started = clock.now
+            let samples = try await Self.seed(db)
+            let seeded = clock.now - started
+            db.logger.info("seeded the plan test's database", metadata: ["took": "\(seeded)"])
+
+            // The check sees what the old token lookup did (app and token, without the environment): the
+            // database is large enough for the planner to show a sequential scan.
+            let oldLookup: PostgresQuery =
+                "SELECT id FROM devices WHERE app_id = \(samples.appID) AND token = \(ByteBuffer(bytes: samples.token.bytes))"
+            #expect(try await Self.scans(oldLookup, db).contains { $0.node == "Seq Scan" && $0.table == "devices" })
+
+            for statement in RequestStatements.catalogue {
+                let scans = try await Self.scans(statement.query(samples), db)
+                let sequential = Set(scans.filter { $0.node == "Seq Scan" }.map(\.table))
+                let offending = sequential.intersection(RequestStatements.bigTables).subtracting(statement.wholeTableReads)
+                #expect(offending.isEmpty, "\(statement.name) reads \(offending.sorted()) sequentially")
+                // A device's deliveries are looked up with the broadcast or the time, never all of them: the
+                // ledger holds every push of the retention.
+                let wholeHistory = scans.filter(\.readsWholeDeviceHistory)
+                #expect(wholeHistory.isEmpty, "\(statement.name) reads a device's whole delivery history: \(wholeHistory)")
+            }
+        }
+    }
+
+    /// A scan in a plan: node type, table, and index condition (empty for none).
+    struct Scan: CustomStringConvertible {
+        var node: String
+        var table: String
+        var condition: String
+
+        /// Deliveries found by device alone: every push of the device in the retention.
+        var readsWholeDeviceHistory: Bool {
+            guard table == "deliveries", condition.contains("device_id") else { return false }
+            return !condition.contains("broadcast_id") && !condition.contains("sent_at")
+        }
+
+        var description: String { "\(node) on \(table) \(condition)" }
+    }
+
+    /// The scans of a statement's plan.
+    static func scans(_ query: PostgresQuery, _ db: TestDatabase) async throws -> [Scan] {
+        let explain = PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) " + query.sql, binds: query.binds)
+        var text = ""
+        for try await plan in try await db.client.query(explain, logger: db.logger).decode(ByteBuffer.self) {
+            text += String(buffer: plan)
+        }
+        let plans = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+        var scans: [Scan] = []
+        func walk(_ node: [String: Any]) {
+            if let type = node["Node Type"] as? String, let table = node["Relation Name"] as? String {
+                scans.append(Scan(node: type, table: table, condition: node["Index Cond"] as? String ?? ""))
+            }
+            for child in node["Plans"] as? [[String: Any]] ?? [] { walk(child) }
+        }
+        for plan in plans { if let root = plan["Plan"] as? [String: Any] { walk(root) } }
+        return scans
+    }
+
+    /// A fleet of 200,000 devices with five hundred days of editions and broadcasts (the newest running,
+    /// with a leased batch), and four days of deliveries and receipts for a tenth of the devices, analyzed:
+    /// each edition holds an eighth of the ledger, and each device with a history eight pushes, as at a
+    /// week's retention they hold a fourteenth and fourteen.
+    static func seed(_ db: TestDatabase) async throws -> RequestStatements.Samples {
+        let app = try await AppRepository(client: db.client).create(
+            try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
+            logger: db.logger
+        ).app
+        let publications = PublicationRepository(client: db.client)
+        let morning = try await publications.add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
+        _ = try await publications.add(appID: app.id, slug: "evening", title: nil, logger: db.logger)
+        _ = try await DeviceSeeder(client: db.client).seed(
+            appID: app.id,
+            publicationSlugs: ["morning", "evening"],
+            count: devices,
+            environment: .production,
+            seed: seed,
+            alertsShare: 0.3,
+            autoDownloadShare: 0.8,
+            logger: db.logger
+        )
+        let now = Date()
+        // Edition i was published i half-days ago; broadcast i sent it. Only the newest still runs.
+        let history: [PostgresQuery] = [
+            """
+            INSERT INTO editions (id, publication_id, issue_date, deadline, manifest, published_at)
+            SELECT md5('e' || i)::uuid, \(morning.id), date '2030-01-01' - i, \(now) - make_interval(hours => 12 * i) + interval '6 hours',
+                '{}', \(now) - make_interval(hours => 12 * i)
+            FROM generate_series(0, 999) i
+            """,
+            """
+            INSERT INTO broadcasts (id, edition_id, environment, state, plan, created_at, finished_at)
+            SELECT md5('b' || i)::uuid, md5('e' || i)::uuid, 0, CASE WHEN i = 0 THEN 'running' ELSE 'completed' END, '{"cohorts":16}',
+                \(now) - make_interval(hours => 12 * i), CASE WHEN i > 0 THEN \(now) - make_interval(hours => 12 * i - 1) END
+            FROM generate_series(0, 999) i
+            """,
+            """
+            INSERT INTO broadcast_waves (broadcast_id, wave, kind, starts_at, window_seconds, rate, planned)
+            SELECT md5('b' || i)::uuid, 1, 'background', \(now) - make_interval(hours => 12 * i), 3600, 200, 160000
+            FROM generate_series(0, 999) i
+            """,
+            """
+            INSERT INTO broadcast_cohorts (broadcast_id, wave, cohort, starts_at, ends_at, first_key, end_key, next_key, planned)
+            SELECT md5('b' || i)::uuid, 1, c, \(now) - make_interval(hours => 12 * i), \(now) - make_interval(hours => 12 * i - 1),
+                -2147483648 + c * 268435456::bigint, -2147483648 + (c + 1) * 268435456::bigint,
+                CASE WHEN i = 0 THEN -2147483648 + c * 268435456::bigint + 1000 ELSE -2147483648 + (c + 1) * 268435456::bigint END, 10000
+            FROM generate_series(0, 999) i, generate_series(0, 15) c
+            """,
+            """
+            INSERT INTO broadcast_batches (broadcast_id, wave, cohort, first_key, last_key, first_ordinal, devices, lease_owner, lease_expires_at)
+            VALUES (md5('b0')::uuid, 1, 0, -2147483648, -2147482649, 0, 50, 'worker', \(now) + interval '1 minute')
+            """,
+            """
+            INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome, reason)
+            SELECT d.id, md5('b' || i)::uuid, 1, d.id % 16, true, \(now) - make_interval(hours => 12 * i) + make_interval(secs => d.id % 3600),
+                CASE WHEN d.id % 100 = 0 THEN 'rejected' ELSE 'accepted' END, CASE WHEN d.id % 100 = 0 THEN 'Unregistered' END
+            FROM devices d, generate_series(0, 7) i WHERE d.auto_download AND d.id % 10 = 0
+            """,
+            """
+            INSERT INTO receipts (device_id, edition_id, result, received_at)
+            SELECT d.id, md5('e' || i)::uuid, CASE WHEN d.id % 7 = 0 THEN 'failed' ELSE 'newData' END,
+                \(now) - make_interval(hours => 12 * i) + make_interval(secs => d.id % 3600 + 30)
+            FROM devices d, generate_series(0, 7) i WHERE d.auto_download AND d.id % 10 = 0 AND d.id % 4 <> 0
+            """,
+            "ANALYZE",
+        ]
+        for statement in history { try await db.client.query(statement, logger: db.logger) }
+
+        let token = try DeviceSeeder.token(index: 4242, seed: seed)
+        var deviceID: Int64 = 0
+        let rows = try await db.client.query("SELECT id FROM devices WHERE token = \(ByteBuffer(bytes: token.bytes))", logger: db.logger)
+        for try await id in rows.decode(Int64.self) { deviceID = id }
+        var batchID: Int64 = 0
+        for try await id in try await db.client.query("SELECT max(id) FROM broadcast_batches", logger: db.logger).decode(Int64.self) {
+            batchID = id
+        }
+        var editionID = UUID()
+        var broadcastID = UUID()
+        let running = try await db.client.query("SELECT md5('e0')::uuid, md5('b0')::uuid", logger: db.logger)
+        for try await (edition, broadcast) in running.decode((UUID, UUID).self) { (editionID, broadcastID) = (edition, broadcast) }
+        return RequestStatements.Samples(
+            appID: app.id,
+            publicationID: morning.id,
+            environment: .production,
+            token: token,
+            deviceID: deviceID,
+            editionID: editionID,
+            broadcastID: broadcastID,
+            batchID: batchID,
+            now: now
+        )
+    }
+}
