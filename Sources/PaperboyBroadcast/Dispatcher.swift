@@ -120,20 +120,11 @@ public final class Dispatcher: Service {
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.heartbeat(until: stopping) }
-                var nextAdvance = Date.distantPast
+                group.addTask { await self.advance(until: stopping) }
                 var inFlight = 0
                 var pollPending = false
                 while !stopping.isSet && !Task.isCancelled {
                     let now = clock.now()
-                    if now >= nextAdvance {
-                        nextAdvance = now.addingTimeInterval(configuration.advanceInterval)
-                        do {
-                            log(try await repository.advance(now: now, logger: logger))
-                            metrics.tick(now: now, running: try await repository.runningTotals(logger: logger))
-                        } catch {
-                            logger.error("could not advance broadcasts", metadata: ["error": "\(String(reflecting: error))"])
-                        }
-                    }
                     var leased = false
                     if inFlight < configuration.maxBatchesInFlight {
                         do {
@@ -227,6 +218,26 @@ public final class Dispatcher: Service {
         )
         if let batch { held.withLock { $0[batch.id] = (batch, false, false) } }
         return batch
+    }
+
+    /// Moves the broadcasts along every ``Configuration/advanceInterval``, beside the sending: counting a
+    /// later wave's audience takes seconds at millions of devices, and other broadcasts' batches must not
+    /// wait for it.
+    private func advance(until stopping: StopFlag) async {
+        while !stopping.isSet && !Task.isCancelled {
+            let now = clock.now()
+            do {
+                log(try await repository.advance(now: now, logger: logger))
+                metrics.tick(now: now, running: try await repository.runningTotals(logger: logger))
+            } catch {
+                logger.error("could not advance broadcasts", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            do {
+                try await clock.sleep(now.addingTimeInterval(configuration.advanceInterval))
+            } catch {
+                return
+            }
+        }
     }
 
     /// Renews the leases held, every third of a lease.
