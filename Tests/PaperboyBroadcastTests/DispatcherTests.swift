@@ -246,12 +246,7 @@ struct DispatcherTests {
     func expiredLeaseIsTakenOver() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
-            try await fixture.register(40)
-            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
-            let started = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
-                origin: "test", now: t0, logger: fixture.logger
-            )
+            let (_, started) = try await Self.startOneCohort(devices: 40, fixture: &fixture, now: t0)
             // A worker leases the first batch (one second of sends: two devices) and dies without sending.
             let dead = try #require(
                 try await fixture.repository.lease(
@@ -304,13 +299,7 @@ struct DispatcherTests {
     func stallIsCaughtUpAtThePlansRate() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
-            try await fixture.register(40)
-            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
-            // 40 devices in 20 s: 2 a second.
-            let started = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
-                origin: "test", now: t0, logger: fixture.logger
-            )
+            let (_, started) = try await Self.startOneCohort(devices: 40, fixture: &fixture, now: t0)
             let id = started.broadcast.id
             let start = started.broadcast.start
             let dispatcher = fixture.dispatcher()
@@ -338,12 +327,7 @@ struct DispatcherTests {
     func cancellationStopsHeldBatches() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
-            try await fixture.register(20)
-            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
-            let started = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
-                origin: "test", now: t0, logger: fixture.logger
-            )
+            let (_, started) = try await Self.startOneCohort(devices: 20, fixture: &fixture, now: t0)
             let batch = try #require(
                 try await fixture.repository.lease(
                     owner: "w", now: started.broadcast.start, lookahead: 1, duration: 30, batchDuration: 5, maxBatchSize: 1000, logger: fixture.logger
@@ -361,12 +345,7 @@ struct DispatcherTests {
     func unloadableKeyFailsTheBroadcast() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
-            try await fixture.register(10)
-            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
-            let started = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
-                origin: "test", now: t0, logger: fixture.logger
-            )
+            let (edition, started) = try await Self.startOneCohort(devices: 10, fixture: &fixture, now: t0)
             // The key file disappears after the broadcast was started (a secret rotated away, a bad mount).
             try FileManager.default.removeItem(atPath: fixture.app.keyReference)
             _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(60), fixture.dispatcher())
@@ -383,5 +362,16 @@ struct DispatcherTests {
             )
             #expect(again.created)
         }
+    }
+
+    /// `devices` devices, an edition with a deadline in 6 hours, and its broadcast: one cohort over 20 s.
+    static func startOneCohort(devices: Int, fixture: inout BroadcastFixture, now: Date) async throws -> (Edition, BroadcastStart) {
+        try await fixture.register(devices)
+        let edition = try await fixture.publish(deadline: now.addingTimeInterval(6 * 3600))
+        let started = try await fixture.repository.start(
+            editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
+            origin: "test", now: now, logger: fixture.logger
+        )
+        return (edition, started)
     }
 }

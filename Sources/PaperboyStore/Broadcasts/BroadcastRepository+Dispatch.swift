@@ -261,17 +261,7 @@ extension BroadcastRepository {
         // Batches of dead workers first: their devices were due earliest. They go out in the wave's next free
         // slot, after the work already claimed, so taking one over never doubles the rate.
         let taken = try await client.withTransaction(logger: logger) { connection -> LeasedBatch? in
-            let rows = try await connection.query(
-                """
-                UPDATE broadcast_batches SET lease_owner = \(owner), lease_expires_at = \(expires), leases = leases + 1
-                WHERE id = (
-                    SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
-                    WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(now) AND b.state = 'running' AND bb.id <> ALL (\(held)::bigint[])
-                    ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
-                RETURNING id
-                """,
-                logger: logger
-            )
+            let rows = try await connection.query(Self.takeOverQuery(owner: owner, expires: expires, now: now, excluding: held), logger: logger)
             var id: Int64?
             for try await value in rows.decode(Int64.self) { id = value }
             guard let id, var batch = try await self.batch(id: id, on: connection, logger: logger) else { return nil }
@@ -292,21 +282,7 @@ extension BroadcastRepository {
         // Carve a new batch; a cohort found empty is closed and the next one tried.
         for _ in 0..<64 {
             let carved = try await client.withTransaction(logger: logger) { connection -> (id: Int64?, again: Bool) in
-                let due = try await connection.query(
-                    """
-                    SELECT c.broadcast_id, c.wave, c.cohort, c.next_key, c.end_key, c.next_ordinal, w.kind, w.rate,
-                        c.starts_at + make_interval(secs => c.next_ordinal / w.rate)
-                    FROM broadcast_cohorts c
-                    JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
-                    JOIN broadcasts b ON b.id = c.broadcast_id
-                    WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
-                        AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'))
-                            <= \(now.addingTimeInterval(lookahead))
-                    ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
-                    LIMIT 1 FOR UPDATE OF c SKIP LOCKED
-                    """,
-                    logger: logger
-                )
+                let due = try await connection.query(Self.dueCohortQuery(dueBy: now.addingTimeInterval(lookahead)), logger: logger)
                 var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double, Date)?
                 for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date).self) { found = row }
                 guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate, planned) = found else { return (nil, false) }
@@ -368,6 +344,35 @@ extension BroadcastRepository {
             if !carved.again { return nil }
         }
         return nil
+    }
+
+    /// Takes over the oldest batch whose lease expired before `now` (its worker died), for `owner` until
+    /// `expires`; never one of `held`.
+    static func takeOverQuery(owner: String, expires: Date, now: Date, excluding held: [Int64]) -> PostgresQuery {
+        """
+        UPDATE broadcast_batches SET lease_owner = \(owner), lease_expires_at = \(expires), leases = leases + 1
+        WHERE id = (
+            SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
+            WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(now) AND b.state = 'running' AND bb.id <> ALL (\(held)::bigint[])
+            ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
+        RETURNING id
+        """
+    }
+
+    /// The cohort whose next device is due soonest, if that is by `dueBy` (its planned instant, or the wave's
+    /// next free slot when the wave is behind), locked for carving a batch.
+    static func dueCohortQuery(dueBy: Date) -> PostgresQuery {
+        """
+        SELECT c.broadcast_id, c.wave, c.cohort, c.next_key, c.end_key, c.next_ordinal, w.kind, w.rate,
+            c.starts_at + make_interval(secs => c.next_ordinal / w.rate)
+        FROM broadcast_cohorts c
+        JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
+        JOIN broadcasts b ON b.id = c.broadcast_id
+        WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
+            AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity')) <= \(dueBy)
+        ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
+        LIMIT 1 FOR UPDATE OF c SKIP LOCKED
+        """
     }
 
     /// When the next batch of a running wave comes due (its planned instant or the wave's next free slot,

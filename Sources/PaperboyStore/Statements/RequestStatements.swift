@@ -8,9 +8,9 @@ import PostgresNIO
 /// The repositories build their queries with these functions, and ``catalogue`` lists every one with
 /// sample values, so that a test can `EXPLAIN` each on a large database and fail when one would read a
 /// big table sequentially: at 10 million devices that is seconds per request instead of a millisecond.
-/// The statements of `lease` and `record` (in `BroadcastRepository+Dispatch.swift`) are mirrored here,
-/// word for word; their shared part, the wave audience, is ``BroadcastRepository/Audience/condition``
-/// itself.
+/// The statements of `record` and `renew` (in `BroadcastRepository+Dispatch.swift`) are mirrored here,
+/// word for word; the rest, and the wave audience (``BroadcastRepository/Audience/condition``), are the
+/// repositories' own.
 public enum RequestStatements {
     /// Values to bind when explaining a statement: ids that exist in the database.
     public struct Samples: Sendable {
@@ -115,29 +115,9 @@ public enum RequestStatements {
             BroadcastRepository.cohortCountsQuery(audience(s, wave: 2), cohorts: 64)
         },
         Statement("dispatch: take over an expired batch (lease)") { s in
-            """
-            UPDATE broadcast_batches SET lease_owner = \("owner"), lease_expires_at = \(s.now), leases = leases + 1
-            WHERE id = (
-                SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
-                WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(s.now) AND b.state = 'running' AND bb.id <> ALL (\([Int64]())::bigint[])
-                ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
-            RETURNING id
-            """
+            BroadcastRepository.takeOverQuery(owner: "owner", expires: s.now, now: s.now, excluding: [])
         },
-        Statement("dispatch: the cohort due soonest (lease)") { s in
-            """
-            SELECT c.broadcast_id, c.wave, c.cohort, c.next_key, c.end_key, c.next_ordinal, w.kind, w.rate,
-                c.starts_at + make_interval(secs => c.next_ordinal / w.rate)
-            FROM broadcast_cohorts c
-            JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
-            JOIN broadcasts b ON b.id = c.broadcast_id
-            WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
-                AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'))
-                    <= \(s.now)
-            ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
-            LIMIT 1 FOR UPDATE OF c SKIP LOCKED
-            """
-        },
+        Statement("dispatch: the cohort due soonest (lease)") { s in BroadcastRepository.dueCohortQuery(dueBy: s.now) },
         Statement("dispatch: a batch's last key, wave 1 (lease)") { s in batchBoundary(audience(s, wave: 1)) },
         Statement("dispatch: a batch's last key, wave 2 (lease)") { s in batchBoundary(audience(s, wave: 2)) },
         Statement("dispatch: a batch's last key, alert wave (lease)") { s in batchBoundary(audience(s, wave: 3, kind: .alert)) },
