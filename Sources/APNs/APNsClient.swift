@@ -138,79 +138,105 @@ public final class APNsClient: Sendable {
         await send([APNsDelivery(notification, to: token, topic: topic)])[0].outcome
     }
 
-    /// Sends many notifications at once and returns their results in the same order.
-    ///
-    /// The same rules as ``send(_:to:topic:)`` apply to each; the batch enters the pool with one lock and
-    /// one hop per connection, which is what makes a broadcast cheap. Retryable rejections are sent again
-    /// together after the longest backoff among them.
     /// True while APNs cannot be reached (connection attempts fail, no connection is ready). A sender that
     /// paces its requests waits for it instead of queueing them: queued requests all go out at once when
     /// APNs is back.
     public var isUnreachable: Bool { pool.isUnreachable }
 
+    /// Sends many notifications at once and returns their results in the same order.
+    ///
+    /// The same rules as ``send(_:to:topic:)`` apply to each; the batch enters the pool with one lock and
+    /// one hop per connection, which is what makes a broadcast cheap. Each retryable rejection is sent
+    /// again after its own jittered backoff, so that a batch's retries spread out; those due within 10 ms
+    /// of each other go out together (``APNsRetryPolicy/waves(_:resolution:)``).
     public func send(_ deliveries: [APNsDelivery]) async -> [APNsResult] {
         let start = ContinuousClock.now
         var results = [APNsResult?](repeating: nil, count: deliveries.count)
-        var pending = Array(deliveries.indices)
-        var attempt = 1
-        var refreshedAfterExpiry = false
-        while !pending.isEmpty {
-            let providerToken: String
-            do {
-                providerToken = try tokens.current()
-            } catch {
-                let outcome = APNsOutcome.notSent(APNsTransportError(.connectFailed, "cannot sign a provider token: \(error)"))
-                for index in pending { results[index] = APNsResult(outcome: outcome, latency: ContinuousClock.now - start, attempts: attempt) }
-                break
-            }
-            let answers = await execute(pending.map { deliveries[$0] }, providerToken: providerToken)
-            var retry: [Int] = []
-            var expired: [Int] = []
-            var delay = Duration.zero
-            for (position, index) in pending.enumerated() {
-                let (outcome, finished) = answers[position]
-                let result = APNsResult(outcome: outcome, latency: finished - start, attempts: attempt)
-                results[index] = result
-                guard case .rejected(let rejection) = outcome else { continue }
-                if rejection.reason == .expiredProviderToken && !refreshedAfterExpiry {
-                    expired.append(index)
-                    continue
-                }
-                let decision = configuration.retryPolicy.decision(
-                    afterAttempt: attempt,
-                    status: rejection.status,
-                    reason: rejection.reason,
-                    elapsed: finished - start,
-                    random: Double.random(in: 0..<1)
-                )
-                if case .retry(let after) = decision {
-                    retry.append(index)
-                    delay = max(delay, after)
-                    metrics.retried(rejection.reason)
-                }
-            }
-            if !expired.isEmpty {
-                refreshedAfterExpiry = true
-                tokens.rejected(providerToken)
-                // Sent again only with a new token: a token younger than 20 minutes is not replaced.
-                if (try? tokens.current()) != providerToken {
-                    retry.append(contentsOf: expired)
-                    for _ in expired { metrics.retried(.expiredProviderToken) }
-                }
-            }
-            if delay > .zero {
-                do {
-                    try await Task.sleep(for: delay)
-                } catch {
-                    break
-                }
-            }
-            pending = retry.sorted()
-            attempt += 1
+        // A retry's result comes after the result it replaces.
+        for (index, result) in await send(deliveries, Array(deliveries.indices), attempt: 1, refreshedAfterExpiry: false, start: start) {
+            results[index] = result
         }
         let final = results.map { $0! }
         for result in final { metrics.record(result.outcome, nanoseconds: result.latency.nanoseconds) }
         return final
+    }
+
+    /// Retries due within this long of each other go out as one batch.
+    static let retryResolution = Duration.milliseconds(10)
+
+    /// Sends the deliveries at `pending` (their positions in `deliveries`) as attempt `attempt`, then
+    /// retries each retryable rejection after its own jittered backoff.
+    ///
+    /// - Returns: every result by position, retries' results after the ones they replace.
+    private func send(
+        _ deliveries: [APNsDelivery],
+        _ pending: [Int],
+        attempt: Int,
+        refreshedAfterExpiry: Bool,
+        start: ContinuousClock.Instant
+    ) async -> [(Int, APNsResult)] {
+        let providerToken: String
+        do {
+            providerToken = try tokens.current()
+        } catch {
+            let outcome = APNsOutcome.notSent(APNsTransportError(.connectFailed, "cannot sign a provider token: \(error)"))
+            return pending.map { ($0, APNsResult(outcome: outcome, latency: ContinuousClock.now - start, attempts: attempt)) }
+        }
+        let answers = await execute(pending.map { deliveries[$0] }, providerToken: providerToken)
+        var results: [(Int, APNsResult)] = []
+        results.reserveCapacity(pending.count)
+        var retries: [(position: Int, delay: Duration)] = []
+        var expired: [Int] = []
+        for (position, index) in pending.enumerated() {
+            let (outcome, finished) = answers[position]
+            results.append((index, APNsResult(outcome: outcome, latency: finished - start, attempts: attempt)))
+            guard case .rejected(let rejection) = outcome else { continue }
+            if rejection.reason == .expiredProviderToken && !refreshedAfterExpiry {
+                expired.append(index)
+                continue
+            }
+            let decision = configuration.retryPolicy.decision(
+                afterAttempt: attempt,
+                status: rejection.status,
+                reason: rejection.reason,
+                elapsed: finished - start,
+                random: Double.random(in: 0..<1)
+            )
+            if case .retry(let after) = decision {
+                retries.append((index, after))
+                metrics.retried(rejection.reason)
+            }
+        }
+        let refreshed = refreshedAfterExpiry || !expired.isEmpty
+        if !expired.isEmpty {
+            tokens.rejected(providerToken)
+            // Sent again at once, but only with a new token: a token younger than 20 minutes is not replaced.
+            if (try? tokens.current()) != providerToken {
+                retries.append(contentsOf: expired.map { ($0, Duration.zero) })
+                for _ in expired { metrics.retried(.expiredProviderToken) }
+            }
+        }
+        guard !retries.isEmpty else { return results }
+        let waves = APNsRetryPolicy.waves(retries, resolution: Self.retryResolution)
+        let retried = await withTaskGroup(of: [(Int, APNsResult)].self) { group in
+            for wave in waves {
+                group.addTask {
+                    if wave.delay > .zero {
+                        do {
+                            try await Task.sleep(for: wave.delay)
+                        } catch {
+                            // Cancelled: the last results stand.
+                            return []
+                        }
+                    }
+                    return await self.send(deliveries, wave.positions, attempt: attempt + 1, refreshedAfterExpiry: refreshed, start: start)
+                }
+            }
+            var all: [(Int, APNsResult)] = []
+            for await wave in group { all.append(contentsOf: wave) }
+            return all
+        }
+        return results + retried
     }
 
     /// Lets the requests in flight finish, fails the waiting ones as not sent, and closes the connections.

@@ -57,7 +57,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private struct Stream {
         var request: APNsWireRequest
         var streamID: HTTP2StreamID?
-        var deadline: NIODeadline = .distantFuture
+        var deadline: NIODeadline
         var status: Int?
         var apnsID: String?
         var body: ByteBuffer?
@@ -71,8 +71,15 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var state: APNsConnectionState<UInt64>
     private var streams: [UInt64: Stream] = [:]
     private var requestByStream: [HTTP2StreamID: UInt64] = [:]
-    /// Requests handed to this connection while it had no free stream.
-    private var waiting = CircularBuffer<APNsWireRequest>()
+    /// A request handed to this connection while it had no free stream.
+    private struct Queued {
+        var request: APNsWireRequest
+        /// ``Timing/requestTimeout`` after the connection took it: time spent waiting here counts, so that a
+        /// request queued behind slow streams is not promised the whole timeout again once written.
+        var deadline: NIODeadline
+    }
+
+    private var waiting = CircularBuffer<Queued>()
     private var nextStreamID = 1
     private var context: ChannelHandlerContext?
     private var seenSettings = false
@@ -80,9 +87,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var pingSentAt: NIODeadline?
     private var sweep: RepeatedTask?
     private var closeReported = false
-    /// DATA bytes read since the last connection-level WINDOW_UPDATE. In frame mode nothing else
-    /// replenishes the connection window, and without it the server stalls after 64 KiB of answers.
-    private var unacknowledgedBytes = 0
+    /// In frame mode nothing else reopens the connection window; without it the server stalls after
+    /// 64 KiB of answers.
+    private let receiveWindow = APNsReceiveWindow()
 
     init(id: Int, delegate: any APNsConnectionDelegate, initialStreamLimit: Int, streamCap: Int, timing: Timing) {
         self.id = id
@@ -118,7 +125,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             delegate.connection(id, finished: request, result: .resend)
             return
         }
-        waiting.append(request)
+        waiting.append(Queued(request: request, deadline: .now() + timing.requestTimeout))
         writeWaiting()
     }
 
@@ -128,7 +135,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             for request in requests { delegate.connection(id, finished: request, result: .resend) }
             return
         }
-        waiting.append(contentsOf: requests)
+        let deadline = NIODeadline.now() + timing.requestTimeout
+        waiting.append(contentsOf: requests.lazy.map { Queued(request: $0, deadline: deadline) })
         writeWaiting()
     }
 
@@ -144,7 +152,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     private func writeWaiting() {
         guard let context else { return }
-        while let request = waiting.first {
+        expireWaiting(now: .now())
+        while let queued = waiting.first {
+            let request = queued.request
             if nextStreamID > Int(HTTP2StreamID.maxID) - 2 {
                 // Stream ids are spent: this connection takes nothing more; the pool opens another.
                 returnWaiting(state.goAway(lastStreamID: Int(HTTP2StreamID.maxID)))
@@ -155,7 +165,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             let streamID = HTTP2StreamID(nextStreamID)
             state.written(request.id, streamID: nextStreamID)
             nextStreamID += 2
-            streams[request.id] = Stream(request: request, streamID: streamID, deadline: .now() + timing.requestTimeout)
+            streams[request.id] = Stream(request: request, streamID: streamID, deadline: queued.deadline)
             requestByStream[streamID] = request.id
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers)))), promise: nil)
             context.write(
@@ -179,7 +189,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             if let streamID = stream.streamID { requestByStream[streamID] = nil }
             returned.append(stream.request)
         }
-        while let request = waiting.popFirst() { returned.append(request) }
+        while let queued = waiting.popFirst() { returned.append(queued.request) }
         delegate.connection(id, goingAway: returned)
     }
 
@@ -197,14 +207,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             }
             if headers.endStream { finish(requestID) }
         case .data(let data):
-            unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
-            if unacknowledgedBytes >= 32 * 1024 {
-                context.write(
-                    wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
-                    promise: nil
-                )
-                unacknowledgedBytes = 0
-            }
             guard let requestID = requestByStream[frame.streamID] else { return }
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
                 if streams[requestID]?.body == nil {
@@ -254,6 +256,16 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         }
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // NIO reports the connection window after every DATA frame, those it dropped included.
+        if let event = event as? NIOHTTP2WindowUpdatedEvent, event.streamID == .rootStream, let window = event.inboundWindowSize,
+            let increment = receiveWindow.increment(forWindow: window)
+        {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func channelReadComplete(context: ChannelHandlerContext) {
         context.flush()
         context.fireChannelReadComplete()
@@ -282,9 +294,23 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Timeouts and health
 
+    /// Fails the queued requests whose deadline passed before a stream was free: never written, so not sent.
+    private func expireWaiting(now: NIODeadline) {
+        // One timeout for all, taken in order: the oldest deadline is first.
+        while let queued = waiting.first, queued.deadline <= now {
+            waiting.removeFirst()
+            let error = APNsTransportError(
+                .timedOut,
+                "no free stream on the APNs connection within \(timing.requestTimeout.nanoseconds / 1_000_000) ms"
+            )
+            delegate.connection(id, finished: queued.request, result: .notSent(error))
+        }
+    }
+
     private func checkTimers() {
         guard let context else { return }
         let now = NIODeadline.now()
+        expireWaiting(now: now)
         var expired: [UInt64] = []
         for (requestID, stream) in streams where stream.deadline <= now { expired.append(requestID) }
         for requestID in expired {
@@ -340,7 +366,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         for requestID in unknownIDs {
             if let stream = streams.removeValue(forKey: requestID) { unknown.append(stream.request) }
         }
-        while let request = waiting.popFirst() { resend.append(request) }
+        while let queued = waiting.popFirst() { resend.append(queued.request) }
         requestByStream.removeAll()
         delegate.connection(id, closed: resend, fateUnknown: unknown)
     }

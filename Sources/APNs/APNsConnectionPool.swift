@@ -38,7 +38,19 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         var limit: Int
         var ready = false
         var draining = false
+        /// When the server's first SETTINGS arrived.
+        var readyAt: NIODeadline?
+        /// Whether the server answered any request on it.
+        var answered = false
+        /// Its end (GOAWAY or close) was judged for the reconnect backoff.
+        var ended = false
+        /// Closed by the pool because TLS and HTTP/2 were not up within the connect timeout.
+        var handshakeTimedOut = false
     }
+
+    /// A connection that ends this soon after becoming ready, before answering anything, counts as a
+    /// failed connect for the reconnect backoff.
+    static let shortLived = TimeAmount.seconds(2)
 
     private struct State {
         var entries: [Int: Entry] = [:]
@@ -216,6 +228,10 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
                     // request again cost 6% of the client's CPU. Answers are read by status and two headers.
                     http2.headerBlockValidation = .disabled
                     http2.contentLengthValidation = .disabled
+                    // Answers that arrive after a request timeout reset their stream are dropped only while NIO
+                    // remembers the stream; a frame for a forgotten one is a connection error that loses every
+                    // stream in flight. NIO remembers 32 by default; a stalled server can time out hundreds.
+                    http2.maximumRecentlyResetStreams = max(configuration.streamCap, 32)
                     try pipeline.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: http2))
                     let handler = APNsConnectionHandler(
                         id: id,
@@ -236,18 +252,58 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
             .connect(host: endpoint.host, port: endpoint.port)
             .whenComplete { [self] result in
                 switch result {
-                case .success:
-                    connected(id: id)
+                case .success(let channel):
+                    connected(id: id, channel: channel)
                 case .failure(let error):
                     connectFailed(id: id, error: error)
                 }
             }
     }
 
-    /// TCP is up; the connection takes requests once the server's SETTINGS arrive.
-    private func connected(id: Int) {
+    /// TCP is up; the connection takes requests once the server's SETTINGS arrive, and is closed if they
+    /// do not arrive within the connect timeout: a server that accepts TCP and never finishes the TLS
+    /// handshake would otherwise hold the pool's one connection attempt until TCP gives up, minutes later.
+    private func connected(id: Int, channel: any Channel) {
         metrics.connectionOpened()
         logger.debug("APNs connection open", metadata: ["apns.endpoint": "\(configuration.endpoint)", "apns.connection": "\(id)"])
+        channel.eventLoop.scheduleTask(in: configuration.connectTimeout) { [self] in
+            let stalled = state.withLock { state -> Bool in
+                guard let entry = state.entries[id], !entry.ready else { return false }
+                state.entries[id]!.handshakeTimedOut = true
+                return true
+            }
+            if stalled { channel.close(promise: nil) }
+        }
+    }
+
+    /// Whether a connection that ended (GOAWAY or closed) counts as a failed connect for the backoff: it
+    /// never became ready, or it went away soon after without answering anything, as a server that sends
+    /// SETTINGS and GOAWAY at once does. Reconnecting at once to such a server is a tight loop.
+    static func endedAsFailure(readyAt: NIODeadline?, answered: Bool, endedAt: NIODeadline) -> Bool {
+        guard let readyAt else { return true }
+        return !answered && endedAt - readyAt < shortLived
+    }
+
+    /// Judges a connection's end once: a failure backs the next connect off; a connection that worked
+    /// resets the failure count.
+    private func recordEnd(of id: Int, _ state: inout State) {
+        guard let entry = state.entries[id], !entry.ended else { return }
+        state.entries[id]!.ended = true
+        let now = NIODeadline.now()
+        guard Self.endedAsFailure(readyAt: entry.readyAt, answered: entry.answered, endedAt: now) else {
+            state.consecutiveFailures = 0
+            return
+        }
+        state.connecting.remove(id)
+        state.consecutiveFailures += 1
+        if entry.handshakeTimedOut {
+            state.lastConnectError = "no TLS and HTTP/2 handshake within \(configuration.connectTimeout.nanoseconds / 1_000_000) ms"
+        } else if entry.ready {
+            state.lastConnectError = "APNs went away right after the connection was up, before answering anything"
+        } else {
+            state.lastConnectError = "the connection closed before HTTP/2 was up (TLS or protocol failure)"
+        }
+        state.noConnectBefore = now + backoff(failures: state.consecutiveFailures)
     }
 
     private func connectFailed(id: Int, error: any Error) {
@@ -358,6 +414,11 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         // The freed stream goes straight to the next waiting request on this connection.
         let next = state.withLock { state -> Step? in
             guard let entry = state.entries[id] else { return nil }
+            if !entry.answered, case .response = result {
+                // The connection works: connects after it start from the initial backoff again.
+                state.entries[id]!.answered = true
+                state.consecutiveFailures = 0
+            }
             if !entry.draining, entry.assigned <= entry.limit, let waiting = state.waiting.popFirst() {
                 return .enqueue(entry.handler, entry.channel.eventLoop, waiting)
             }
@@ -371,8 +432,10 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
     func connection(_ id: Int, readyWithStreamLimit limit: Int) {
         let steps = state.withLock { state -> [Step] in
             state.connecting.remove(id)
-            state.consecutiveFailures = 0
+            // The failure count stays until the connection answers or lasts (``recordEnd``): a server that
+            // sends SETTINGS and then GOAWAY at once must not reset the backoff.
             state.lastConnectError = nil
+            state.entries[id]?.readyAt = .now()
             state.entries[id]?.ready = true
             state.entries[id]?.limit = limit
             return dispatchWaiting(&state)
@@ -390,6 +453,7 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
 
     func connection(_ id: Int, goingAway resend: [APNsWireRequest]) {
         let steps = state.withLock { state -> [Step] in
+            recordEnd(of: id, &state)
             state.entries[id]?.draining = true
             state.entries[id]?.assigned -= resend.count
             return requeue(resend, &state) + dispatchWaiting(&state)
@@ -401,13 +465,8 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
 
     func connection(_ id: Int, closed resend: [APNsWireRequest], fateUnknown: [APNsWireRequest]) {
         let steps = state.withLock { state -> [Step] in
-            if let entry = state.entries[id], !entry.ready {
-                // Closed before the server's SETTINGS: as good as a failed connect.
-                state.connecting.remove(id)
-                state.consecutiveFailures += 1
-                state.lastConnectError = "the connection closed before HTTP/2 was up (TLS or protocol failure)"
-                state.noConnectBefore = .now() + backoff(failures: state.consecutiveFailures)
-            }
+            // Closed before the server's SETTINGS, or right after without answering: as good as a failed connect.
+            recordEnd(of: id, &state)
             state.entries[id] = nil
             return requeue(resend, &state) + dispatchWaiting(&state)
         }

@@ -76,6 +76,20 @@ public final class APNsSimulator: Sendable {
         public var dropConnectionAfterStreams: Int? = nil
         /// Added before each response (scheduled on the event loop, never blocking it).
         public var latency: Duration = .zero
+        /// Latency chosen per device token by hex prefix (first match wins) instead of ``latency``, for
+        /// requests that passed validation.
+        public var latencyByTokenPrefix: [(prefix: String, latency: Duration)] = []
+        /// Answers streams the client reset (RST_STREAM, e.g. after its request timeout) anyway, as a server
+        /// that had started answering does, with the error JSON padded to this many bytes (at most 16,384,
+        /// one frame). The client's HTTP/2 layer drops these frames, but they still use its connection
+        /// window. The simulator then never sees the client's RST_STREAM frames.
+        public var lateAnswerBodyBytes: Int? = nil
+        /// The first this many connections get the server's SETTINGS and at once a GOAWAY (last stream 0,
+        /// NO_ERROR), and close: a server that takes connections and goes away before answering anything.
+        public var goAwayAtStartForConnections: Int = 0
+        /// The first this many TCP connections are accepted and then ignored: no TLS handshake, no HTTP/2
+        /// SETTINGS, nothing read. A black hole behind a load balancer.
+        public var silentConnections: Int = 0
         public var seed: UInt64 = 1
 
         public init() {}

@@ -33,6 +33,11 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
     private let rules: Rules
     private let tokenOutcomes: [(prefix: String, outcome: APNsSimulator.Outcome)]
     private let latency: TimeAmount?
+    private let latencyByToken: [(prefix: String, latency: TimeAmount?)]
+    /// Streams the client reset that ``APNsSimulator/Faults/lateAnswerBodyBytes`` answers anyway.
+    private var resetByClient: Set<HTTP2StreamID> = []
+    /// Sends SETTINGS and at once GOAWAY, then closes (``APNsSimulator/Faults/goAwayAtStartForConnections``).
+    var goesAwayAtStart = false
     private var streams: [HTTP2StreamID: PendingRequest] = [:]
     private var providerTokens = APNsRequestValidator.ProviderTokenCache()
     /// SETTINGS_MAX_CONCURRENT_STREAMS values sent and not yet acknowledged, oldest first.
@@ -58,16 +63,26 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
         self.rules = rules
         self.tokenOutcomes = rules.faults.outcomesByTokenPrefix.map { ($0.prefix.lowercased(), $0.outcome) }
         self.latency = rules.faults.latency > .zero ? TimeAmount(rules.faults.latency) : nil
+        self.latencyByToken = rules.faults.latencyByTokenPrefix.map {
+            ($0.prefix.lowercased(), $0.latency > .zero ? TimeAmount($0.latency) : nil)
+        }
     }
 
     /// Adds TLS (when given), the HTTP/2 frame handler and a connection to a new child channel.
     static func configure(_ channel: any Channel, rules: Rules, tls: NIOSSLContext?) throws {
+        let number = rules.ledger.connectionAccepted()
+        // A black hole: the TCP connection stays open and nothing answers, not even the TLS handshake.
+        if number <= rules.faults.silentConnections { return }
         let sync = channel.pipeline.syncOperations
         if let tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
         let goAwayWriter = GoAwayWriter()
         try sync.addHandler(goAwayWriter)
         let connection = APNsSimulatorConnection(rules: rules)
         connection.goAwayWriter = goAwayWriter
+        connection.goesAwayAtStart = number <= rules.faults.goAwayAtStartForConnections
+        if rules.faults.lateAnswerBodyBytes != nil {
+            try sync.addHandler(ResetStreamHider(connection: connection))
+        }
         var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
         connectionConfiguration.initialSettings = initialSettings(rules.faults)
         // A client that ignores the stream limit gets REFUSED_STREAM for each extra stream, counted as a
@@ -106,6 +121,22 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
             promise: nil
         )
         context.fireChannelActive()
+        if goesAwayAtStart, let goAwayWriter {
+            isClosing = true
+            rules.ledger.goAwaySent()
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            if let written = goAwayWriter.writeGoAway(lastStreamID: .rootStream) {
+                written.whenComplete { _ in loopBound.value.close(promise: nil) }
+            } else {
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    /// The client reset `streamID`; ``ResetStreamHider`` kept the frame from NIO so that the stream can
+    /// still be answered.
+    func clientReset(_ streamID: HTTP2StreamID) {
+        if streams[streamID] != nil { resetByClient.insert(streamID) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -233,6 +264,7 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
         requestsCompleted += 1
         let now = Date()
         let outcome: APNsSimulator.Outcome?
+        var delay = latency
         let body = request.body?.readableBytesView ?? ByteBuffer().readableBytesView
         let verdict: APNsRequestValidator.Verdict
         if request.bodyBytes > body.count {
@@ -248,6 +280,7 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
         }
         switch verdict {
         case .accepted(let token):
+            if let match = latencyByToken.first(where: { token.hasPrefix($0.prefix) }) { delay = match.latency }
             if let match = tokenOutcomes.first(where: { token.hasPrefix($0.prefix) }) {
                 rules.ledger.reject(match.outcome.reason)
                 outcome = match.outcome
@@ -256,7 +289,10 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
                 if outcome == nil, let onAccept = rules.onAccept {
                     onAccept(
                         APNsSimulator.Delivery(
-                            token: token, pushType: request.head.pushType ?? "alert", topic: request.head.topic, payload: Array(body),
+                            token: token,
+                            pushType: request.head.pushType ?? "alert",
+                            topic: request.head.topic,
+                            payload: Array(body),
                             acceptedAt: now
                         )
                     )
@@ -284,9 +320,9 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
             return
         }
         let apnsID = request.head.apnsID ?? makeAPNsID()
-        if let latency {
+        if let delay {
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            context.eventLoop.scheduleTask(in: latency) {
+            context.eventLoop.scheduleTask(in: delay) {
                 let (connection, context) = loopBound.value
                 guard !connection.isClosing else { return }
                 connection.respond(on: streamID, outcome: outcome, apnsID: apnsID, at: now, context: context)
@@ -318,6 +354,10 @@ final class APNsSimulatorConnection: ChannelInboundHandler, NIOHTTP2FrameDelegat
                 body.writeString("}")
             } else {
                 body.writeString(#""}"#)
+            }
+            if let size = rules.faults.lateAnswerBodyBytes, resetByClient.remove(streamID) != nil, size > body.readableBytes {
+                // JSON allows the whitespace; the client's HTTP/2 layer drops the frame anyway.
+                body.writeRepeatingByte(UInt8(ascii: " "), count: min(size, 1 << 14) - body.readableBytes)
             }
             write(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true))), context: context)
         } else {
@@ -425,13 +465,65 @@ final class GoAwayWriter: ChannelOutboundHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
-    func writeGoAway(lastStreamID: HTTP2StreamID) {
-        guard let context else { return }
+    /// - Returns: when the frame is written; nil outside a pipeline, when nothing is written.
+    @discardableResult
+    func writeGoAway(lastStreamID: HTTP2StreamID) -> EventLoopFuture<Void>? {
+        guard let context else { return nil }
         var frame = context.channel.allocator.buffer(capacity: 17)
         // Length 8, type GOAWAY (7), no flags, stream 0; then the last stream id and NO_ERROR.
         frame.writeBytes([0, 0, 8, 7, 0, 0, 0, 0, 0])
         frame.writeInteger(UInt32(Int32(lastStreamID)))
         frame.writeInteger(UInt32(0))
-        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        return context.writeAndFlush(wrapOutboundOut(frame))
+    }
+}
+
+/// Removes the client's RST_STREAM frames before NIOHTTP2Handler sees them, for
+/// ``APNsSimulator/Faults/lateAnswerBodyBytes``: NIO still thinks the stream open and lets the simulator
+/// answer it, with flow control accounted as for any answer. Frames are parsed only for their 9-byte
+/// headers; everything else passes through unchanged.
+final class ResetStreamHider: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let connection: APNsSimulatorConnection
+    private var pending: ByteBuffer?
+    /// The client's connection preface (`PRI * HTTP/2.0…`) comes before the first frame.
+    private var prefaceLeft = 24
+
+    init(connection: APNsSimulatorConnection) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        if pending == nil {
+            pending = bytes
+        } else {
+            pending!.writeBuffer(&bytes)
+        }
+        var buffer = pending!
+        pending = nil
+        var out = context.channel.allocator.buffer(capacity: buffer.readableBytes)
+        if prefaceLeft > 0 {
+            var preface = buffer.readSlice(length: min(prefaceLeft, buffer.readableBytes))!
+            prefaceLeft -= preface.readableBytes
+            out.writeBuffer(&preface)
+        }
+        while prefaceLeft == 0, buffer.readableBytes >= 9 {
+            let start = buffer.readerIndex
+            let length = Int(buffer.getInteger(at: start, as: UInt16.self)!) << 8 | Int(buffer.getInteger(at: start + 2, as: UInt8.self)!)
+            guard buffer.readableBytes >= 9 + length else { break }
+            let type = buffer.getInteger(at: start + 3, as: UInt8.self)!
+            var frame = buffer.readSlice(length: 9 + length)!
+            if type == 3 {
+                let streamID = frame.getInteger(at: frame.readerIndex + 5, as: UInt32.self)! & 0x7fff_ffff
+                connection.clientReset(HTTP2StreamID(Int(streamID)))
+            } else {
+                out.writeBuffer(&frame)
+            }
+        }
+        if buffer.readableBytes > 0 { pending = buffer }
+        if out.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(out)) }
     }
 }

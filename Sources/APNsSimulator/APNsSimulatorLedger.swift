@@ -9,6 +9,8 @@ final class APNsSimulatorLedger: Sendable {
         var accepted = 0
         var rejected: [String: Int] = [:]
         var connectionsOpened = 0
+        /// TCP connections accepted, those given no HTTP/2 handler included: numbers them for the faults.
+        var connectionsAccepted = 0
         var goAwaysSent = 0
         var connectionsDropped = 0
         var streamLimitViolations = 0
@@ -60,6 +62,13 @@ final class APNsSimulatorLedger: Sendable {
     }
 
     func connectionOpened() { state.withLock { $0.connectionsOpened += 1 } }
+    /// The new connection's number, 1 for the first since start or ``reset()``.
+    func connectionAccepted() -> Int {
+        state.withLock { state in
+            state.connectionsAccepted += 1
+            return state.connectionsAccepted
+        }
+    }
     func goAwaySent() { state.withLock { $0.goAwaysSent += 1 } }
     func connectionDropped() { state.withLock { $0.connectionsDropped += 1 } }
     func streamLimitViolated() { state.withLock { $0.streamLimitViolations += 1 } }

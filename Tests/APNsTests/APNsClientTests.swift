@@ -11,7 +11,11 @@ import Testing
 
 /// The client against the simulator over real sockets on loopback: cleartext HTTP/2 and TLS, every
 /// reason, retries, GOAWAY, dropped connections, the stream limit and the provider-token rules.
-@Suite("APNs client against the simulator")
+///
+/// Serialized: every client runs on NIO's shared event loops, and on a two-core machine the big sends
+/// (10,000 through GOAWAYs) delayed the timers of the others by seconds, failing the tests that measure
+/// timeouts, backoffs and connect timeouts.
+@Suite("APNs client against the simulator", .serialized)
 struct APNsClientTests {
     static let privateKey = P256.Signing.PrivateKey()
     static let key = try! APNsSigningKey(pem: privateKey.pemRepresentation, keyID: "KEY1234567", teamID: "TEAM123456")
@@ -278,6 +282,128 @@ struct APNsClientTests {
                 return
             }
             #expect(error.code == .timedOut)
+        }
+    }
+
+    @Test("late answers to timed-out requests do not starve the connection window: error answers still arrive on it")
+    func lateAnswersKeepWindowOpen() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.outcomesByTokenPrefix = [("5", .init(status: 400, reason: .badDeviceToken)), ("b", .init(status: 400, reason: .badDeviceToken))]
+        // Tokens starting with 5 are answered after the client gave up on them, with 16 KB of error JSON
+        // each: 40 of them are 640 KB, ten times the connection window, and more resets than NIO remembers
+        // by default.
+        faults.latencyByTokenPrefix = [("5", .milliseconds(1200))]
+        faults.lateAnswerBodyBytes = 16_000
+        try await Self.withSimulator(
+            faults: faults,
+            configure: {
+                $0.connections = 1
+                $0.requestTimeout = .milliseconds(300)
+            }
+        ) { simulator, client in
+            #expect(await client.send(Self.notification, to: Self.token(1), topic: Self.topic).isAccepted)
+            let late = await client.send((0..<40).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "5"), topic: Self.topic) })
+            #expect(late.allSatisfy { if case .fateUnknown(let error) = $0.outcome { error.code == .timedOut } else { false } })
+            // Until every late answer has arrived.
+            try await Task.sleep(for: .milliseconds(1500))
+            let answers = await client.send((0..<20).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "b"), topic: Self.topic) })
+            for answer in answers {
+                #expect(answer.outcome.rejection?.reason == .badDeviceToken, "\(answer.outcome)")
+            }
+            #expect(simulator.stats().connectionsOpened == 1, "the connection failed and was replaced")
+        }
+    }
+
+    @Test("a server that sends SETTINGS and GOAWAY at once is reconnected to with backoff, not in a loop")
+    func goAwayAtStartBacksOff() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.goAwayAtStartForConnections = .max
+        try await Self.withSimulator(
+            faults: faults,
+            configure: {
+                $0.reconnectInitialBackoff = .milliseconds(100)
+                $0.reconnectMaximumBackoff = .milliseconds(400)
+                $0.maximumWait = .seconds(3)
+                $0.maximumResends = 1000
+            }
+        ) { simulator, client in
+            let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
+            guard case .notSent = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
+            // Backoff 100, 200, 400, 400, … ms: about ten connections in 3 s (the wait limit is checked
+            // every 250 ms); without it, hundreds.
+            let opened = simulator.stats().connectionsOpened
+            #expect(opened >= 3)
+            #expect(opened <= 14, "\(opened) connections in 3 s")
+        }
+    }
+
+    @Test("a server that accepts TCP and never completes the handshake holds a connection attempt only for the connect timeout")
+    func silentHandshakeTimesOut() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.silentConnections = 1
+        try await Self.withSimulator(
+            faults: faults,
+            configure: {
+                $0.connectTimeout = .milliseconds(500)
+                $0.reconnectInitialBackoff = .milliseconds(50)
+                $0.maximumWait = .seconds(8)
+            }
+        ) { simulator, client in
+            let started = ContinuousClock.now
+            let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
+            let took = ContinuousClock.now - started
+            #expect(outcome.isAccepted, "\(outcome)")
+            #expect(took < .seconds(3), "\(took)")
+            #expect(simulator.acceptedCount(forToken: Self.token(1)) == 1)
+        }
+    }
+
+    @Test("a server that never completes the handshake fails requests as not sent, naming the handshake, within the wait limit")
+    func blackHoleNotSent() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.silentConnections = .max
+        try await Self.withSimulator(
+            faults: faults,
+            configure: {
+                $0.connectTimeout = .milliseconds(300)
+                $0.maximumWait = .seconds(2)
+            }
+        ) { _, client in
+            let started = ContinuousClock.now
+            let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
+            #expect(ContinuousClock.now - started < .seconds(4))
+            guard case .notSent(let error) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
+            #expect(error.code == .connectFailed)
+            #expect(error.message.contains("handshake"), "\(error.message)")
+        }
+    }
+
+    @Test("each retry of a batch waits its own jittered backoff: the retries spread out instead of waiting for the longest")
+    func retriesSpreadOut() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.outcomesByTokenPrefix = [("5", .init(status: 503, reason: .serviceUnavailable))]
+        try await Self.withSimulator(
+            faults: faults,
+            configure: {
+                $0.retryPolicy.maximumAttempts = 2
+                $0.retryPolicy.initialBackoff = .milliseconds(400)
+                $0.retryPolicy.maximumBackoff = .milliseconds(400)
+            }
+        ) { simulator, client in
+            #expect(await client.send(Self.notification, to: Self.token(1), topic: Self.topic).isAccepted)
+            let results = await client.send((0..<20).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "5"), topic: Self.topic) })
+            #expect(results.allSatisfy { $0.attempts == 2 && $0.outcome.rejection?.reason == .serviceUnavailable })
+            // Backoffs are drawn from 200...400 ms; one shared wait would end them all within a few ms.
+            let latencies = results.map(\.latency)
+            let spread = latencies.max()! - latencies.min()!
+            #expect(spread > .milliseconds(60), "\(latencies)")
+            #expect(simulator.stats().rejected["ServiceUnavailable"] == 40)
         }
     }
 

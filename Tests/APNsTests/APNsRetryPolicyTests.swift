@@ -43,3 +43,46 @@ struct APNsRetryPolicyTests {
         #expect(patient.decision(afterAttempt: 40, status: 429, reason: .tooManyRequests, elapsed: .zero, random: 1) == .retry(after: .seconds(10)))
     }
 }
+
+@Suite("Retry waves")
+struct APNsRetryWaveTests {
+    @Test("a batch's retries go out in waves by their own backoff, never before it, not all after the longest")
+    func waves() {
+        let retries: [(position: Int, delay: Duration)] = [
+            (4, .milliseconds(390)), (0, .milliseconds(205)), (7, .milliseconds(212)), (2, .milliseconds(300)), (5, .milliseconds(214)),
+            (9, .zero),
+        ]
+        let waves = APNsRetryPolicy.waves(retries, resolution: .milliseconds(10))
+        #expect(
+            waves == [
+                .init(delay: .zero, positions: [9]),
+                .init(delay: .milliseconds(214), positions: [0, 5, 7]),
+                .init(delay: .milliseconds(300), positions: [2]),
+                .init(delay: .milliseconds(390), positions: [4]),
+            ]
+        )
+        #expect(APNsRetryPolicy.waves([], resolution: .milliseconds(10)).isEmpty)
+    }
+
+    @Test("with the policy's jitter, 100 retries of one batch spread over the jitter range")
+    func jitterSpreads() {
+        let policy = APNsRetryPolicy()
+        let retries = (0..<100).map { position -> (position: Int, delay: Duration) in
+            guard
+                case .retry(let delay) = policy.decision(
+                    afterAttempt: 1,
+                    status: 503,
+                    reason: .serviceUnavailable,
+                    elapsed: .zero,
+                    random: Double(position) / 100
+                )
+            else { return (position, .zero) }
+            return (position, delay)
+        }
+        let waves = APNsRetryPolicy.waves(retries, resolution: .milliseconds(10))
+        #expect(waves.count >= 9)
+        #expect(waves.first!.delay < .milliseconds(115))
+        #expect(waves.last!.delay > .milliseconds(190))
+        #expect(waves.flatMap(\.positions).sorted() == Array(0..<100))
+    }
+}
