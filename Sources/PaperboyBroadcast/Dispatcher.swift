@@ -254,7 +254,8 @@ public final class Dispatcher: Service {
                 let renewal = try await repository.renew(
                     batches,
                     owner: configuration.owner,
-                    until: clock.now().addingTimeInterval(configuration.leaseDuration),
+                    duration: configuration.leaseDuration,
+                    now: clock.now(),
                     logger: logger
                 )
                 let still = renewal.held

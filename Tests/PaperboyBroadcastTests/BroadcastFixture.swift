@@ -82,7 +82,12 @@ struct BroadcastFixture {
             var fixture = BroadcastFixture(
                 db: db, app: app, simulator: simulator,
                 channels: APNsChannels(clients: clients, endpoints: endpoints, apps: AppRepository(client: db.client)),
-                clients: clients, clock: VirtualClock(start), repository: BroadcastRepository(client: db.client)
+                clients: clients, clock: VirtualClock(start), repository: {
+                    // Leases on the virtual clock too, so that a lease expires when the test says.
+                    var repository = BroadcastRepository(client: db.client)
+                    repository.leaseClock = .caller
+                    return repository
+                }()
             )
             do {
                 try await body(&fixture)

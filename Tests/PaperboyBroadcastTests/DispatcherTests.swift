@@ -333,10 +333,10 @@ struct DispatcherTests {
                     owner: "w", now: started.broadcast.start, lookahead: 1, duration: 30, batchDuration: 5, maxBatchSize: 1000, logger: fixture.logger
                 )
             )
-            let running = try await fixture.repository.renew([batch], owner: "w", until: t0.addingTimeInterval(60), logger: fixture.logger)
+            let running = try await fixture.repository.renew([batch], owner: "w", duration: 60, now: t0, logger: fixture.logger)
             #expect(running.held == [batch.id] && running.stopped.isEmpty)
             _ = try await fixture.repository.cancel(id: started.broadcast.id, now: t0, logger: fixture.logger)
-            let cancelled = try await fixture.repository.renew([batch], owner: "w", until: t0.addingTimeInterval(60), logger: fixture.logger)
+            let cancelled = try await fixture.repository.renew([batch], owner: "w", duration: 60, now: t0, logger: fixture.logger)
             #expect(cancelled.held == [batch.id] && cancelled.stopped == [batch.id])
         }
     }

@@ -246,7 +246,8 @@ extension BroadcastRepository {
     ///
     /// - Parameters:
     ///   - owner: the worker's name, e.g. `host:pid:random`.
-    ///   - duration: how long the lease holds unless renewed (``renew(_:owner:until:logger:)``).
+    ///   - duration: how long the lease holds unless renewed (``renew(_:owner:duration:now:logger:)``), by
+    ///     the database's clock (``LeaseClock``).
     ///   - batchDuration: a new batch holds the devices due in this many seconds of the wave's rate,
     ///   - maxBatchSize: but no more than this many (more only when devices share a cohort key). The
     ///     batch is what a worker that dies may have sent without recording it.
@@ -257,11 +258,11 @@ extension BroadcastRepository {
         excluding held: [Int64] = [], logger: Logger
     ) async throws -> LeasedBatch? {
         precondition(maxBatchSize > 0, "a batch holds at least one device")
-        let expires = now.addingTimeInterval(duration)
+        let leaseNow = leaseNow(now)
         // Batches of dead workers first: their devices were due earliest. They go out in the wave's next free
         // slot, after the work already claimed, so taking one over never doubles the rate.
         let taken = try await client.withTransaction(logger: logger) { connection -> LeasedBatch? in
-            let rows = try await connection.query(Self.takeOverQuery(owner: owner, expires: expires, now: now, excluding: held), logger: logger)
+            let rows = try await connection.query(Self.takeOverQuery(owner: owner, duration: duration, now: leaseNow, excluding: held), logger: logger)
             var id: Int64?
             for try await value in rows.decode(Int64.self) { id = value }
             guard let id, var batch = try await self.batch(id: id, on: connection, logger: logger) else { return nil }
@@ -331,7 +332,8 @@ extension BroadcastRepository {
                 let inserted = try await connection.query(
                     """
                     INSERT INTO broadcast_batches (broadcast_id, wave, cohort, first_key, last_key, first_ordinal, devices, lease_owner, lease_expires_at, slot_start)
-                    VALUES (\(broadcastID), \(wave), \(cohort), \(nextKey), \(lastKey), \(nextOrdinal), \(devices), \(owner), \(expires), \(slot))
+                    VALUES (\(broadcastID), \(wave), \(cohort), \(nextKey), \(lastKey), \(nextOrdinal), \(devices), \(owner),
+                        coalesce(\(leaseNow)::timestamptz, now()) + make_interval(secs => \(duration)), \(slot))
                     RETURNING id
                     """,
                     logger: logger
@@ -346,14 +348,17 @@ extension BroadcastRepository {
         return nil
     }
 
-    /// Takes over the oldest batch whose lease expired before `now` (its worker died), for `owner` until
-    /// `expires`; never one of `held`.
-    static func takeOverQuery(owner: String, expires: Date, now: Date, excluding held: [Int64]) -> PostgresQuery {
+    /// Takes over the oldest batch whose lease expired (its worker died), for `owner` for `duration` seconds;
+    /// never one of `held`. `now`: the lease clock's instant, nil for the database's.
+    static func takeOverQuery(owner: String, duration: TimeInterval, now: Date?, excluding held: [Int64]) -> PostgresQuery {
         """
-        UPDATE broadcast_batches SET lease_owner = \(owner), lease_expires_at = \(expires), leases = leases + 1
+        UPDATE broadcast_batches
+        SET lease_owner = \(owner), lease_expires_at = coalesce(\(now)::timestamptz, now()) + make_interval(secs => \(duration)),
+            leases = leases + 1
         WHERE id = (
             SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
-            WHERE bb.done_at IS NULL AND bb.lease_expires_at < \(now) AND b.state = 'running' AND bb.id <> ALL (\(held)::bigint[])
+            WHERE bb.done_at IS NULL AND bb.lease_expires_at < coalesce(\(now)::timestamptz, now()) AND b.state = 'running'
+                AND bb.id <> ALL (\(held)::bigint[])
             ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
         RETURNING id
         """
@@ -388,7 +393,7 @@ extension BroadcastRepository {
                 WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
                 UNION ALL
                 SELECT min(bb.lease_expires_at) FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
-                WHERE bb.done_at IS NULL AND b.state = 'running' AND bb.lease_expires_at >= \(now)
+                WHERE bb.done_at IS NULL AND b.state = 'running' AND bb.lease_expires_at >= coalesce(\(leaseNow(now))::timestamptz, now())
             ) next
             """,
             logger: logger
@@ -442,7 +447,7 @@ extension BroadcastRepository {
         }
     }
 
-    /// What ``renew(_:owner:until:logger:)`` found.
+    /// What ``renew(_:owner:duration:now:logger:)`` found.
     public struct LeaseRenewal: Sendable, Equatable {
         /// The batches still held; a batch missing from it must not be sent on.
         public var held: Set<Int64> = []
@@ -451,15 +456,17 @@ extension BroadcastRepository {
         public var stopped: Set<Int64> = []
     }
 
-    /// Extends the leases `owner` holds on `batches` to `until`. A lease is identified by the batch and its
+    /// Extends the leases `owner` holds on `batches` by `duration` seconds from now (the lease clock's). A lease is identified by the batch and its
     /// lease number (``LeasedBatch/leases``), so a lease that expired and was taken over, even by the same
     /// worker, is not extended.
     @discardableResult
-    public func renew(_ batches: [LeasedBatch], owner: String, until: Date, logger: Logger) async throws -> LeaseRenewal {
+    public func renew(
+        _ batches: [LeasedBatch], owner: String, duration: TimeInterval, now: Date, logger: Logger
+    ) async throws -> LeaseRenewal {
         guard !batches.isEmpty else { return LeaseRenewal() }
         let rows = try await client.query(
             """
-            UPDATE broadcast_batches b SET lease_expires_at = \(until)
+            UPDATE broadcast_batches b SET lease_expires_at = coalesce(\(leaseNow(now))::timestamptz, now()) + make_interval(secs => \(duration))
             FROM unnest(\(batches.map(\.id))::bigint[], \(batches.map { Int16($0.leases) })::smallint[]) AS u(id, leases)
             WHERE b.id = u.id AND b.leases = u.leases AND b.lease_owner = \(owner) AND b.done_at IS NULL
             RETURNING b.id, (SELECT state = 'running' FROM broadcasts WHERE id = b.broadcast_id)

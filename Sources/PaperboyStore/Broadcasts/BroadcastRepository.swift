@@ -7,11 +7,26 @@ import PostgresNIO
 ///
 /// The dispatch side (leasing batches, recording outcomes, making waves) is in
 /// `BroadcastRepository+Dispatch.swift`. Every time is passed in (`now`), so tests and the demo can run a
-/// broadcast on their own clock.
+/// broadcast on their own clock; lease expiry alone is the database's (``LeaseClock``).
 public struct BroadcastRepository: Sendable {
+    /// Whose clock writes and compares lease expiry.
+    public enum LeaseClock: Sendable {
+        /// PostgreSQL's `now()`: every worker agrees whatever its own clock says, so a worker whose clock
+        /// runs ahead never takes over a batch early. Production.
+        case database
+        /// The `now` the caller passes: tests on a virtual clock.
+        case caller
+    }
+
     public let client: PostgresClient
     /// The shortest wave interval accepted; 20 minutes except where time is compressed (demo, tests).
     public var minimumWaveInterval: TimeInterval
+    public var leaseClock: LeaseClock = .database
+
+    /// `now` when leases follow the caller's clock; nil (the statements then use `now()`) for the database's.
+    func leaseNow(_ now: Date) -> Date? {
+        leaseClock == .caller ? now : nil
+    }
 
     public init(client: PostgresClient, minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval) {
         self.client = client

@@ -115,7 +115,7 @@ public enum RequestStatements {
             BroadcastRepository.cohortCountsQuery(audience(s, wave: 2), cohorts: 64)
         },
         Statement("dispatch: take over an expired batch (lease)") { s in
-            BroadcastRepository.takeOverQuery(owner: "owner", expires: s.now, now: s.now, excluding: [])
+            BroadcastRepository.takeOverQuery(owner: "owner", duration: 30, now: nil, excluding: [])
         },
         Statement("dispatch: the cohort due soonest (lease)") { s in BroadcastRepository.dueCohortQuery(dueBy: s.now) },
         Statement("dispatch: a batch's last key, wave 1 (lease)") { s in batchBoundary(audience(s, wave: 1)) },
@@ -153,7 +153,7 @@ public enum RequestStatements {
         },
         Statement("dispatch: renew leases, and see cancelled broadcasts (renew)") { s in
             """
-            UPDATE broadcast_batches b SET lease_expires_at = \(s.now)
+            UPDATE broadcast_batches b SET lease_expires_at = coalesce(\(Date?.none)::timestamptz, now()) + make_interval(secs => \(30.0))
             FROM unnest(\([s.batchID])::bigint[], \([Int16(1)])::smallint[]) AS u(id, leases)
             WHERE b.id = u.id AND b.leases = u.leases AND b.lease_owner = \("owner") AND b.done_at IS NULL
             RETURNING b.id, (SELECT state = 'running' FROM broadcasts WHERE id = b.broadcast_id)
