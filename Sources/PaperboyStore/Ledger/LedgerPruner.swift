@@ -58,6 +58,23 @@ public struct LedgerPruner: Sendable {
         self.configuration = configuration
     }
 
+    /// Runs `deleting` (one batch of at most ``Configuration/batchSize`` rows) until a batch comes back short,
+    /// or, in a dry run, `counting` once; `removed` gets each non-empty batch's size.
+    private func removeInBatches(
+        counting: PostgresQuery, deleting: PostgresQuery, dryRun: Bool, logger: Logger, removed: (Int) -> Void
+    ) async throws {
+        if dryRun {
+            let counted = try await count(counting, logger: logger)
+            if counted > 0 { removed(counted) }
+            return
+        }
+        while true {
+            let deleted = try await count(deleting, logger: logger)
+            if deleted > 0 { removed(deleted) }
+            if deleted < configuration.batchSize { return }
+        }
+    }
+
     /// Deletes (or, in a dry run, counts) the deliveries and receipts older than the retention as of `now`.
     /// - Parameter progress: called after each batch with the totals so far.
     public func prune(
@@ -74,18 +91,13 @@ public struct LedgerPruner: Sendable {
         let finished = try await client.query(Self.finishedBroadcasts(cutoff: cutoff, now: now), logger: logger)
         for try await id in finished.decode(UUID.self) { broadcasts.append(id) }
         for id in broadcasts {
-            if dryRun {
-                result.deliveries += try await count(
-                    "SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND sent_at < \(cutoff)",
-                    logger: logger
-                )
-                continue
-            }
-            while true {
-                let deleted = try await count(Self.deleteDeliveries(broadcastID: id, cutoff: cutoff, limit: limit), logger: logger)
-                result.deliveries += deleted
-                if deleted > 0 { progress(result) }
-                if deleted < limit { break }
+            try await removeInBatches(
+                counting: "SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND sent_at < \(cutoff)",
+                deleting: Self.deleteDeliveries(broadcastID: id, cutoff: cutoff, limit: limit),
+                dryRun: dryRun, logger: logger
+            ) { removed in
+                result.deliveries += removed
+                progress(result)
             }
         }
 
@@ -93,18 +105,13 @@ public struct LedgerPruner: Sendable {
         let past = try await client.query("SELECT id FROM editions WHERE deadline < \(now)", logger: logger)
         for try await id in past.decode(UUID.self) { editions.append(id) }
         for id in editions {
-            if dryRun {
-                result.receipts += try await count(
-                    "SELECT count(*) FROM receipts WHERE edition_id = \(id) AND received_at < \(cutoff)",
-                    logger: logger
-                )
-                continue
-            }
-            while true {
-                let deleted = try await count(Self.deleteReceipts(editionID: id, cutoff: cutoff, limit: limit), logger: logger)
-                result.receipts += deleted
-                if deleted > 0 { progress(result) }
-                if deleted < limit { break }
+            try await removeInBatches(
+                counting: "SELECT count(*) FROM receipts WHERE edition_id = \(id) AND received_at < \(cutoff)",
+                deleting: Self.deleteReceipts(editionID: id, cutoff: cutoff, limit: limit),
+                dryRun: dryRun, logger: logger
+            ) { removed in
+                result.receipts += removed
+                progress(result)
             }
         }
         logger.info(
