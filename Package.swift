@@ -88,7 +88,6 @@ let package = Package(
             dependencies: [
                 "EmbeddedPostgres",
                 "PaperboyStore",
-                "PaperboyBroadcast",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -150,6 +149,7 @@ let package = Package(
             dependencies: [
                 "PaperboyCore",
                 "PaperboyStore",
+                "PaperboyBroadcast",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
