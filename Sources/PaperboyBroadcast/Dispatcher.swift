@@ -476,23 +476,11 @@ public final class Dispatcher: Service {
     /// A new slot for the rest of a batch; nil when its lease was lost. Retried while the database is
     /// unreachable: sending on without a slot would be the burst pacing exists to prevent.
     private func reclaim(_ batch: LeasedBatch, from index: Int, remaining: Int, logger: Logger) async throws -> Date? {
-        var delay = 0.25
-        while true {
-            if held.withLock({ $0[batch.id]?.lost ?? true }) { return nil }
-            do {
-                return try await repository.reclaimSlot(
-                    batch,
-                    from: index,
-                    remaining: remaining,
-                    owner: configuration.owner,
-                    now: clock.now(),
-                    logger: logger
-                )
-            } catch {
-                logger.warning("could not claim a new slot for a late batch; trying again", metadata: ["error": "\(String(reflecting: error))"])
-                try await clock.sleep(clock.now().addingTimeInterval(delay))
-                delay = min(delay * 2, 5)
-            }
+        try await retrying("could not claim a new slot for a late batch; trying again", logger: logger, giveUp: { false }) {
+            if self.held.withLock({ $0[batch.id]?.lost ?? true }) { return nil }
+            return try await self.repository.reclaimSlot(
+                batch, from: index, remaining: remaining, owner: self.configuration.owner, now: self.clock.now(), logger: logger
+            )
         }
     }
 
@@ -500,13 +488,23 @@ public final class Dispatcher: Service {
     /// and its lease renewed meanwhile, so nobody sends it again, for at most ``Configuration/recordPatience``.
     private func recordRetrying(_ batch: LeasedBatch, outcomes: [BatchOutcome], logger: Logger) async throws -> Bool {
         let giveUp = clock.now().addingTimeInterval(configuration.recordPatience)
+        return try await retrying("could not record a batch; trying again", logger: logger, giveUp: { self.clock.now() >= giveUp }) {
+            try await self.repository.record(batch, outcomes: outcomes, owner: self.configuration.owner, now: self.clock.now(), logger: logger)
+        }
+    }
+
+    /// Runs `operation` until it succeeds, waiting 0.25 s, then twice as long each time up to 5 s (on the
+    /// dispatcher's clock), after a failure; rethrows the failure once `giveUp` says so or the task is cancelled.
+    private func retrying<Value>(
+        _ message: Logger.Message, logger: Logger, giveUp: () -> Bool, _ operation: () async throws -> Value
+    ) async throws -> Value {
         var delay = 0.25
         while true {
             do {
-                return try await repository.record(batch, outcomes: outcomes, owner: configuration.owner, now: clock.now(), logger: logger)
+                return try await operation()
             } catch {
-                guard clock.now() < giveUp, !Task.isCancelled else { throw error }
-                logger.warning("could not record a batch; trying again", metadata: ["error": "\(String(reflecting: error))"])
+                guard !giveUp(), !Task.isCancelled else { throw error }
+                logger.warning(message, metadata: ["error": "\(String(reflecting: error))"])
                 try await clock.sleep(clock.now().addingTimeInterval(delay))
                 delay = min(delay * 2, 5)
             }

@@ -106,7 +106,7 @@ struct LedgerPrunerTests {
 
     @Test("a retention within the hourly budget's hour is refused, naming retention")
     func retentionTooShort() async throws {
-        try await TestDatabase.with { db in
+        _ = try await TestDatabase.with { db in
             #expect {
                 try LedgerPruner(client: db.client, configuration: .init(retention: .seconds(3600)))
             } throws: { error in
