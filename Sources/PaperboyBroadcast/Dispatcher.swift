@@ -84,6 +84,7 @@ public final class Dispatcher: Service {
     }
 
     private let repository: BroadcastRepository
+    private let advancer: WaveAdvancer
     private let editions: EditionRepository
     private let channels: APNsChannels
     private let configuration: Configuration
@@ -103,6 +104,7 @@ public final class Dispatcher: Service {
         logger: Logger
     ) {
         self.repository = repository
+        self.advancer = WaveAdvancer(repository: repository)
         self.editions = editions
         self.channels = channels
         self.configuration = configuration
@@ -186,7 +188,7 @@ public final class Dispatcher: Service {
         var report = StepReport()
         while true {
             let now = clock.now()
-            let events = try await repository.advance(now: now, logger: logger)
+            let events = try await advancer.advance(now: now, logger: logger)
             report.events += events
             log(events)
             // One batch, then the broadcasts are moved along again (as `run` does every second).
@@ -227,7 +229,7 @@ public final class Dispatcher: Service {
         while !stopping.isSet && !Task.isCancelled {
             let now = clock.now()
             do {
-                log(try await repository.advance(now: now, logger: logger))
+                log(try await advancer.advance(now: now, logger: logger))
                 metrics.tick(now: now, running: try await repository.runningTotals(logger: logger))
             } catch {
                 logger.error("could not advance broadcasts", metadata: ["error": "\(String(reflecting: error))"])
@@ -397,7 +399,7 @@ public final class Dispatcher: Service {
                 if state.cancelled {
                     stopped = true
                     let now = clock.now()
-                    settled += positions[position...].map { BatchOutcome(deviceID: targets[$0].deviceID, sentAt: now, result: .skipped("cancelled")) }
+                    settled += positions[position...].map { BatchOutcome(deviceID: targets[$0].deviceID, sentAt: now, result: .skipped(.cancelled)) }
                     break
                 }
                 if channel.client.isUnreachable && !waitedForAPNs {
@@ -437,10 +439,8 @@ public final class Dispatcher: Service {
                 var deliveries: [(position: Int, delivery: APNsDelivery)] = []
                 for target in positions[position..<end] {
                     let device = targets[target]
-                    if sentAt >= batch.deadline {
-                        settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped("deadline")))
-                    } else if batch.kind == .background && device.pushesInLastHour >= BroadcastOptions.hourlyBudget {
-                        settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped("hourlyBudget")))
+                    if let reason = SendRules.skipReason(for: device, kind: batch.kind, at: sentAt, deadline: batch.deadline) {
+                        settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped(reason)))
                     } else if let notification = notifications[device.tier] {
                         deliveries.append((target, APNsDelivery(notification, to: device.token.hex, topic: channel.topic)))
                     }
@@ -455,7 +455,7 @@ public final class Dispatcher: Service {
                             BatchOutcome(
                                 deviceID: targets[pair.0.position].deviceID,
                                 sentAt: sentAt,
-                                result: Self.result(of: pair.1.outcome, at: sentAt)
+                                result: SendRules.result(of: pair.1.outcome, at: sentAt)
                             )
                         )
                     }
@@ -517,18 +517,6 @@ public final class Dispatcher: Service {
             throw ChannelError(message: "edition \(batch.editionID) does not exist")
         }
         return try BroadcastPreflight.notifications(for: edition, kind: batch.kind)
-    }
-
-    static func result(of outcome: APNsOutcome, at sentAt: Date) -> BatchOutcome.Result {
-        switch outcome {
-        case .accepted: .accepted
-        case .rejected(let rejection):
-            // 410, and the 400s that say the token itself is wrong (BadDeviceToken, DeviceTokenNotForTopic):
-            // the device is deactivated until it registers again.
-            .rejected(reason: "\(rejection.reason)", unregisteredAt: rejection.reason.isPermanentForToken ? (rejection.timestamp ?? sentAt) : nil)
-        case .fateUnknown: .fateUnknown
-        case .notSent: .notSent
-        }
     }
 
     private func log(_ events: [BroadcastEvent]) {
