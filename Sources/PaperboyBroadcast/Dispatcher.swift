@@ -88,7 +88,7 @@ public final class Dispatcher: Service {
     private let editions: EditionRepository
     private let channels: APNsChannels
     private let configuration: Configuration
-    private let clock: DispatchClock
+    private let clock: BroadcastClock
     private let logger: Logger
     /// The batches this worker holds, with whether their lease was lost or their broadcast cancelled (then
     /// their sending stops).
@@ -100,7 +100,7 @@ public final class Dispatcher: Service {
         editions: EditionRepository,
         channels: APNsChannels,
         configuration: Configuration = Configuration(),
-        clock: DispatchClock = .system,
+        clock: BroadcastClock = .system,
         logger: Logger
     ) {
         self.repository = repository

@@ -28,7 +28,7 @@ public struct Scheduler: Service {
 
     let client: PostgresClient
     let start: Start
-    let now: @Sendable () -> Date
+    let clock: BroadcastClock
     let tickInterval: Duration
     let pruner: LedgerPruner?
     let pruneInterval: Duration
@@ -36,14 +36,14 @@ public struct Scheduler: Service {
 
     /// - Parameters:
     ///   - start: starts a broadcast (or attaches to a running one) and describes the result for the log.
-    ///   - now: the clock.
+    ///   - clock: whose time schedules are compared with (ticks themselves are real time).
     ///   - tickInterval: how often schedules are looked at, and how often a follower tries to lead.
     ///   - pruner: prunes the ledger while this scheduler leads; nil never prunes.
     ///   - pruneInterval: the least time between two prunes by one leader.
     public init(
         client: PostgresClient,
         start: @escaping Start,
-        now: @escaping @Sendable () -> Date = { Date() },
+        clock: BroadcastClock = .system,
         tickInterval: Duration = .seconds(15),
         pruner: LedgerPruner? = nil,
         pruneInterval: Duration = .seconds(3600),
@@ -51,7 +51,7 @@ public struct Scheduler: Service {
     ) {
         self.client = client
         self.start = start
-        self.now = now
+        self.clock = clock
         self.tickInterval = tickInterval
         self.pruner = pruner
         self.pruneInterval = pruneInterval
@@ -68,14 +68,14 @@ public struct Scheduler: Service {
                         try await withThrowingTaskGroup(of: Void.self) { group in
                             group.addTask {
                                 while !Task.isCancelled {
-                                    _ = try await session.tick(now: now())
+                                    _ = try await session.tick(now: clock.now())
                                     try await Task.sleep(for: tickInterval)
                                 }
                             }
                             if pruner != nil {
                                 group.addTask {
                                     while !Task.isCancelled {
-                                        _ = await session.pruneIfDue(now: now())
+                                        _ = await session.pruneIfDue(now: clock.now())
                                         try await Task.sleep(for: tickInterval)
                                     }
                                 }

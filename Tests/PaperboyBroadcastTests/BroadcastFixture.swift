@@ -26,8 +26,8 @@ final class VirtualClock: Sendable {
         instant.withLock { $0 = date }
     }
 
-    var dispatchClock: DispatchClock {
-        DispatchClock(now: { self.now }, sleep: { until in self.instant.withLock { $0 = max($0, until) } })
+    var broadcastClock: BroadcastClock {
+        BroadcastClock(now: { self.now }, sleep: { until in self.instant.withLock { $0 = max($0, until) } })
     }
 }
 
@@ -139,7 +139,7 @@ struct BroadcastFixture {
         if let lookahead { configuration.lookahead = lookahead }
         return Dispatcher(
             repository: repository, editions: EditionRepository(client: db.client), channels: channels,
-            configuration: configuration, clock: clock.dispatchClock, logger: logger
+            configuration: configuration, clock: clock.broadcastClock, logger: logger
         )
     }
 
