@@ -110,7 +110,7 @@ public final class Dispatcher: Service {
         self.configuration = configuration
         self.clock = clock
         var logger = logger
-        logger[metadataKey: "worker"] = "\(configuration.owner)"
+        logger[metadataKey: LogKey.worker] = "\(configuration.owner)"
         self.logger = logger
     }
 
@@ -140,7 +140,7 @@ public final class Dispatcher: Service {
                                 }
                             }
                         } catch {
-                            logger.error("could not lease a batch", metadata: ["error": "\(String(reflecting: error))"])
+                            logger.error("could not lease a batch", metadata: [LogKey.error: "\(String(reflecting: error))"])
                         }
                     }
                     if leased { continue }
@@ -232,7 +232,7 @@ public final class Dispatcher: Service {
                 log(try await advancer.advance(now: now, logger: logger))
                 metrics.tick(now: now, running: try await repository.runningTotals(logger: logger))
             } catch {
-                logger.error("could not advance broadcasts", metadata: ["error": "\(String(reflecting: error))"])
+                logger.error("could not advance broadcasts", metadata: [LogKey.error: "\(String(reflecting: error))"])
             }
             do {
                 try await clock.sleep(now.addingTimeInterval(configuration.advanceInterval))
@@ -269,11 +269,11 @@ public final class Dispatcher: Service {
                     held.withLock { held in for batch in lost { held[batch.id]?.lost = true } }
                     logger.warning(
                         "lost the leases of batches still being sent; they stop, and their new holder sends them",
-                        metadata: ["batches": "\(lost.map(\.id))"]
+                        metadata: [LogKey.batches: "\(lost.map(\.id))"]
                     )
                 }
             } catch {
-                logger.warning("could not renew leases", metadata: ["error": "\(String(reflecting: error))"])
+                logger.warning("could not renew leases", metadata: [LogKey.error: "\(String(reflecting: error))"])
             }
         }
     }
@@ -289,8 +289,8 @@ public final class Dispatcher: Service {
     private func send(_ batch: LeasedBatch) async -> [BatchOutcome] {
         defer { held.withLock { _ = $0.removeValue(forKey: batch.id) } }
         var logger = logger
-        logger[metadataKey: "broadcast"] = "\(batch.broadcastID)"
-        logger[metadataKey: "batch"] = "\(batch.id)"
+        logger[metadataKey: LogKey.broadcast] = "\(batch.broadcastID)"
+        logger[metadataKey: LogKey.batch] = "\(batch.id)"
         do {
             let started = ContinuousClock.now
             let targets = try await repository.targets(of: batch, now: clock.now(), logger: logger)
@@ -324,8 +324,8 @@ public final class Dispatcher: Service {
             logger.debug(
                 "batch done",
                 metadata: [
-                    "devices": "\(targets.count)", "read": "\(started.duration(to: read))", "sent": "\(read.duration(to: sentAll))",
-                    "recorded": "\(sentAll.duration(to: .now))",
+                    LogKey.devices: "\(targets.count)", LogKey.readTime: "\(started.duration(to: read))", LogKey.sendTime: "\(read.duration(to: sentAll))",
+                    LogKey.recordTime: "\(sentAll.duration(to: .now))",
                 ]
             )
             if !recorded {
@@ -340,7 +340,7 @@ public final class Dispatcher: Service {
             await fail(batch, cause: "key", reason: "\(error)", logger: logger)
             return []
         } catch {
-            logger.error("could not send a batch; it is sent again when its lease expires", metadata: ["error": "\(String(reflecting: error))"])
+            logger.error("could not send a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(String(reflecting: error))"])
             metrics.batch([], kind: batch.kind.rawValue, result: "failed")
             return []
         }
@@ -350,14 +350,14 @@ public final class Dispatcher: Service {
     /// deadline would only hide that in the logs. If the database cannot be told, the batch's lease expires
     /// and the next worker to lease it tries again.
     private func fail(_ batch: LeasedBatch, cause: String, reason: String, logger: Logger) async {
-        logger.error("the broadcast cannot be sent; it ends as failed", metadata: ["reason": "\(reason)"])
+        logger.error("the broadcast cannot be sent; it ends as failed", metadata: [LogKey.reason: "\(reason)"])
         metrics.batch([], kind: batch.kind.rawValue, result: "failed")
         do {
             if try await repository.fail(id: batch.broadcastID, reason: reason, now: clock.now(), logger: logger) {
                 metrics.failed(cause: cause)
             }
         } catch {
-            logger.error("could not mark the broadcast failed", metadata: ["error": "\(String(reflecting: error))"])
+            logger.error("could not mark the broadcast failed", metadata: [LogKey.error: "\(String(reflecting: error))"])
         }
     }
 
@@ -504,7 +504,7 @@ public final class Dispatcher: Service {
                 return try await operation()
             } catch {
                 guard !giveUp(), !Task.isCancelled else { throw error }
-                logger.warning(message, metadata: ["error": "\(String(reflecting: error))"])
+                logger.warning(message, metadata: [LogKey.error: "\(String(reflecting: error))"])
                 try await clock.sleep(clock.now().addingTimeInterval(delay))
                 delay = min(delay * 2, 5)
             }
@@ -526,15 +526,15 @@ public final class Dispatcher: Service {
                 logger.notice(
                     "wave started",
                     metadata: [
-                        "broadcast": "\(broadcast)", "wave": "\(wave)", "kind": "\(kind.rawValue)", "planned": "\(planned)", "start": "\(start)",
+                        LogKey.broadcast: "\(broadcast)", LogKey.wave: "\(wave)", LogKey.kind: "\(kind.rawValue)", LogKey.planned: "\(planned)", LogKey.start: "\(start)",
                     ]
                 )
             case .waveFinished(let broadcast, let wave):
-                logger.info("wave finished", metadata: ["broadcast": "\(broadcast)", "wave": "\(wave)"])
+                logger.info("wave finished", metadata: [LogKey.broadcast: "\(broadcast)", LogKey.wave: "\(wave)"])
             case .completed(let broadcast):
-                logger.notice("broadcast completed", metadata: ["broadcast": "\(broadcast)"])
+                logger.notice("broadcast completed", metadata: [LogKey.broadcast: "\(broadcast)"])
             case .expired(let broadcast):
-                logger.warning("broadcast expired at the edition's deadline with devices left", metadata: ["broadcast": "\(broadcast)"])
+                logger.warning("broadcast expired at the edition's deadline with devices left", metadata: [LogKey.broadcast: "\(broadcast)"])
             }
         }
     }

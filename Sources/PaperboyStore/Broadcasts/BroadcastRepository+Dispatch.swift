@@ -41,7 +41,7 @@ extension BroadcastRepository {
         if let taken {
             logger.notice(
                 "took over an expired batch",
-                metadata: ["batch": "\(taken.id)", "broadcast": "\(taken.broadcastID)", "leases": "\(taken.leases)", "slot": "\(taken.slotStart)"]
+                metadata: [LogKey.batch: "\(taken.id)", LogKey.broadcast: "\(taken.broadcastID)", LogKey.leases: "\(taken.leases)", LogKey.slot: "\(taken.slotStart)"]
             )
             return taken
         }

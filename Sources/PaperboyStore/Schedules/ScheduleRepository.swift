@@ -111,7 +111,10 @@ public struct ScheduleRepository: Sendable {
         var due: [DueSchedule] = []
         for schedule in try await list(logger: logger) {
             guard schedule.cronSchedule != nil else {
-                logger.warning("schedule \(schedule.id) cannot be read ('\(schedule.cron)' in \(schedule.timeZone)); it never fires")
+                logger.warning(
+                    "a schedule cannot be read; it never fires",
+                    metadata: [LogKey.schedule: "\(schedule.id)", LogKey.cron: "\(schedule.cron)", LogKey.timeZone: "\(schedule.timeZone)"]
+                )
                 continue
             }
             guard let instant = schedule.latestInstant(atOrBefore: now) else { continue }
