@@ -21,34 +21,34 @@ public final class Dispatcher: Service {
         /// This worker's name in leases: `host:pid:random` by default.
         public var owner: String
         /// A lease holds this long unless renewed; a dead worker's batches wait this long.
-        public var leaseDuration: TimeInterval = 30
-        /// Batches are leased when their first device is due within this many seconds: long enough to
-        /// read the batch before its first instant, short enough that a held batch rarely waits.
-        public var lookahead: TimeInterval = 0.5
-        /// A batch holds the devices due in this many seconds at the wave's rate…
-        public var batchDuration: TimeInterval = 1
+        public var leaseDuration: Duration = .seconds(30)
+        /// Batches are leased when their first device is due within this time: long enough to read the batch
+        /// before its first instant, short enough that a held batch rarely waits.
+        public var lookahead: Duration = .milliseconds(500)
+        /// A batch holds the devices due in this time at the wave's rate…
+        public var batchDuration: Duration = .seconds(1)
         /// …but no more than this many.
         public var maxBatchSize: Int = 1000
         /// Batches one worker holds at once (sending, or waiting for their instant, or being recorded).
         /// With ``maxBatchSize`` this bounds what a worker that dies may have sent without recording.
         public var maxBatchesInFlight: Int = 4
         /// How often the worker looks for due work when it has none.
-        public var pollInterval: TimeInterval = 0.2
+        public var pollInterval: Duration = .milliseconds(200)
         /// How often broadcasts are moved along (waves finished and started, deadlines).
-        public var advanceInterval: TimeInterval = 1
-        /// Devices due within this many seconds of each other are sent together.
-        public var tick: TimeInterval = 0.02
+        public var advanceInterval: Duration = .seconds(1)
+        /// Devices due within this time of each other are sent together.
+        public var tick: Duration = .milliseconds(20)
         /// A batch found this far behind its slot takes a new one for the rest (paced catch-up). What a worker
-        /// sends late within it goes out at once: at most this many seconds of the rate on top of a second's.
-        public var catchUpTolerance: TimeInterval = 0.05
+        /// sends late within it goes out at once: at most this much of the rate on top of a second's.
+        public var catchUpTolerance: Duration = .milliseconds(50)
         /// How many more times devices APNs never received (`notSent`) are sent, each in a later slot.
         public var notSentRounds: Int = 2
         /// How long a batch waits for an unreachable APNs before it sends anyway (the requests then wait in
         /// the client and go out as `notSent` if it stays unreachable).
-        public var unreachablePatience: TimeInterval = 60
+        public var unreachablePatience: Duration = .seconds(60)
         /// How long a batch's outcomes are retried while the database cannot record them (the lease is
         /// renewed meanwhile); after that the batch is left to its lease.
-        public var recordPatience: TimeInterval = 300
+        public var recordPatience: Duration = .seconds(300)
 
         public init(owner: String = Configuration.defaultOwner()) {
             self.owner = owner
@@ -58,15 +58,15 @@ public final class Dispatcher: Service {
         /// is in the clock's time, so it is stretched to keep the same wall-clock behaviour (the demo).
         public func scaled(by factor: Double) -> Configuration {
             var scaled = self
-            scaled.leaseDuration *= factor
-            scaled.lookahead *= factor
-            scaled.batchDuration *= factor
-            scaled.pollInterval *= factor
-            scaled.advanceInterval *= factor
-            scaled.tick *= factor
-            scaled.catchUpTolerance *= factor
-            scaled.recordPatience *= factor
-            scaled.unreachablePatience *= factor
+            scaled.leaseDuration = scaled.leaseDuration * factor
+            scaled.lookahead = scaled.lookahead * factor
+            scaled.batchDuration = scaled.batchDuration * factor
+            scaled.pollInterval = scaled.pollInterval * factor
+            scaled.advanceInterval = scaled.advanceInterval * factor
+            scaled.tick = scaled.tick * factor
+            scaled.catchUpTolerance = scaled.catchUpTolerance * factor
+            scaled.recordPatience = scaled.recordPatience * factor
+            scaled.unreachablePatience = scaled.unreachablePatience * factor
             return scaled
         }
 
@@ -147,7 +147,7 @@ public final class Dispatcher: Service {
                     // Wait for a batch to finish (then lease at once) or for the poll interval.
                     if !pollPending {
                         pollPending = true
-                        let poll = now.addingTimeInterval(configuration.pollInterval)
+                        let poll = now.addingTimeInterval(configuration.pollInterval.seconds)
                         group.addTask {
                             // Cancelled (the service is being torn down): the loop sees it and drains.
                             try? await self.clock.sleep(poll)
@@ -201,7 +201,7 @@ public final class Dispatcher: Service {
                 continue
             }
             guard clock.now() < end else { return report }
-            let next = try await repository.nextDue(now: clock.now(), logger: logger).map { $0.addingTimeInterval(-configuration.lookahead) }
+            let next = try await repository.nextDue(now: clock.now(), logger: logger).map { $0.addingTimeInterval(-configuration.lookahead.seconds) }
             // A moment past the instant: an expiring lease can be taken over only after it.
             try await clock.sleep(min(end, max(clock.now(), next ?? end).addingTimeInterval(0.001)))
         }
@@ -211,9 +211,9 @@ public final class Dispatcher: Service {
         let batch = try await repository.lease(
             owner: configuration.owner,
             now: now,
-            lookahead: configuration.lookahead,
-            duration: configuration.leaseDuration,
-            batchDuration: configuration.batchDuration,
+            lookahead: configuration.lookahead.seconds,
+            duration: configuration.leaseDuration.seconds,
+            batchDuration: configuration.batchDuration.seconds,
             maxBatchSize: configuration.maxBatchSize,
             excluding: held.withLock { Array($0.keys) },
             logger: logger
@@ -235,7 +235,7 @@ public final class Dispatcher: Service {
                 logger.error("could not advance broadcasts", metadata: [LogKey.error: "\(String(reflecting: error))"])
             }
             do {
-                try await clock.sleep(now.addingTimeInterval(configuration.advanceInterval))
+                try await clock.sleep(now.addingTimeInterval(configuration.advanceInterval.seconds))
             } catch {
                 return
             }
@@ -247,7 +247,7 @@ public final class Dispatcher: Service {
         while !Task.isCancelled {
             // Cancelled when the dispatcher stops: an ordinary end, not an error to report.
             do {
-                try await clock.sleep(clock.now().addingTimeInterval(configuration.leaseDuration / 3))
+                try await clock.sleep(clock.now().addingTimeInterval(configuration.leaseDuration.seconds / 3))
             } catch {
                 return
             }
@@ -256,7 +256,7 @@ public final class Dispatcher: Service {
                 let renewal = try await repository.renew(
                     batches,
                     owner: configuration.owner,
-                    duration: configuration.leaseDuration,
+                    duration: configuration.leaseDuration.seconds,
                     now: clock.now(),
                     logger: logger
                 )
@@ -384,7 +384,7 @@ public final class Dispatcher: Service {
             var waitedForAPNs = false
             while position < positions.count {
                 var end = position + 1
-                while end < positions.count && due(end).timeIntervalSince(due(position)) < configuration.tick { end += 1 }
+                while end < positions.count && due(end).timeIntervalSince(due(position)) < configuration.tick.seconds { end += 1 }
                 let instant = due(position)
                 do {
                     try await clock.sleep(instant)
@@ -406,7 +406,7 @@ public final class Dispatcher: Service {
                     // Requests sent now would wait in the client and all go out the moment APNs is back: wait
                     // for it here instead, then the devices that fell due take the wave's next free slot.
                     waitedForAPNs = true
-                    let giveUp = clock.now().addingTimeInterval(configuration.unreachablePatience)
+                    let giveUp = clock.now().addingTimeInterval(configuration.unreachablePatience.seconds)
                     while channel.client.isUnreachable && clock.now() < giveUp && held.withLock({ $0[batch.id].map { !$0.lost && !$0.cancelled } ?? false }) {
                         do {
                             try await clock.sleep(clock.now().addingTimeInterval(0.05))
@@ -417,7 +417,7 @@ public final class Dispatcher: Service {
                     continue
                 }
                 waitedForAPNs = waitedForAPNs && channel.client.isUnreachable
-                if clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance {
+                if clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance.seconds {
                     // Behind the slot: the rest takes the wave's next free slot, after the work claimed
                     // meanwhile, so the backlog never goes out faster than the plan.
                     do {
@@ -487,7 +487,7 @@ public final class Dispatcher: Service {
     /// Records the batch's outcomes, trying again while the database is unreachable: the batch stays held
     /// and its lease renewed meanwhile, so nobody sends it again, for at most ``Configuration/recordPatience``.
     private func recordRetrying(_ batch: LeasedBatch, outcomes: [BatchOutcome], logger: Logger) async throws -> Bool {
-        let giveUp = clock.now().addingTimeInterval(configuration.recordPatience)
+        let giveUp = clock.now().addingTimeInterval(configuration.recordPatience.seconds)
         return try await retrying("could not record a batch; trying again", logger: logger, giveUp: { self.clock.now() >= giveUp }) {
             try await self.repository.record(batch, outcomes: outcomes, owner: self.configuration.owner, now: self.clock.now(), logger: logger)
         }
@@ -548,3 +548,11 @@ private final class StopFlag: Sendable {
     func set() { value.store(true, ordering: .relaxed) }
 }
 private struct PollElapsed: Error {}
+
+extension Duration {
+    /// The duration in seconds, for `Date` arithmetic.
+    var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

@@ -134,7 +134,7 @@ struct BroadcastFixture {
         return try await EditionRepository(client: db.client).publish(manifest, appID: app.id, now: now ?? clock.now, logger: logger)
     }
 
-    func dispatcher(owner: String = "test-worker", lookahead: TimeInterval? = nil) -> Dispatcher {
+    func dispatcher(owner: String = "test-worker", lookahead: Duration? = nil) -> Dispatcher {
         var configuration = Dispatcher.Configuration(owner: owner)
         if let lookahead { configuration.lookahead = lookahead }
         return Dispatcher(

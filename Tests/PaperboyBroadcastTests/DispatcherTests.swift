@@ -113,7 +113,7 @@ struct DispatcherTests {
             let started = try await fixture.repository.start(
                 editionID: edition.id, environment: .production, options: options, origin: "test", now: t0, logger: fixture.logger
             )
-            let dispatcher = fixture.dispatcher(lookahead: 2)
+            let dispatcher = fixture.dispatcher(lookahead: .seconds(2))
             // Just before the deadline the worker leases what is due within its lookahead, past the deadline too.
             let report = try await fixture.step(at: edition.deadline.addingTimeInterval(-0.5), dispatcher)
             let dueBefore = (0..<60).filter { index in
