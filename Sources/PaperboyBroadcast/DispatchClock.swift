@@ -21,17 +21,4 @@ public struct DispatchClock: Sendable {
         }
     )
 
-    /// Time that runs `factor` times faster than the wall clock from `origin` on: a 30-minute wave interval
-    /// passes in 18 s at factor 100. For the demo.
-    public static func accelerated(by factor: Double, from origin: Date = Date()) -> DispatchClock {
-        let wallStart = Date()
-        return DispatchClock(
-            now: { origin.addingTimeInterval(Date().timeIntervalSince(wallStart) * factor) },
-            sleep: { until in
-                let virtualNow = origin.addingTimeInterval(Date().timeIntervalSince(wallStart) * factor)
-                let seconds = until.timeIntervalSince(virtualNow) / factor
-                if seconds > 0 { try await Task.sleep(for: .seconds(seconds)) }
-            }
-        )
-    }
 }
