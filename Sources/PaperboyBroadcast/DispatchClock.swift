@@ -20,5 +20,4 @@ public struct DispatchClock: Sendable {
             if seconds > 0 { try await Task.sleep(for: .seconds(seconds)) }
         }
     )
-
 }
