@@ -14,7 +14,8 @@ struct AppsCommand: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Register an app and print its id and a new device API key (shown only once)."
+            abstract: "Register an app and print its id and a new device API key (shown only once).",
+            discussion: "With --json: {\"id\": ..., \"apiKey\": ...}."
         )
 
         @OptionGroup var database: DatabaseOptions

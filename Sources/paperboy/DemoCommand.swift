@@ -19,7 +19,8 @@ struct DemoCommand: AsyncParsableCommand {
             afterwards. Everything is real except the devices and APNs: Paperboy's dispatcher sends through its
             APNs client to the APNs simulator, and the simulated devices fetch the edition from Paperboy's HTTP
             API and post receipts. Time is compressed (the factor is printed); every figure is computed from what
-            the simulator, the API and the receipts table recorded.
+            the simulator, the API and the receipts table recorded. With --json, progress still goes to standard
+            error.
             """
     )
 
