@@ -42,7 +42,7 @@ public struct DeviceRepository: Sendable {
         let known = try await knownSlugs(appID: appID, among: slugs, logger: logger)
         let unknown = slugs.filter { !known.contains($0) }
         throw StoreError(
-            code: .invalid,
+            code: .notFound,
             field: "subscriptions",
             message: "no publication named \(unknown.joined(separator: ", ")); declare it with `paperboy publications add`"
         )
