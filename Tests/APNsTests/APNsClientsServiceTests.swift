@@ -45,7 +45,8 @@ struct APNsClientsServiceTests {
         faults.latency = .milliseconds(600)
         // The simulator takes a request at once and answers it after the latency.
         let (taken, tookRequest) = AsyncStream.makeStream(of: String.self)
-        try await Self.withSimulator(faults: faults, onAccept: { tookRequest.yield($0.token) }) { endpoint in
+        let onAccept: @Sendable (APNsSimulator.Delivery) -> Void = { tookRequest.yield($0.token) }
+        try await Self.withSimulator(faults: faults, onAccept: onAccept) { endpoint in
             let metrics = TestMetrics()
             let clients = APNsClients { $0.metricsFactory = metrics }
             try await testGracefulShutdown { trigger in

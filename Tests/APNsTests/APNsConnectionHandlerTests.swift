@@ -68,7 +68,8 @@ struct APNsConnectionHandlerTests {
     ) throws -> (EmbeddedChannel, APNsConnectionHandler) {
         let (channel, handler) = try connect(recorder, pingInterval: pingInterval, pingTimeout: pingTimeout)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 2197)).wait()
-        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: streams)]))))
+        let settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: streams)]
+        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings))))
         return (channel, handler)
     }
 
