@@ -75,6 +75,21 @@ struct APNsClientsServiceTests {
         }
     }
 
+    @Test("a client's run ends when its task is cancelled, and shuts the client down")
+    func cancelledClient() async throws {
+        // Nothing listens here; a client that was shut down does not try to connect.
+        let endpoint = APNsEndpoint(host: "127.0.0.1", port: 9, usesTLS: false)
+        let client = try APNsClient(configuration: .init(endpoint: endpoint), key: APNsClientTests.key)
+        let running = Task { await client.run() }
+        running.cancel()
+        await running.value
+        guard case .notSent(let error) = await Self.send(client, 1) else {
+            Issue.record("a send after shutdown must fail as not sent")
+            return
+        }
+        #expect(error.code == .shutdown)
+    }
+
     /// Sends one notification when the group shuts it down, as a dispatcher finishes its batches.
     final class LastWord: Service {
         let client: APNsClient
