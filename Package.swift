@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "paperboy", targets: ["paperboy"]),
         .library(name: "PaperboyCore", targets: ["PaperboyCore"]),
+        .library(name: "PaperboyText", targets: ["PaperboyText"]),
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
         .library(name: "PaperboyStore", targets: ["PaperboyStore"]),
@@ -39,6 +40,13 @@ let package = Package(
         // Domain values and pure logic: tokens, payload shapes, cohorts, plans. No I/O.
         .target(
             name: "PaperboyCore",
+            swiftSettings: swiftSettings
+        ),
+        // Terminal presentation: the reports, live lines, charts and tables the CLI and the demo print, and the
+        // formats they share (counts, durations, clock times, padding). Core keeps the values they show.
+        .target(
+            name: "PaperboyText",
+            dependencies: ["PaperboyCore"],
             swiftSettings: swiftSettings
         ),
         // The APNs provider: token-auth keys and provider tokens, reasons, notification payloads, and the
@@ -71,11 +79,11 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
-        // A private, throwaway PostgreSQL cluster for tests and the zero-setup commands.
+        // A private, throwaway PostgreSQL cluster for tests and the zero-setup commands, and the posix_spawn-based
+        // ChildProcess that starts its tools (and that tests use to start processes `Process` could not wait for).
         .target(
             name: "EmbeddedPostgres",
             dependencies: [
@@ -83,7 +91,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Test support shared by the test targets: a migrated, private database per test.
+        // Test support shared by the test targets: a migrated, private database per test, the `paperboy` binary and
+        // running programs to completion, and a reader for the YAML of docker/compose.yaml.
         .target(
             name: "PaperboyTesting",
             dependencies: [
@@ -127,12 +136,12 @@ let package = Package(
             name: "PaperboyDemo",
             dependencies: [
                 "PaperboyCore",
+                "PaperboyText",
                 "PaperboyStore",
                 "PaperboyBroadcast",
                 "PaperboyAPI",
                 "APNs",
                 "APNsSimulator",
-                "EmbeddedPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -144,7 +153,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Hummingbird routes for devices (and later editions, broadcasts, receipts, metrics).
+        // The HTTP API (Hummingbird): devices, receipts, editions, apps, broadcasts, health, metrics and the embedded
+        // openapi.yaml, served by `paperboy serve` and `paperboy worker --port`.
         .target(
             name: "PaperboyAPI",
             dependencies: [
@@ -152,9 +162,11 @@ let package = Package(
                 "PaperboyStore",
                 "PaperboyBroadcast",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -163,10 +175,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The one executable: serve, worker, migrate, apps, publications, editions, broadcast, cohorts, schedules,
+        // devices, prune, push, apns-sim, apns-bench and demo.
         .executableTarget(
             name: "paperboy",
             dependencies: [
                 "PaperboyCore",
+                "PaperboyText",
                 "APNs",
                 "APNsSimulator",
                 "EmbeddedPostgres",
@@ -197,6 +212,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "PaperboyTextTests",
+            dependencies: ["PaperboyText", "PaperboyCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "APNsTests",
             dependencies: [
                 "APNs",
@@ -208,7 +228,7 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -238,8 +258,10 @@ let package = Package(
             name: "PaperboyStoreTests",
             dependencies: [
                 "PaperboyStore",
+                "PaperboyCore",
                 "PaperboyTesting",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -247,11 +269,15 @@ let package = Package(
             name: "PaperboyBroadcastTests",
             dependencies: [
                 "PaperboyBroadcast",
+                "PaperboyCore",
+                "EmbeddedPostgres",
                 "PaperboyStore",
                 "PaperboyTesting",
                 "APNs",
                 "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -260,10 +286,17 @@ let package = Package(
             dependencies: ["PaperboyDemo", "PaperboyCore", "PaperboyTesting"],
             swiftSettings: swiftSettings
         ),
+        // `docker/` checked without a Docker engine: the files parse, and the commands and flags they use exist.
+        .testTarget(
+            name: "DeploymentTests",
+            dependencies: ["PaperboyTesting"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PaperboyAPITests",
             dependencies: [
                 "PaperboyAPI",
+                "PaperboyCore",
                 "PaperboyStore",
                 "PaperboyTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -274,6 +307,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

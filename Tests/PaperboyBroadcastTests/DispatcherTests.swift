@@ -113,7 +113,7 @@ struct DispatcherTests {
             let started = try await fixture.repository.start(
                 editionID: edition.id, environment: .production, options: options, origin: "test", now: t0, logger: fixture.logger
             )
-            let dispatcher = fixture.dispatcher(lookahead: 2)
+            let dispatcher = fixture.dispatcher(lookahead: .seconds(2))
             // Just before the deadline the worker leases what is due within its lookahead, past the deadline too.
             let report = try await fixture.step(at: edition.deadline.addingTimeInterval(-0.5), dispatcher)
             let dueBefore = (0..<60).filter { index in
@@ -352,7 +352,6 @@ struct DispatcherTests {
             let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
             #expect(progress.state == .failed)
             #expect(progress.failure?.contains(fixture.app.keyReference) == true)
-            #expect(progress.report(timeZone: TimeZone(identifier: "UTC")!).contains("failure"))
             #expect(fixture.accepted().isEmpty)
             // Fixed and started again: a failed broadcast does not block a new one.
             try BroadcastFixture.privateKey.pemRepresentation.write(toFile: fixture.app.keyReference, atomically: true, encoding: .utf8)

@@ -194,7 +194,7 @@ public struct DemoRunner: Sendable {
 
         let dispatcher = Dispatcher(
             repository: repository, editions: EditionRepository(client: client), channels: channels,
-            configuration: Dispatcher.Configuration(owner: "demo-\(strategy.rawValue)").scaled(by: factor), clock: clock.dispatchClock,
+            configuration: Dispatcher.Configuration(owner: "demo-\(strategy.rawValue)").scaled(by: factor), clock: clock.clock,
             logger: logger
         )
         let dispatching = Task { try await dispatcher.run() }

@@ -81,6 +81,13 @@ public struct BatchTarget: Sendable, Equatable {
     public var tier: ImageTier
     /// Background pushes the device got in the hour before the batch was read, across all broadcasts.
     public var pushesInLastHour: Int
+
+    public init(deviceID: Int64, token: DeviceToken, tier: ImageTier, pushesInLastHour: Int) {
+        self.deviceID = deviceID
+        self.token = token
+        self.tier = tier
+        self.pushesInLastHour = pushesInLastHour
+    }
 }
 
 /// What became of one target of a batch.
@@ -91,8 +98,8 @@ public struct BatchOutcome: Sendable, Equatable {
         case rejected(reason: String, unregisteredAt: Date?)
         case fateUnknown
         case notSent
-        /// Not sent, for the reason given (`hourlyBudget`, `deadline`, `cancelled`).
-        case skipped(String)
+        /// Not sent, for the reason given.
+        case skipped(SkipReason)
     }
 
     public var deviceID: Int64

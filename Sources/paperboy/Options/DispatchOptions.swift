@@ -62,7 +62,7 @@ struct DispatchOptions: ParsableArguments {
         let clients = APNsClients(logger: Logger(label: "paperboy.apns"))
         let channels = APNsChannels(clients: clients, endpoints: try endpoints(), apps: AppRepository(client: client))
         var configuration = Dispatcher.Configuration(owner: workerName ?? Dispatcher.Configuration.defaultOwner())
-        configuration.leaseDuration = try leaseSeconds()
+        configuration.leaseDuration = .seconds(try leaseSeconds())
         configuration.maxBatchSize = maxBatch
         let dispatcher = Dispatcher(
             repository: BroadcastRepository(client: client), editions: EditionRepository(client: client), channels: channels,

@@ -1,0 +1,31 @@
+import APNs
+import Foundation
+import PaperboyCore
+import PaperboyStore
+
+/// What happens to one target of a batch at its instant, and what its APNs answer means for the device:
+/// pure rules, applied by the ``Dispatcher`` and recorded by the Store.
+public enum SendRules {
+    /// Why the target is not sent at `instant`, or nil when it is: nothing at or after the edition's
+    /// deadline; no background push past the device's hourly budget (iOS throttles beyond it, and a wasted
+    /// push counts against the next hour too). Alerts are not budgeted: they are shown, not run.
+    public static func skipReason(for target: BatchTarget, kind: BroadcastProgress.Wave.Kind, at instant: Date, deadline: Date) -> SkipReason? {
+        if instant >= deadline { return .deadline }
+        if kind == .background && target.pushesInLastHour >= BroadcastOptions.hourlyBudget { return .hourlyBudget }
+        return nil
+    }
+
+    /// The outcome to record for an APNs answer to a push sent at `sentAt`. A reason that is permanent for
+    /// the token (``APNsReason/isPermanentForToken``: 410 and the 400s that say the token itself is wrong)
+    /// carries the time that deactivates the device until it registers again: the 410's timestamp, else
+    /// the send time.
+    public static func result(of outcome: APNsOutcome, at sentAt: Date) -> BatchOutcome.Result {
+        switch outcome {
+        case .accepted: .accepted
+        case .rejected(let rejection):
+            .rejected(reason: rejection.reason.rawValue, unregisteredAt: rejection.reason.isPermanentForToken ? (rejection.timestamp ?? sentAt) : nil)
+        case .fateUnknown: .fateUnknown
+        case .notSent: .notSent
+        }
+    }
+}
