@@ -455,7 +455,7 @@ public final class Dispatcher: Service {
                             BatchOutcome(
                                 deviceID: targets[pair.0.position].deviceID,
                                 sentAt: sentAt,
-                                result: SendRules.result(of: pair.1.outcome, at: sentAt)
+                                result: SendRules.result(of: pair.1.outcome)
                             )
                         )
                     }

@@ -15,15 +15,18 @@ public enum SendRules {
         return nil
     }
 
-    /// The outcome to record for an APNs answer to a push sent at `sentAt`. A reason that is permanent for
-    /// the token (``APNsReason/isPermanentForToken``: 410 and the 400s that say the token itself is wrong)
-    /// carries the time that deactivates the device until it registers again: the 410's timestamp, else
-    /// the send time.
-    public static func result(of outcome: APNsOutcome, at sentAt: Date) -> BatchOutcome.Result {
+    /// The outcome to record for an APNs answer. A reason that is permanent for the token
+    /// (``APNsReason/isPermanentForToken``: 410 and the 400s that say the token itself is wrong) deactivates
+    /// the device until it registers again after the 410's timestamp, or, for an answer without one, after
+    /// the database records it (its clock wrote the registration; a worker's may disagree).
+    public static func result(of outcome: APNsOutcome) -> BatchOutcome.Result {
         switch outcome {
         case .accepted: .accepted
         case .rejected(let rejection):
-            .rejected(reason: rejection.reason.rawValue, unregisteredAt: rejection.reason.isPermanentForToken ? (rejection.timestamp ?? sentAt) : nil)
+            .rejected(
+                reason: rejection.reason.rawValue,
+                deactivates: rejection.reason.isPermanentForToken ? rejection.timestamp.map { .at($0) } ?? .whenRecorded : nil
+            )
         case .fateUnknown: .fateUnknown
         case .notSent: .notSent
         }

@@ -150,27 +150,26 @@ struct SendRulesTests {
         #expect(SendRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline) == nil)
     }
 
-    @Test("a reason permanent for the token deactivates the device from the 410's timestamp, or from the answer")
+    @Test("a reason permanent for the token deactivates the device from the 410's timestamp, or from when the database records it")
     func permanentReasons() {
-        let sent = Self.deadline - 600
         let gone = Self.deadline - 7200
         #expect(
-            SendRules.result(of: .rejected(APNsRejection(status: 410, reason: .unregistered, timestamp: gone)), at: sent)
-                == .rejected(reason: "Unregistered", unregisteredAt: gone)
+            SendRules.result(of: .rejected(APNsRejection(status: 410, reason: .unregistered, timestamp: gone)))
+                == .rejected(reason: "Unregistered", deactivates: .at(gone))
         )
         #expect(
-            SendRules.result(of: .rejected(APNsRejection(status: 400, reason: .badDeviceToken)), at: sent)
-                == .rejected(reason: "BadDeviceToken", unregisteredAt: sent)
+            SendRules.result(of: .rejected(APNsRejection(status: 400, reason: .badDeviceToken)))
+                == .rejected(reason: "BadDeviceToken", deactivates: .whenRecorded)
         )
         #expect(
-            SendRules.result(of: .rejected(APNsRejection(status: 400, reason: .deviceTokenNotForTopic)), at: sent)
-                == .rejected(reason: "DeviceTokenNotForTopic", unregisteredAt: sent)
+            SendRules.result(of: .rejected(APNsRejection(status: 400, reason: .deviceTokenNotForTopic)))
+                == .rejected(reason: "DeviceTokenNotForTopic", deactivates: .whenRecorded)
         )
         // A provider-side problem says nothing about the token.
         #expect(
-            SendRules.result(of: .rejected(APNsRejection(status: 403, reason: .expiredProviderToken)), at: sent)
-                == .rejected(reason: "ExpiredProviderToken", unregisteredAt: nil)
+            SendRules.result(of: .rejected(APNsRejection(status: 403, reason: .expiredProviderToken)))
+                == .rejected(reason: "ExpiredProviderToken", deactivates: nil)
         )
-        #expect(SendRules.result(of: .accepted(apnsID: "x"), at: sent) == .accepted)
+        #expect(SendRules.result(of: .accepted(apnsID: "x")) == .accepted)
     }
 }

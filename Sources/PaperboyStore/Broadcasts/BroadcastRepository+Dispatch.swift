@@ -276,19 +276,27 @@ extension BroadcastRepository {
         var sentIDs: [Int64] = [], sentAt: [Date] = [], results: [String] = [], reasons: [String] = []
         var accepted = 0
         var rejected: [String: Int] = [:], skipped: [String: Int] = [:]
-        var goneIDs: [Int64] = [], goneAt: [Date] = []
+        var goneIDs: [Int64] = [], goneAt: [Date] = [], goneWhenRecorded: [Bool] = []
         for outcome in outcomes {
             let (result, reason): (String, String)
             switch outcome.result {
             case .accepted:
                 (result, reason) = ("accepted", "")
                 accepted += 1
-            case .rejected(let why, let unregisteredAt):
+            case .rejected(let why, let deactivation):
                 (result, reason) = ("rejected", why)
                 rejected[why, default: 0] += 1
-                if let unregisteredAt {
+                switch deactivation {
+                case .at(let time):
                     goneIDs.append(outcome.deviceID)
-                    goneAt.append(unregisteredAt)
+                    goneAt.append(time)
+                    goneWhenRecorded.append(false)
+                case .whenRecorded:
+                    goneIDs.append(outcome.deviceID)
+                    goneAt.append(now)
+                    goneWhenRecorded.append(true)
+                case nil:
+                    break
                 }
             case .fateUnknown:
                 (result, reason) = ("fateUnknown", "")
@@ -347,7 +355,7 @@ extension BroadcastRepository {
                 logger: logger
             )
             if !goneIDs.isEmpty {
-                try await connection.query(RequestStatements.unregister(deviceIDs: goneIDs, at: goneAt, now: now), logger: logger)
+                try await connection.query(RequestStatements.unregister(deviceIDs: goneIDs, at: goneAt, atDatabaseNow: goneWhenRecorded, now: now), logger: logger)
             }
             return true
         }

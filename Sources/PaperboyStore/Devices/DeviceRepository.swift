@@ -106,7 +106,7 @@ public struct DeviceRepository: Sendable {
         for try await id in rows.decode(Int64.self) { ids.append(id) }
         guard !ids.isEmpty else { return false }
         try await client.query(
-            RequestStatements.unregister(deviceIDs: ids, at: ids.map { _ in timestamp }, now: Date()),
+            RequestStatements.unregister(deviceIDs: ids, at: ids.map { _ in timestamp }, atDatabaseNow: ids.map { _ in false }, now: Date()),
             logger: logger
         )
         return true

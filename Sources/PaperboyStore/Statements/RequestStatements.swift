@@ -151,7 +151,7 @@ public enum RequestStatements {
         Statement("dispatch: a broadcast that cannot be sent ends as failed") { s in
             BroadcastRepository.failQuery(id: s.broadcastID, reason: "reason", now: s.now)
         },
-        Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], now: s.now) },
+        Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now) },
     ]
 
     /// The wave audience of the sample broadcast, as the dispatcher builds it.
@@ -236,12 +236,15 @@ public enum RequestStatements {
     /// The rule for a token APNs declared dead at a time (410's timestamp, or the answer's time for
     /// `BadDeviceToken` and `DeviceTokenNotForTopic`): the device is inactive unless it registered after that
     /// time, and from then on only a registration newer than it makes the device active again (the
-    /// registration upsert compares with `unregistered_at`). The one statement that applies it.
-    static func unregister(deviceIDs: [Int64], at times: [Date], now: Date) -> PostgresQuery {
+    /// registration upsert compares with `unregistered_at`). The one statement that applies it. Where
+    /// `atDatabaseNow` is true the time is the database's `now()` instead of the one given: an answer without
+    /// a time is compared with `registered_at` on the clock that wrote it.
+    static func unregister(deviceIDs: [Int64], at times: [Date], atDatabaseNow: [Bool], now: Date) -> PostgresQuery {
         """
         UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, u.at),
             active = devices.active AND devices.registered_at > u.at, updated_at = \(now)
-        FROM unnest(\(deviceIDs)::bigint[], \(times)::timestamptz[]) AS u(id, at)
+        FROM (SELECT id, CASE WHEN database_now THEN now() ELSE at END AS at
+              FROM unnest(\(deviceIDs)::bigint[], \(times)::timestamptz[], \(atDatabaseNow)::boolean[]) AS given(id, at, database_now)) u
         WHERE devices.id = u.id
         """
     }
