@@ -73,8 +73,14 @@ struct HistoryBench: AsyncParsableCommand {
     }
 
     func retentionSeconds() throws -> TimeInterval {
+        // As `paperboy prune --retention` reads it: days, or a duration such as 36h.
         let seconds: TimeInterval
-        do { seconds = try StaggerPlan.seconds(parsing: retention) } catch { throw ValidationError("--retention: \(error)") }
+        let text = retention.trimmingCharacters(in: .whitespaces).lowercased()
+        if text.hasSuffix("d"), let days = Double(text.dropLast()), days.isFinite, days > 0 {
+            seconds = days * 86_400
+        } else {
+            do { seconds = try StaggerPlan.seconds(parsing: text) } catch { throw ValidationError("--retention: \(retention) is not a duration like 7d, 36h or 90m") }
+        }
         guard seconds >= 2 * 3600 else { throw ValidationError("--retention: at least 2h, as `paperboy prune` requires") }
         return seconds
     }

@@ -14,8 +14,8 @@ struct StatementsBench: AsyncParsableCommand {
         abstract: "Time every catalogued request and batch statement with random samples from the database (p50, p99, max).",
         discussion: """
             Each execution draws its own samples: a random device of the app (its id and token), one of the --recent \
-            newest broadcasts with its edition and publication, and one of that broadcast's batches (its id and key \
-            range). Every statement runs inside a transaction that is rolled back, on one connection, one at a time; \
+            newest broadcasts (by default the newest: the running one `history` leaves) with its edition and \
+            publication, and one of that broadcast's batches (its id and key range). Every statement runs inside a transaction that is rolled back, on one connection, one at a time; \
             the time is the statement's alone, from sending it to its last row, as the client sees it. Needs a \
             database prepared by `paperboy devices seed` and `paperboy-bench history`. Compare two runs with \
             `paperboy-bench compare`.
@@ -36,8 +36,11 @@ struct StatementsBench: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Stop sampling a statement after this many seconds of it (at least 3 executions).", valueName: "seconds"))
     var budget = 120.0
 
-    @Option(help: "Draw the broadcast (and its edition) from the app's newest this many broadcasts.")
-    var recent = 4
+    // The newest broadcast is the one being sent (`history --running`): what requests and batches meet during a
+    // morning. A finished edition's later-wave audience is empty (every device had its pushes or its receipt),
+    // so a batch boundary for it reads the whole key range: no worker ever leases such a batch.
+    @Option(help: "Draw the broadcast (and its edition) from the app's newest this many broadcasts (1: the running one).")
+    var recent = 1
 
     @Option(help: "The app's id (default: the only app).")
     var app: Int?

@@ -40,7 +40,7 @@ struct BenchDatabaseOptions: ParsableArguments {
         do {
             configuration = try databaseURL.map { try DatabaseConfiguration(url: $0) } ?? DatabaseConfiguration.fromEnvironment()
         } catch {
-            throw BenchError("--database-url / DATABASE_URL: \(error.description)")
+            throw BenchError("--database-url / DATABASE_URL: \(error)")
         }
         guard let configuration else {
             throw BenchError("no database: pass --database-url or set DATABASE_URL (scripts/with-postgres.sh makes a throwaway one)")
