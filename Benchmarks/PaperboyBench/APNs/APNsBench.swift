@@ -198,7 +198,7 @@ struct APNsBench: AsyncParsableCommand {
             for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/h2load") {
                 return "\(directory)/h2load"
             }
-            FileHandle.standardError.write(Data("apns-bench: h2load not found (apt-get install nghttp2-client); measuring Paperboy alone\n".utf8))
+            FileHandle.standardError.write(Data("paperboy-bench apns: h2load not found (apt-get install nghttp2-client); measuring Paperboy alone\n".utf8))
             return nil
         default:
             return h2load
@@ -233,7 +233,7 @@ struct BenchReport: Codable {
 
     var table: String {
         var lines = [
-            "apns-bench: \(notifications.formatted()) background notifications per round to \(endpoint)"
+            "paperboy-bench apns: \(notifications.formatted()) background notifications per round to \(endpoint)"
                 + (simulatorStartedByBench ? " (apns-sim started by the bench)" : "")
                 + ", \(connections) connections, \(concurrency) in flight",
             "",

@@ -350,10 +350,10 @@ struct CompareBench: ParsableCommand {
         var lines = [
             "statements at \(comparison.smallDevices.formatted()) devices (\(comparison.small)) and \(comparison.largeDevices.formatted()) (\(comparison.large)); goal: neither ratio over \(goal)",
             "",
-            "statement".rightPadded(66) + "  p50 ms small  large  ratio   p99 ms small  large  ratio",
+            "statement".rightPadded(66) + "  p50 ms small    large  ratio   p99 ms small    large  ratio",
         ]
         func line(_ row: Row) -> String {
-            row.name.rightPadded(66) + String(format: "%14.2f%7.2f%7.2f%15.2f%7.2f%7.2f", row.smallP50Ms, row.largeP50Ms, row.p50Ratio, row.smallP99Ms, row.largeP99Ms, row.p99Ratio)
+            row.name.rightPadded(66) + String(format: "%14.2f %8.2f %6.2f %14.2f %8.2f %6.2f", row.smallP50Ms, row.largeP50Ms, row.p50Ratio, row.smallP99Ms, row.largeP99Ms, row.p99Ratio)
                 + (row.wholeTableReads ? "" : (row.withinGoal ? "  ok" : "  OVER \(goal)x"))
         }
         lines += rows.filter { !$0.wholeTableReads }.map(line)
