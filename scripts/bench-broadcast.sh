@@ -96,9 +96,9 @@ wait_exit() {
 # 1. Database, app, publication, fleet.
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$tmp/key.p8"
 if [ "$reuse" = 1 ]; then
-    psql -X -q -v ON_ERROR_STOP=1 -v key="$tmp/key.p8" \
-        -c "UPDATE apps SET key_reference = :'key', key_id = 'KEY1234567', team_id = 'TEAM123456' WHERE id = 1" >/dev/null \
-        || die "--reuse: cannot point app 1 at this run's key"
+    # psql interpolates :'key' only in statements it reads, not in -c.
+    echo "UPDATE apps SET key_reference = :'key', key_id = 'KEY1234567', team_id = 'TEAM123456' WHERE id = 1" \
+        | psql -X -q -v ON_ERROR_STOP=1 -v key="$tmp/key.p8" >/dev/null || die "--reuse: cannot point app 1 at this run's key"
     for id in $(psql -X -Atc "SELECT id FROM broadcasts WHERE state IN ('planned', 'running')"); do
         "$B" broadcast cancel "$id" >> "$tmp/setup.log" 2>&1 || die "cancelling running broadcast $id failed: $(tail -3 "$tmp/setup.log")"
     done

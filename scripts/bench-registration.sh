@@ -29,6 +29,9 @@ done
 connections=("${@:-16 64}")
 [ -x "$paperboy" ] || { echo "no $paperboy: build it with swift build -c release --scratch-path .build-release --product paperboy" >&2; exit 1; }
 : "${DATABASE_URL:?run me under scripts/with-postgres.sh or set DATABASE_URL and PG*}"
+for tool in wrk pgbench psql; do
+    command -v "$tool" >/dev/null || { echo "bench-registration: needs $tool (apt-get install wrk postgresql-contrib)" >&2; exit 1; }
+done
 
 work=$(mktemp -d)
 server=""
@@ -37,8 +40,9 @@ openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/key.p
 if [ "$reuse" = 1 ]; then
     PAPERBOY_API_KEY="pb_$(openssl rand -hex 32)"
     export PAPERBOY_API_KEY
-    psql -X -q -v ON_ERROR_STOP=1 -v key="$PAPERBOY_API_KEY" \
-        -c "UPDATE apps SET api_key_hash = sha256(convert_to(:'key', 'UTF8')) WHERE id = 1" >/dev/null
+    # psql interpolates :'key' only in statements it reads, not in -c.
+    echo "UPDATE apps SET api_key_hash = sha256(convert_to(:'key', 'UTF8')) WHERE id = 1" \
+        | psql -X -q -v ON_ERROR_STOP=1 -v key="$PAPERBOY_API_KEY" >/dev/null
     [ "$(psql -X -Atc "SELECT count(*) FROM publications WHERE app_id = 1 AND slug = 'morning'")" = 1 ] \
         || { echo "bench-registration: --reuse: app 1 has no publication morning" >&2; exit 1; }
 else
@@ -81,7 +85,7 @@ LOG_LEVEL=warning "$paperboy" serve --port "$port" --rate-limit off > "$work/ser
 server=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/health/ready" >/dev/null && break; sleep 0.2; done
 
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; paperboy: $paperboy; ${mode}s, ${duration}s per run; $(psql -X -Atc 'SELECT count(*) FROM devices') devices"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; paperboy: $paperboy; $([ "$mode" = receipt ] && echo receipts || echo registrations), ${duration}s per run; $(psql -X -Atc 'SELECT count(*) FROM devices') devices"
 printf '%-6s %-4s %12s %10s %12s %10s %7s\n' conns run paperboy_rps p99_ms pgbench_tps avg_ms ratio
 for c in ${connections[*]}; do
     for run in $(seq "$runs"); do
