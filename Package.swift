@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "paperboy", targets: ["paperboy"]),
         .executable(name: "paperboy-bench", targets: ["paperboy-bench"]),
         .library(name: "PaperboyCore", targets: ["PaperboyCore"]),
+        .library(name: "PaperboyText", targets: ["PaperboyText"]),
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
         .library(name: "PaperboyStore", targets: ["PaperboyStore"]),
@@ -42,6 +43,13 @@ let package = Package(
             name: "PaperboyCore",
             swiftSettings: swiftSettings
         ),
+        // Terminal presentation: the reports, live lines, charts and tables the CLI and the demo print, and the
+        // formats they share (counts, durations, clock times, padding). Core keeps the values they show.
+        .target(
+            name: "PaperboyText",
+            dependencies: ["PaperboyCore"],
+            swiftSettings: swiftSettings
+        ),
         // The APNs provider: token-auth keys and provider tokens, reasons, notification payloads, and the
         // HTTP/2 client (connections, pool, retries). No database.
         .target(
@@ -55,6 +63,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -71,11 +80,11 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
-        // A private, throwaway PostgreSQL cluster for tests and the zero-setup commands.
+        // A private, throwaway PostgreSQL cluster for tests and the zero-setup commands, and the posix_spawn-based
+        // ChildProcess that starts its tools (and that tests use to start processes `Process` could not wait for).
         .target(
             name: "EmbeddedPostgres",
             dependencies: [
@@ -83,7 +92,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Test support shared by the test targets: a migrated, private database per test.
+        // Test support shared by the test targets: a migrated, private database per test, the `paperboy` binary and
+        // running programs to completion, and a reader for the YAML of docker/compose.yaml.
         .target(
             name: "PaperboyTesting",
             dependencies: [
@@ -127,12 +137,12 @@ let package = Package(
             name: "PaperboyDemo",
             dependencies: [
                 "PaperboyCore",
+                "PaperboyText",
                 "PaperboyStore",
                 "PaperboyBroadcast",
                 "PaperboyAPI",
                 "APNs",
                 "APNsSimulator",
-                "EmbeddedPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -144,7 +154,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Hummingbird routes for devices (and later editions, broadcasts, receipts, metrics).
+        // The HTTP API (Hummingbird): devices, receipts, editions, apps, broadcasts, health, metrics and the embedded
+        // openapi.yaml, served by `paperboy serve` and `paperboy worker --port`.
         .target(
             name: "PaperboyAPI",
             dependencies: [
@@ -152,9 +163,11 @@ let package = Package(
                 "PaperboyStore",
                 "PaperboyBroadcast",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -163,10 +176,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The one executable: serve, worker, migrate, apps, publications, editions, broadcast, cohorts, schedules,
+        // devices, prune, push, apns-sim and demo (the benchmarks are paperboy-bench, below).
         .executableTarget(
             name: "paperboy",
             dependencies: [
                 "PaperboyCore",
+                "PaperboyText",
                 "APNs",
                 "APNsSimulator",
                 "EmbeddedPostgres",
@@ -216,6 +232,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "PaperboyTextTests",
+            dependencies: ["PaperboyText", "PaperboyCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "APNsTests",
             dependencies: [
                 "APNs",
@@ -227,8 +248,10 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
@@ -255,8 +278,10 @@ let package = Package(
             name: "PaperboyStoreTests",
             dependencies: [
                 "PaperboyStore",
+                "PaperboyCore",
                 "PaperboyTesting",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -264,11 +289,15 @@ let package = Package(
             name: "PaperboyBroadcastTests",
             dependencies: [
                 "PaperboyBroadcast",
+                "PaperboyCore",
+                "EmbeddedPostgres",
                 "PaperboyStore",
                 "PaperboyTesting",
                 "APNs",
                 "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -277,10 +306,17 @@ let package = Package(
             dependencies: ["PaperboyDemo", "PaperboyCore", "PaperboyTesting"],
             swiftSettings: swiftSettings
         ),
+        // `docker/` checked without a Docker engine: the files parse, and the commands and flags they use exist.
+        .testTarget(
+            name: "DeploymentTests",
+            dependencies: ["PaperboyTesting"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PaperboyAPITests",
             dependencies: [
                 "PaperboyAPI",
+                "PaperboyCore",
                 "PaperboyStore",
                 "PaperboyTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -291,6 +327,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs schemathesis against a live `paperboy serve` on a throwaway PostgreSQL (scripts/with-postgres.sh):
-# once with a valid device key and admin token, once without. Every response must conform to
-# openapi.yaml (status, content type, headers, body) and none may be a 5xx. Prints how many requests ran;
-# exits non-zero on any failure.
+# once with a valid device key and admin token, once without; every phase (examples, coverage, fuzzing,
+# stateful) and every check (`--checks all`): no 5xx; every response as openapi.yaml says (status, content
+# type, headers, body); schema-valid requests accepted and invalid ones refused; undeclared methods 405
+# with `Allow`; auth required where declared. Prints how many requests ran; exits non-zero on any failure.
 #
 # Usage: scripts/schemathesis.sh [--no-build] [--max-examples N] [--time-limit SECONDS]
 #   --no-build      use .build/debug/paperboy as it is (default: `swift build --product paperboy` first)
@@ -118,12 +119,18 @@ parameters = { "path.id" = { dictionary = "editions", probability = 0.5 } }
 [[operations]]
 include-operation-id = "recordReceipt"
 parameters = { "body.editionId" = { dictionary = "editions", probability = 0.5 } }
+# Rules no JSON schema can state answer 400 naming the field, as the spec says: a time zone that is not an IANA
+# name (registerDevice), a deadline in the past and pages not numbered 1 to N (publishEdition). For these two
+# operations alone, a schema-valid request refused with 400 is expected; every other operation is held to the
+# check's defaults.
 [[operations]]
 include-operation-id = "registerDevice"
 parameters = { "body.subscriptions[*]" = { dictionary = "publications", probability = 0.5 } }
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", 400, 401, 403, 404, 409, 429, "5xx"]
 [[operations]]
 include-operation-id = "publishEdition"
 parameters = { "body.publication" = { dictionary = "publications", probability = 0.5 } }
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", 400, 401, 403, 404, 409, 429, "5xx"]
 [[operations]]
 include-operation-id = "startBroadcast"
 parameters = { "body.edition" = { dictionary = "editions", probability = 0.5 } }
@@ -135,7 +142,6 @@ include-operation-id = "cancelBroadcast"
 parameters = { "path.id" = { dictionary = "broadcasts", probability = 0.5 } }
 TOML
 
-checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,allow_header_conformance
 status=0
 run() { # NAME [HEADER...]
     local name=$1; shift
@@ -146,7 +152,7 @@ run() { # NAME [HEADER...]
     set +e
     # From $work: schemathesis keeps its crash cache in ./.schemathesis.
     (cd "$work" && "$schemathesis" --config-file "$work/schemathesis.toml" run "$base/openapi.yaml" --url "$base" --no-color \
-        --checks "$checks" --max-examples "$max_examples" --max-time "$time_limit" --request-timeout 10 --generation-database none \
+        --checks all --phases examples,coverage,fuzzing,stateful --max-examples "$max_examples" --max-time "$time_limit" --request-timeout 10 --generation-database none \
         --report har --report-har-path "$work/$name.har" \
         "${headers[@]}" ${SCHEMATHESIS_ARGS:-}) 2>&1 | tee "$work/$name.log"
     local code=${PIPESTATUS[0]}

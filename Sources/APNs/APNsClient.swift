@@ -17,6 +17,10 @@ import Synchronization
 /// await client.shutdown()
 /// ```
 ///
+/// Connections open on first use. In a `ServiceGroup` the client is a `Service`: ``run()`` shuts it down
+/// on graceful shutdown, so list it before the services that send with it (the group stops services in
+/// reverse order).
+///
 /// Every call ends in an ``APNsOutcome``: it never throws, and it never returns before the
 /// notification's fate is known or known to be unknown. Many tasks may send at once; beyond the streams
 /// the server allows they wait their turn.
@@ -240,12 +244,12 @@ public final class APNsClient: Sendable {
     }
 
     /// Lets the requests in flight finish, fails the waiting ones as not sent, and closes the connections.
+    ///
+    /// In a `ServiceGroup`, ``run()`` does this on graceful shutdown; call it directly where there is no
+    /// group, as a one-shot command does.
     public func shutdown() async {
         await pool.shutdown()
     }
-
-    /// Open connections, requests on the wire and requests waiting for a stream.
-    public var load: (connections: Int, inFlight: Int, waiting: Int) { pool.snapshot }
 
     // MARK: The wire
 

@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 import Synchronization
 
 /// The APNs endpoints Paperboy sends to, per environment: Apple's by default, or one APNs-compatible
@@ -36,6 +37,10 @@ public struct APNsEndpoints: Sendable, Hashable {
 ///
 /// Apps that share a key (one team's key signs for all its apps) share the client, its connections and
 /// its provider token, as APNs expects: a key's token is refreshed for all its apps at once.
+///
+/// It is a `Service`: run it in the process's `ServiceGroup`, listed before the services that send with it
+/// (a dispatcher), so that the group, which stops services in reverse order, stops them first and the
+/// batches they finish on the way out still have their connections.
 public final class APNsClients: Sendable {
     private struct Key: Hashable {
         var endpoint: APNsEndpoint
@@ -46,7 +51,12 @@ public final class APNsClients: Sendable {
     private let configure: @Sendable (inout APNsClient.Configuration) -> Void
     private let eventLoopGroup: any EventLoopGroup
     private let logger: Logger
-    private let clients = Mutex<[Key: APNsClient]>([:])
+    private struct State {
+        var clients: [Key: APNsClient] = [:]
+        var isShutdown = false
+    }
+
+    private let state = Mutex(State())
 
     /// - Parameter configure: adjusts each client's configuration (connections, timeouts, TLS trust).
     public init(
@@ -60,27 +70,45 @@ public final class APNsClients: Sendable {
     }
 
     /// The client that sends to `endpoint` with `key`.
+    /// - Throws: ``APNsTransportError`` with code `shutdown` once the clients were shut down; the client's
+    ///   TLS setup errors.
     public func client(for key: APNsSigningKey, endpoint: APNsEndpoint) throws -> APNsClient {
         let id = Key(endpoint: endpoint, keyID: key.keyID, teamID: key.teamID)
-        return try clients.withLock { clients in
-            if let client = clients[id] { return client }
+        return try state.withLock { state in
+            guard !state.isShutdown else { throw APNsTransportError.clientShutDown }
+            if let client = state.clients[id] { return client }
             var configuration = APNsClient.Configuration(endpoint: endpoint)
             configure(&configuration)
             let client = try APNsClient(configuration: configuration, key: key, eventLoopGroup: eventLoopGroup, logger: logger)
-            clients[id] = client
+            state.clients[id] = client
             return client
         }
     }
 
     /// How many clients exist: one per endpoint and key used so far.
-    public var count: Int { clients.withLock { $0.count } }
+    public var count: Int { state.withLock { $0.clients.count } }
 
-    /// Shuts every client down (their in-flight requests finish first).
+    /// Shuts every client down (their in-flight requests finish first) and makes no new ones.
+    ///
+    /// In a `ServiceGroup`, ``run()`` does this on graceful shutdown.
     public func shutdown() async {
-        let all = clients.withLock { clients in
-            defer { clients.removeAll() }
-            return Array(clients.values)
+        let all = state.withLock { state in
+            state.isShutdown = true
+            defer { state.clients.removeAll() }
+            return Array(state.clients.values)
         }
-        for client in all { await client.shutdown() }
+        await withDiscardingTaskGroup { group in
+            for client in all { group.addTask { await client.shutdown() } }
+        }
+    }
+}
+
+extension APNsClients: Service {
+    /// Keeps the clients until the service group shuts down gracefully (or cancels this task), then shuts
+    /// them down: see ``shutdown()``.
+    public func run() async {
+        // Throws only when cancelled, which ends the clients the same way.
+        try? await gracefulShutdown()
+        await shutdown()
     }
 }

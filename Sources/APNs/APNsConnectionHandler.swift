@@ -56,7 +56,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     private struct Stream {
         var request: APNsWireRequest
-        var streamID: HTTP2StreamID?
+        var streamID: HTTP2StreamID
         var deadline: NIODeadline
         var status: Int?
         var apnsID: String?
@@ -80,10 +80,12 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     }
 
     private var waiting = CircularBuffer<Queued>()
-    private var nextStreamID = 1
+    /// The next client stream id (odd, increasing). Tests start it near the end of the ids.
+    var nextStreamID = 1
     private var context: ChannelHandlerContext?
     private var seenSettings = false
-    private var lastRead = NIODeadline.now()
+    /// Times come from the channel's event loop: the system clock, or a test's virtual one.
+    private var lastRead = NIODeadline.uptimeNanoseconds(0)
     private var pingSentAt: NIODeadline?
     private var sweep: RepeatedTask?
     private var closeReported = false
@@ -99,11 +101,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         self.state = APNsConnectionState(initialMaxConcurrentStreams: min(initialStreamLimit, streamCap))
     }
 
-    var inFlight: Int { state.inFlight + waiting.count }
-    var isDraining: Bool { state.isDraining }
-
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        lastRead = context.eventLoop.now
         let interval = TimeAmount.nanoseconds(min(timing.requestTimeout, timing.pingTimeout, .seconds(1)).nanoseconds / 2)
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         sweep = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
@@ -121,21 +121,21 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     /// Takes a request; writes it at once when a stream is free, else queues it here.
     func enqueue(_ request: APNsWireRequest) {
-        guard !state.isDraining, context != nil else {
+        guard !state.isDraining, let context else {
             delegate.connection(id, finished: request, result: .resend)
             return
         }
-        waiting.append(Queued(request: request, deadline: .now() + timing.requestTimeout))
+        waiting.append(Queued(request: request, deadline: context.eventLoop.now + timing.requestTimeout))
         writeWaiting()
     }
 
     /// Takes many requests at once; they leave in one flush.
     func enqueue(contentsOf requests: [APNsWireRequest]) {
-        guard !state.isDraining, context != nil else {
+        guard !state.isDraining, let context else {
             for request in requests { delegate.connection(id, finished: request, result: .resend) }
             return
         }
-        let deadline = NIODeadline.now() + timing.requestTimeout
+        let deadline = context.eventLoop.now + timing.requestTimeout
         waiting.append(contentsOf: requests.lazy.map { Queued(request: $0, deadline: deadline) })
         writeWaiting()
     }
@@ -152,7 +152,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     private func writeWaiting() {
         guard let context else { return }
-        expireWaiting(now: .now())
+        expireWaiting(now: context.eventLoop.now)
         while let queued = waiting.first {
             let request = queued.request
             if nextStreamID > Int(HTTP2StreamID.maxID) - 2 {
@@ -186,7 +186,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         var returned: [APNsWireRequest] = []
         for requestID in resend {
             guard let stream = streams.removeValue(forKey: requestID) else { continue }
-            if let streamID = stream.streamID { requestByStream[streamID] = nil }
+            requestByStream[stream.streamID] = nil
             returned.append(stream.request)
         }
         while let queued = waiting.popFirst() { returned.append(queued.request) }
@@ -197,7 +197,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        lastRead = .now()
+        lastRead = context.eventLoop.now
         switch frame.payload {
         case .headers(let headers):
             guard let requestID = requestByStream[frame.streamID] else { return }
@@ -273,7 +273,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     private func finish(_ requestID: UInt64) {
         guard let context, let stream = streams.removeValue(forKey: requestID) else { return }
-        if let streamID = stream.streamID { requestByStream[streamID] = nil }
+        requestByStream[stream.streamID] = nil
         state.answered(requestID)
         let result: APNsWireResult
         if let status = stream.status {
@@ -309,16 +309,14 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     private func checkTimers() {
         guard let context else { return }
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         expireWaiting(now: now)
         var expired: [UInt64] = []
         for (requestID, stream) in streams where stream.deadline <= now { expired.append(requestID) }
         for requestID in expired {
             guard let stream = streams.removeValue(forKey: requestID) else { continue }
-            if let streamID = stream.streamID {
-                requestByStream[streamID] = nil
-                context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
-            }
+            requestByStream[stream.streamID] = nil
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: stream.streamID, payload: .rstStream(.cancel))), promise: nil)
             _ = state.streamReset(requestID, refused: false)
             let error = APNsTransportError(.timedOut, "no answer from APNs within \(timing.requestTimeout.nanoseconds / 1_000_000) ms")
             delegate.connection(id, finished: stream.request, result: .fateUnknown(error))

@@ -48,17 +48,11 @@ final class ClusterWatchdog: Sendable {
             rm -rf \(quoteShell(directory))
             """
         do {
-            let pid = try EmbeddedPostgres.spawn(
-                ["/bin/sh", "-c", script],
-                input: watched,
-                output: "/dev/null",
-                newSession: true,
-                step: "start the watchdog"
-            )
+            let pid = try ChildProcess.spawn(["/bin/sh", "-c", script], input: watched, output: "/dev/null", group: .newSession)
             return ClusterWatchdog(lifeline: owned, pid: pid)
         } catch {
             close(owned)
-            throw error
+            throw EmbeddedPostgresError(step: "start the watchdog", message: error.description)
         }
     }
 
@@ -72,8 +66,7 @@ final class ClusterWatchdog: Sendable {
             return true
         }
         guard released else { return }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        _ = ChildProcess.waitForExit(pid)
     }
 
     static func quoteShell(_ text: String) -> String {

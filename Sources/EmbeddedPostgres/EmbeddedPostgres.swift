@@ -93,7 +93,7 @@ public final class EmbeddedPostgres: Sendable {
             throw error
         }
         do {
-            try Self.run(
+            try Self.runTool(
                 bin + "/initdb",
                 ["-D", data, "-U", username, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"],
                 as: runAs,
@@ -113,7 +113,7 @@ public final class EmbeddedPostgres: Sendable {
             )
         } catch {
             // Whatever step failed, no server may outlive the start (`startServer` stops each failed try).
-            try? Self.run(bin + "/pg_ctl", stopAtOnce, as: runAs, step: "pg_ctl stop")
+            try? Self.runTool(bin + "/pg_ctl", stopAtOnce, as: runAs, step: "pg_ctl stop")
             try? FileManager.default.removeItem(atPath: directory)
             watchdog.release()
             throw error
@@ -138,13 +138,13 @@ public final class EmbeddedPostgres: Sendable {
             try? FileManager.default.removeItem(atPath: directory)
             watchdog.release()
         }
-        try Self.run(binDirectory + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"], as: runAs, step: "pg_ctl stop")
+        try Self.runTool(binDirectory + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"], as: runAs, step: "pg_ctl stop")
         logger.info("stopped the throwaway PostgreSQL cluster", metadata: ["port": "\(port)"])
     }
 
     private func psql(_ sql: String, step: String) throws {
         let psql = ["/usr/bin/psql", binDirectory + "/psql"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "psql"
-        try Self.run(
+        try Self.runTool(
             psql,
             ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", String(port), "-U", username, "-d", "postgres", "-c", sql],
             as: nil,
@@ -162,7 +162,7 @@ public final class EmbeddedPostgres: Sendable {
                 "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=200",
             ].joined(separator: " ")
             do {
-                try run(
+                try runTool(
                     bin + "/pg_ctl",
                     ["-D", directory + "/data", "-l", directory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
                     as: runAs,
@@ -172,7 +172,7 @@ public final class EmbeddedPostgres: Sendable {
             } catch {
                 lastError = error
                 // A server that started but did not answer in time would hold the data directory.
-                try? run(
+                try? runTool(
                     bin + "/pg_ctl",
                     ["-D", directory + "/data", "-m", "immediate", "-t", "10", "stop"],
                     as: runAs,
@@ -190,7 +190,7 @@ public final class EmbeddedPostgres: Sendable {
         }
         let path = String(cString: made)
         if let owner {
-            try run("/bin/chown", [owner + ":" + owner, path], as: nil, step: "chown \(path) to \(owner)")
+            try runTool("/bin/chown", [owner + ":" + owner, path], as: nil, step: "chown \(path) to \(owner)")
         }
         return path
     }
@@ -213,67 +213,29 @@ public final class EmbeddedPostgres: Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Runs a tool to completion, as `user` when given, and throws with its output when it fails.
+    /// Runs a PostgreSQL tool (`pg_ctl`, `initdb`, `psql`) to completion, as `user` when given, and throws
+    /// with its output when it fails. Through ``ChildProcess``: `pg_ctl start` leaves a server behind that
+    /// `Process` would wait for.
     ///
-    /// This spawns with `posix_spawn` and reaps with `waitpid` rather than Foundation's `Process`: `pg_ctl
-    /// start` leaves a server running that inherits the descriptors `Process` watches for the child's exit,
-    /// so `Process.waitUntilExit()` would never return.
-    private static func run(_ executable: String, _ arguments: [String], as user: String?, step: String) throws {
+    /// - Parameter step: what the tool does, for the error, e.g. `pg_ctl stop`.
+    public static func runTool(_ executable: String, _ arguments: [String], as user: String?, step: String) throws(EmbeddedPostgresError) {
         // `env -C /`: a server started as `postgres` cannot read root's working directory.
         let command = (user.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []) + ["/usr/bin/env", "-C", "/", executable] + arguments
         let outputPath = NSTemporaryDirectory() + "/paperboy-pg-output-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let pid = try spawn(command, output: outputPath, step: step)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let exitCode = (status >> 8) & 0xff
-        guard status & 0x7f == 0, exitCode == 0 else {
+        let pid: pid_t
+        do {
+            pid = try ChildProcess.spawn(command, output: outputPath)
+        } catch {
+            throw EmbeddedPostgresError(step: step, message: error.description)
+        }
+        let status = ChildProcess.waitForExit(pid)
+        guard ChildProcess.exitedCleanly(status) else {
             let text = (FileManager.default.contents(atPath: outputPath).map { String(decoding: $0, as: UTF8.self) } ?? "")
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             throw EmbeddedPostgresError(step: step, message: "exit status \(status): \(text.suffix(800))")
         }
     }
-
-    /// Starts `command` with standard input from `input` (by default /dev/null) and its output appended to
-    /// `output`; in a session of its own when `newSession` is set.
-    @discardableResult
-    static func spawn(_ command: [String], input: Int32? = nil, output: String, newSession: Bool = false, step: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let input {
-            posix_spawn_file_actions_adddup2(&actions, input, 0)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        }
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        if newSession {
-            let flag = posix_spawnattr_setflags(&attributes, Self.spawnInNewSession)
-            guard flag == 0 else {
-                throw EmbeddedPostgresError(step: step, message: "cannot start a new session: \(String(cString: strerror(flag)))")
-            }
-        }
-        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, command[0], &actions, &attributes, &argv, environ)
-        guard result == 0 else {
-            throw EmbeddedPostgresError(step: step, message: "cannot run \(command[0]): \(String(cString: strerror(result)))")
-        }
-        return pid
-    }
-
-    /// `POSIX_SPAWN_SETSID`: glibc defines it (since 2.26) only for `_GNU_SOURCE`, which Swift's Glibc
-    /// module does not import with.
-    #if os(Linux)
-    private static let spawnInNewSession = Int16(0x80)
-    #else
-    private static let spawnInNewSession = Int16(POSIX_SPAWN_SETSID)
-    #endif
 
     private static func quoteIdentifier(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""

@@ -64,6 +64,14 @@ public func buildRouter(client: PostgresClient, configuration: APIConfiguration)
 
 /// The API's routes, with the device key lookup given: tests count the database lookups through it.
 func buildRouter(client: PostgresClient, configuration: APIConfiguration, findApp: @escaping AppDirectory.Lookup) -> Router<APIRequestContext> {
+    let router = buildRoutes(client: client, configuration: configuration, findApp: findApp)
+    router.addMethodNotAllowed()
+    return router
+}
+
+/// The routes the configuration's surfaces serve, without the 405 answers for other methods: what
+/// ``routeTable(client:configuration:)`` lists.
+func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findApp: @escaping AppDirectory.Lookup) -> Router<APIRequestContext> {
     let router = Router(context: APIRequestContext.self)
     if let observer = configuration.requestObserver {
         router.add(middleware: RequestObserverMiddleware(observe: observer))
@@ -72,12 +80,11 @@ func buildRouter(client: PostgresClient, configuration: APIConfiguration, findAp
         router.add(middleware: MetricsMiddleware())
     }
     router.add(middleware: ErrorMiddleware())
-    var routes = RouteTable<APIRequestContext>()
 
     if configuration.surfaces.contains(.operations) {
-        HealthRoutes(client: client, migrator: Migrator(), timeout: configuration.readinessTimeout).add(to: router, routes: &routes)
+        HealthRoutes(client: client, migrator: Migrator(), timeout: configuration.readinessTimeout).add(to: router)
         if let registry = configuration.metrics {
-            MetricsRoutes(registry: registry).add(to: router, routes: &routes)
+            MetricsRoutes(registry: registry).add(to: router)
         }
     }
 
@@ -94,23 +101,22 @@ func buildRouter(client: PostgresClient, configuration: APIConfiguration, findAp
             deviceAPI.add(middleware: RateLimitMiddleware(limiter: RateLimiter(limit: limit)))
         }
         deviceAPI.add(middleware: DeviceKeyMiddleware(directory: directory))
-        DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
-        ReceiptRoutes(receipts: ReceiptRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI, routes: &routes)
-        editionRoutes.addReading(to: deviceAPI, routes: &routes)
+        DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI)
+        ReceiptRoutes(receipts: ReceiptRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI)
+        editionRoutes.addReading(to: deviceAPI)
     }
 
     if configuration.surfaces.contains(.admin) {
         let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
-        AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI, routes: &routes)
-        editionRoutes.addPublishing(to: adminAPI, routes: &routes)
+        AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI)
+        editionRoutes.addPublishing(to: adminAPI)
         BroadcastRoutes(
             broadcasts: BroadcastRepository(client: client), editions: EditionRepository(client: client), apps: AppRepository(client: client),
             maxBodyBytes: configuration.maxBodyBytes
-        ).add(to: adminAPI, routes: &routes)
+        ).add(to: adminAPI)
     }
 
-    OpenAPIRoutes().add(to: router, routes: &routes)  // last: it hands the complete table to routeTable(client:configuration:)
-    routes.addMethodNotAllowed(to: router)
+    OpenAPIRoutes().add(to: router)
     return router
 }
 

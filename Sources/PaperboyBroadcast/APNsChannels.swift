@@ -26,7 +26,8 @@ public final class APNsChannels: Sendable {
     }
 
     /// The channel of an app in an environment.
-    /// - Throws: ``ChannelError`` when the app is unknown or its key cannot be loaded.
+    /// - Throws: ``ChannelError`` when the app is unknown or its key cannot be loaded; `APNsTransportError`
+    ///   (`shutdown`) when the clients were shut down, which a dispatcher stopped first never sees.
     public func channel(appID: Int, environment: APNsEnvironment, logger: Logger) async throws -> Channel {
         let name = "\(appID)/\(environment.rawValue)"
         if let channel = channels.withLock({ $0[name] }) { return channel }

@@ -1,5 +1,6 @@
 import Foundation
 import Metrics
+import PaperboyCore
 import PaperboyStore
 import Synchronization
 
@@ -32,7 +33,7 @@ final class DispatchMetrics: Sendable {
             case .rejected: pushes["rejected", default: 0] += 1
             case .fateUnknown: pushes["fateUnknown", default: 0] += 1
             case .notSent: pushes["notSent", default: 0] += 1
-            case .skipped(let reason): skipped[reason, default: 0] += 1
+            case .skipped(let reason): skipped[reason.rawValue, default: 0] += 1
             }
         }
         for (outcome, count) in pushes {

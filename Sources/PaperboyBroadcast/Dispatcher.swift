@@ -21,34 +21,34 @@ public final class Dispatcher: Service {
         /// This worker's name in leases: `host:pid:random` by default.
         public var owner: String
         /// A lease holds this long unless renewed; a dead worker's batches wait this long.
-        public var leaseDuration: TimeInterval = 30
-        /// Batches are leased when their first device is due within this many seconds: long enough to
-        /// read the batch before its first instant, short enough that a held batch rarely waits.
-        public var lookahead: TimeInterval = 0.5
-        /// A batch holds the devices due in this many seconds at the wave's rate…
-        public var batchDuration: TimeInterval = 1
+        public var leaseDuration: Duration = .seconds(30)
+        /// Batches are leased when their first device is due within this time: long enough to read the batch
+        /// before its first instant, short enough that a held batch rarely waits.
+        public var lookahead: Duration = .milliseconds(500)
+        /// A batch holds the devices due in this time at the wave's rate…
+        public var batchDuration: Duration = .seconds(1)
         /// …but no more than this many.
         public var maxBatchSize: Int = 1000
         /// Batches one worker holds at once (sending, or waiting for their instant, or being recorded).
         /// With ``maxBatchSize`` this bounds what a worker that dies may have sent without recording.
         public var maxBatchesInFlight: Int = 4
         /// How often the worker looks for due work when it has none.
-        public var pollInterval: TimeInterval = 0.2
+        public var pollInterval: Duration = .milliseconds(200)
         /// How often broadcasts are moved along (waves finished and started, deadlines).
-        public var advanceInterval: TimeInterval = 1
-        /// Devices due within this many seconds of each other are sent together.
-        public var tick: TimeInterval = 0.02
+        public var advanceInterval: Duration = .seconds(1)
+        /// Devices due within this time of each other are sent together.
+        public var tick: Duration = .milliseconds(20)
         /// A batch found this far behind its slot takes a new one for the rest (paced catch-up). What a worker
-        /// sends late within it goes out at once: at most this many seconds of the rate on top of a second's.
-        public var catchUpTolerance: TimeInterval = 0.05
+        /// sends late within it goes out at once: at most this much of the rate on top of a second's.
+        public var catchUpTolerance: Duration = .milliseconds(50)
         /// How many more times devices APNs never received (`notSent`) are sent, each in a later slot.
         public var notSentRounds: Int = 2
         /// How long a batch waits for an unreachable APNs before it sends anyway (the requests then wait in
         /// the client and go out as `notSent` if it stays unreachable).
-        public var unreachablePatience: TimeInterval = 60
+        public var unreachablePatience: Duration = .seconds(60)
         /// How long a batch's outcomes are retried while the database cannot record them (the lease is
         /// renewed meanwhile); after that the batch is left to its lease.
-        public var recordPatience: TimeInterval = 300
+        public var recordPatience: Duration = .seconds(300)
 
         public init(owner: String = Configuration.defaultOwner()) {
             self.owner = owner
@@ -58,15 +58,15 @@ public final class Dispatcher: Service {
         /// is in the clock's time, so it is stretched to keep the same wall-clock behaviour (the demo).
         public func scaled(by factor: Double) -> Configuration {
             var scaled = self
-            scaled.leaseDuration *= factor
-            scaled.lookahead *= factor
-            scaled.batchDuration *= factor
-            scaled.pollInterval *= factor
-            scaled.advanceInterval *= factor
-            scaled.tick *= factor
-            scaled.catchUpTolerance *= factor
-            scaled.recordPatience *= factor
-            scaled.unreachablePatience *= factor
+            scaled.leaseDuration = scaled.leaseDuration * factor
+            scaled.lookahead = scaled.lookahead * factor
+            scaled.batchDuration = scaled.batchDuration * factor
+            scaled.pollInterval = scaled.pollInterval * factor
+            scaled.advanceInterval = scaled.advanceInterval * factor
+            scaled.tick = scaled.tick * factor
+            scaled.catchUpTolerance = scaled.catchUpTolerance * factor
+            scaled.recordPatience = scaled.recordPatience * factor
+            scaled.unreachablePatience = scaled.unreachablePatience * factor
             return scaled
         }
 
@@ -84,10 +84,11 @@ public final class Dispatcher: Service {
     }
 
     private let repository: BroadcastRepository
+    private let advancer: WaveAdvancer
     private let editions: EditionRepository
     private let channels: APNsChannels
     private let configuration: Configuration
-    private let clock: DispatchClock
+    private let clock: BroadcastClock
     private let logger: Logger
     /// The batches this worker holds, with whether their lease was lost or their broadcast cancelled (then
     /// their sending stops).
@@ -99,16 +100,17 @@ public final class Dispatcher: Service {
         editions: EditionRepository,
         channels: APNsChannels,
         configuration: Configuration = Configuration(),
-        clock: DispatchClock = .system,
+        clock: BroadcastClock = .system,
         logger: Logger
     ) {
         self.repository = repository
+        self.advancer = WaveAdvancer(repository: repository)
         self.editions = editions
         self.channels = channels
         self.configuration = configuration
         self.clock = clock
         var logger = logger
-        logger[metadataKey: "worker"] = "\(configuration.owner)"
+        logger[metadataKey: LogKey.worker] = "\(configuration.owner)"
         self.logger = logger
     }
 
@@ -138,14 +140,14 @@ public final class Dispatcher: Service {
                                 }
                             }
                         } catch {
-                            logger.error("could not lease a batch", metadata: ["error": "\(String(reflecting: error))"])
+                            logger.error("could not lease a batch", metadata: [LogKey.error: "\(String(reflecting: error))"])
                         }
                     }
                     if leased { continue }
                     // Wait for a batch to finish (then lease at once) or for the poll interval.
                     if !pollPending {
                         pollPending = true
-                        let poll = now.addingTimeInterval(configuration.pollInterval)
+                        let poll = now.addingTimeInterval(configuration.pollInterval.seconds)
                         group.addTask {
                             // Cancelled (the service is being torn down): the loop sees it and drains.
                             try? await self.clock.sleep(poll)
@@ -186,7 +188,7 @@ public final class Dispatcher: Service {
         var report = StepReport()
         while true {
             let now = clock.now()
-            let events = try await repository.advance(now: now, logger: logger)
+            let events = try await advancer.advance(now: now, logger: logger)
             report.events += events
             log(events)
             // One batch, then the broadcasts are moved along again (as `run` does every second).
@@ -199,7 +201,7 @@ public final class Dispatcher: Service {
                 continue
             }
             guard clock.now() < end else { return report }
-            let next = try await repository.nextDue(now: clock.now(), logger: logger).map { $0.addingTimeInterval(-configuration.lookahead) }
+            let next = try await repository.nextDue(now: clock.now(), logger: logger).map { $0.addingTimeInterval(-configuration.lookahead.seconds) }
             // A moment past the instant: an expiring lease can be taken over only after it.
             try await clock.sleep(min(end, max(clock.now(), next ?? end).addingTimeInterval(0.001)))
         }
@@ -209,9 +211,9 @@ public final class Dispatcher: Service {
         let batch = try await repository.lease(
             owner: configuration.owner,
             now: now,
-            lookahead: configuration.lookahead,
-            duration: configuration.leaseDuration,
-            batchDuration: configuration.batchDuration,
+            lookahead: configuration.lookahead.seconds,
+            duration: configuration.leaseDuration.seconds,
+            batchDuration: configuration.batchDuration.seconds,
             maxBatchSize: configuration.maxBatchSize,
             excluding: held.withLock { Array($0.keys) },
             logger: logger
@@ -227,13 +229,13 @@ public final class Dispatcher: Service {
         while !stopping.isSet && !Task.isCancelled {
             let now = clock.now()
             do {
-                log(try await repository.advance(now: now, logger: logger))
+                log(try await advancer.advance(now: now, logger: logger))
                 metrics.tick(now: now, running: try await repository.runningTotals(logger: logger))
             } catch {
-                logger.error("could not advance broadcasts", metadata: ["error": "\(String(reflecting: error))"])
+                logger.error("could not advance broadcasts", metadata: [LogKey.error: "\(String(reflecting: error))"])
             }
             do {
-                try await clock.sleep(now.addingTimeInterval(configuration.advanceInterval))
+                try await clock.sleep(now.addingTimeInterval(configuration.advanceInterval.seconds))
             } catch {
                 return
             }
@@ -245,7 +247,7 @@ public final class Dispatcher: Service {
         while !Task.isCancelled {
             // Cancelled when the dispatcher stops: an ordinary end, not an error to report.
             do {
-                try await clock.sleep(clock.now().addingTimeInterval(configuration.leaseDuration / 3))
+                try await clock.sleep(clock.now().addingTimeInterval(configuration.leaseDuration.seconds / 3))
             } catch {
                 return
             }
@@ -254,7 +256,7 @@ public final class Dispatcher: Service {
                 let renewal = try await repository.renew(
                     batches,
                     owner: configuration.owner,
-                    duration: configuration.leaseDuration,
+                    duration: configuration.leaseDuration.seconds,
                     now: clock.now(),
                     logger: logger
                 )
@@ -267,11 +269,11 @@ public final class Dispatcher: Service {
                     held.withLock { held in for batch in lost { held[batch.id]?.lost = true } }
                     logger.warning(
                         "lost the leases of batches still being sent; they stop, and their new holder sends them",
-                        metadata: ["batches": "\(lost.map(\.id))"]
+                        metadata: [LogKey.batches: "\(lost.map(\.id))"]
                     )
                 }
             } catch {
-                logger.warning("could not renew leases", metadata: ["error": "\(String(reflecting: error))"])
+                logger.warning("could not renew leases", metadata: [LogKey.error: "\(String(reflecting: error))"])
             }
         }
     }
@@ -287,8 +289,8 @@ public final class Dispatcher: Service {
     private func send(_ batch: LeasedBatch) async -> [BatchOutcome] {
         defer { held.withLock { _ = $0.removeValue(forKey: batch.id) } }
         var logger = logger
-        logger[metadataKey: "broadcast"] = "\(batch.broadcastID)"
-        logger[metadataKey: "batch"] = "\(batch.id)"
+        logger[metadataKey: LogKey.broadcast] = "\(batch.broadcastID)"
+        logger[metadataKey: LogKey.batch] = "\(batch.id)"
         do {
             let started = ContinuousClock.now
             let targets = try await repository.targets(of: batch, now: clock.now(), logger: logger)
@@ -322,8 +324,8 @@ public final class Dispatcher: Service {
             logger.debug(
                 "batch done",
                 metadata: [
-                    "devices": "\(targets.count)", "read": "\(started.duration(to: read))", "sent": "\(read.duration(to: sentAll))",
-                    "recorded": "\(sentAll.duration(to: .now))",
+                    LogKey.devices: "\(targets.count)", LogKey.readTime: "\(started.duration(to: read))", LogKey.sendTime: "\(read.duration(to: sentAll))",
+                    LogKey.recordTime: "\(sentAll.duration(to: .now))",
                 ]
             )
             if !recorded {
@@ -338,7 +340,7 @@ public final class Dispatcher: Service {
             await fail(batch, cause: "key", reason: "\(error)", logger: logger)
             return []
         } catch {
-            logger.error("could not send a batch; it is sent again when its lease expires", metadata: ["error": "\(String(reflecting: error))"])
+            logger.error("could not send a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(String(reflecting: error))"])
             metrics.batch([], kind: batch.kind.rawValue, result: "failed")
             return []
         }
@@ -348,14 +350,14 @@ public final class Dispatcher: Service {
     /// deadline would only hide that in the logs. If the database cannot be told, the batch's lease expires
     /// and the next worker to lease it tries again.
     private func fail(_ batch: LeasedBatch, cause: String, reason: String, logger: Logger) async {
-        logger.error("the broadcast cannot be sent; it ends as failed", metadata: ["reason": "\(reason)"])
+        logger.error("the broadcast cannot be sent; it ends as failed", metadata: [LogKey.reason: "\(reason)"])
         metrics.batch([], kind: batch.kind.rawValue, result: "failed")
         do {
             if try await repository.fail(id: batch.broadcastID, reason: reason, now: clock.now(), logger: logger) {
                 metrics.failed(cause: cause)
             }
         } catch {
-            logger.error("could not mark the broadcast failed", metadata: ["error": "\(String(reflecting: error))"])
+            logger.error("could not mark the broadcast failed", metadata: [LogKey.error: "\(String(reflecting: error))"])
         }
     }
 
@@ -382,7 +384,7 @@ public final class Dispatcher: Service {
             var waitedForAPNs = false
             while position < positions.count {
                 var end = position + 1
-                while end < positions.count && due(end).timeIntervalSince(due(position)) < configuration.tick { end += 1 }
+                while end < positions.count && due(end).timeIntervalSince(due(position)) < configuration.tick.seconds { end += 1 }
                 let instant = due(position)
                 do {
                     try await clock.sleep(instant)
@@ -397,14 +399,14 @@ public final class Dispatcher: Service {
                 if state.cancelled {
                     stopped = true
                     let now = clock.now()
-                    settled += positions[position...].map { BatchOutcome(deviceID: targets[$0].deviceID, sentAt: now, result: .skipped("cancelled")) }
+                    settled += positions[position...].map { BatchOutcome(deviceID: targets[$0].deviceID, sentAt: now, result: .skipped(.cancelled)) }
                     break
                 }
                 if channel.client.isUnreachable && !waitedForAPNs {
                     // Requests sent now would wait in the client and all go out the moment APNs is back: wait
                     // for it here instead, then the devices that fell due take the wave's next free slot.
                     waitedForAPNs = true
-                    let giveUp = clock.now().addingTimeInterval(configuration.unreachablePatience)
+                    let giveUp = clock.now().addingTimeInterval(configuration.unreachablePatience.seconds)
                     while channel.client.isUnreachable && clock.now() < giveUp && held.withLock({ $0[batch.id].map { !$0.lost && !$0.cancelled } ?? false }) {
                         do {
                             try await clock.sleep(clock.now().addingTimeInterval(0.05))
@@ -415,7 +417,7 @@ public final class Dispatcher: Service {
                     continue
                 }
                 waitedForAPNs = waitedForAPNs && channel.client.isUnreachable
-                if clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance {
+                if clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance.seconds {
                     // Behind the slot: the rest takes the wave's next free slot, after the work claimed
                     // meanwhile, so the backlog never goes out faster than the plan.
                     do {
@@ -437,10 +439,8 @@ public final class Dispatcher: Service {
                 var deliveries: [(position: Int, delivery: APNsDelivery)] = []
                 for target in positions[position..<end] {
                     let device = targets[target]
-                    if sentAt >= batch.deadline {
-                        settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped("deadline")))
-                    } else if batch.kind == .background && device.pushesInLastHour >= BroadcastOptions.hourlyBudget {
-                        settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped("hourlyBudget")))
+                    if let reason = SendRules.skipReason(for: device, kind: batch.kind, at: sentAt, deadline: batch.deadline) {
+                        settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped(reason)))
                     } else if let notification = notifications[device.tier] {
                         deliveries.append((target, APNsDelivery(notification, to: device.token.hex, topic: channel.topic)))
                     }
@@ -455,7 +455,7 @@ public final class Dispatcher: Service {
                             BatchOutcome(
                                 deviceID: targets[pair.0.position].deviceID,
                                 sentAt: sentAt,
-                                result: Self.result(of: pair.1.outcome, at: sentAt)
+                                result: SendRules.result(of: pair.1.outcome)
                             )
                         )
                     }
@@ -487,7 +487,7 @@ public final class Dispatcher: Service {
     /// Records the batch's outcomes, trying again while the database is unreachable: the batch stays held
     /// and its lease renewed meanwhile, so nobody sends it again, for at most ``Configuration/recordPatience``.
     private func recordRetrying(_ batch: LeasedBatch, outcomes: [BatchOutcome], logger: Logger) async throws -> Bool {
-        let giveUp = clock.now().addingTimeInterval(configuration.recordPatience)
+        let giveUp = clock.now().addingTimeInterval(configuration.recordPatience.seconds)
         return try await retrying("could not record a batch; trying again", logger: logger, giveUp: { self.clock.now() >= giveUp }) {
             try await self.repository.record(batch, outcomes: outcomes, owner: self.configuration.owner, now: self.clock.now(), logger: logger)
         }
@@ -504,7 +504,7 @@ public final class Dispatcher: Service {
                 return try await operation()
             } catch {
                 guard !giveUp(), !Task.isCancelled else { throw error }
-                logger.warning(message, metadata: ["error": "\(String(reflecting: error))"])
+                logger.warning(message, metadata: [LogKey.error: "\(String(reflecting: error))"])
                 try await clock.sleep(clock.now().addingTimeInterval(delay))
                 delay = min(delay * 2, 5)
             }
@@ -519,18 +519,6 @@ public final class Dispatcher: Service {
         return try BroadcastPreflight.notifications(for: edition, kind: batch.kind)
     }
 
-    static func result(of outcome: APNsOutcome, at sentAt: Date) -> BatchOutcome.Result {
-        switch outcome {
-        case .accepted: .accepted
-        case .rejected(let rejection):
-            // 410, and the 400s that say the token itself is wrong (BadDeviceToken, DeviceTokenNotForTopic):
-            // the device is deactivated until it registers again.
-            .rejected(reason: "\(rejection.reason)", unregisteredAt: rejection.reason.isPermanentForToken ? (rejection.timestamp ?? sentAt) : nil)
-        case .fateUnknown: .fateUnknown
-        case .notSent: .notSent
-        }
-    }
-
     private func log(_ events: [BroadcastEvent]) {
         for event in events {
             switch event {
@@ -538,15 +526,15 @@ public final class Dispatcher: Service {
                 logger.notice(
                     "wave started",
                     metadata: [
-                        "broadcast": "\(broadcast)", "wave": "\(wave)", "kind": "\(kind.rawValue)", "planned": "\(planned)", "start": "\(start)",
+                        LogKey.broadcast: "\(broadcast)", LogKey.wave: "\(wave)", LogKey.kind: "\(kind.rawValue)", LogKey.planned: "\(planned)", LogKey.start: "\(start)",
                     ]
                 )
             case .waveFinished(let broadcast, let wave):
-                logger.info("wave finished", metadata: ["broadcast": "\(broadcast)", "wave": "\(wave)"])
+                logger.info("wave finished", metadata: [LogKey.broadcast: "\(broadcast)", LogKey.wave: "\(wave)"])
             case .completed(let broadcast):
-                logger.notice("broadcast completed", metadata: ["broadcast": "\(broadcast)"])
+                logger.notice("broadcast completed", metadata: [LogKey.broadcast: "\(broadcast)"])
             case .expired(let broadcast):
-                logger.warning("broadcast expired at the edition's deadline with devices left", metadata: ["broadcast": "\(broadcast)"])
+                logger.warning("broadcast expired at the edition's deadline with devices left", metadata: [LogKey.broadcast: "\(broadcast)"])
             }
         }
     }
@@ -560,3 +548,11 @@ private final class StopFlag: Sendable {
     func set() { value.store(true, ordering: .relaxed) }
 }
 private struct PollElapsed: Error {}
+
+extension Duration {
+    /// The duration in seconds, for `Date` arithmetic.
+    var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

@@ -28,7 +28,7 @@ public struct Scheduler: Service {
 
     let client: PostgresClient
     let start: Start
-    let now: @Sendable () -> Date
+    let clock: BroadcastClock
     let tickInterval: Duration
     let pruner: LedgerPruner?
     let pruneInterval: Duration
@@ -36,14 +36,14 @@ public struct Scheduler: Service {
 
     /// - Parameters:
     ///   - start: starts a broadcast (or attaches to a running one) and describes the result for the log.
-    ///   - now: the clock.
+    ///   - clock: whose time schedules are compared with (ticks themselves are real time).
     ///   - tickInterval: how often schedules are looked at, and how often a follower tries to lead.
     ///   - pruner: prunes the ledger while this scheduler leads; nil never prunes.
     ///   - pruneInterval: the least time between two prunes by one leader.
     public init(
         client: PostgresClient,
         start: @escaping Start,
-        now: @escaping @Sendable () -> Date = { Date() },
+        clock: BroadcastClock = .system,
         tickInterval: Duration = .seconds(15),
         pruner: LedgerPruner? = nil,
         pruneInterval: Duration = .seconds(3600),
@@ -51,7 +51,7 @@ public struct Scheduler: Service {
     ) {
         self.client = client
         self.start = start
-        self.now = now
+        self.clock = clock
         self.tickInterval = tickInterval
         self.pruner = pruner
         self.pruneInterval = pruneInterval
@@ -68,14 +68,14 @@ public struct Scheduler: Service {
                         try await withThrowingTaskGroup(of: Void.self) { group in
                             group.addTask {
                                 while !Task.isCancelled {
-                                    _ = try await session.tick(now: now())
+                                    _ = try await session.tick(now: clock.now())
                                     try await Task.sleep(for: tickInterval)
                                 }
                             }
                             if pruner != nil {
                                 group.addTask {
                                     while !Task.isCancelled {
-                                        _ = await session.pruneIfDue(now: now())
+                                        _ = await session.pruneIfDue(now: clock.now())
                                         try await Task.sleep(for: tickInterval)
                                     }
                                 }
@@ -86,7 +86,10 @@ public struct Scheduler: Service {
                     }
                 } catch {
                     if Task.isCancelled { break }
-                    logger.warning("scheduler: the database session failed, leadership (if held) is lost: \(String(reflecting: error))")
+                    logger.warning(
+                        "scheduler: the database session failed, leadership (if held) is lost",
+                        metadata: [LogKey.error: "\(String(reflecting: error))"]
+                    )
                     do { try await Task.sleep(for: tickInterval) } catch { break }
                 }
             }
@@ -134,7 +137,7 @@ public struct Scheduler: Service {
                 } catch {
                     // Not marked handled: the next tick tries again while the deadline allows.
                     let event = SchedulerEvent(scheduleID: schedule.id, instant: due.instant, outcome: .failed(String(describing: error)))
-                    logger.error("\(event)")
+                    logger.error(event.message, metadata: event.metadata)
                     return event
                 }
             }
@@ -142,7 +145,7 @@ public struct Scheduler: Service {
             outcome = .noEdition
         }
         let event = SchedulerEvent(scheduleID: schedule.id, instant: due.instant, outcome: outcome)
-        if case .started = outcome { logger.notice("\(event)") } else { logger.info("\(event)") }
+        if case .started = outcome { logger.notice(event.message, metadata: event.metadata) } else { logger.info(event.message, metadata: event.metadata) }
         try await repository.markHandled(id: schedule.id, instant: due.instant, logger: logger)
         return event
     }
@@ -200,7 +203,9 @@ public actor SchedulerSession {
         do {
             return try await pruner.prune(now: now, logger: scheduler.logger)
         } catch {
-            if !Task.isCancelled { scheduler.logger.warning("scheduler: pruning the ledger failed: \(String(reflecting: error))") }
+            if !Task.isCancelled {
+                scheduler.logger.warning("scheduler: pruning the ledger failed", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            }
             return nil
         }
     }
@@ -294,7 +299,38 @@ public struct SchedulerEvent: Sendable, Equatable, CustomStringConvertible {
         self.outcome = outcome
     }
 
-    /// One log line: which schedule, which instant, and what was done or why nothing was.
+    /// The log line's fixed message: what was done, or why nothing was.
+    public var message: Logger.Message {
+        switch outcome {
+        case .started: "scheduler: broadcast started"
+        case .noEdition: "scheduler: nothing to broadcast: the publication has no edition"
+        case .deadlinePassed: "scheduler: nothing to broadcast: the newest edition is past its deadline"
+        case .alreadyBroadcast: "scheduler: nothing to broadcast: the newest edition was broadcast already"
+        case .failed: "scheduler: the broadcast could not be started; retried on the next tick"
+        }
+    }
+
+    /// The log line's data: which schedule, which instant, which edition, and the starter's word or the error.
+    public var metadata: Logger.Metadata {
+        var metadata: Logger.Metadata = [LogKey.schedule: "\(scheduleID)", LogKey.instant: "\(instant.formatted(.iso8601))"]
+        switch outcome {
+        case .started(let edition, let result):
+            metadata[LogKey.edition] = "\(edition.uuidString.lowercased())"
+            metadata[LogKey.result] = "\(result)"
+        case .noEdition:
+            break
+        case .deadlinePassed(let edition, let deadline):
+            metadata[LogKey.edition] = "\(edition.uuidString.lowercased())"
+            metadata[LogKey.deadline] = "\(deadline.formatted(.iso8601))"
+        case .alreadyBroadcast(let edition):
+            metadata[LogKey.edition] = "\(edition.uuidString.lowercased())"
+        case .failed(let error):
+            metadata[LogKey.error] = "\(error)"
+        }
+        return metadata
+    }
+
+    /// One line for people: which schedule, which instant, and what was done or why nothing was.
     public var description: String {
         let at = "schedule \(scheduleID) at \(instant.formatted(.iso8601))"
         switch outcome {

@@ -146,6 +146,18 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         self.receipts = receipts
     }
 
+    /// The wave being sent or last sent: the highest wave number present, or `nil` before the first.
+    public var currentWave: Wave? { waves.max { $0.wave < $1.wave } }
+
+    /// How many waves the broadcast may send at most: one background wave per allowed push, and the
+    /// alert wave when it is the last resort; never fewer than the waves already present.
+    public var expectedWaves: Int {
+        max(options.maxPushesPerDevice + (options.alertLastResort ? 1 : 0), waves.map(\.wave).max() ?? 0)
+    }
+
+    /// Devices that have the edition: receipts `newData` and `noData`.
+    public static func received(_ receipts: [String: Int]) -> Int { (receipts["newData"] ?? 0) + (receipts["noData"] ?? 0) }
+
     /// All waves together.
     public var totals: Counts { waves.reduce(Counts()) { $0 + $1.counts } }
 

@@ -91,6 +91,34 @@ public struct StaggerPlan: Codable, Sendable, Equatable {
         return buckets
     }
 
+    /// Planned sends in consecutive buckets of `seconds`, from the plan's start, up to the last send.
+    ///
+    /// A device's send instant is `ordinal / rate` after the start (``sendTime(cohort:ordinal:)``), so a
+    /// bucket's count is exact; with one-second buckets this is ``sendsPerSecond()`` without walking every
+    /// device.
+    public func sends(perBucketOf seconds: TimeInterval) -> [Int] {
+        precondition(seconds > 0, "a bucket must be longer than zero")
+        let total = cohorts.reduce(0) { $0 + $1.devices }
+        guard total > 0, rate > 0 else { return [] }
+        var buckets: [Int] = []
+        var counted = 0
+        while counted < total {
+            let next = sentBefore(Double(buckets.count + 1) * seconds, total: total)
+            buckets.append(next - counted)
+            counted = next
+        }
+        return buckets
+    }
+
+    /// How many sends happen strictly before `offset` seconds after the start: ordinals `k` with
+    /// `k / rate < offset`, in the same arithmetic as ``sendsPerSecond()``.
+    private func sentBefore(_ offset: Double, total: Int) -> Int {
+        var count = min(total, max(0, Int((offset * rate).rounded(.up))))
+        while count > 0 && Double(count - 1) / rate >= offset { count -= 1 }
+        while count < total && Double(count) / rate < offset { count += 1 }
+        return count
+    }
+
     static func jittered(_ requested: Date, jitter: TimeInterval, seed: UInt64) -> Date {
         // SplitMix64: a good spread from consecutive seeds, the same on every machine.
         var z = seed &+ 0x9e37_79b9_7f4a_7c15

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import PaperboyStore
+import PaperboyText
 
 struct AppsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,7 +14,8 @@ struct AppsCommand: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Register an app and print its id and a new device API key (shown only once)."
+            abstract: "Register an app and print its id and a new device API key (shown only once).",
+            discussion: "With --json: {\"id\": ..., \"apiKey\": ...}."
         )
 
         @OptionGroup var database: DatabaseOptions
@@ -33,8 +35,7 @@ struct AppsCommand: AsyncParsableCommand {
         )
         var keyFile: String
 
-        @Flag(help: "Print {\"id\": ..., \"apiKey\": ...} for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             do {
@@ -66,7 +67,7 @@ struct AppsCommand: AsyncParsableCommand {
                     throw CommandError("--\(flagName(error.field)): \(error.message)")
                 }
             }
-            if json {
+            if output.json {
                 try printJSON(CreatedApp(id: app.id, apiKey: key.secret))
             } else {
                 print("app \(app.id) registered: \(app.bundleID) (team \(app.teamID), key \(app.keyID))")
@@ -95,24 +96,19 @@ struct AppsCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let logger = Logger(label: "paperboy.apps")
             let apps = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 try await AppRepository(client: client).list(logger: logger)
             }
-            if json { return try printJSON(apps) }
+            if output.json { return try printJSON(apps) }
             if apps.isEmpty { return print("no apps; register one with `paperboy apps add`") }
-            print(pad("ID", 5) + pad("BUNDLE ID", 36) + pad("TEAM", 12) + pad("KEY", 12) + "KEY FILE")
+            print(TerminalText.row([("ID", 5), ("BUNDLE ID", 36), ("TEAM", 12), ("KEY", 12)], last: "KEY FILE"))
             for app in apps {
-                print(pad("\(app.id)", 5) + pad(app.bundleID, 36) + pad(app.teamID, 12) + pad(app.keyID, 12) + app.keyReference)
+                print(TerminalText.row([("\(app.id)", 5), (app.bundleID, 36), (app.teamID, 12), (app.keyID, 12)], last: app.keyReference))
             }
         }
     }
-}
-
-func pad(_ text: String, _ width: Int) -> String {
-    text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
 }

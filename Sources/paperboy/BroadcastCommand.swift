@@ -4,6 +4,7 @@ import Logging
 import PaperboyBroadcast
 import PaperboyCore
 import PaperboyStore
+import PaperboyText
 import PostgresNIO
 
 #if canImport(Glibc)
@@ -44,36 +45,31 @@ struct BroadcastCommand: AsyncParsableCommand {
         @Flag(help: "Then follow the broadcast's progress until it ends.")
         var follow = false
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
-        @Option(
-            name: .customLong("time-zone"),
-            help: ArgumentHelp("The IANA time zone times are shown in (default: this machine's).", valueName: "zone")
-        )
-        var timeZone: String?
+        @OptionGroup var timeZone: TimeZoneOptions
 
         func validate() throws {
             _ = try editionID()
             _ = try apnsEnvironment()
             _ = try flags.options()
-            _ = try zone(timeZone)
+            _ = try timeZone.zone()
         }
 
         func run() async throws {
             let editionID = try editionID()
             let environment = try apnsEnvironment()
             let options = try flags.options()
-            let zone = try zone(timeZone)
+            let zone = try timeZone.zone()
             let logger = Logger(label: "paperboy.broadcast")
             let now = Date()
             try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 let repository = BroadcastRepository(client: client)
                 if dryRun {
                     let plan = try await storeCall { try await repository.plan(editionID: editionID, environment: environment, options: options, now: now, logger: logger) }
-                    if json { return try printJSON(plan) }
+                    if output.json { return try printJSON(plan) }
                     let devices = plan.cohorts.reduce(0) { $0 + $1.devices }
-                    print("dry run: wave 1 of edition \(editionID.uuidString.lowercased()) would wake \(StaggerPlan.grouped(devices)) devices; nothing is stored or sent")
+                    print("dry run: wave 1 of edition \(editionID.uuidString.lowercased()) would wake \(TerminalText.grouped(devices)) devices; nothing is stored or sent")
                     guard devices > 0 else { return }
                     print()
                     print(plan.table(timeZone: zone))
@@ -87,14 +83,14 @@ struct BroadcastCommand: AsyncParsableCommand {
                     )
                     return try await repository.start(editionID: editionID, environment: environment, options: options, origin: "cli", now: now, logger: logger)
                 }
-                if json {
+                if output.json {
                     try printJSON(Started(start))
                 } else if start.created, let plan = start.plan {
                     let devices = plan.cohorts.reduce(0) { $0 + $1.devices }
                     print(
-                        "started broadcast \(start.broadcast.id.uuidString.lowercased()): \(StaggerPlan.grouped(devices)) devices in "
-                            + "\(options.cohorts) cohorts from \(StaggerPlan.clock(plan.start, timeZone: zone, fraction: false)) over "
-                            + "\(StaggerPlan.duration(plan.window)) at \(String(format: "%.1f", plan.rate))/s"
+                        "started broadcast \(start.broadcast.id.uuidString.lowercased()): \(TerminalText.grouped(devices)) devices in "
+                            + "\(options.cohorts) cohorts from \(TerminalText.clock(plan.start, timeZone: zone, fraction: false)) over "
+                            + "\(TerminalText.duration(plan.window)) at \(String(format: "%.1f", plan.rate))/s"
                     )
                 } else {
                     print("attached to broadcast \(start.broadcast.id.uuidString.lowercased()) (\(start.broadcast.state.rawValue)); nothing new is sent")
@@ -111,10 +107,7 @@ struct BroadcastCommand: AsyncParsableCommand {
         }
 
         private func apnsEnvironment() throws -> APNsEnvironment {
-            guard let value = APNsEnvironment(rawValue: environment) else {
-                throw ValidationError("--environment: production or sandbox, got '\(environment)'")
-            }
-            return value
+            try APNsEnvironment(flag: environment)
         }
 
         /// What `broadcast --json` prints.
@@ -149,32 +142,27 @@ struct BroadcastCommand: AsyncParsableCommand {
         @Flag(help: "Print the report once, without the live bar.")
         var once = false
 
-        @Flag(help: "Print JSON for scripts (once).")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
-        @Option(
-            name: .customLong("time-zone"),
-            help: ArgumentHelp("The IANA time zone times are shown in (default: this machine's).", valueName: "zone")
-        )
-        var timeZone: String?
+        @OptionGroup var timeZone: TimeZoneOptions
 
         func validate() throws {
             _ = try broadcastID(id)
-            _ = try zone(timeZone)
+            _ = try timeZone.zone()
         }
 
         func run() async throws {
             let id = try broadcastID(id)
-            let zone = try zone(timeZone)
+            let zone = try timeZone.zone()
             let logger = Logger(label: "paperboy.broadcast")
             try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 let repository = BroadcastRepository(client: client)
-                if !json && !once && isatty(STDOUT_FILENO) == 1 {
+                if !output.json && !once && isatty(STDOUT_FILENO) == 1 {
                     try await Self.follow(id, repository: repository, zone: zone, showCohorts: cohorts, logger: logger)
                     return
                 }
                 let progress = try await Self.progress(id, repository: repository, logger: logger)
-                if json { return try printJSON(progress) }
+                if output.json { return try printJSON(progress) }
                 print(progress.report(timeZone: zone, width: terminalWidth(), showCohorts: cohorts))
             }
         }
@@ -215,8 +203,7 @@ struct BroadcastCommand: AsyncParsableCommand {
         @Argument(help: "The broadcast's id.")
         var id: String
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             _ = try broadcastID(id)
@@ -228,7 +215,7 @@ struct BroadcastCommand: AsyncParsableCommand {
             let broadcast = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 try await storeCall { try await BroadcastRepository(client: client).cancel(id: id, now: Date(), logger: logger) }
             }
-            if json { return try printJSON(["id": broadcast.id.uuidString.lowercased(), "state": broadcast.state.rawValue]) }
+            if output.json { return try printJSON(["id": broadcast.id.uuidString.lowercased(), "state": broadcast.state.rawValue]) }
             print("cancelled broadcast \(broadcast.id.uuidString.lowercased())")
         }
     }
@@ -241,15 +228,14 @@ struct BroadcastCommand: AsyncParsableCommand {
         @Option(help: "How many to show.")
         var limit = 20
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let logger = Logger(label: "paperboy.broadcast")
             let broadcasts = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 try await BroadcastRepository(client: client).list(limit: limit, logger: logger)
             }
-            if json {
+            if output.json {
                 return try printJSON(broadcasts.map { broadcast in
                     [
                         "id": broadcast.id.uuidString.lowercased(), "edition": broadcast.editionID.uuidString.lowercased(),
@@ -275,14 +261,6 @@ struct BroadcastCommand: AsyncParsableCommand {
 private func broadcastID(_ text: String) throws -> UUID {
     guard let id = UUID(uuidString: text) else { throw ValidationError("<id>: '\(text)' is not a broadcast id (a UUID)") }
     return id
-}
-
-private func zone(_ identifier: String?) throws -> TimeZone {
-    guard let identifier else { return .current }
-    guard let zone = TimeZone(identifier: identifier) else {
-        throw ValidationError("--time-zone: '\(identifier)' is not an IANA time zone, e.g. Asia/Tokyo")
-    }
-    return zone
 }
 
 /// Runs a store call; a refusal (unknown edition, deadline passed, …) becomes a one-line command error.

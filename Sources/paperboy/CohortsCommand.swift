@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PaperboyCore
 import PaperboyStore
+import PaperboyText
 import PostgresNIO
 
 struct CohortsCommand: AsyncParsableCommand {
@@ -20,8 +21,7 @@ struct CohortsCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var plan: CohortPlanOptions
 
-        @Flag(help: "Print the plan as JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             _ = try plan.request(requiringPlan: true)
@@ -33,7 +33,7 @@ struct CohortsCommand: AsyncParsableCommand {
             let planned = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 try await request.plan(client: client, logger: logger)
             }
-            if json { return try printJSON(planned.plan) }
+            if output.json { return try printJSON(planned.plan) }
             print(planned.summary(request))
             guard planned.devices > 0 else { return }
             print()
@@ -55,8 +55,7 @@ struct CohortsCommand: AsyncParsableCommand {
 
         @OptionGroup var plan: CohortPlanOptions
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             _ = try deviceToken()
@@ -87,7 +86,7 @@ struct CohortsCommand: AsyncParsableCommand {
                 shown.slot = result.plan.cohorts[cohort]
                 shown.target = Shown.Target(device, publication: result.publication, environment: request.environment)
             }
-            if json { return try printJSON(shown) }
+            if output.json { return try printJSON(shown) }
             print("token \(token.hex)")
             print(
                 "cohort \(cohort) of \(plan.cohorts) (cohort key \(token.cohortKey); cohort \(cohort) holds keys \(keys.lowerBound)..<\(keys.upperBound))"
@@ -96,8 +95,8 @@ struct CohortsCommand: AsyncParsableCommand {
             print(planned.summary(request))
             let zone = request.timeZone
             print(
-                "its slot: \(StaggerPlan.clock(slot.start, timeZone: zone, fraction: true)) – \(StaggerPlan.clock(slot.end, timeZone: zone, fraction: true)) "
-                    + "\(zone.identifier), \(StaggerPlan.grouped(slot.devices)) devices at \(String(format: "%.1f", slot.rate))/s"
+                "its slot: \(TerminalText.clock(slot.start, timeZone: zone, fraction: true)) – \(TerminalText.clock(slot.end, timeZone: zone, fraction: true)) "
+                    + "\(zone.identifier), \(TerminalText.grouped(slot.devices)) devices at \(String(format: "%.1f", slot.rate))/s"
             )
             print("the device: \(target.reason)")
         }
@@ -186,11 +185,7 @@ struct CohortPlanOptions: ParsableArguments {
     @Option(help: ArgumentHelp("When to begin: 05:00 (the next 05:00), or 2026-11-23T05:00:00+09:00 (default: now).", valueName: "time"))
     var start: String?
 
-    @Option(
-        name: .customLong("time-zone"),
-        help: ArgumentHelp("The IANA time zone of --start and of the times shown (default: this machine's).", valueName: "zone")
-    )
-    var timeZone: String?
+    @OptionGroup var timeZone: TimeZoneOptions
 
     @Option(help: "production or sandbox.")
     var environment = "production"
@@ -223,18 +218,8 @@ struct CohortPlanOptions: ParsableArguments {
         case (.some, .some):
             throw ValidationError("--window and --capacity: give only one; each follows from the other and the device count")
         }
-        let zone: TimeZone
-        if let timeZone {
-            guard let named = TimeZone(identifier: timeZone) else {
-                throw ValidationError("--time-zone: '\(timeZone)' is not an IANA time zone, e.g. Asia/Tokyo")
-            }
-            zone = named
-        } else {
-            zone = .current
-        }
-        guard let environment = APNsEnvironment(rawValue: environment) else {
-            throw ValidationError("--environment: production or sandbox, got '\(self.environment)'")
-        }
+        let zone = try timeZone.zone()
+        let environment = try APNsEnvironment(flag: environment)
         let jitterSeconds: TimeInterval
         do { jitterSeconds = try StaggerPlan.seconds(parsing: jitter) } catch { throw ValidationError("--jitter: \(error)") }
         guard jitterSeconds >= 1 else { throw ValidationError("--jitter: at least 1s, so that the start leaves the round minute") }
@@ -326,11 +311,11 @@ struct PlannedCohorts {
         let jitter = Int(plan.start.timeIntervalSince(request.requestedStart).rounded())
         let end = plan.start.addingTimeInterval(plan.window)
         return """
-            \(what): \(StaggerPlan.grouped(devices)) devices in \(plan.cohorts.count) cohorts
-            window \(StaggerPlan.duration(plan.window)) at \(String(format: "%.1f", plan.rate)) sends/s: \
-            \(StaggerPlan.clock(plan.start, timeZone: zone, fraction: false)) to \(StaggerPlan.clock(end, timeZone: zone, fraction: false)) \
+            \(what): \(TerminalText.grouped(devices)) devices in \(plan.cohorts.count) cohorts
+            window \(TerminalText.duration(plan.window)) at \(String(format: "%.1f", plan.rate)) sends/s: \
+            \(TerminalText.clock(plan.start, timeZone: zone, fraction: false)) to \(TerminalText.clock(end, timeZone: zone, fraction: false)) \
             on \(Self.day(plan.start, zone))
-            requested start \(StaggerPlan.clock(request.requestedStart, timeZone: zone, fraction: false)), moved +\(jitter)s off the round minute
+            requested start \(TerminalText.clock(request.requestedStart, timeZone: zone, fraction: false)), moved +\(jitter)s off the round minute
             """
     }
 

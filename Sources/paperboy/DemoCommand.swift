@@ -19,7 +19,8 @@ struct DemoCommand: AsyncParsableCommand {
             afterwards. Everything is real except the devices and APNs: Paperboy's dispatcher sends through its
             APNs client to the APNs simulator, and the simulated devices fetch the edition from Paperboy's HTTP
             API and post receipts. Time is compressed (the factor is printed); every figure is computed from what
-            the simulator, the API and the receipts table recorded.
+            the simulator, the API and the receipts table recorded. With --json, progress still goes to standard
+            error.
             """
     )
 
@@ -47,8 +48,7 @@ struct DemoCommand: AsyncParsableCommand {
     )
     var fleet: String?
 
-    @Flag(help: "Print the results as JSON for scripts (progress still goes to standard error).")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard (100...1_000_000).contains(devices) else { throw ValidationError("--devices: between 100 and 1000000, got \(devices)") }
@@ -103,7 +103,7 @@ struct DemoCommand: AsyncParsableCommand {
                 throw CommandError("--report: could not write \(report): \(error.localizedDescription)")
             }
         }
-        if json { return try printJSON(results) }
+        if output.json { return try printJSON(results) }
         print(demoReport.terminal(width: min(terminalWidth(), 120)))
         print()
         print("demo finished in \(String(format: "%.0f", Date().timeIntervalSince(started))) s" + (report.map { "; report written to \($0)" } ?? ""))

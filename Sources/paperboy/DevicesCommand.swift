@@ -61,8 +61,7 @@ struct DevicesCommand: AsyncParsableCommand {
         @Option(name: .customLong("time-zone"), help: ArgumentHelp("The IANA time zone the devices report.", valueName: "zone"))
         var timeZone = "Asia/Tokyo"
 
-        @Flag(help: "Print the result as JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             _ = try options()
@@ -77,16 +76,12 @@ struct DevicesCommand: AsyncParsableCommand {
             guard !publication.isEmpty else {
                 throw ValidationError("--publication: name at least one publication the devices subscribe to, e.g. --publication morning")
             }
-            guard let environment = APNsEnvironment(rawValue: environment) else {
-                throw ValidationError("--environment: production or sandbox, got '\(self.environment)'")
-            }
+            let environment = try APNsEnvironment(flag: environment)
             guard alerts.isFinite, (0...1).contains(alerts) else { throw ValidationError("--alerts must be a share between 0 and 1, got \(alerts)") }
             guard autoDownload.isFinite, (0...1).contains(autoDownload) else {
                 throw ValidationError("--auto-download must be a share between 0 and 1, got \(autoDownload)")
             }
-            guard TimeZone(identifier: timeZone) != nil else {
-                throw ValidationError("--time-zone: '\(timeZone)' is not an IANA time zone, e.g. Asia/Tokyo")
-            }
+            _ = try TimeZone(flag: timeZone)
             try Self.checkHex(tokenPrefix, flag: "--token-prefix")
             var parsedPrefixes: [DeviceSeeder.TokenPrefix] = []
             for text in prefixes {
@@ -188,7 +183,7 @@ struct DevicesCommand: AsyncParsableCommand {
                     rowsPerSecond: seconds > 0 ? Double(count) / seconds : 0
                 )
             }
-            if json { return try printJSON(seeded) }
+            if output.json { return try printJSON(seeded) }
             let skipped = seeded.skipped > 0 ? " (\(seeded.skipped.formatted()) already stored, skipped)" : ""
             print(
                 "inserted \(seeded.inserted.formatted()) of \(seeded.requested.formatted()) \(seeded.environment.rawValue) devices into app \(seeded.app)\(skipped)"
@@ -205,8 +200,7 @@ struct DevicesCommand: AsyncParsableCommand {
         @Option(help: "The app's id (default: the only registered app).")
         var app: Int?
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
@@ -218,7 +212,7 @@ struct DevicesCommand: AsyncParsableCommand {
                 let appID = try await resolveApp(app, client: client, logger: logger)
                 return try await DeviceRepository(client: client).counts(appID: appID, logger: logger)
             }
-            if json { return try printJSON(counts) }
+            if output.json { return try printJSON(counts) }
             print("app \(counts.appID): \(counts.active.formatted()) active of \(counts.total.formatted()) devices")
             for (name, row) in [("production", counts.production), ("sandbox", counts.sandbox)] {
                 print(

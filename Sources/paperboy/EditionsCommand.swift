@@ -4,6 +4,7 @@ import Logging
 import PaperboyBroadcast
 import PaperboyCore
 import PaperboyStore
+import PaperboyText
 
 struct EditionsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,8 +24,7 @@ struct EditionsCommand: AsyncParsableCommand {
         @Option(help: "The app's id, when more than one app has the publication.")
         var app: Int?
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
@@ -51,7 +51,7 @@ struct EditionsCommand: AsyncParsableCommand {
                     throw CommandError(error.field == "app" ? "--app: \(error.message)" : "\(file): \(error)")
                 }
             }
-            if json { return try printJSON(edition) }
+            if output.json { return try printJSON(edition) }
             print(edition.id.uuidString.lowercased())
         }
 
@@ -88,8 +88,7 @@ struct EditionsCommand: AsyncParsableCommand {
         @Option(help: "At most this many editions.")
         var limit = 50
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") }
@@ -100,13 +99,15 @@ struct EditionsCommand: AsyncParsableCommand {
             let editions = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 try await EditionRepository(client: client).list(appID: app, publication: publication, limit: limit, logger: logger)
             }
-            if json { return try printJSON(editions) }
+            if output.json { return try printJSON(editions) }
             if editions.isEmpty { return print("no editions; publish one with `paperboy editions publish FILE.json`") }
-            print(pad("ID", 38) + pad("APP", 6) + pad("PUBLICATION", 14) + pad("ISSUE", 12) + "DEADLINE")
+            print(TerminalText.row([("ID", 38), ("APP", 6), ("PUBLICATION", 14), ("ISSUE", 12)], last: "DEADLINE"))
             for edition in editions {
                 print(
-                    pad(edition.id.uuidString.lowercased(), 38) + pad("\(edition.appID)", 6) + pad(edition.manifest.publication, 14)
-                        + pad(edition.manifest.issueDate, 12) + edition.manifest.deadline
+                    TerminalText.row(
+                        [(edition.id.uuidString.lowercased(), 38), ("\(edition.appID)", 6), (edition.manifest.publication, 14), (edition.manifest.issueDate, 12)],
+                        last: edition.manifest.deadline
+                    )
                 )
             }
         }
@@ -120,8 +121,7 @@ struct EditionsCommand: AsyncParsableCommand {
         @Argument(help: "The edition's id.")
         var id: String
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             guard UUID(uuidString: id) != nil else { throw ValidationError("<id> must be an edition id (a UUID)") }
@@ -134,7 +134,7 @@ struct EditionsCommand: AsyncParsableCommand {
                 try await EditionRepository(client: client).find(id: editionID, logger: logger)
             }
             guard let edition = found else { throw CommandError("there is no edition \(id.lowercased())") }
-            if json { return try printJSON(edition) }
+            if output.json { return try printJSON(edition) }
             let manifest = edition.manifest
             print("edition \(edition.id.uuidString.lowercased())")
             print("  publication  \(manifest.publication) (app \(edition.appID))")
@@ -143,7 +143,7 @@ struct EditionsCommand: AsyncParsableCommand {
             for tier in ImageTier.allCases {
                 guard let bundles = manifest.tiers[tier.rawValue]?.bundles else { continue }
                 let total = bundles.reduce(Int64(0)) { $0 + $1.bytes }
-                print("  \(pad(tier.rawValue, 7)) \(bundles.count) bundle(s), \(total) bytes")
+                print("  \(TerminalText.column(tier.rawValue, 7)) \(bundles.count) bundle(s), \(total) bytes")
                 for bundle in bundles { print("    \(bundle.url)  \(bundle.bytes)  sha256 \(bundle.sha256)") }
             }
             print("  pages        \(manifest.pages.count)")

@@ -14,8 +14,7 @@ struct MigrateCommand: AsyncParsableCommand {
     @Flag(help: "Only show which migrations are applied and which are pending.")
     var status = false
 
-    @Flag(help: "Print JSON for scripts.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let logger = Logger(label: "paperboy.migrate")
@@ -24,7 +23,7 @@ struct MigrateCommand: AsyncParsableCommand {
         try await withDatabase(configuration, logger: logger) { client in
             if status {
                 let status = try await migrator.status(client: client, logger: logger)
-                if json {
+                if output.json {
                     try printJSON(["applied": status.applied, "pending": status.pending])
                 } else {
                     for name in status.applied { print("applied  \(name)") }
@@ -33,7 +32,7 @@ struct MigrateCommand: AsyncParsableCommand {
                 }
             } else {
                 let applied = try await migrator.migrate(client: client, logger: logger)
-                if json {
+                if output.json {
                     try printJSON(["applied": applied])
                 } else {
                     for name in applied { print("applied  \(name)") }
@@ -42,12 +41,4 @@ struct MigrateCommand: AsyncParsableCommand {
             }
         }
     }
-}
-
-/// Prints a value as one line of JSON with sorted keys and ISO 8601 dates.
-func printJSON(_ value: some Encodable) throws {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    encoder.dateEncodingStrategy = .iso8601
-    print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }

@@ -25,8 +25,7 @@ struct PruneCommand: AsyncParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Count what would be deleted; delete nothing.")
     var dryRun = false
 
-    @Flag(help: "Print the result as JSON for scripts.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         _ = try Self.retention(retention)
@@ -65,7 +64,7 @@ struct PruneCommand: AsyncParsableCommand {
                 logger: logger
             )
         }
-        if json { return try printJSON(result) }
+        if output.json { return try printJSON(result) }
         let verb = dryRun ? "would delete" : "deleted"
         print(
             "\(verb) \(result.deliveries.formatted()) deliveries and \(result.receipts.formatted()) receipts older than \(result.cutoff.formatted(.iso8601))"

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import PaperboyStore
+import PaperboyText
 
 struct PublicationsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,8 +24,7 @@ struct PublicationsCommand: AsyncParsableCommand {
         @Option(help: "A human title, e.g. \"Morning edition\".")
         var title: String?
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let logger = Logger(label: "paperboy.publications")
@@ -35,7 +35,7 @@ struct PublicationsCommand: AsyncParsableCommand {
                     throw CommandError((error.field == "app" ? "--app: " : "<id>: ") + error.message)
                 }
             }
-            if json { return try printJSON(publication) }
+            if output.json { return try printJSON(publication) }
             print("publication \(publication.slug) added to app \(publication.appID)")
         }
     }
@@ -48,19 +48,18 @@ struct PublicationsCommand: AsyncParsableCommand {
         @Option(help: "Only this app's publications.")
         var app: Int?
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let logger = Logger(label: "paperboy.publications")
             let publications = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 try await PublicationRepository(client: client).list(appID: app, logger: logger)
             }
-            if json { return try printJSON(publications) }
+            if output.json { return try printJSON(publications) }
             if publications.isEmpty { return print("no publications; add one with `paperboy publications add ID --app APP`") }
-            print(pad("APP", 6) + pad("ID", 20) + "TITLE")
+            print(TerminalText.row([("APP", 6), ("ID", 20)], last: "TITLE"))
             for publication in publications {
-                print(pad("\(publication.appID)", 6) + pad(publication.slug, 20) + (publication.title ?? ""))
+                print(TerminalText.row([("\(publication.appID)", 6), (publication.slug, 20)], last: publication.title ?? ""))
             }
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PaperboyCore
 import PaperboyStore
+import PaperboyText
 
 struct SchedulesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,8 +44,7 @@ struct SchedulesCommand: AsyncParsableCommand {
 
         @OptionGroup var flags: BroadcastFlags
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
@@ -53,9 +53,7 @@ struct SchedulesCommand: AsyncParsableCommand {
             } catch {
                 throw ValidationError("--cron: \(error)")
             }
-            guard TimeZone(identifier: timeZone) != nil else {
-                throw ValidationError("--time-zone: '\(timeZone)' is not an IANA time zone, e.g. Asia/Tokyo")
-            }
+            _ = try TimeZone(flag: timeZone)
             _ = try scheduleEnvironment()
             _ = try options()
         }
@@ -80,7 +78,7 @@ struct SchedulesCommand: AsyncParsableCommand {
                     throw CommandError((flag.map { "\($0): " } ?? "") + error.message)
                 }
             }
-            if json { return try printJSON(ShownSchedule(schedule, now: Date())) }
+            if output.json { return try printJSON(ShownSchedule(schedule, now: Date())) }
             print(
                 "schedule \(schedule.id) added: \(schedule.publication) (app \(schedule.appID), \(schedule.environment.rawValue)) at '\(schedule.cron)' in \(schedule.timeZone)"
             )
@@ -93,10 +91,7 @@ struct SchedulesCommand: AsyncParsableCommand {
         static let scheduleFlags = ["publication": "--publication", "app": "--app", "cron": "--cron", "timeZone": "--time-zone"]
 
         private func scheduleEnvironment() throws -> APNsEnvironment {
-            guard let environment = APNsEnvironment(rawValue: environment) else {
-                throw ValidationError("--environment: production or sandbox, got '\(self.environment)'")
-            }
-            return environment
+            try APNsEnvironment(flag: environment)
         }
 
         private func options() throws -> BroadcastOptions {
@@ -109,8 +104,7 @@ struct SchedulesCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
-        @Flag(help: "Print JSON for scripts.")
-        var json = false
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let logger = Logger(label: "paperboy.schedules")
@@ -118,17 +112,22 @@ struct SchedulesCommand: AsyncParsableCommand {
                 try await ScheduleRepository(client: client).list(logger: logger)
             }
             let now = Date()
-            if json { return try printJSON(schedules.map { ShownSchedule($0, now: now) }) }
+            if output.json { return try printJSON(schedules.map { ShownSchedule($0, now: now) }) }
             if schedules.isEmpty {
                 return print("no schedules; add one with `paperboy schedules add --publication morning --cron \"0 5 * * *\" --time-zone Asia/Tokyo`")
             }
-            print(pad("ID", 6) + pad("APP", 6) + pad("PUBLICATION", 14) + pad("ENV", 12) + pad("CRON", 18) + pad("TIME ZONE", 22) + "NEXT FIRING")
+            print(TerminalText.row([("ID", 6), ("APP", 6), ("PUBLICATION", 14), ("ENV", 12), ("CRON", 18), ("TIME ZONE", 22)], last: "NEXT FIRING"))
             for schedule in schedules {
                 let next =
                     schedule.next(after: now).map { "\(SchedulesCommand.local($0, schedule.timeZone)) (\(SchedulesCommand.utc($0)))" } ?? "never"
                 print(
-                    pad("\(schedule.id)", 6) + pad("\(schedule.appID)", 6) + pad(schedule.publication, 14) + pad(schedule.environment.rawValue, 12)
-                        + pad(schedule.cron, 18) + pad(schedule.timeZone, 22) + next
+                    TerminalText.row(
+                        [
+                            ("\(schedule.id)", 6), ("\(schedule.appID)", 6), (schedule.publication, 14), (schedule.environment.rawValue, 12),
+                            (schedule.cron, 18), (schedule.timeZone, 22),
+                        ],
+                        last: next
+                    )
                 )
             }
         }

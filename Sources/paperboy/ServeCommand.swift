@@ -186,11 +186,12 @@ struct ServeCommand: AsyncParsableCommand {
     ) async throws {
         let client = configuration.makeClient(logger: logger)
         var services: [any Service] = [client]
-        var apnsClients: APNsClients?
         if !noDispatch {
             let (dispatcher, clients) = try dispatch.makeDispatcher(client: client, logger: logger)
+            // The group stops services in reverse order: the dispatcher finishes its batches before the
+            // APNs connections close.
+            services.append(clients)
             services.append(dispatcher)
-            apnsClients = clients
         }
         if !noScheduler {
             let starter = BroadcastRepository(client: client).starter(logger: Logger(label: "paperboy.scheduler"))
@@ -217,13 +218,7 @@ struct ServeCommand: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data((banner(port) + "\n").utf8))
             }
         }
-        do {
-            try await app.runService()
-        } catch {
-            await apnsClients?.shutdown()
-            throw error
-        }
-        await apnsClients?.shutdown()
+        try await app.runService()
     }
 
     /// A throwaway database with a demo app and its morning and evening publications.

@@ -46,8 +46,11 @@ struct WorkerCommand: AsyncParsableCommand {
         }
         let client = configuration.makeClient(logger: logger)
         let (dispatcher, clients) = try dispatch.makeDispatcher(client: client, logger: logger)
+        // The group stops services in reverse order: the dispatcher finishes its batches before the APNs
+        // connections close.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: client),
+            .init(service: clients),
             .init(service: dispatcher, successTerminationBehavior: .gracefullyShutdownGroup),
         ]
         if let port {
@@ -66,12 +69,6 @@ struct WorkerCommand: AsyncParsableCommand {
                 logger: logger
             )
         )
-        do {
-            try await group.run()
-        } catch {
-            await clients.shutdown()
-            throw error
-        }
-        await clients.shutdown()
+        try await group.run()
     }
 }

@@ -332,8 +332,7 @@ struct APNsClientTests {
                 Issue.record("\(outcome)")
                 return
             }
-            // Backoff 100, 200, 400, 400, … ms: about ten connections in 3 s (the wait limit is checked
-            // every 250 ms); without it, hundreds.
+            // Backoff 100, 200, 400, 400, … ms: about ten connections in 3 s; without it, hundreds.
             let opened = simulator.stats().connectionsOpened
             #expect(opened >= 3)
             #expect(opened <= 14, "\(opened) connections in 3 s")

@@ -1,4 +1,3 @@
-import Foundation
 import NIOCore
 import NIOEmbedded
 import NIOHPACK
@@ -12,32 +11,65 @@ import Testing
 /// it tells its pool.
 @Suite("Connection handler")
 struct APNsConnectionHandlerTests {
-    /// Records what the handler reports, by request id.
+    /// Records what the handler tells its pool, by request id.
     final class Recorder: APNsConnectionDelegate {
         let results = Mutex<[UInt64: APNsWireResult]>([:])
+        let ready = Mutex<[Int]>([])
+        let goingAway = Mutex<[[UInt64]]>([])
+        let closed = Mutex<[(resend: [UInt64], fateUnknown: [UInt64])]>([])
 
         func connection(_ id: Int, finished request: APNsWireRequest, result: APNsWireResult) {
             results.withLock { $0[request.id] = result }
         }
-        func connection(_ id: Int, readyWithStreamLimit limit: Int) {}
+        func connection(_ id: Int, readyWithStreamLimit limit: Int) {
+            ready.withLock { $0.append(limit) }
+        }
         func connection(_ id: Int, streamLimitChanged limit: Int) {}
-        func connection(_ id: Int, goingAway resend: [APNsWireRequest]) {}
-        func connection(_ id: Int, closed resend: [APNsWireRequest], fateUnknown: [APNsWireRequest]) {}
+        func connection(_ id: Int, goingAway resend: [APNsWireRequest]) {
+            goingAway.withLock { $0.append(resend.map(\.id)) }
+        }
+        func connection(_ id: Int, closed resend: [APNsWireRequest], fateUnknown: [APNsWireRequest]) {
+            closed.withLock { $0.append((resend.map(\.id), fateUnknown.map(\.id))) }
+        }
+
+        func status(of request: UInt64) -> Int? {
+            guard case .response(let status, _, _) = results.withLock({ $0[request] }) else { return nil }
+            return status
+        }
     }
 
     static func request(_ id: UInt64) -> APNsWireRequest {
         APNsWireRequest(id: id, headers: HPACKHeaders([(":method", "POST")]), body: ByteBuffer(string: "{}"), enqueuedAt: .now()) { _ in }
     }
 
-    static func connect(_ recorder: Recorder, requestTimeout: TimeAmount = .seconds(10)) throws -> (EmbeddedChannel, APNsConnectionHandler) {
+    static func connect(
+        _ recorder: Recorder,
+        requestTimeout: TimeAmount = .seconds(10),
+        pingInterval: TimeAmount = .seconds(60),
+        pingTimeout: TimeAmount = .seconds(10)
+    ) throws -> (EmbeddedChannel, APNsConnectionHandler) {
         let handler = APNsConnectionHandler(
             id: 1,
             delegate: recorder,
             initialStreamLimit: 1,
             streamCap: 10,
-            timing: .init(requestTimeout: requestTimeout, pingInterval: .seconds(60), pingTimeout: .seconds(10))
+            timing: .init(requestTimeout: requestTimeout, pingInterval: pingInterval, pingTimeout: pingTimeout)
         )
         let channel = EmbeddedChannel(handler: handler)
+        return (channel, handler)
+    }
+
+    /// A connected channel whose server allowed `streams` concurrent streams.
+    static func ready(
+        _ recorder: Recorder,
+        streams: Int = 10,
+        pingInterval: TimeAmount = .seconds(60),
+        pingTimeout: TimeAmount = .seconds(10)
+    ) throws -> (EmbeddedChannel, APNsConnectionHandler) {
+        let (channel, handler) = try connect(recorder, pingInterval: pingInterval, pingTimeout: pingTimeout)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 2197)).wait()
+        let settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: streams)]
+        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings))))
         return (channel, handler)
     }
 
@@ -47,6 +79,17 @@ struct APNsConnectionHandlerTests {
         return frames
     }
 
+    /// The streams whose HEADERS the handler wrote.
+    static func opened(_ channel: EmbeddedChannel) throws -> [HTTP2StreamID] {
+        try outbound(channel).filter { if case .headers = $0.payload { true } else { false } }.map(\.streamID)
+    }
+
+    /// The server's answer on `stream`: a 200 in one HEADERS frame.
+    static func answer(_ channel: EmbeddedChannel, _ stream: HTTP2StreamID) throws {
+        let headers = HPACKHeaders([(":status", "200"), ("apns-id", "00000000-0000-0000-0000-00000000000\(stream)")])
+        try channel.writeInbound(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers, endStream: true))))
+    }
+
     @Test("a request queued behind a busy stream gets the request timeout from when it was queued, and fails as not sent")
     func queuedRequestDeadline() throws {
         let recorder = Recorder()
@@ -54,8 +97,7 @@ struct APNsConnectionHandlerTests {
         handler.enqueue(contentsOf: [Self.request(1), Self.request(2)])
         let written = try Self.outbound(channel).filter { if case .headers = $0.payload { true } else { false } }.map(\.streamID)
         #expect(written == [HTTP2StreamID(1)], "one stream allowed: the second request waits on the connection")
-        Thread.sleep(forTimeInterval: 0.3)
-        // Runs the timeout sweep.
+        // Runs the timeout sweep, on the event loop's clock.
         channel.embeddedEventLoop.advanceTime(by: .seconds(1))
         let results = recorder.results.withLock { $0 }
         guard case .fateUnknown(let first) = results[1], case .notSent(let second) = results[2] else {
@@ -90,6 +132,88 @@ struct APNsConnectionHandlerTests {
         }
         #expect(frames[0].streamID == .rootStream)
         #expect(increment == 48_000)
+        _ = try? channel.finish()
+    }
+
+    @Test("GOAWAY: streams above the last stream id come back to be sent again, the others are answered, then the connection closes")
+    func goAwayWithStreamsInFlight() throws {
+        let recorder = Recorder()
+        let (channel, handler) = try Self.ready(recorder, streams: 3)
+        #expect(recorder.ready.withLock { $0 } == [3])
+        handler.enqueue(contentsOf: (1...4).map { Self.request($0) })
+        #expect(try Self.opened(channel) == [1, 3, 5], "three streams allowed: request 4 waits on the connection")
+        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 3, errorCode: .noError, opaqueData: nil)))
+        #expect(recorder.goingAway.withLock { $0 }.map { Set($0) } == [[3, 4]], "stream 5 and the waiting request were not processed")
+        #expect(channel.isActive, "streams 1 and 3 may still be answered")
+        handler.enqueue(Self.request(5))
+        guard case .resend = recorder.results.withLock({ $0[5] }) else {
+            Issue.record("a request handed to a connection going away must come back to be sent again")
+            return
+        }
+        try Self.answer(channel, 1)
+        #expect(recorder.status(of: 1) == 200)
+        #expect(channel.isActive)
+        try Self.answer(channel, 3)
+        #expect(recorder.status(of: 2) == 200)
+        #expect(!channel.isActive, "closed once the streams below the last stream id are answered")
+        let closed = recorder.closed.withLock { $0 }
+        #expect(closed.count == 1)
+        #expect(closed.first?.resend == [])
+        #expect(closed.first?.fateUnknown == [])
+        #expect(try Self.opened(channel).isEmpty, "nothing was written after GOAWAY")
+    }
+
+    @Test("stream ids running out: the connection takes nothing more, gives the rest back and closes when its streams are answered")
+    func streamIDsRunOut() throws {
+        let recorder = Recorder()
+        let (channel, handler) = try Self.ready(recorder)
+        handler.nextStreamID = Int(HTTP2StreamID.maxID) - 2
+        handler.enqueue(contentsOf: [Self.request(1), Self.request(2)])
+        #expect(try Self.opened(channel) == [HTTP2StreamID(Int(HTTP2StreamID.maxID) - 2)])
+        #expect(recorder.goingAway.withLock { $0 } == [[2]], "no stream id left for request 2")
+        handler.enqueue(Self.request(3))
+        guard case .resend = recorder.results.withLock({ $0[3] }) else {
+            Issue.record("a request after the ids ran out must come back to be sent again")
+            return
+        }
+        #expect(channel.isActive)
+        try Self.answer(channel, HTTP2StreamID(Int(HTTP2StreamID.maxID) - 2))
+        #expect(recorder.status(of: 1) == 200)
+        #expect(!channel.isActive)
+    }
+
+    @Test("an idle connection is checked with a PING; no ACK within the PING timeout closes it, its written request's fate unknown")
+    func pingTimeout() throws {
+        let recorder = Recorder()
+        let (channel, handler) = try Self.ready(recorder, pingInterval: .seconds(1), pingTimeout: .seconds(1))
+        handler.enqueue(Self.request(1))
+        #expect(try Self.opened(channel) == [1])
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_500))
+        let pings = try Self.outbound(channel).filter { if case .ping(_, ack: false) = $0.payload { true } else { false } }
+        #expect(pings.count == 1, "quiet for longer than the PING interval")
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_500))
+        #expect(!channel.isActive, "no PING ACK within the PING timeout")
+        let closed = recorder.closed.withLock { $0 }
+        #expect(closed.first?.resend == [])
+        #expect(closed.first?.fateUnknown == [1], "written and unanswered: its fate is unknown")
+    }
+
+    @Test("a PING ACK keeps the connection open")
+    func pingAnswered() throws {
+        let recorder = Recorder()
+        let (channel, _) = try Self.ready(recorder, pingInterval: .seconds(1), pingTimeout: .seconds(1))
+        for _ in 0..<3 {
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_500))
+            let ping = try Self.outbound(channel).first { if case .ping(_, ack: false) = $0.payload { true } else { false } }
+            guard case .ping(let data, _) = ping?.payload else {
+                Issue.record("no PING")
+                return
+            }
+            try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .ping(data, ack: true)))
+        }
+        #expect(channel.isActive)
+        #expect(recorder.closed.withLock { $0 }.isEmpty)
         _ = try? channel.finish()
     }
 

@@ -3,14 +3,290 @@ import Testing
 
 @testable import APNs
 
+/// The pool's decisions without sockets or clocks: events go in with a plain time, actions come out.
 @Suite("Connection pool decisions")
 struct APNsConnectionPoolTests {
-    @Test("a connection that never got up, or went away soon after without answering, is a failed connect for the backoff")
-    func endedAsFailure() {
-        let now = NIODeadline.now()
-        #expect(APNsConnectionPool.endedAsFailure(readyAt: nil, answered: false, endedAt: now))
-        #expect(APNsConnectionPool.endedAsFailure(readyAt: now - .milliseconds(5), answered: false, endedAt: now), "SETTINGS then GOAWAY")
-        #expect(!APNsConnectionPool.endedAsFailure(readyAt: now - .milliseconds(5), answered: true, endedAt: now), "it answered")
-        #expect(!APNsConnectionPool.endedAsFailure(readyAt: now - .seconds(30), answered: false, endedAt: now), "it lasted")
+    struct Request: APNsPoolRequest, Equatable {
+        var name: String
+        var enqueuedAt: NIODeadline
+        var resends = 0
+    }
+
+    typealias Machine = APNsConnectionPool.StateMachine<Request, String>
+
+    /// An arbitrary start, so that times before it are valid too.
+    static let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000_000)
+
+    static func at(_ milliseconds: Int64) -> NIODeadline { t0 + .milliseconds(milliseconds) }
+
+    static func requests(_ names: String..., at time: NIODeadline = t0) -> [Request] {
+        names.map { Request(name: $0, enqueuedAt: time) }
+    }
+
+    static func machine(connections: Int = 1, maximumResends: Int = 10) -> Machine {
+        Machine(
+            configuration: .init(
+                endpoint: APNsEndpoint(host: "127.0.0.1", port: 2197, usesTLS: false),
+                connections: connections,
+                initialStreamLimit: 1,
+                streamCap: 1000,
+                connectTimeout: .seconds(10),
+                maximumWait: .seconds(60),
+                maximumResends: maximumResends,
+                reconnectInitialBackoff: .milliseconds(100),
+                reconnectMaximumBackoff: .milliseconds(400),
+                timing: .init(requestTimeout: .seconds(10), pingInterval: .seconds(60), pingTimeout: .seconds(10))
+            )
+        )
+    }
+
+    /// Connection `id` (named "c`id`") through TCP and the server's SETTINGS.
+    static func ready(_ machine: inout Machine, _ id: Int, limit: Int, at time: NIODeadline = t0) -> Machine.Actions {
+        machine.connectionCreated(id, "c\(id)")
+        _ = machine.connectionEstablished(id, now: time)
+        return machine.connectionReady(id, streamLimit: limit, now: time)
+    }
+
+    /// The requests handed to connections, by connection name.
+    static func handed(_ actions: Machine.Actions) -> [String: [String]] {
+        var handed: [String: [String]] = [:]
+        for handover in actions.enqueue { handed[handover.connection, default: []] += handover.requests.map(\.name) }
+        return handed
+    }
+
+    static func notSent(_ actions: Machine.Actions) -> [String: APNsTransportError] {
+        var failed: [String: APNsTransportError] = [:]
+        for (request, result) in actions.complete {
+            if case .notSent(let error) = result { failed[request.name] = error } else { Issue.record("\(request.name): \(result)") }
+        }
+        return failed
+    }
+
+    static let answered = APNsWireResult.response(status: 200, apnsID: nil, body: nil)
+
+    @Test("requests wait for the first connection, which opens once, and all go to it when it is ready")
+    func firstConnection() {
+        var machine = Self.machine()
+        let first = machine.submit(Self.requests("a", "b", "c"), now: Self.t0)
+        #expect(first.connect == 1)
+        #expect(first.enqueue.isEmpty)
+        #expect(first.timer == .schedule(Self.at(60_000)), "the wait limit of the first request")
+        let second = machine.submit(Self.requests("d", at: Self.at(10)), now: Self.at(10))
+        #expect(second.connect == nil, "one connection attempt at a time")
+        #expect(second.timer == nil, "the timer is armed for an earlier moment already")
+        machine.connectionCreated(1, "c1")
+        #expect(machine.connectionEstablished(1, now: Self.at(20)).timer == .schedule(Self.at(10_020)), "the handshake deadline")
+        let ready = machine.connectionReady(1, streamLimit: 10, now: Self.at(30))
+        #expect(Self.handed(ready) == ["c1": ["a", "b", "c", "d"]])
+        #expect(ready.connect == nil)
+        #expect(machine.inFlight == 4)
+        #expect(machine.waitingCount == 0)
+    }
+
+    @Test("a finished request's stream goes to the next waiting request on the same connection; an idle connection is reused")
+    func reuse() {
+        var machine = Self.machine()
+        _ = machine.submit(Self.requests("a", "b"), now: Self.t0)
+        #expect(Self.handed(Self.ready(&machine, 1, limit: 1)) == ["c1": ["a"]])
+        guard case .handOver(let next, let connection) = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(5))
+        else {
+            Issue.record("b was not handed over")
+            return
+        }
+        #expect(next.name == "b")
+        #expect(connection == "c1")
+        guard case .none = machine.requestFinished(on: 1, next, result: Self.answered, now: Self.at(6)) else {
+            Issue.record("nothing waits")
+            return
+        }
+        #expect(machine.inFlight == 0)
+        let later = machine.submit(Self.requests("c", at: Self.at(7)), now: Self.at(7))
+        #expect(Self.handed(later) == ["c1": ["c"]])
+        #expect(later.connect == nil)
+        #expect(later.timer == nil)
+    }
+
+    @Test("connections open one at a time up to the limit; requests go to the least busy connection")
+    func upToTheLimit() {
+        var machine = Self.machine(connections: 2)
+        #expect(machine.submit(Self.requests("a", "b", "c"), now: Self.t0).connect == 1)
+        let first = Self.ready(&machine, 1, limit: 2)
+        #expect(Self.handed(first) == ["c1": ["a", "b"]])
+        #expect(first.connect == 2, "c still waits: a second connection opens")
+        let second = Self.ready(&machine, 2, limit: 2)
+        #expect(Self.handed(second) == ["c2": ["c"]])
+        let more = machine.submit(Self.requests("d", "e", at: Self.at(1)), now: Self.at(1))
+        #expect(Self.handed(more) == ["c2": ["d"]], "c2 has a free stream, c1 none")
+        #expect(more.connect == nil, "two connections is the limit: e waits for a stream")
+        #expect(machine.waitingCount == 1)
+        guard case .handOver(let next, "c1") = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(2)) else {
+            Issue.record("e did not take a's stream")
+            return
+        }
+        #expect(next.name == "e")
+    }
+
+    @Test("failed connects back off, doubling to the maximum; the timer starts the next attempt; an answer resets it")
+    func backoff() {
+        var machine = Self.machine()
+        #expect(machine.submit(Self.requests("a"), now: Self.t0).connect == 1)
+        #expect(machine.connectFailed(1, error: "connection refused", now: Self.t0).timer == .schedule(Self.at(100)))
+        #expect(machine.isUnreachable)
+        #expect(machine.submit(Self.requests("b", at: Self.at(50)), now: Self.at(50)).connect == nil, "within the backoff")
+        #expect(machine.timerFired(now: Self.at(100)).connect == 2)
+        #expect(machine.connectFailed(2, error: "connection refused", now: Self.at(100)).timer == .schedule(Self.at(300)))
+        #expect(machine.timerFired(now: Self.at(300)).connect == 3)
+        #expect(machine.connectFailed(3, error: "connection refused", now: Self.at(300)).timer == .schedule(Self.at(700)))
+        #expect(machine.timerFired(now: Self.at(700)).connect == 4)
+        #expect(machine.connectFailed(4, error: "connection refused", now: Self.at(700)).timer == .schedule(Self.at(1_100)), "400 ms is the maximum")
+        #expect(machine.timerFired(now: Self.at(1_100)).connect == 5)
+        #expect(Self.handed(Self.ready(&machine, 5, limit: 10, at: Self.at(1_200))) == ["c5": ["a", "b"]])
+        #expect(!machine.isUnreachable)
+        _ = machine.requestFinished(on: 5, Self.requests("a")[0], result: Self.answered, now: Self.at(1_300))
+        _ = machine.connectionClosed(5, resend: [], now: Self.at(5_000))
+        #expect(machine.submit(Self.requests("c", at: Self.at(5_000)), now: Self.at(5_000)).connect == 6, "a connection that worked: no backoff")
+        #expect(machine.connectFailed(6, error: "connection refused", now: Self.at(5_000)).timer == .schedule(Self.at(5_100)), "from the start again")
+    }
+
+    @Test("a connection closed within 2 s of SETTINGS without answering counts as a failed connect")
+    func shortLivedIsAFailure() {
+        var machine = Self.machine()
+        _ = machine.submit(Self.requests("a"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 10)
+        // SETTINGS and GOAWAY at once: the request comes back unprocessed and nothing was answered.
+        let away = machine.connectionGoingAway(1, resend: Self.requests("a"), now: Self.at(5))
+        #expect(away.connect == nil, "backing off")
+        #expect(away.timer == .schedule(Self.at(105)))
+        #expect(machine.isUnreachable)
+        _ = machine.connectionClosed(1, resend: [], now: Self.at(6))
+        #expect(machine.timerFired(now: Self.at(105)).connect == 2)
+        _ = Self.ready(&machine, 2, limit: 10, at: Self.at(110))
+        let again = machine.connectionClosed(2, resend: Self.requests("a"), now: Self.at(1_900))
+        #expect(again.timer == .schedule(Self.at(2_100)), "the second failure in a row: 200 ms, SETTINGS did not reset the count")
+
+        #expect(Machine.endedAsFailure(readyAt: nil, answered: false, endedAt: Self.t0))
+        #expect(Machine.endedAsFailure(readyAt: Self.at(-5), answered: false, endedAt: Self.t0), "SETTINGS then GOAWAY")
+        #expect(!Machine.endedAsFailure(readyAt: Self.at(-5), answered: true, endedAt: Self.t0), "it answered")
+        #expect(!Machine.endedAsFailure(readyAt: Self.at(-2_000), answered: false, endedAt: Self.t0), "it lasted 2 s")
+    }
+
+    @Test("a connection that lasted and then closed is replaced at once")
+    func lastingConnectionIsReplaced() {
+        var machine = Self.machine()
+        _ = machine.submit(Self.requests("a"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 1)
+        _ = machine.submit(Self.requests("b"), now: Self.at(2_500))
+        let closed = machine.connectionClosed(1, resend: Self.requests("a"), now: Self.at(3_000))
+        #expect(closed.connect == 2)
+        #expect(!machine.isUnreachable)
+        #expect(Self.handed(Self.ready(&machine, 2, limit: 10, at: Self.at(3_100))) == ["c2": ["a", "b"]], "the unwritten request first")
+    }
+
+    @Test("waiting requests fail as not sent at the wait limit, oldest first, saying why")
+    func waitLimit() {
+        var machine = Self.machine()
+        _ = machine.submit(Self.requests("a"), now: Self.t0)
+        _ = machine.submit(Self.requests("b", at: Self.at(30_000)), now: Self.at(30_000))
+        let first = machine.timerFired(now: Self.at(60_000))
+        let failed = Self.notSent(first)
+        #expect(Array(failed.keys) == ["a"])
+        #expect(failed["a"]?.code == .connectFailed)
+        #expect(failed["a"]?.message == "no connection to http://127.0.0.1:2197 within 60000 ms (still connecting)")
+        #expect(first.timer == .schedule(Self.at(90_000)), "b's wait limit")
+        #expect(machine.waitingCount == 1)
+
+        _ = machine.connectFailed(1, error: "connection refused", now: Self.at(60_000))
+        let second = machine.timerFired(now: Self.at(90_000))
+        #expect(Self.notSent(second)["b"]?.message == "no connection to http://127.0.0.1:2197: connection refused")
+        #expect(second.connect == nil, "nothing waits: no connection is opened")
+        #expect(second.timer == nil)
+    }
+
+    @Test("requests that wait for a stream on a busy connection fail at the wait limit too")
+    func waitLimitBusy() {
+        var machine = Self.machine()
+        _ = machine.submit(Self.requests("a"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 1)
+        _ = machine.submit(Self.requests("b", at: Self.at(10)), now: Self.at(10))
+        #expect(machine.timerFired(now: Self.at(60_009)).complete.isEmpty, "not yet")
+        #expect(Self.notSent(machine.timerFired(now: Self.at(60_010)))["b"]?.message == "no free stream to http://127.0.0.1:2197 within 60000 ms")
+    }
+
+    @Test("a connection without TLS and HTTP/2 within the connect timeout is closed, and counts as a failed connect")
+    func handshakeTimeout() {
+        var machine = Self.machine()
+        #expect(machine.submit(Self.requests("a"), now: Self.t0).connect == 1)
+        machine.connectionCreated(1, "c1")
+        #expect(machine.connectionEstablished(1, now: Self.at(100)).timer == .schedule(Self.at(10_100)))
+        #expect(machine.timerFired(now: Self.at(10_099)).close.isEmpty)
+        #expect(machine.timerFired(now: Self.at(10_100)).close == ["c1"])
+        let closed = machine.connectionClosed(1, resend: [], now: Self.at(10_101))
+        #expect(closed.connect == nil)
+        #expect(closed.timer == .schedule(Self.at(10_201)))
+        #expect(machine.timerFired(now: Self.at(10_201)).connect == 2)
+        let failed = Self.notSent(machine.timerFired(now: Self.at(60_000)))
+        #expect(failed["a"]?.message == "no connection to http://127.0.0.1:2197: no TLS and HTTP/2 handshake within 10000 ms")
+    }
+
+    @Test("requests a connection gave back go out again ahead of newer ones, until they came back too often")
+    func resends() {
+        var machine = Self.machine(maximumResends: 2)
+        _ = machine.submit(Self.requests("a", "b"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 1)
+        var a = Self.requests("a")[0]
+        for resends in 1...2 {
+            guard case .actions(let actions) = machine.requestFinished(on: 1, a, result: .resend, now: Self.at(1)) else {
+                Issue.record("no actions")
+                return
+            }
+            #expect(actions.complete.isEmpty)
+            #expect(actions.enqueue.count == 1)
+            a = actions.enqueue[0].requests[0]
+            #expect(a.name == "a", "ahead of b")
+            #expect(a.resends == resends)
+        }
+        guard case .actions(let last) = machine.requestFinished(on: 1, a, result: .resend, now: Self.at(2)) else {
+            Issue.record("no actions")
+            return
+        }
+        #expect(Self.notSent(last)["a"]?.message == "APNs did not process the request on 3 connections")
+        #expect(Self.handed(last) == ["c1": ["b"]])
+    }
+
+    @Test("GOAWAY: the connection takes nothing new, its unprocessed requests go to another, and a replacement opens")
+    func goAway() {
+        var machine = Self.machine(connections: 2)
+        _ = machine.submit(Self.requests("a", "b", "c"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 2)
+        _ = Self.ready(&machine, 2, limit: 2)
+        _ = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(10))
+        let away = machine.connectionGoingAway(1, resend: Self.requests("b"), now: Self.at(3_000))
+        #expect(Self.handed(away) == ["c2": ["b"]])
+        #expect(away.connect == nil, "nothing waits")
+        #expect(!machine.isUnreachable, "c1 answered and lasted")
+        let more = machine.submit(Self.requests("d", "e", at: Self.at(3_001)), now: Self.at(3_001))
+        #expect(Self.handed(more).isEmpty, "c2 is full, c1 draining")
+        #expect(more.connect == 3, "a draining connection does not count against the limit")
+    }
+
+    @Test("shutdown fails the waiting requests, drains every connection, and fails what comes after at once")
+    func shutdown() {
+        var machine = Self.machine()
+        _ = machine.submit(Self.requests("a", "b"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 1)
+        let actions = machine.shutdown()
+        #expect(Self.notSent(actions)["b"]?.code == .shutdown)
+        #expect(actions.drain == ["c1"])
+        #expect(actions.timer == .cancel)
+        #expect(Self.notSent(machine.submit(Self.requests("c"), now: Self.at(1)))["c"]?.code == .shutdown)
+        guard case .actions(let resent) = machine.requestFinished(on: 1, Self.requests("a")[0], result: .resend, now: Self.at(2)) else {
+            Issue.record("no actions")
+            return
+        }
+        #expect(Self.notSent(resent)["a"]?.code == .shutdown, "a request given back after shutdown is not sent again")
+        #expect(resent.connect == nil)
+        #expect(machine.timerFired(now: Self.at(60_000)).complete.isEmpty)
+        machine.connectionCreated(2, "c2")
+        #expect(machine.connectionEstablished(2, now: Self.at(3)).close == ["c2"], "a connection that comes up after shutdown is closed")
     }
 }

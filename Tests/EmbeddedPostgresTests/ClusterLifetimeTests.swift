@@ -36,7 +36,15 @@ struct ClusterLifetimeTests {
     private static func killOwner(_ kill: (pid_t) -> Int32) async throws {
         let log = NSTemporaryDirectory() + "paperboy-owner-\(UUID().uuidString).log"
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let owner = try spawnInOwnGroup([binary, "serve", "--port", "0", "--no-dispatch", "--no-scheduler"], log: log)
+        // A process group of its own, so that the test can signal the group without signalling itself; no
+        // database configured, so that serve starts its own cluster.
+        let unset: Set = ["DATABASE_URL", "PGHOST", "PGPORT", "PGUSER", "PGPASSWORD", "PGDATABASE", "LOG_FORMAT"]
+        let owner = try ChildProcess.spawn(
+            [binary, "serve", "--port", "0", "--no-dispatch", "--no-scheduler"],
+            output: log,
+            group: .newProcessGroup,
+            environment: ProcessInfo.processInfo.environment.filter { !unset.contains($0.key) }
+        )
         var reaped = false
         defer {
             if !reaped {
@@ -99,30 +107,5 @@ struct ClusterLifetimeTests {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-    }
-
-    /// Spawns `command` as the leader of a new process group (so that the test can signal the group
-    /// without signalling itself), with its output in `log` and no database configured.
-    private static func spawnInOwnGroup(_ command: [String], log: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        let unset: Set = ["DATABASE_URL", "PGHOST", "PGPORT", "PGUSER", "PGPASSWORD", "PGDATABASE", "LOG_FORMAT"]
-        let environment = ProcessInfo.processInfo.environment.filter { !unset.contains($0.key) }.map { "\($0.key)=\($0.value)" }
-        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, command[0], &actions, &attributes, &argv, &envp)
-        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
-        return pid
     }
 }

@@ -45,7 +45,7 @@ struct AdminAndHealthTests {
             let ready = try await client.send(.get, "/health/ready")
             #expect(ready.status == .serviceUnavailable)
             let error = try ready.apiError()
-            #expect(error.code == "migrations_pending")
+            #expect(error.code == .migrationsPending)
             #expect(error.message.contains("paperboy migrate"))
         }
     }

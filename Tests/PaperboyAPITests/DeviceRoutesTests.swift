@@ -80,90 +80,91 @@ struct DeviceRoutesTests {
         var token: String = String(repeating: "ab", count: 32)
         var body: String
         var status: HTTPResponse.Status = .badRequest
-        var code: String
+        var code: APIError.Code
         var field: String
         var testDescription: String { name }
     }
 
     static let badInputs: [BadInput] = [
-        BadInput(name: "malformed JSON", body: "{\"environment\": ", code: "invalid_json", field: "body"),
-        BadInput(name: "empty body", body: "", code: "invalid_json", field: "body"),
-        BadInput(name: "not an object", body: "[1, 2]", code: "wrong_type", field: "body"),
+        BadInput(name: "malformed JSON", body: "{\"environment\": ", code: .invalidJSON, field: "body"),
+        BadInput(name: "empty body", body: "", code: .invalidJSON, field: "body"),
+        BadInput(name: "not an object", body: "[1, 2]", code: .wrongType, field: "body"),
         BadInput(
             name: "a NUL character in text (PostgreSQL cannot store it)",
             body: validRegistration.replacingOccurrences(of: "\"5.1\"", with: #""5\u00001""#),
-            code: "invalid_value",
+            code: .invalidValue,
             field: "body"
         ),
         BadInput(
             name: "unknown environment",
             body: validRegistration.replacingOccurrences(of: "\"production\"", with: "\"staging\""),
-            code: "invalid_value",
+            code: .invalidValue,
             field: "environment"
         ),
         BadInput(
             name: "unknown tier",
             body: validRegistration.replacingOccurrences(of: "\"large\"", with: "\"huge\""),
-            code: "invalid_value",
+            code: .invalidValue,
             field: "tier"
         ),
         BadInput(
             name: "wrong type",
             body: validRegistration.replacingOccurrences(of: "\"autoDownload\": true", with: "\"autoDownload\": \"yes\""),
-            code: "wrong_type",
+            code: .wrongType,
             field: "autoDownload"
         ),
         BadInput(
             name: "wrong element type",
             body: validRegistration.replacingOccurrences(of: "[\"morning\"]", with: "[\"morning\", 7]"),
-            code: "wrong_type",
+            code: .wrongType,
             field: "subscriptions[1]"
         ),
         BadInput(
             name: "missing field",
             body: validRegistration.replacingOccurrences(of: "\"timeZone\": \"Asia/Tokyo\", ", with: ""),
-            code: "missing_field",
+            code: .missingField,
             field: "timeZone"
         ),
         BadInput(
             name: "null for a required field",
             body: validRegistration.replacingOccurrences(of: "\"tier\": \"large\"", with: "\"tier\": null"),
-            code: "missing_field",
+            code: .missingField,
             field: "tier"
         ),
         BadInput(
             name: "bad time zone",
             body: validRegistration.replacingOccurrences(of: "Asia/Tokyo", with: "Asia/Atlantis"),
-            code: "invalid_value",
+            code: .invalidValue,
             field: "timeZone"
         ),
         BadInput(
             name: "unknown publication",
             body: validRegistration.replacingOccurrences(of: "[\"morning\"]", with: "[\"morning\", \"noon\"]"),
-            code: "invalid_value",
+            status: .notFound,
+            code: .notFound,
             field: "subscriptions"
         ),
         BadInput(
             name: "overlong model",
             body: validRegistration.replacingOccurrences(of: "iPad13,1", with: String(repeating: "x", count: 65)),
-            code: "invalid_value",
+            code: .invalidValue,
             field: "model"
         ),
-        BadInput(name: "token too short", token: String(repeating: "ab", count: 31), body: validRegistration, code: "invalid_value", field: "token"),
-        BadInput(name: "token too long", token: String(repeating: "ab", count: 101), body: validRegistration, code: "invalid_value", field: "token"),
-        BadInput(name: "token not hex", token: String(repeating: "zz", count: 32), body: validRegistration, code: "invalid_value", field: "token"),
+        BadInput(name: "token too short", token: String(repeating: "ab", count: 31), body: validRegistration, code: .invalidValue, field: "token"),
+        BadInput(name: "token too long", token: String(repeating: "ab", count: 101), body: validRegistration, code: .invalidValue, field: "token"),
+        BadInput(name: "token not hex", token: String(repeating: "zz", count: 32), body: validRegistration, code: .invalidValue, field: "token"),
         BadInput(
             name: "token of odd length",
             token: String(repeating: "a", count: 65),
             body: validRegistration,
-            code: "invalid_value",
+            code: .invalidValue,
             field: "token"
         ),
         BadInput(
             name: "oversized body",
             body: "{\"locale\": \"" + String(repeating: "x", count: 20_000) + "\"}",
             status: .contentTooLarge,
-            code: "body_too_large",
+            code: .bodyTooLarge,
             field: "body"
         ),
     ]
@@ -207,16 +208,25 @@ struct DeviceRoutesTests {
         }
     }
 
+    @Test("unknown fields are ignored, NUL characters in them too: only text Paperboy keeps may not hold NUL")
+    func unknownFieldsIgnored() async throws {
+        try await APIFixture.with { fixture, client in
+            let body = validRegistration.replacingOccurrences(of: "{", with: #"{"note": "a\u0000b", "#)
+            let response = try await client.send(.put, "/v1/devices/\(token())", key: fixture.apiKey, body: body)
+            #expect(response.status == .created, "\(response.text)")
+        }
+    }
+
     @Test("unknown routes answer 404 and wrong methods 405 with Allow, both as JSON")
     func routing() async throws {
         try await APIFixture.with { fixture, client in
             let notFound = try await client.send(.get, "/v1/nothing-here", key: fixture.apiKey)
             #expect(notFound.status == .notFound)
-            #expect(try notFound.apiError().code == "not_found")
+            #expect(try notFound.apiError().code == .notFound)
 
             let wrongMethod = try await client.send(.post, "/v1/devices/\(token())", key: fixture.apiKey, body: validRegistration)
             #expect(wrongMethod.status == .methodNotAllowed)
-            #expect(try wrongMethod.apiError().code == "method_not_allowed")
+            #expect(try wrongMethod.apiError().code == .methodNotAllowed)
             #expect(wrongMethod.headers[.allow]?.contains("PUT") == true)
         }
     }

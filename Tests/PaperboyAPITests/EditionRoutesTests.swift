@@ -48,6 +48,12 @@ struct EditionRoutesTests {
             #expect(unchanged.headers[.eTag] == etag)
             let other = try await client.send(.get, "/v1/editions/\(id)", key: fixture.apiKey, headers: [.ifNoneMatch: "\"other\""])
             #expect(other.status == .ok)
+            // A value no ETag could be (outside visible ASCII) is the client's mistake, as openapi.yaml says.
+            for uri in ["/v1/editions/\(id)", "/v1/editions/latest?publication=morning"] {
+                let garbled = try await client.send(.get, uri, key: fixture.apiKey, headers: [.ifNoneMatch: "\u{84}"])
+                #expect(garbled.status == .badRequest, "\(uri)")
+                #expect(try garbled.apiError().field == "If-None-Match", "\(uri)")
+            }
 
             let next = try await client.send(.post, "/v1/editions", headers: Self.admin, body: Self.file(issueDate: "2026-11-24"))
             let nextID = try #require(try next.json()["id"] as? String)

@@ -145,19 +145,19 @@ struct ReceiptRoutesTests {
     func badBodies() async throws {
         try await APIFixture.with { fixture, client in
             let edition = try await Self.prepare(fixture, client)
-            let cases: [(String, String, String)] = [
-                ("", "invalid_json", "body"),
-                ("not json", "invalid_json", "body"),
-                (#"{"result": "newData"}"#, "missing_field", "editionId"),
-                (#"{"editionId": "\#(edition)"}"#, "missing_field", "result"),
-                (#"{"editionId": 12, "result": "newData"}"#, "wrong_type", "editionId"),
-                (#"{"editionId": "not-a-uuid", "result": "newData"}"#, "invalid_value", "editionId"),
-                (#"{"editionId": "\#(edition)", "result": "maybe"}"#, "invalid_value", "result"),
-                (#"{"editionId": "\#(edition)", "result": 1}"#, "wrong_type", "result"),
-                (#"{"editionId": "\#(edition)", "result": "newData", "bytes": "12"}"#, "wrong_type", "bytes"),
-                (#"{"editionId": "\#(edition)", "result": "newData", "bytes": -1}"#, "invalid_value", "bytes"),
-                (#"{"editionId": "\#(edition)", "result": "newData", "seconds": "4"}"#, "wrong_type", "seconds"),
-                (#"{"editionId": "\#(edition)", "result": "newData", "seconds": -0.5}"#, "invalid_value", "seconds"),
+            let cases: [(String, APIError.Code, String)] = [
+                ("", .invalidJSON, "body"),
+                ("not json", .invalidJSON, "body"),
+                (#"{"result": "newData"}"#, .missingField, "editionId"),
+                (#"{"editionId": "\#(edition)"}"#, .missingField, "result"),
+                (#"{"editionId": 12, "result": "newData"}"#, .wrongType, "editionId"),
+                (#"{"editionId": "not-a-uuid", "result": "newData"}"#, .invalidValue, "editionId"),
+                (#"{"editionId": "\#(edition)", "result": "maybe"}"#, .invalidValue, "result"),
+                (#"{"editionId": "\#(edition)", "result": 1}"#, .wrongType, "result"),
+                (#"{"editionId": "\#(edition)", "result": "newData", "bytes": "12"}"#, .wrongType, "bytes"),
+                (#"{"editionId": "\#(edition)", "result": "newData", "bytes": -1}"#, .invalidValue, "bytes"),
+                (#"{"editionId": "\#(edition)", "result": "newData", "seconds": "4"}"#, .wrongType, "seconds"),
+                (#"{"editionId": "\#(edition)", "result": "newData", "seconds": -0.5}"#, .invalidValue, "seconds"),
             ]
             for (body, code, field) in cases {
                 let response = try await client.send(.post, Self.receipts, key: fixture.apiKey, body: body)

@@ -15,11 +15,9 @@ import Glibc
 /// key never reach the log.
 @Suite("Secrets never in logs")
 struct SecretsInLogsTests {
-    static let binary = ServeProcessTests.binary
-
     @Test(
         "serve at trace level logs neither the admin token, nor the device API key, nor the .p8 key",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: binary.path), "the paperboy binary is built beside the tests")
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests")
     )
     func noSecretsInLogs() async throws {
         try await TestDatabase.with { db in
@@ -37,7 +35,7 @@ struct SecretsInLogsTests {
             let keyBody = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
 
             var environment = ProcessInfo.processInfo.environment
-            environment["DATABASE_URL"] = "postgres://\(db.configuration.username)@\(db.configuration.host):\(db.configuration.port)/\(db.configuration.database)?sslmode=disable"
+            environment["DATABASE_URL"] = db.configuration.testURL
             environment["PAPERBOY_ADMIN_TOKEN"] = adminToken
             environment["LOG_LEVEL"] = "trace"
             // Nothing listens there: sends fail, and the failures are logged too.
@@ -45,7 +43,7 @@ struct SecretsInLogsTests {
 
             func run(_ arguments: [String]) throws -> String {
                 let process = Process()
-                process.executableURL = Self.binary
+                process.executableURL = PaperboyBinary.url
                 process.arguments = arguments
                 process.environment = environment
                 let pipe = Pipe()
@@ -67,14 +65,17 @@ struct SecretsInLogsTests {
             _ = try run(["publications", "add", "morning", "--app", String(appID)])
 
             let serve = Process()
-            serve.executableURL = Self.binary
+            serve.executableURL = PaperboyBinary.url
             serve.arguments = ["serve", "--port", "0", "--rate-limit", "100/s"]
             serve.environment = environment
             serve.standardOutput = output
             serve.standardError = output
             try serve.run()
             defer { if serve.isRunning { serve.terminate() } }
-            let port = try await Self.waitForPort(in: log, process: serve)
+            let port = try #require(
+                try await PaperboyBinary.waitForPort(in: log, process: serve),
+                "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+            )
             let base = "http://127.0.0.1:\(port)"
 
             func request(_ method: String, _ path: String, headers: [String: String], body: String? = nil) async throws -> Int {
@@ -134,21 +135,5 @@ struct SecretsInLogsTests {
                 #expect(!text.contains(line), "a line of the .p8 key is in the log")
             }
         }
-    }
-
-    /// Polls the server's log for its "listening" line: bounded, 20 seconds at most.
-    private static func waitForPort(in log: URL, process: Process) async throws -> Int {
-        for _ in 0..<400 {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: #"address=http://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
-                let port = Int(text[range].split(separator: ":").last ?? "")
-            {
-                return port
-            }
-            if !process.isRunning { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
-        throw CancellationError()
     }
 }

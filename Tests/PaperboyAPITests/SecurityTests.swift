@@ -55,7 +55,7 @@ struct SecurityTests {
             #expect(limited.status == .tooManyRequests)
             #expect(limited.headers[.retryAfter] == "2")
             let error = try limited.apiError()
-            #expect(error.code == "rate_limited")
+            #expect(error.code == .rateLimited)
             #expect(error.field == nil)
             #expect(try limited.json()["error"] as? [String: Any] != nil)
             #expect(try await client.send(.get, "/v1/editions/latest?publication=morning", key: key, headers: here).status == .tooManyRequests)

@@ -13,18 +13,18 @@ import Glibc
 /// `paperboy serve` as operators run it: a real process, stopped with SIGTERM.
 @Suite("paperboy serve")
 struct ServeProcessTests {
-    /// The `paperboy` binary that `swift test` built beside the test bundle.
-    static let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("paperboy")
-
     @Test(
         "serves on a migrated database, then stops accepting on SIGTERM and exits 0",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: binary.path), "the paperboy binary is built beside the tests")
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests")
     )
     func sigtermExitsZero() async throws {
         try await TestDatabase.with { db in
             let (process, log) = try Self.start(db.configuration)
             defer { if process.isRunning { process.terminate() } }
-            let port = try await Self.waitForPort(in: log, process: process)
+            let port = try #require(
+                try await PaperboyBinary.waitForPort(in: log, process: process),
+                "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+            )
 
             let (body, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/health/ready")!)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
@@ -42,7 +42,7 @@ struct ServeProcessTests {
 
     @Test(
         "refuses to start on a database with pending migrations, saying to run paperboy migrate",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: binary.path), "the paperboy binary is built beside the tests")
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests")
     )
     func refusesPendingMigrations() async throws {
         try await TestDatabase.with(migrated: false) { db in
@@ -59,31 +59,15 @@ struct ServeProcessTests {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let output = try FileHandle(forWritingTo: log)
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = PaperboyBinary.url
         process.arguments = ["serve", "--port", "0"]
         var environment = ProcessInfo.processInfo.environment
-        environment["DATABASE_URL"] = "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable"
+        environment["DATABASE_URL"] = database.testURL
         environment["PAPERBOY_ADMIN_TOKEN"] = nil
         process.environment = environment
         process.standardOutput = output
         process.standardError = output
         try process.run()
         return (process, log)
-    }
-
-    /// Polls the server's log for its "listening" line: bounded, 10 seconds at most.
-    private static func waitForPort(in log: URL, process: Process) async throws -> Int {
-        for _ in 0..<200 {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: #"address=http://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
-                let port = Int(text[range].split(separator: ":").last ?? "")
-            {
-                return port
-            }
-            #expect(process.isRunning, "serve exited early: \(text)")
-            if !process.isRunning { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw CancellationError()
     }
 }

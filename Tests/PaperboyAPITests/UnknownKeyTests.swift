@@ -66,7 +66,7 @@ struct UnknownKeyTests {
             let answer = try await client.send(.put, "/v1/devices/\(token())", key: wrong, body: validRegistration)
             #expect(answer.status == .unauthorized)
             let error = try answer.apiError()
-            #expect(error.code == "unauthorized")
+            #expect(error.code == .unauthorized)
             #expect(error.field == "X-API-Key")
             #expect(lookups.count == 1)
 

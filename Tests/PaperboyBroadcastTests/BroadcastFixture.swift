@@ -26,8 +26,8 @@ final class VirtualClock: Sendable {
         instant.withLock { $0 = date }
     }
 
-    var dispatchClock: DispatchClock {
-        DispatchClock(now: { self.now }, sleep: { until in self.instant.withLock { $0 = max($0, until) } })
+    var broadcastClock: BroadcastClock {
+        BroadcastClock(now: { self.now }, sleep: { until in self.instant.withLock { $0 = max($0, until) } })
     }
 }
 
@@ -134,12 +134,12 @@ struct BroadcastFixture {
         return try await EditionRepository(client: db.client).publish(manifest, appID: app.id, now: now ?? clock.now, logger: logger)
     }
 
-    func dispatcher(owner: String = "test-worker", lookahead: TimeInterval? = nil) -> Dispatcher {
+    func dispatcher(owner: String = "test-worker", lookahead: Duration? = nil) -> Dispatcher {
         var configuration = Dispatcher.Configuration(owner: owner)
         if let lookahead { configuration.lookahead = lookahead }
         return Dispatcher(
             repository: repository, editions: EditionRepository(client: db.client), channels: channels,
-            configuration: configuration, clock: clock.dispatchClock, logger: logger
+            configuration: configuration, clock: clock.broadcastClock, logger: logger
         )
     }
 

@@ -19,6 +19,32 @@ struct DispatcherTests {
         BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: maxPushes, alertLastResort: alert)
     }
 
+    @Test("BadDeviceToken deactivates by the database's clock: a worker whose clock runs an hour behind still stops pushing the token")
+    func badTokenOnTheDatabaseClock() async throws {
+        // The worker's clock is an hour behind the database's, which writes registered_at: by the worker's
+        // clock every push was sent before the device registered.
+        let behind = Date().addingTimeInterval(-3600)
+        var faults = APNsSimulator.Faults()
+        faults.outcomesByTokenPrefix = [("bad0", .init(status: 400, reason: .badDeviceToken))]
+        try await BroadcastFixture.with(start: behind, faults: faults) { fixture in
+            try await fixture.register(10)
+            try await fixture.register(5, offset: 2000, prefix: "bad0")
+            let edition = try await fixture.publish(deadline: behind.addingTimeInterval(6 * 3600))
+            let started = try await fixture.repository.start(
+                editionID: edition.id, environment: .production, options: Self.options(), origin: "test", now: behind, logger: fixture.logger
+            )
+            let wave1 = try await fixture.step(at: started.broadcast.start.addingTimeInterval(10 * Self.minute + 5), fixture.dispatcher())
+            #expect(wave1.sent == 15)
+            let devices = DeviceRepository(client: fixture.db.client)
+            for index in 0..<5 {
+                let bad = try await devices.find(appID: fixture.app.id, token: BroadcastFixture.token(2000 + index, prefix: "bad0"), logger: fixture.logger)
+                #expect(bad?.active == false, "bad0 device \(index) stays active")
+            }
+            let good = try await devices.find(appID: fixture.app.id, token: BroadcastFixture.token(0), logger: fixture.logger)
+            #expect(good?.active == true)
+        }
+    }
+
     @Test("wave 1 reaches every target once at the plan's pace; later waves only devices without a receipt; then it completes")
     func wavesFollowReceipts() async throws {
         let t0 = Date()
@@ -113,7 +139,7 @@ struct DispatcherTests {
             let started = try await fixture.repository.start(
                 editionID: edition.id, environment: .production, options: options, origin: "test", now: t0, logger: fixture.logger
             )
-            let dispatcher = fixture.dispatcher(lookahead: 2)
+            let dispatcher = fixture.dispatcher(lookahead: .seconds(2))
             // Just before the deadline the worker leases what is due within its lookahead, past the deadline too.
             let report = try await fixture.step(at: edition.deadline.addingTimeInterval(-0.5), dispatcher)
             let dueBefore = (0..<60).filter { index in
@@ -352,7 +378,6 @@ struct DispatcherTests {
             let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
             #expect(progress.state == .failed)
             #expect(progress.failure?.contains(fixture.app.keyReference) == true)
-            #expect(progress.report(timeZone: TimeZone(identifier: "UTC")!).contains("failure"))
             #expect(fixture.accepted().isEmpty)
             // Fixed and started again: a failed broadcast does not block a new one.
             try BroadcastFixture.privateKey.pemRepresentation.write(toFile: fixture.app.keyReference, atomically: true, encoding: .utf8)

@@ -294,7 +294,7 @@ struct RestartablePostgres {
 
     /// Stops the server (fast: sessions are disconnected).
     func stop() throws {
-        try Self.run(cluster.binDirectory + "/pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"], as: runAs)
+        try EmbeddedPostgres.runTool(cluster.binDirectory + "/pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"], as: runAs, step: "pg_ctl stop")
     }
 
     /// Starts it again on the same port with the options `EmbeddedPostgres` uses.
@@ -303,33 +303,9 @@ struct RestartablePostgres {
             "-p \(cluster.port)", "-k \(cluster.directory)", "-c listen_addresses=127.0.0.1", "-c fsync=off",
             "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=200",
         ].joined(separator: " ")
-        try Self.run(
-            cluster.binDirectory + "/pg_ctl", ["-D", data, "-l", cluster.directory + "/server.log", "-o", options, "-w", "-t", "60", "start"], as: runAs
+        try EmbeddedPostgres.runTool(
+            cluster.binDirectory + "/pg_ctl", ["-D", data, "-l", cluster.directory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
+            as: runAs, step: "pg_ctl start"
         )
-    }
-
-    /// posix_spawn + waitpid, not `Process`: a server started by `pg_ctl start` inherits the descriptors
-    /// `Process` watches, so `waitUntilExit()` would not return (see `EmbeddedPostgres.run`).
-    private static func run(_ executable: String, _ arguments: [String], as user: String?) throws {
-        let command = (user.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []) + ["/usr/bin/env", "-C", "/", executable] + arguments
-        let outputPath = NSTemporaryDirectory() + "/paperboy-fault-pg-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
-        guard spawned == 0 else { throw FaultTestError("cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            let text = FileManager.default.contents(atPath: outputPath).map { String(decoding: $0, as: UTF8.self) } ?? ""
-            throw FaultTestError("\(arguments.last ?? executable) failed (status \(status)): \(text.suffix(800))")
-        }
     }
 }

@@ -37,13 +37,13 @@ struct FaultTests {
 
     // MARK: - PostgreSQL restarted
 
-    /// 2 s: shorter than a lease (3 s); 5 s: longer than one. Queries that were idle wait in PostgresNIO's
-    /// pool and run when the server is back; queries in flight at the stop fail, and their batches are sent
+    /// 2 s: shorter than a lease (3 s); 5 s: longer than one; 10 s: a failover's worth. Queries that were idle
+    /// wait in PostgresNIO's pool and run when the server is back; queries in flight at the stop fail, and their batches are sent
     /// again once their leases lapse (the duplicates allowed here).
     @Test(
         "PostgreSQL stopped and started again mid-broadcast: the worker waits, keeps running and finishes it; nothing lost, duplicates only from batches whose lease lapsed",
         .timeLimit(.minutes(2)),
-        arguments: [2, 5]
+        arguments: [2, 5, 10]
     )
     func postgresRestartedMidBroadcast(outage: Int) async throws {
         let devices = 2000

@@ -14,6 +14,11 @@ struct SchedulerTests {
     /// 05:00 in Tokyo, the schedule's instant.
     static let fiveAM = ISO8601DateFormatter().date(from: "2026-11-22T20:00:00Z")!
 
+    /// A clock that stays at `instant`: the scheduler compares schedules with it while it ticks in real time.
+    static func clock(at instant: Date) -> BroadcastClock {
+        BroadcastClock(now: { instant }, sleep: { _ in })
+    }
+
     /// The broadcasts a scheduler asked for.
     actor Starts {
         var requests: [(starter: String, request: BroadcastRequest)] = []
@@ -168,7 +173,7 @@ struct SchedulerTests {
             let leader = Scheduler(
                 client: db.client,
                 start: { await starts.record("a", $0) },
-                now: { SchedulerTests.fiveAM.addingTimeInterval(60) },
+                clock: Self.clock(at: SchedulerTests.fiveAM.addingTimeInterval(60)),
                 tickInterval: .milliseconds(20),
                 logger: db.logger
             )
@@ -284,7 +289,7 @@ struct SchedulerTests {
             let scheduler = Scheduler(
                 client: db.client,
                 start: { await starts.record("a", $0) },
-                now: { SchedulerTests.fiveAM.addingTimeInterval(60) },
+                clock: Self.clock(at: SchedulerTests.fiveAM.addingTimeInterval(60)),
                 tickInterval: .milliseconds(20),
                 logger: db.logger
             )

@@ -14,7 +14,7 @@ import Glibc
 /// killed with SIGKILL mid-broadcast. The simulator's per-token counts are the truth.
 @Suite("paperboy worker processes")
 struct WorkerProcessTests {
-    static let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("paperboy")
+    static let binary = PaperboyBinary.url
     static let maxBatch = 100
 
     @Test(

@@ -80,4 +80,16 @@ struct StaggerPlanTests {
         let after = tokens.map { $0.cohort(count: 8) }
         #expect(Array(after.prefix(1_000)) == before)
     }
+
+    @Test("sends per bucket match sendsPerSecond and add up to every device")
+    func buckets() throws {
+        for (counts, pace) in [([100_000, 33_333, 7], StaggerPlan.Pace.window(300)), ([6_000, 0, 6_001], .capacity(perSecond: 2_000))] {
+            let plan = try StaggerPlan(cohortCounts: counts, pace: pace, requestedStart: Self.five, seed: 9)
+            #expect(plan.sends(perBucketOf: 1) == plan.sendsPerSecond())
+            let perMinute = plan.sends(perBucketOf: 60)
+            #expect(perMinute.reduce(0, +) == counts.reduce(0, +))
+        }
+        let empty = try StaggerPlan(cohortCounts: [0, 0], pace: .window(60), requestedStart: Self.five, seed: 9)
+        #expect(empty.sends(perBucketOf: 60).isEmpty)
+    }
 }

@@ -86,7 +86,7 @@ struct APNsBench: AsyncParsableCommand {
     func run() async throws {
         LoggingSystem.bootstrapBench()
         if nioExecutor { _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() }
-        let logger = Logger(label: "paperboy.apns-bench")
+        let logger = Logger(label: "paperboy-bench.apns")
         var simulator: SimulatorProcess?
         let endpointText: String
         let key: APNsSigningKey

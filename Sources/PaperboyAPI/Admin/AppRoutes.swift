@@ -5,11 +5,10 @@ import PaperboyStore
 struct AppRoutes {
     let apps: AppRepository
 
-    func add(to group: RouterGroup<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+    func add(to group: RouterGroup<APIRequestContext>) {
         group.get("apps") { _, context in
             AppList(apps: try await apps.list(logger: context.logger))
         }
-        routes.record("/v1/apps", .get)
     }
 
     struct AppList: ResponseEncodable {

@@ -12,19 +12,16 @@ struct BroadcastRoutes {
     let apps: AppRepository
     let maxBodyBytes: Int
 
-    func add(to group: RouterGroup<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+    func add(to group: RouterGroup<APIRequestContext>) {
         group.post("broadcasts", use: start)
         group.get("broadcasts/{id}", use: show)
         group.post("broadcasts/{id}/cancel", use: cancel)
-        routes.record("/v1/broadcasts", .post)
-        routes.record("/v1/broadcasts/{id}", .get)
-        routes.record("/v1/broadcasts/{id}/cancel", .post)
     }
 
     /// The body of `POST /v1/broadcasts`: the edition, the environment, and the ``BroadcastOptions``
     /// fields beside them (`window` or `capacity`, `cohorts`, `waveInterval`, `maxPushesPerDevice`,
     /// `alertLastResort`, `jitter`), each optional.
-    struct StartBody: Decodable {
+    struct StartBody: Codable {
         var edition: UUID
         var environment: APNsEnvironment
         var dryRun: Bool
@@ -40,6 +37,15 @@ struct BroadcastRoutes {
             environment = try container.decodeIfPresent(APNsEnvironment.self, forKey: .environment) ?? .production
             dryRun = try container.decodeIfPresent(Bool.self, forKey: .dryRun) ?? false
             options = try BroadcastOptions(from: decoder)
+        }
+
+        /// The fields as they were read (``Request/decodeJSON(_:limit:allowedValues:)`` checks what is kept).
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(edition, forKey: .edition)
+            try container.encode(environment, forKey: .environment)
+            try container.encode(dryRun, forKey: .dryRun)
+            try options.encode(to: encoder)
         }
     }
 
@@ -57,7 +63,7 @@ struct BroadcastRoutes {
             editionID: body.edition, environment: body.environment, options: body.options, origin: "api", now: now, logger: context.logger
         )
         guard let progress = try await broadcasts.progress(id: start.broadcast.id, logger: context.logger) else {
-            throw APIError(.notFound, code: "not_found", field: "edition", message: "the broadcast disappeared")
+            throw APIError(.notFound, code: .notFound, field: "edition", message: "the broadcast disappeared")
         }
         var response = try Self.json(Started(created: start.created, broadcast: progress), status: start.created ? .created : .ok)
         response.headers[.location] = "/v1/broadcasts/\(start.broadcast.id.uuidString.lowercased())"
@@ -68,7 +74,7 @@ struct BroadcastRoutes {
     @Sendable func show(_ request: Request, context: APIRequestContext) async throws -> Response {
         let id = try Self.id(context)
         guard let progress = try await broadcasts.progress(id: id, logger: context.logger) else {
-            throw APIError(.notFound, code: "not_found", field: "id", message: "there is no broadcast \(id.uuidString.lowercased())")
+            throw APIError(.notFound, code: .notFound, field: "id", message: "there is no broadcast \(id.uuidString.lowercased())")
         }
         return try Self.json(progress, status: .ok)
     }
@@ -78,7 +84,7 @@ struct BroadcastRoutes {
         let id = try Self.id(context)
         _ = try await broadcasts.cancel(id: id, now: Date(), logger: context.logger)
         guard let progress = try await broadcasts.progress(id: id, logger: context.logger) else {
-            throw APIError(.notFound, code: "not_found", field: "id", message: "there is no broadcast \(id.uuidString.lowercased())")
+            throw APIError(.notFound, code: .notFound, field: "id", message: "there is no broadcast \(id.uuidString.lowercased())")
         }
         return try Self.json(progress, status: .ok)
     }

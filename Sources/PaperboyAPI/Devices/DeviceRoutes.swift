@@ -7,13 +7,10 @@ struct DeviceRoutes {
     let devices: DeviceRepository
     let maxBodyBytes: Int
 
-    static let path = "/v1/devices/{token}"
-
-    func add(to group: RouterGroup<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+    func add(to group: RouterGroup<APIRequestContext>) {
         group.put("devices/{token}", use: register)
         group.get("devices/{token}", use: show)
         group.delete("devices/{token}", use: remove)
-        for method in [HTTPRequest.Method.put, .get, .delete] { routes.record(Self.path, method) }
     }
 
     /// `PUT`: creates (201) or updates (200) the device in one statement.
@@ -38,7 +35,7 @@ struct DeviceRoutes {
         let app = try context.requireApp()
         let token = try context.deviceToken()
         guard let device = try await devices.find(appID: app.id, token: token, logger: context.logger) else {
-            throw APIError(.notFound, code: "not_found", field: "token", message: "no device with this token is registered")
+            throw APIError(.notFound, code: .notFound, field: "token", message: "no device with this token is registered")
         }
         return DeviceResponse(device)
     }
@@ -48,7 +45,7 @@ struct DeviceRoutes {
         let app = try context.requireApp()
         let token = try context.deviceToken()
         guard try await devices.delete(appID: app.id, token: token, logger: context.logger) else {
-            throw APIError(.notFound, code: "not_found", field: "token", message: "no device with this token is registered")
+            throw APIError(.notFound, code: .notFound, field: "token", message: "no device with this token is registered")
         }
         return .noContent
     }

@@ -14,11 +14,9 @@ struct HealthRoutes {
         var status: String
     }
 
-    func add(to router: Router<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+    func add(to router: Router<APIRequestContext>) {
         router.get("health/live") { _, _ in Status(status: "live") }
         router.get("health/ready") { _, context in try await ready(logger: context.logger) }
-        routes.record("/health/live", .get)
-        routes.record("/health/ready", .get)
     }
 
     private func ready(logger: Logger) async throws -> Status {
@@ -35,15 +33,15 @@ struct HealthRoutes {
                 return status
             }
         } catch let error as MigrationError {
-            throw APIError(.serviceUnavailable, code: "migrations_mismatch", message: error.description)
+            throw APIError(.serviceUnavailable, code: .migrationsMismatch, message: error.description)
         } catch {
             logger.warning("readiness check: database unavailable", metadata: ["error": "\(String(reflecting: error))"])
-            throw APIError(.serviceUnavailable, code: "database_unavailable", message: "the database did not answer within \(timeout)")
+            throw APIError(.serviceUnavailable, code: .databaseUnavailable, message: "the database did not answer within \(timeout)")
         }
         guard status.isCurrent else {
             throw APIError(
                 .serviceUnavailable,
-                code: "migrations_pending",
+                code: .migrationsPending,
                 message: "pending migrations: \(status.pending.joined(separator: ", ")); run `paperboy migrate`"
             )
         }

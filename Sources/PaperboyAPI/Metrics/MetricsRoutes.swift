@@ -7,7 +7,7 @@ import Prometheus
 struct MetricsRoutes {
     let registry: PrometheusCollectorRegistry
 
-    func add(to router: Router<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+    func add(to router: Router<APIRequestContext>) {
         router.get("metrics") { _, _ in
             Response(
                 status: .ok,
@@ -15,6 +15,5 @@ struct MetricsRoutes {
                 body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
             )
         }
-        routes.record("/metrics", .get)
     }
 }

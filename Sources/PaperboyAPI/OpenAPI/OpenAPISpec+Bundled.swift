@@ -45,7 +45,8 @@ extension OpenAPISpec {
               summary: Register or update a device
               description: |
                 Creates the device (201) or updates it (200) in one statement, answering the stored device.
-                `subscriptions` must name publications of the app; `timeZone` must be an IANA zone name.
+                `subscriptions` must name publications of the app (another name answers 404 `not_found` naming
+                `subscriptions`, as an unknown publication does everywhere); `timeZone` must be an IANA zone name.
               security:
                 - deviceKey: []
               requestBody:
@@ -204,10 +205,11 @@ extension OpenAPISpec {
                 - name: publication
                   in: query
                   required: true
-                  description: The publication's id, e.g. `morning`.
+                  description: The publication's id, e.g. `morning`; without NUL.
                   schema:
                     type: string
                     minLength: 1
+                    pattern: "^[^\\x00]+$"
                   example: morning
                 - $ref: "#/components/parameters/IfNoneMatch"
               responses:
@@ -571,8 +573,9 @@ extension OpenAPISpec {
               name: If-None-Match
               in: header
               required: false
-              description: ETags of a copy held, or `*`; a match answers 304. Visible ASCII only (a control character
-                in a header is refused by the HTTP parser, before Paperboy sees the request).
+              description: ETags of a copy held, or `*`; a match answers 304. Visible ASCII and spaces only; another
+                character answers 400 `invalid_value` naming `If-None-Match` (a control character is refused by the
+                HTTP parser, before Paperboy sees the request).
               schema:
                 type: string
                 pattern: "^[\\x20-\\x7E]*$"
@@ -682,7 +685,8 @@ extension OpenAPISpec {
             MethodNotAllowed:
               description: |
                 `method_not_allowed`: the path exists, the method does not. Answered for every method of
-                GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS that a path of this document does not list.
+                GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE and QUERY that a path of this document does not
+                list; `Allow` lists the path's methods.
               headers:
                 Allow:
                   $ref: "#/components/headers/Allow"
@@ -755,6 +759,7 @@ extension OpenAPISpec {
                     type: string
                     minLength: 1
                     maxLength: 63
+                    pattern: "^[^\\x00]+$"
                 timeZone:
                   type: string
                   description: An IANA time zone name.
@@ -768,15 +773,19 @@ extension OpenAPISpec {
                 appVersion:
                   type: [string, "null"]
                   maxLength: 64
+                  pattern: "^[^\\x00]*$"
                 osVersion:
                   type: [string, "null"]
                   maxLength: 64
+                  pattern: "^[^\\x00]*$"
                 model:
                   type: [string, "null"]
                   maxLength: 64
+                  pattern: "^[^\\x00]*$"
                 locale:
                   type: [string, "null"]
                   maxLength: 35
+                  pattern: "^[^\\x00]*$"
 
             Device:
               type: object
@@ -836,15 +845,17 @@ extension OpenAPISpec {
                 result:
                   $ref: "#/components/schemas/ReceiptResult"
                 bytes:
-                  type: integer
+                  type: [integer, "null"]
                   format: int64
                   minimum: 0
                   maximum: 9223372036854775807
                   default: 0
+                  description: Null is the same as absent.
                 seconds:
-                  type: number
+                  type: [number, "null"]
                   minimum: 0
                   default: 0
+                  description: Null is the same as absent.
 
             Receipt:
               type: object
@@ -936,6 +947,7 @@ extension OpenAPISpec {
                 publication:
                   type: string
                   minLength: 1
+                  pattern: "^[^\\x00]+$"
                   examples: [morning]
                 issueDate:
                   type: string
@@ -1028,48 +1040,56 @@ extension OpenAPISpec {
             BroadcastRequest:
               type: object
               description: |
-                The edition, the environment (default `production`), and the broadcast options, each optional:
-                `window` (seconds, default 1800) or `capacity` (sends per second), not both.
+                The edition, the environment (default `production`), and the broadcast options, each optional
+                (null is the same as absent): `window` (seconds, default 1800) or `capacity` (sends per second),
+                not both.
               required: [edition]
               not:
                 required: [window, capacity]
+                properties:
+                  window:
+                    type: number
+                  capacity:
+                    type: number
               properties:
                 edition:
                   type: string
                   format: uuid
                 environment:
-                  $ref: "#/components/schemas/Environment"
+                  oneOf:
+                    - $ref: "#/components/schemas/Environment"
+                    - type: "null"
                 dryRun:
-                  type: boolean
+                  type: [boolean, "null"]
                   default: false
                 window:
-                  type: number
+                  type: [number, "null"]
                   minimum: 1
                   maximum: 86400
                 capacity:
-                  type: number
+                  type: [number, "null"]
                   minimum: 0.01
                   maximum: 10000000
                 cohorts:
-                  type: integer
+                  type: [integer, "null"]
                   minimum: 1
                   maximum: 1024
                   default: 16
                 waveInterval:
-                  type: number
+                  type: [number, "null"]
                   minimum: 1200
                   maximum: 86400
                   default: 1800
                 maxPushesPerDevice:
-                  type: integer
+                  type: [integer, "null"]
                   minimum: 1
                   maximum: 10
                   default: 3
                 alertLastResort:
-                  type: boolean
+                  type: [boolean, "null"]
                   default: false
                 jitter:
-                  type: number
+                  type: [number, "null"]
                   minimum: 1
                   maximum: 3600
                   default: 90

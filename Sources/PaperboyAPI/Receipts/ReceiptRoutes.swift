@@ -9,11 +9,8 @@ struct ReceiptRoutes {
     let receipts: ReceiptRepository
     let maxBodyBytes: Int
 
-    static let path = "/v1/devices/{token}/receipts"
-
-    func add(to group: RouterGroup<APIRequestContext>, routes: inout RouteTable<APIRequestContext>) {
+    func add(to group: RouterGroup<APIRequestContext>) {
         group.post("devices/{token}/receipts", use: record)
-        routes.record(Self.path, .post)
     }
 
     /// `POST` (device key): records the device's receipt for an edition, idempotently per device and

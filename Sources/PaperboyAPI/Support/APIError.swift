@@ -7,13 +7,13 @@ import Hummingbird
 /// one is. Messages never contain secrets.
 public struct APIError: HTTPResponseError, Equatable {
     public var status: HTTPResponse.Status
-    public var code: String
+    public var code: Code
     public var field: String?
     public var message: String
     /// Extra response headers, e.g. `Allow` on a 405.
     public var headers: HTTPFields = [:]
 
-    public init(_ status: HTTPResponse.Status, code: String, field: String? = nil, message: String, headers: HTTPFields = [:]) {
+    public init(_ status: HTTPResponse.Status, code: Code, field: String? = nil, message: String, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.field = field
@@ -31,7 +31,7 @@ public struct APIError: HTTPResponseError, Equatable {
     /// The JSON shape of every error.
     public struct Body: Codable, Equatable {
         public struct Detail: Codable, Equatable {
-            public var code: String
+            public var code: Code
             public var field: String?
             public var message: String
         }
@@ -48,10 +48,10 @@ public struct APIError: HTTPResponseError, Equatable {
 
 extension APIError {
     static func unauthorized(_ message: String, field: String) -> APIError {
-        APIError(.unauthorized, code: "unauthorized", field: field, message: message)
+        APIError(.unauthorized, code: .unauthorized, field: field, message: message)
     }
 
     static func invalid(_ field: String, _ message: String) -> APIError {
-        APIError(.badRequest, code: "invalid_value", field: field, message: message)
+        APIError(.badRequest, code: .invalidValue, field: field, message: message)
     }
 }

@@ -12,22 +12,22 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw error
         } catch let error as StoreError {
             switch error.code {
-            case .invalid: throw APIError(.badRequest, code: "invalid_value", field: error.field, message: error.message)
-            case .conflict: throw APIError(.conflict, code: "conflict", field: error.field, message: error.message)
-            case .notFound: throw APIError(.notFound, code: "not_found", field: error.field, message: error.message)
+            case .invalid: throw APIError(.badRequest, code: .invalidValue, field: error.field, message: error.message)
+            case .conflict: throw APIError(.conflict, code: .conflict, field: error.field, message: error.message)
+            case .notFound: throw APIError(.notFound, code: .notFound, field: error.field, message: error.message)
             }
         } catch let error as HTTPError {
             switch error.status {
             case .notFound:
-                throw APIError(.notFound, code: "not_found", message: "no route for \(request.method) \(request.uri.path)")
+                throw APIError(.notFound, code: .notFound, message: "no route for \(request.method) \(request.uri.path)")
             case .contentTooLarge:
-                throw APIError(.contentTooLarge, code: "body_too_large", field: "body", message: "the request body is too large")
+                throw APIError(.contentTooLarge, code: .bodyTooLarge, field: "body", message: "the request body is too large")
             default:
-                throw APIError(error.status, code: "http_\(error.status.code)", message: error.body ?? error.status.reasonPhrase)
+                throw APIError(error.status, code: .http(error.status), message: error.body ?? error.status.reasonPhrase)
             }
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
-            throw APIError(.internalServerError, code: "internal", message: "the server failed to handle the request; see its log")
+            throw APIError(.internalServerError, code: .internal, message: "the server failed to handle the request; see its log")
         }
     }
 }

@@ -5,8 +5,11 @@ import NIOCore
 extension Request {
     /// Decodes a JSON body of at most `limit` bytes, with errors that name the field at fault.
     ///
+    /// Text Paperboy keeps may not hold NUL (PostgreSQL text cannot); unknown fields are ignored, NUL and
+    /// all. So a body with a NUL escape is refused only when the decoded value, encoded again (known
+    /// fields only), still has one.
     /// - Parameter allowedValues: for enum fields, the values to name when a body has another one.
-    func decodeJSON<Value: Decodable>(_ type: Value.Type, limit: Int, allowedValues: [String: String] = [:]) async throws -> Value {
+    func decodeJSON<Value: Codable>(_ type: Value.Type, limit: Int, allowedValues: [String: String] = [:]) async throws -> Value {
         let body: ByteBuffer
         do {
             body = try await self.body.collect(upTo: limit)
@@ -16,31 +19,33 @@ extension Request {
             throw APIError.bodyTooLarge(limit: limit)
         }
         guard body.readableBytes > 0 else {
-            throw APIError(.badRequest, code: "invalid_json", field: "body", message: "the request needs a JSON body")
+            throw APIError(.badRequest, code: .invalidJSON, field: "body", message: "the request needs a JSON body")
         }
         // Deeply nested JSON costs the decoder stack and time for no field Paperboy has: refuse it unread.
         if body.readableBytesView.jsonNestingExceeds(JSONNesting.maxDepth) {
             throw APIError.invalid("body", "the body nests arrays and objects deeper than \(JSONNesting.maxDepth) levels")
         }
-        // PostgreSQL text cannot hold NUL; refuse it here, as a bad request, rather than fail at the database.
-        if body.readableBytesView.containsNULEscape {
-            throw APIError.invalid("body", "text in the body may not contain the NUL character (\\u0000)")
-        }
+        let value: Value
         do {
-            return try JSONDecoder().decode(Value.self, from: Data(body.readableBytesView))
+            value = try JSONDecoder().decode(Value.self, from: Data(body.readableBytesView))
         } catch let error as DecodingError {
             var apiError = APIError(decoding: error)
-            if apiError.code == "invalid_value", let field = apiError.field, let allowed = allowedValues[field] {
+            if apiError.code == .invalidValue, let field = apiError.field, let allowed = allowedValues[field] {
                 apiError.message = "\(field) must be one of: \(allowed)"
             }
             throw apiError
         }
+        // PostgreSQL text cannot hold NUL; refuse it here, as a bad request, rather than fail at the database.
+        if body.readableBytesView.containsNULEscape, try ByteBuffer(bytes: JSONEncoder().encode(value)).readableBytesView.containsNULEscape {
+            throw APIError.invalid("body", "text in the body may not contain the NUL character (\\u0000)")
+        }
+        return value
     }
 }
 
 extension APIError {
     static func bodyTooLarge(limit: Int) -> APIError {
-        APIError(.contentTooLarge, code: "body_too_large", field: "body", message: "the request body is larger than \(limit) bytes")
+        APIError(.contentTooLarge, code: .bodyTooLarge, field: "body", message: "the request body is larger than \(limit) bytes")
     }
 
     /// Maps a decoding failure to a 400 that names the field, as a JSON path (`subscriptions[1]`).
@@ -60,26 +65,26 @@ extension APIError {
         case .keyNotFound(let key, let context):
             self.init(
                 .badRequest,
-                code: "missing_field",
+                code: .missingField,
                 field: path(context.codingPath, key),
                 message: "\(path(context.codingPath, key)) is required"
             )
         case .valueNotFound(_, let context):
-            self.init(.badRequest, code: "missing_field", field: path(context.codingPath), message: "\(path(context.codingPath)) must not be null")
+            self.init(.badRequest, code: .missingField, field: path(context.codingPath), message: "\(path(context.codingPath)) must not be null")
         case .typeMismatch(let type, let context):
             self.init(
                 .badRequest,
-                code: "wrong_type",
+                code: .wrongType,
                 field: path(context.codingPath),
                 message: "\(path(context.codingPath)) must be \(Self.jsonTypeName(type))"
             )
         case .dataCorrupted(let context) where context.codingPath.isEmpty:
-            self.init(.badRequest, code: "invalid_json", field: "body", message: "the body is not valid JSON")
+            self.init(.badRequest, code: .invalidJSON, field: "body", message: "the body is not valid JSON")
         case .dataCorrupted(let context):
             let field = path(context.codingPath)
-            self.init(.badRequest, code: "invalid_value", field: field, message: "\(field) has a value that is not allowed")
+            self.init(.badRequest, code: .invalidValue, field: field, message: "\(field) has a value that is not allowed")
         @unknown default:
-            self.init(.badRequest, code: "invalid_json", field: "body", message: "the body could not be read")
+            self.init(.badRequest, code: .invalidJSON, field: "body", message: "the body could not be read")
         }
     }
 

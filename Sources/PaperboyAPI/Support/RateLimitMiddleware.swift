@@ -103,7 +103,7 @@ struct RateLimitMiddleware: RouterMiddleware {
         if let retryAfter = limiter.acquire(ClientAddress.of(request) ?? "unknown") {
             throw APIError(
                 .tooManyRequests,
-                code: "rate_limited",
+                code: .rateLimited,
                 message: "too many requests from this client; retry after \(retryAfter) s",
                 headers: [.retryAfter: String(retryAfter)]
             )

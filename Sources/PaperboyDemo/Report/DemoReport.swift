@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyText
 
 /// The demo's report: the three strategies side by side, for a terminal and as a self-contained HTML page.
 public struct DemoReport: Sendable {
@@ -93,7 +94,7 @@ public struct DemoReport: Sendable {
         let reachable = results.first?.reachable
         lines.append(
             contentsOf: Self.wrap(
-                "paperboy demo: \(Self.grouped(devices)) devices" + (reachable.map { " (\(Self.grouped($0)) reachable)" } ?? "")
+                "paperboy demo: \(TerminalText.grouped(devices)) devices" + (reachable.map { " (\(TerminalText.grouped($0)) reachable)" } ?? "")
                     + ", seed \(seed), window \(Self.duration(window)), deadline \(Self.duration(deadline))", width: width))
         lines.append("")
         lines.append(contentsOf: terminalCharts(width: width))
@@ -109,7 +110,7 @@ public struct DemoReport: Sendable {
         let valueWidth = goals.map(\.value.count).max() ?? 0
         for goal in goals {
             lines.append(
-                Self.clip("  " + Self.pad(goal.title, titleWidth) + "  " + Self.pad(goal.value, valueWidth, right: true) + "  " + goal.verdict, width))
+                Self.clip("  " + TerminalText.pad(goal.title, titleWidth) + "  " + TerminalText.pad(goal.value, valueWidth, right: true) + "  " + goal.verdict, width))
         }
         if !timeCompression.isEmpty {
             lines.append("")
@@ -124,7 +125,7 @@ public struct DemoReport: Sendable {
             }
             lines.append(contentsOf: Self.wrap(text, width: width))
         }
-        return lines.map { Self.trimTrailing($0) }.joined(separator: "\n")
+        return lines.map { TerminalText.trimTrailing($0) }.joined(separator: "\n")
     }
 
     func terminalCharts(width: Int) -> [String] {
@@ -157,7 +158,7 @@ public struct DemoReport: Sendable {
             for row in 0..<height {
                 let base = (height - 1 - row) * 8
                 let cells = String(eighths.map { blocks[min(8, max(0, $0 - base))] })
-                let label = row == 0 ? Self.pad(top, labelWidth, right: true) + " ┤" : Self.pad("", labelWidth) + " │"
+                let label = row == 0 ? TerminalText.pad(top, labelWidth, right: true) + " ┤" : TerminalText.pad("", labelWidth) + " │"
                 lines.append(label + cells)
             }
             lines.append(contentsOf: axis(columns: columns, perColumn: perColumn, labelWidth: labelWidth, width: width))
@@ -184,7 +185,7 @@ public struct DemoReport: Sendable {
             }
             minute += step
         }
-        return [Self.pad("0", labelWidth, right: true) + " └" + String(axis), String(labels)]
+        return [TerminalText.pad("0", labelWidth, right: true) + " └" + String(axis), String(labels)]
     }
 
     func terminalTable(width: Int) -> [String] {
@@ -193,16 +194,16 @@ public struct DemoReport: Sendable {
             [
                 result.strategy.rawValue, Self.decimal(result.peakPerSecond, 1), Self.decimal(result.meanPerSecond, 1),
                 Self.decimal(result.peakToMean, 1), Self.percent(result.heldShare), Self.decimal(result.pushesPerDevice, 2),
-                Self.grouped(result.rejectionCount),
+                TerminalText.grouped(result.rejectionCount),
             ]
         }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         func line(_ cells: [String]) -> String {
-            cells.indices.map { Self.pad(cells[$0], widths[$0], right: $0 > 0) }.joined(separator: "  ")
+            cells.indices.map { TerminalText.pad(cells[$0], widths[$0], right: $0 > 0) }.joined(separator: "  ")
         }
         var lines = [Self.clip(line(header), width)] + rows.map { Self.clip(line($0), width) }
         for result in results {
-            let held = "\(result.strategy.rawValue): held \(Self.grouped(result.held)) of \(Self.grouped(result.reachable)) reachable"
+            let held = "\(result.strategy.rawValue): held \(TerminalText.grouped(result.held)) of \(TerminalText.grouped(result.reachable)) reachable"
             var text = held + "; receipts " + Self.breakdown(result.receipts)
             if !result.rejections.isEmpty { text += "; rejections " + Self.breakdown(result.rejections) }
             lines.append(contentsOf: Self.wrap(text, width: width, indent: "  ", first: "  "))
@@ -222,7 +223,7 @@ public struct DemoReport: Sendable {
         body += "<h1>Paperboy demo: three ways to send one edition</h1>\n"
         body += "<p class=\"lead\">"
         body += e(
-            "The same simulated fleet of \(Self.grouped(devices)) iOS devices (seed \(seed)) receives the same edition three times, "
+            "The same simulated fleet of \(TerminalText.grouped(devices)) iOS devices (seed \(seed)) receives the same edition three times, "
                 + "through the real Paperboy dispatcher, API and an APNs simulator. Each device reacts to a push the same way under every "
                 + "strategy: iOS runs a background push only sometimes (depending on power and network), never for an app the user swiped away, "
                 + "and the app then downloads the edition. A blast wakes everyone at once and floods the content API; staggered cohorts "
@@ -231,7 +232,7 @@ public struct DemoReport: Sendable {
         body += "</p>\n"
         body += "<p class=\"meta\">"
         body += e(
-            "\(Self.grouped(devices)) devices" + (reachable.map { ", \(Self.grouped($0)) reachable" } ?? "")
+            "\(TerminalText.grouped(devices)) devices" + (reachable.map { ", \(TerminalText.grouped($0)) reachable" } ?? "")
                 + " · seed \(seed) · window \(Self.duration(window)) · deadline \(Self.duration(deadline))")
         body += "</p>\n"
 
@@ -366,8 +367,8 @@ public struct DemoReport: Sendable {
             html += "<td class=\"num\">\(e(Self.decimal(result.peakPerSecond, 1)))</td>"
             html += "<td class=\"num\">\(e(Self.decimal(result.meanPerSecond, 1)))</td>"
             html += "<td class=\"num\">\(e(Self.decimal(result.peakToMean, 1)))</td>"
-            html += "<td class=\"num\">\(e(Self.percent(result.heldShare))) (\(e(Self.grouped(result.held))) of \(e(Self.grouped(result.reachable))))</td>"
-            html += "<td class=\"num\">\(e(Self.decimal(result.pushesPerDevice, 2))) (\(e(Self.grouped(result.pushes))))</td>"
+            html += "<td class=\"num\">\(e(Self.percent(result.heldShare))) (\(e(TerminalText.grouped(result.held))) of \(e(TerminalText.grouped(result.reachable))))</td>"
+            html += "<td class=\"num\">\(e(Self.decimal(result.pushesPerDevice, 2))) (\(e(TerminalText.grouped(result.pushes))))</td>"
             let rejections = result.rejections.isEmpty ? "none" : Self.breakdown(result.rejections)
             html += "<td class=\"detail\">\(e(rejections))</td>"
             html += "<td class=\"detail\">\(e(result.receipts.isEmpty ? "none" : Self.breakdown(result.receipts)))</td></tr>\n"
@@ -499,29 +500,10 @@ public struct DemoReport: Sendable {
         decimal(share * 100, 1) + "%"
     }
 
-    static func grouped(_ value: Int) -> String {
-        let digits = String(value.magnitude)
-        var out = ""
-        for (offset, character) in digits.enumerated() {
-            if offset > 0, (digits.count - offset) % 3 == 0 { out.append(",") }
-            out.append(character)
-        }
-        return (value < 0 ? "-" : "") + out
-    }
-
-    /// A duration such as `30 min`, `2 h` or `1 h 30 min`, with no-break spaces so it never wraps.
+    /// A duration in the format of every report (``TerminalText/duration(_:)``: `1h 30m`), with no-break
+    /// spaces so that it never wraps across lines.
     static func duration(_ seconds: TimeInterval) -> String {
-        guard seconds.isFinite, abs(seconds) < 1e9 else { return "-" }
-        let whole = Int(seconds.rounded())
-        let text: String
-        if whole >= 3600, whole % 60 == 0 {
-            text = whole % 3600 == 0 ? "\(whole / 3600) h" : "\(whole / 3600) h \(whole % 3600 / 60) min"
-        } else if whole >= 60 {
-            text = whole % 60 == 0 ? "\(whole / 60) min" : "\(whole / 60) min \(whole % 60) s"
-        } else {
-            text = "\(whole) s"
-        }
-        return text.replacingOccurrences(of: " ", with: "\u{A0}")
+        TerminalText.duration(seconds).replacingOccurrences(of: " ", with: "\u{A0}")
     }
 
     static func factor(_ value: Double) -> String {
@@ -531,7 +513,7 @@ public struct DemoReport: Sendable {
     static func breakdown(_ counts: [String: Int]) -> String {
         if counts.isEmpty { return "none" }
         return counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
-            .map { "\($0.key) \(grouped($0.value))" }.joined(separator: ", ")
+            .map { "\($0.key) \(TerminalText.grouped($0.value))" }.joined(separator: ", ")
     }
 
     /// A tick label with as many decimals as the step needs.
@@ -562,17 +544,8 @@ public struct DemoReport: Sendable {
         return max(1, minutes / max(1, maxTicks - 1))
     }
 
-    static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
-        let fill = String(repeating: " ", count: max(0, width - text.count))
-        return right ? fill + text : text + fill
-    }
-
     static func clip(_ text: String, _ width: Int) -> String {
         text.count <= width ? text : String(text.prefix(max(0, width - 1))) + "…"
-    }
-
-    static func trimTrailing(_ text: String) -> String {
-        String(text.reversed().drop(while: { $0 == " " }).reversed())
     }
 
     /// Wraps `text` at spaces so no line is wider than `width`.

@@ -115,9 +115,10 @@ public struct DemoRunner: Sendable {
             portContinuation.yield(port)
             portContinuation.finish()
         }
+        let apnsClients = APNsClients(logger: quiet)
         // In a service group, shut down gracefully and awaited at the end: cancelled with the task group, it
-        // logs errors (CancellationError) that a healthy run must not show.
-        let apiServer = ServiceGroup(configuration: .init(services: [application], logger: quiet))
+        // logs errors (CancellationError) that a healthy run must not show. The APNs clients stop last.
+        let apiServer = ServiceGroup(configuration: .init(services: [apnsClients, application], logger: quiet))
         let serving = Task { try await apiServer.run() }
         func stopServing() async {
             await apiServer.triggerGracefulShutdown()
@@ -130,7 +131,6 @@ public struct DemoRunner: Sendable {
             eventLoopGroupProvider: .singleton,
             configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 256))
         )
-        let apnsClients = APNsClients(logger: quiet)
         let channels = APNsChannels(
             clients: apnsClients, endpoints: try APNsEndpoints(override: "http://127.0.0.1:\(simulatorPort)"), apps: AppRepository(client: client)
         )
@@ -145,15 +145,13 @@ public struct DemoRunner: Sendable {
             }
         } catch {
             try? await http.shutdown()
-            await apnsClients.shutdown()
-            try? await simulator.shutdown()
             await stopServing()
+            try? await simulator.shutdown()
             throw error
         }
         try await http.shutdown()
-        await apnsClients.shutdown()
-        try await simulator.shutdown()
         await stopServing()
+        try await simulator.shutdown()
         return recordings
     }
 
@@ -196,7 +194,7 @@ public struct DemoRunner: Sendable {
 
         let dispatcher = Dispatcher(
             repository: repository, editions: EditionRepository(client: client), channels: channels,
-            configuration: Dispatcher.Configuration(owner: "demo-\(strategy.rawValue)").scaled(by: factor), clock: clock.dispatchClock,
+            configuration: Dispatcher.Configuration(owner: "demo-\(strategy.rawValue)").scaled(by: factor), clock: clock.clock,
             logger: logger
         )
         let dispatching = Task { try await dispatcher.run() }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import PaperboyCore
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -72,7 +73,7 @@ final class SimulatedFleet: Sendable {
                 try await run(index, push: push, download: download)
             } catch {
                 state.withLock { $0.requestsFailed += 1 }
-                logger.debug("a simulated device failed", metadata: ["device": "\(index)", "error": "\(error)"])
+                logger.debug("a simulated device failed", metadata: [LogKey.device: "\(index)", LogKey.error: "\(error)"])
             }
         }
     }

@@ -81,18 +81,34 @@ public struct BatchTarget: Sendable, Equatable {
     public var tier: ImageTier
     /// Background pushes the device got in the hour before the batch was read, across all broadcasts.
     public var pushesInLastHour: Int
+
+    public init(deviceID: Int64, token: DeviceToken, tier: ImageTier, pushesInLastHour: Int) {
+        self.deviceID = deviceID
+        self.token = token
+        self.tier = tier
+        self.pushesInLastHour = pushesInLastHour
+    }
 }
 
 /// What became of one target of a batch.
 public struct BatchOutcome: Sendable, Equatable {
     public enum Result: Sendable, Equatable {
         case accepted
-        /// APNs refused it; `unregisteredAt` is the 410 timestamp, which deactivates the device.
-        case rejected(reason: String, unregisteredAt: Date?)
+        /// APNs refused it; a deactivation when the answer says the token itself is dead or wrong.
+        case rejected(reason: String, deactivates: Deactivation?)
         case fateUnknown
         case notSent
-        /// Not sent, for the reason given (`hourlyBudget`, `deadline`, `cancelled`).
-        case skipped(String)
+        /// Not sent, for the reason given.
+        case skipped(SkipReason)
+    }
+
+    /// When a rejected token stopped being valid: a device registered after it stays (or becomes) active.
+    public enum Deactivation: Sendable, Equatable {
+        /// APNs' own time (410's `timestamp`).
+        case at(Date)
+        /// The database's clock when the outcome is recorded: the answer carried no time, and a worker's
+        /// clock may disagree with the database's, which writes `registered_at`.
+        case whenRecorded
     }
 
     public var deviceID: Int64

@@ -3,242 +3,7 @@ import Logging
 import PaperboyCore
 import PostgresNIO
 
-/// What ``BroadcastRepository/advance(now:logger:)`` did to a broadcast.
-public enum BroadcastEvent: Sendable, Equatable {
-    case waveStarted(broadcast: UUID, wave: Int, kind: BroadcastProgress.Wave.Kind, planned: Int, start: Date)
-    case waveFinished(broadcast: UUID, wave: Int)
-    case completed(broadcast: UUID)
-    case expired(broadcast: UUID)
-}
-
 extension BroadcastRepository {
-    /// Who a wave goes to, as one SQL condition on `devices d` with binds `$1`…`$7`.
-    ///
-    /// Wave 1: the active, auto-downloading devices of the app and environment that subscribe to the
-    /// publication. Later background waves: of those, the ones with no successful receipt for the edition
-    /// (a `failed` receipt asks for another try), no rejection for it that is final for the token
-    /// (`BadDeviceToken`, `DeviceTokenNotForTopic`, `Unregistered`, `ExpiredToken`) and fewer background
-    /// pushes for it than the maximum. The
-    /// alert wave: targets without a successful receipt that allowed alerts, got a background push for
-    /// the edition and no alert yet.
-    struct Audience {
-        var appID: Int
-        var environment: APNsEnvironment
-        var publicationID: Int
-        var editionID: UUID
-        var wave: Int
-        var kind: BroadcastProgress.Wave.Kind
-        var maxPushesPerDevice: Int
-
-        // A device's deliveries are read broadcast by broadcast of the edition (few, indexed by edition), each
-        // one probe of the deliveries primary key (device, broadcast), never the device's whole history. The
-        // LATERAL … OFFSET 0 holds the planner to that order, and `OFFSET 0` keeps each EXISTS a probe per
-        // device: otherwise it may read all the edition's rows into a hash, for a batch of a few hundred.
-        static let condition = """
-            d.app_id = $1 AND d.environment = $2 AND d.active AND d.auto_download AND $3 = ANY (d.subscriptions)
-            AND ($5 = 1 OR NOT EXISTS (
-                SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = $4 AND r.result <> 'failed' OFFSET 0))
-            AND ($5 = 1 OR NOT EXISTS (
-                SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
-                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.outcome = 'rejected'
-                        AND x.reason IN ('BadDeviceToken', 'DeviceTokenNotForTopic', 'Unregistered', 'ExpiredToken') OFFSET 0) x
-                WHERE xb.edition_id = $4 OFFSET 0))
-            AND ($5 = 1 OR $6 OR (
-                SELECT count(*) FROM broadcasts xb CROSS JOIN LATERAL (
-                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background AND x.outcome <> 'notSent' OFFSET 0) x
-                WHERE xb.edition_id = $4) < $7)
-            AND (NOT $6 OR (d.alerts_authorized
-                AND EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
-                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background OFFSET 0) x
-                    WHERE xb.edition_id = $4 OFFSET 0)
-                AND NOT EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
-                    SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND NOT x.background OFFSET 0) x
-                    WHERE xb.edition_id = $4 OFFSET 0)))
-            """
-
-        var bindings: PostgresBindings {
-            var binds = PostgresBindings(capacity: 10)
-            binds.append(appID)
-            binds.append(environment.storageCode)
-            binds.append(publicationID)
-            binds.append(editionID)
-            binds.append(wave)
-            binds.append(kind == .alert)
-            binds.append(maxPushesPerDevice)
-            return binds
-        }
-
-        /// `sql` with the condition at `{audience}`; `extra` binds follow as `$8`….
-        func query(_ sql: String, _ extra: (inout PostgresBindings) -> Void = { _ in }) -> PostgresQuery {
-            var binds = bindings
-            extra(&binds)
-            return PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "{audience}", with: Self.condition), binds: binds)
-        }
-    }
-
-    // MARK: Waves
-
-    /// Moves every running broadcast along: finishes waves whose cohorts are all sent, starts the next wave
-    /// when its time has come, completes broadcasts with nothing left to send, and expires those whose
-    /// edition's deadline passed with work left. Any worker may call it; a broadcast being advanced by
-    /// another is skipped.
-    public func advance(now: Date, logger: Logger) async throws -> [BroadcastEvent] {
-        let running = try await client.query(RequestStatements.runningBroadcasts, logger: logger)
-        var ids: [UUID] = []
-        for try await id in running.decode(UUID.self) { ids.append(id) }
-        var events: [BroadcastEvent] = []
-        for id in ids {
-            events += try await advance(id, now: now, logger: logger)
-        }
-        return events
-    }
-
-    /// The audiences of the wave that may follow `afterWave`, counted per cohort by kind.
-    struct NextWaveCounts {
-        var afterWave: Int
-        var counts: [BroadcastProgress.Wave.Kind: [Int]] = [:]
-    }
-
-    /// One locked step of advancing a broadcast: done, or the next wave's audiences must be counted first.
-    enum AdvanceStep {
-        case done([BroadcastEvent])
-        case count(NextWaveCounts, [Audience], cohorts: Int, events: [BroadcastEvent])
-    }
-
-    // The next wave's audience is counted outside the broadcast's row lock: at millions of devices the count
-    // takes minutes, and the lock holds off a cancel and every delivery recorded for the broadcast (its
-    // foreign key check shares the row). The locked step then inserts the wave with those counts when the
-    // broadcast is still where it was, and asks for a new count when another worker moved it on.
-    private func advance(_ id: UUID, now: Date, logger: Logger) async throws -> [BroadcastEvent] {
-        var events: [BroadcastEvent] = []
-        var counted: NextWaveCounts?
-        for _ in 0..<3 {
-            switch try await advanceLocked(id, now: now, counted: counted, logger: logger) {
-            case .done(let more):
-                return events + more
-            case .count(var next, let audiences, let cohorts, let more):
-                events += more
-                next.counts = try await client.withConnection { connection in
-                    // In the order the locked step tries them: a later kind only when the earlier one is empty.
-                    var counts: [BroadcastProgress.Wave.Kind: [Int]] = [:]
-                    for audience in audiences {
-                        let perCohort = try await Self.cohortCounts(audience, cohorts: cohorts, on: connection, logger: logger)
-                        counts[audience.kind] = perCohort
-                        if perCohort.contains(where: { $0 > 0 }) { break }
-                    }
-                    return counts
-                }
-                counted = next
-            }
-        }
-        return events
-    }
-
-    private func advanceLocked(_ id: UUID, now: Date, counted: NextWaveCounts?, logger: Logger) async throws -> AdvanceStep {
-        try await client.withTransaction(logger: logger) { connection -> AdvanceStep in
-            let locked = try await connection.query(
-                "SELECT id FROM broadcasts WHERE id = \(id) AND state = 'running' FOR UPDATE SKIP LOCKED",
-                logger: logger
-            )
-            guard try await locked.collect().count == 1 else { return .done([]) }
-            guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(id)"), on: connection, logger: logger).first else {
-                return .done([])
-            }
-
-            var waves: [(wave: Int, kind: BroadcastProgress.Wave.Kind, start: Date, rate: Double, finished: Bool)] = []
-            let waveRows = try await connection.query(
-                "SELECT wave, kind, starts_at, rate, finished_at IS NOT NULL FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave",
-                logger: logger
-            )
-            for try await row in waveRows.decode((Int16, String, Date, Double, Bool).self) {
-                waves.append((Int(row.0), .init(rawValue: row.1) ?? .background, row.2, row.3, row.4))
-            }
-            guard let last = waves.last, let first = waves.first else { return .done([]) }
-            var events: [BroadcastEvent] = []
-
-            if !last.finished {
-                let open = try await connection.query(
-                    """
-                    SELECT EXISTS (SELECT 1 FROM broadcast_cohorts WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave)) AND next_key < end_key)
-                        OR EXISTS (SELECT 1 FROM broadcast_batches WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave)) AND done_at IS NULL)
-                    """,
-                    logger: logger
-                )
-                var workLeft = false
-                for try await value in open.decode(Bool.self) { workLeft = value }
-                if workLeft {
-                    if now >= broadcast.deadline {
-                        try await self.finish(id, state: "expired", now: now, on: connection, logger: logger)
-                        return .done([.expired(broadcast: id)])
-                    }
-                    return .done([])
-                }
-                try await connection.query(
-                    "UPDATE broadcast_waves SET finished_at = \(now) WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave))",
-                    logger: logger
-                )
-                events.append(.waveFinished(broadcast: id, wave: last.wave))
-            }
-
-            // The last wave is finished: the next one, or the end.
-            let options = broadcast.options
-            let backgroundWaves = waves.filter { $0.kind == .background }.count
-            let nextStart = first.start.addingTimeInterval(Double(backgroundWaves) * options.waveInterval)
-            var candidates: [BroadcastProgress.Wave.Kind] = []
-            if last.kind == .background && first.rate > 0 && nextStart < broadcast.deadline {
-                if backgroundWaves < options.maxPushesPerDevice { candidates.append(.background) }
-                if options.alertLastResort { candidates.append(.alert) }
-            }
-            guard !candidates.isEmpty else {
-                try await self.finish(id, state: "completed", now: now, on: connection, logger: logger)
-                return .done(events + [.completed(broadcast: id)])
-            }
-            guard nextStart <= now else { return .done(events) }
-            let audiences = candidates.map { kind in
-                Audience(
-                    appID: broadcast.appID, environment: broadcast.environment, publicationID: broadcast.publicationID,
-                    editionID: broadcast.editionID, wave: last.wave + 1, kind: kind, maxPushesPerDevice: options.maxPushesPerDevice
-                )
-            }
-
-            for kind in candidates {
-                guard let counted, counted.afterWave == last.wave, let counts = counted.counts[kind], counts.count == options.cohorts else {
-                    return .count(NextWaveCounts(afterWave: last.wave), audiences, cohorts: options.cohorts, events: events)
-                }
-                let total = counts.reduce(0, +)
-                guard total > 0 else { continue }
-                // Wave 1's rate, which the content API was planned for: fewer devices, a shorter wave.
-                let plan = try StaggerPlan(cohortCounts: counts, pace: .capacity(perSecond: first.rate), start: nextStart)
-                try await Self.insertWave(last.wave + 1, kind: kind, plan: plan, cohorts: options.cohorts, broadcastID: id, on: connection, logger: logger)
-                try await connection.query("UPDATE broadcasts SET updated_at = \(now) WHERE id = \(id)", logger: logger)
-                return .done(events + [.waveStarted(broadcast: id, wave: last.wave + 1, kind: kind, planned: total, start: nextStart)])
-            }
-            // Nobody is left to wake.
-            try await self.finish(id, state: "completed", now: now, on: connection, logger: logger)
-            return .done(events + [.completed(broadcast: id)])
-        }
-    }
-
-    private func finish(_ id: UUID, state: String, now: Date, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query(
-            "UPDATE broadcasts SET state = \(state), finished_at = \(now), updated_at = \(now) WHERE id = \(id)",
-            logger: logger
-        )
-    }
-
-    static func cohortCounts(_ audience: Audience, cohorts: Int, on connection: PostgresConnection, logger: Logger) async throws -> [Int] {
-        let rows = try await connection.query(cohortCountsQuery(audience, cohorts: cohorts), logger: logger)
-        var counts = Array(repeating: 0, count: cohorts)
-        for try await (cohort, count) in rows.decode((Int, Int).self) { counts[cohort] = count }
-        return counts
-    }
-
-    static func cohortCountsQuery(_ audience: Audience, cohorts: Int) -> PostgresQuery {
-        audience.query("SELECT ((d.cohort_key::bigint + 2147483648) * $8) >> 32, count(*) FROM devices d WHERE {audience} GROUP BY 1") {
-            $0.append(cohorts)
-        }
-    }
-
     // MARK: Leases
 
     /// Leases the next batch that is due by `now + lookahead`: first a batch whose lease expired (its worker
@@ -276,7 +41,7 @@ extension BroadcastRepository {
         if let taken {
             logger.notice(
                 "took over an expired batch",
-                metadata: ["batch": "\(taken.id)", "broadcast": "\(taken.broadcastID)", "leases": "\(taken.leases)", "slot": "\(taken.slotStart)"]
+                metadata: [LogKey.batch: "\(taken.id)", LogKey.broadcast: "\(taken.broadcastID)", LogKey.leases: "\(taken.leases)", LogKey.slot: "\(taken.slotStart)"]
             )
             return taken
         }
@@ -291,31 +56,14 @@ extension BroadcastRepository {
                 guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(broadcastID)"), on: connection, logger: logger).first else {
                     return (nil, false)
                 }
-                let audience = Audience(
-                    appID: broadcast.appID, environment: broadcast.environment, publicationID: broadcast.publicationID,
-                    editionID: broadcast.editionID, wave: Int(wave), kind: .init(rawValue: kind) ?? .background,
-                    maxPushesPerDevice: broadcast.options.maxPushesPerDevice
-                )
+                let audience = WaveAudience(broadcast, wave: Int(wave), kind: .init(rawValue: kind) ?? .background)
                 // The key of the batch's last device, then every device up to and including that key.
                 let boundary = try await connection.query(
-                    audience.query(
-                        "SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $8 AND d.cohort_key < $9 ORDER BY d.cohort_key OFFSET $10 LIMIT 1"
-                    ) {
-                        $0.append(nextKey)
-                        $0.append(endKey)
-                        $0.append(batchSize - 1)
-                    },
-                    logger: logger
+                    audience.batchBoundaryQuery(from: nextKey, before: endKey, size: batchSize), logger: logger
                 )
                 var lastKey = endKey - 1
                 for try await key in boundary.decode(Int32.self) { lastKey = Int64(key) }
-                let counted = try await connection.query(
-                    audience.query("SELECT count(*) FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9") {
-                        $0.append(nextKey)
-                        $0.append(lastKey)
-                    },
-                    logger: logger
-                )
+                let counted = try await connection.query(audience.batchSizeQuery(firstKey: nextKey, lastKey: lastKey), logger: logger)
                 var devices = 0
                 for try await count in counted.decode(Int.self) { devices = count }
                 try await connection.query(
@@ -465,12 +213,7 @@ extension BroadcastRepository {
     ) async throws -> LeaseRenewal {
         guard !batches.isEmpty else { return LeaseRenewal() }
         let rows = try await client.query(
-            """
-            UPDATE broadcast_batches b SET lease_expires_at = coalesce(\(leaseNow(now))::timestamptz, now()) + make_interval(secs => \(duration))
-            FROM unnest(\(batches.map(\.id))::bigint[], \(batches.map { Int16($0.leases) })::smallint[]) AS u(id, leases)
-            WHERE b.id = u.id AND b.leases = u.leases AND b.lease_owner = \(owner) AND b.done_at IS NULL
-            RETURNING b.id, (SELECT state = 'running' FROM broadcasts WHERE id = b.broadcast_id)
-            """,
+            Self.renewQuery(ids: batches.map(\.id), leases: batches.map(\.leases), owner: owner, duration: duration, now: leaseNow(now)),
             logger: logger
         )
         var renewal = LeaseRenewal()
@@ -481,9 +224,20 @@ extension BroadcastRepository {
         return renewal
     }
 
+    /// Extends the leases `ids` (with their lease numbers) that `owner` holds; returns each one still held
+    /// and whether its broadcast is running. `now`: the lease clock's instant, nil for the database's.
+    static func renewQuery(ids: [Int64], leases: [Int], owner: String, duration: TimeInterval, now: Date?) -> PostgresQuery {
+        """
+        UPDATE broadcast_batches b SET lease_expires_at = coalesce(\(now)::timestamptz, now()) + make_interval(secs => \(duration))
+        FROM unnest(\(ids)::bigint[], \(leases.map { Int16($0) })::smallint[]) AS u(id, leases)
+        WHERE b.id = u.id AND b.leases = u.leases AND b.lease_owner = \(owner) AND b.done_at IS NULL
+        RETURNING b.id, (SELECT state = 'running' FROM broadcasts WHERE id = b.broadcast_id)
+        """
+    }
+
     /// The devices of a leased batch in send order (cohort key, then id), with their recent push counts.
     public func targets(of batch: LeasedBatch, now: Date, logger: Logger) async throws -> [BatchTarget] {
-        let audience = Audience(
+        let audience = WaveAudience(
             appID: batch.appID, environment: batch.environment, publicationID: batch.publicationID, editionID: batch.editionID,
             wave: batch.wave, kind: batch.kind, maxPushesPerDevice: batch.maxPushesPerDevice
         )
@@ -499,7 +253,7 @@ extension BroadcastRepository {
 
     /// The hourly budget counts a device's background pushes of the last hour, from the
     /// `deliveries_recent_background` index.
-    static func targetsQuery(_ audience: Audience, firstKey: Int64, lastKey: Int64, now: Date) -> PostgresQuery {
+    static func targetsQuery(_ audience: WaveAudience, firstKey: Int64, lastKey: Int64, now: Date) -> PostgresQuery {
         audience.query(
             """
             SELECT d.id, d.token, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $10 AND x.outcome <> 'notSent')
@@ -522,19 +276,27 @@ extension BroadcastRepository {
         var sentIDs: [Int64] = [], sentAt: [Date] = [], results: [String] = [], reasons: [String] = []
         var accepted = 0
         var rejected: [String: Int] = [:], skipped: [String: Int] = [:]
-        var goneIDs: [Int64] = [], goneAt: [Date] = []
+        var goneIDs: [Int64] = [], goneAt: [Date] = [], goneWhenRecorded: [Bool] = []
         for outcome in outcomes {
             let (result, reason): (String, String)
             switch outcome.result {
             case .accepted:
                 (result, reason) = ("accepted", "")
                 accepted += 1
-            case .rejected(let why, let unregisteredAt):
+            case .rejected(let why, let deactivation):
                 (result, reason) = ("rejected", why)
                 rejected[why, default: 0] += 1
-                if let unregisteredAt {
+                switch deactivation {
+                case .at(let time):
                     goneIDs.append(outcome.deviceID)
-                    goneAt.append(unregisteredAt)
+                    goneAt.append(time)
+                    goneWhenRecorded.append(false)
+                case .whenRecorded:
+                    goneIDs.append(outcome.deviceID)
+                    goneAt.append(now)
+                    goneWhenRecorded.append(true)
+                case nil:
+                    break
                 }
             case .fateUnknown:
                 (result, reason) = ("fateUnknown", "")
@@ -543,7 +305,7 @@ extension BroadcastRepository {
                 (result, reason) = ("notSent", "")
                 rejected["notSent", default: 0] += 1
             case .skipped(let why):
-                skipped[why, default: 0] += 1
+                skipped[why.rawValue, default: 0] += 1
                 continue
             }
             sentIDs.append(outcome.deviceID)
@@ -593,15 +355,7 @@ extension BroadcastRepository {
                 logger: logger
             )
             if !goneIDs.isEmpty {
-                try await connection.query(
-                    """
-                    UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, u.at),
-                        active = devices.active AND devices.registered_at > u.at, updated_at = \(now)
-                    FROM unnest(\(goneIDs)::bigint[], \(goneAt)::timestamptz[]) AS u(id, at)
-                    WHERE devices.id = u.id
-                    """,
-                    logger: logger
-                )
+                try await connection.query(RequestStatements.unregister(deviceIDs: goneIDs, at: goneAt, atDatabaseNow: goneWhenRecorded, now: now), logger: logger)
             }
             return true
         }

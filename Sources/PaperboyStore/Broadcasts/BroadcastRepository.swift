@@ -134,14 +134,15 @@ public struct BroadcastRepository: Sendable {
     /// - Returns: false when it was not running any more.
     @discardableResult
     public func fail(id: UUID, reason: String, now: Date, logger: Logger) async throws -> Bool {
-        let rows = try await client.query(
-            """
-            UPDATE broadcasts SET state = 'failed', failure = \(reason), finished_at = \(now), updated_at = \(now)
-            WHERE id = \(id) AND state IN ('planned', 'running') RETURNING id
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(Self.failQuery(id: id, reason: reason, now: now), logger: logger)
         return try await rows.collect().count == 1
+    }
+
+    static func failQuery(id: UUID, reason: String, now: Date) -> PostgresQuery {
+        """
+        UPDATE broadcasts SET state = 'failed', failure = \(reason), finished_at = \(now), updated_at = \(now)
+        WHERE id = \(id) AND state IN ('planned', 'running') RETURNING id
+        """
     }
 
     /// Progress per wave and cohort, with receipts; nil when there is no such broadcast.
@@ -252,8 +253,8 @@ public struct BroadcastRepository: Sendable {
             logger: logger
         )
         let ranges = (0..<cohorts).map { DeviceToken.cohortKeyRange(index: $0, count: cohorts) }
-        let firstKeys = ranges.map { Int64($0.lowerBound) - Self.keyOffset }
-        let endKeys = ranges.map { Int64($0.upperBound) - Self.keyOffset }
+        let firstKeys = ranges.map { StoredCohortKey.stored(bound: $0.lowerBound) }
+        let endKeys = ranges.map { StoredCohortKey.stored(bound: $0.upperBound) }
         try await connection.query(
             """
             INSERT INTO broadcast_cohorts (broadcast_id, wave, cohort, starts_at, ends_at, first_key, end_key, next_key, planned)
@@ -264,9 +265,6 @@ public struct BroadcastRepository: Sendable {
             logger: logger
         )
     }
-
-    /// `devices.cohort_key` is the 32-bit key minus 2^31.
-    static let keyOffset: Int64 = 1 << 31
 
     /// Broadcasts with their edition's facts, filtered and ordered by `tail` (which may bind values).
     static func selectBroadcasts(_ tail: PostgresQuery) -> PostgresQuery {

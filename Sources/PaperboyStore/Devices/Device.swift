@@ -79,7 +79,3 @@ extension ImageTier {
     }
 }
 
-extension DeviceToken {
-    /// ``cohortKey`` as stored in `devices.cohort_key`: a signed integer in the same order.
-    public var storedCohortKey: Int32 { Int32(bitPattern: cohortKey ^ 0x8000_0000) }
-}

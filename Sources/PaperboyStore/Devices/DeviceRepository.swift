@@ -42,7 +42,7 @@ public struct DeviceRepository: Sendable {
         let known = try await knownSlugs(appID: appID, among: slugs, logger: logger)
         let unknown = slugs.filter { !known.contains($0) }
         throw StoreError(
-            code: .invalid,
+            code: .notFound,
             field: "subscriptions",
             message: "no publication named \(unknown.joined(separator: ", ")); declare it with `paperboy publications add`"
         )
@@ -86,21 +86,30 @@ public struct DeviceRepository: Sendable {
         return false
     }
 
-    /// Records that APNs declared the token invalid (410 Unregistered or ExpiredToken) at `timestamp`.
+    /// Records that APNs declared the token invalid at `timestamp` (410 Unregistered or ExpiredToken, or a
+    /// token that is not one: BadDeviceToken, DeviceTokenNotForTopic), by the rule a broadcast batch records
+    /// its rejections with (``RequestStatements/unregister(deviceIDs:at:now:)``).
     ///
     /// The device stops receiving pushes unless it registered after `timestamp`; from then on only a
     /// registration newer than `timestamp` makes it active again.
+    /// - Returns: whether a device with this token existed.
+    @discardableResult
     public func markUnregistered(
         appID: Int,
         environment: APNsEnvironment,
         token: DeviceToken,
         at timestamp: Date,
         logger: Logger
-    ) async throws {
+    ) async throws -> Bool {
+        let rows = try await client.query(RequestStatements.deviceID(appID: appID, environment: environment, token: token), logger: logger)
+        var ids: [Int64] = []
+        for try await id in rows.decode(Int64.self) { ids.append(id) }
+        guard !ids.isEmpty else { return false }
         try await client.query(
-            RequestStatements.markUnregistered(appID: appID, environment: environment, token: token, at: timestamp),
+            RequestStatements.unregister(deviceIDs: ids, at: ids.map { _ in timestamp }, atDatabaseNow: ids.map { _ in false }, now: Date()),
             logger: logger
         )
+        return true
     }
 
     private func knownSlugs(appID: Int, among slugs: [String], logger: Logger) async throws -> Set<String> {

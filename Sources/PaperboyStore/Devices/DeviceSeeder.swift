@@ -139,7 +139,7 @@ public struct DeviceSeeder: Sendable {
                 progress(done)
             }
         }
-        logger.debug("seeded devices", metadata: ["app": "\(appID)", "count": "\(count)", "inserted": "\(inserted)"])
+        logger.debug("seeded devices", metadata: [LogKey.app: "\(appID)", LogKey.count: "\(count)", LogKey.inserted: "\(inserted)"])
         return inserted
     }
 

@@ -29,7 +29,7 @@ public struct EditionRepository: Sendable {
         } catch {
             throw StoreError(code: .invalid, field: error.field, message: error.message)
         }
-        let publication = try await resolvePublication(manifest.publication, appID: appID, logger: logger)
+        let publication = try await PublicationRepository(client: client).resolve(slug: manifest.publication, appID: appID, logger: logger)
         let id = UUID()
         try check(Edition(id: id, appID: publication.appID, manifest: manifest, deadline: deadline, publishedAt: now))
         let json = String(decoding: try Self.encoder.encode(manifest), as: UTF8.self)
@@ -87,20 +87,6 @@ public struct EditionRepository: Sendable {
             """,
             logger: logger
         )
-    }
-
-    private func resolvePublication(_ slug: String, appID: Int?, logger: Logger) async throws -> Publication {
-        let publications = try await PublicationRepository(client: client).list(appID: appID, logger: logger).filter { $0.slug == slug }
-        switch publications.count {
-        case 0:
-            let scope = appID.map { " of app \($0)" } ?? ""
-            throw StoreError(code: .notFound, field: "publication", message: "there is no publication \(slug)\(scope)")
-        case 1:
-            return publications[0]
-        default:
-            let apps = publications.map { "\($0.appID)" }.joined(separator: ", ")
-            throw StoreError(code: .invalid, field: "app", message: "apps \(apps) each have a publication \(slug); name the app")
-        }
     }
 
     private func select(_ query: PostgresQuery, logger: Logger) async throws -> [Edition] {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PaperboyCore
 import PostgresNIO
 
 /// Deletes deliveries and receipts older than a retention, in small batches, so the ledger stays the
@@ -116,7 +117,7 @@ public struct LedgerPruner: Sendable {
         }
         logger.info(
             dryRun ? "ledger prune counted" : "ledger pruned",
-            metadata: ["deliveries": "\(result.deliveries)", "receipts": "\(result.receipts)", "cutoff": "\(cutoff.formatted(.iso8601))"]
+            metadata: [LogKey.deliveries: "\(result.deliveries)", LogKey.receipts: "\(result.receipts)", LogKey.cutoff: "\(cutoff.formatted(.iso8601))"]
         )
         return result
     }

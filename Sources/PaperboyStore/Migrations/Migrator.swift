@@ -1,4 +1,5 @@
 import Logging
+import PaperboyCore
 import PostgresNIO
 
 /// Applies ``Migration``s in order and records each with its checksum in `paperboy_migrations`.
@@ -47,7 +48,7 @@ public struct Migrator: Sendable {
         let recorded = try await recordedMigrations(connection: connection, logger: logger, create: true)
         let status = try status(recorded: recorded)
         for migration in migrations where status.pending.contains(migration.name) {
-            logger.info("applying migration", metadata: ["migration": "\(migration.name)"])
+            logger.info("applying migration", metadata: [LogKey.migration: "\(migration.name)"])
             try await connection.withTransaction(logger: logger) { transaction in
                 for statement in migration.statements {
                     try await transaction.query(PostgresQuery(unsafeSQL: statement), logger: logger)

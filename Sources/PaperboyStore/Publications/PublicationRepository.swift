@@ -59,6 +59,26 @@ public struct PublicationRepository: Sendable {
         return nil
     }
 
+    /// The one publication named `slug`: of app `appID`, or of any app when `appID` is nil.
+    ///
+    /// Operators name publications by slug; without an app the slug must be unique across apps, so that a
+    /// command never picks one of two apps' `morning` by accident.
+    /// - Throws: `StoreError` `.notFound` (field `publication`) when there is none, `.invalid` (field
+    ///   `app`) when several apps have one.
+    public func resolve(slug: String, appID: Int?, logger: Logger) async throws -> Publication {
+        let publications = try await list(appID: appID, logger: logger).filter { $0.slug == slug }
+        switch publications.count {
+        case 0:
+            let scope = appID.map { " of app \($0)" } ?? ""
+            throw StoreError(code: .notFound, field: "publication", message: "there is no publication \(slug)\(scope)")
+        case 1:
+            return publications[0]
+        default:
+            let apps = publications.map { "\($0.appID)" }.joined(separator: ", ")
+            throw StoreError(code: .invalid, field: "app", message: "apps \(apps) each have a publication \(slug); name the app")
+        }
+    }
+
     /// The publications of one app, or of every app when `appID` is nil.
     public func list(appID: Int? = nil, logger: Logger) async throws -> [Publication] {
         let rows =

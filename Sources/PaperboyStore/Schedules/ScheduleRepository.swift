@@ -48,7 +48,7 @@ public struct ScheduleRepository: Sendable {
         } catch {
             throw StoreError(code: .invalid, field: error.field, message: error.message)
         }
-        let found = try await resolvePublication(publication, appID: appID, logger: logger)
+        let found = try await PublicationRepository(client: client).resolve(slug: publication, appID: appID, logger: logger)
         let lastInstant = schedule.previous(atOrBefore: now, in: zone)
         let json = String(decoding: try Self.encoder.encode(options), as: UTF8.self)
         do {
@@ -111,7 +111,10 @@ public struct ScheduleRepository: Sendable {
         var due: [DueSchedule] = []
         for schedule in try await list(logger: logger) {
             guard schedule.cronSchedule != nil else {
-                logger.warning("schedule \(schedule.id) cannot be read ('\(schedule.cron)' in \(schedule.timeZone)); it never fires")
+                logger.warning(
+                    "a schedule cannot be read; it never fires",
+                    metadata: [LogKey.schedule: "\(schedule.id)", LogKey.cron: "\(schedule.cron)", LogKey.timeZone: "\(schedule.timeZone)"]
+                )
                 continue
             }
             guard let instant = schedule.latestInstant(atOrBefore: now) else { continue }
@@ -145,20 +148,6 @@ public struct ScheduleRepository: Sendable {
             return NewestEdition(id: id, issueDate: issueDate, deadline: deadline, publishedAt: publishedAt, broadcast: broadcast)
         }
         return nil
-    }
-
-    private func resolvePublication(_ slug: String, appID: Int?, logger: Logger) async throws -> Publication {
-        let publications = try await PublicationRepository(client: client).list(appID: appID, logger: logger).filter { $0.slug == slug }
-        switch publications.count {
-        case 0:
-            let scope = appID.map { " of app \($0)" } ?? ""
-            throw StoreError(code: .notFound, field: "publication", message: "there is no publication \(slug)\(scope)")
-        case 1:
-            return publications[0]
-        default:
-            let apps = publications.map { "\($0.appID)" }.joined(separator: ", ")
-            throw StoreError(code: .invalid, field: "app", message: "apps \(apps) each have a publication \(slug); name the app")
-        }
     }
 
     private func select(_ query: PostgresQuery, logger: Logger) async throws -> [Schedule] {

@@ -8,9 +8,8 @@ import PostgresNIO
 /// The repositories build their queries with these functions, and ``catalogue`` lists every one with
 /// sample values, so that a test can `EXPLAIN` each on a large database and fail when one would read a
 /// big table sequentially: at 10 million devices that is seconds per request instead of a millisecond.
-/// The statements of `record` and `renew` (in `BroadcastRepository+Dispatch.swift`) are mirrored here,
-/// word for word; the rest, and the wave audience (``BroadcastRepository/Audience/condition``), are the
-/// repositories' own.
+/// The catalogue builds each statement with the same function the repository runs, so it cannot drift
+/// from them (the wave audience is ``WaveAudience``).
 public enum RequestStatements {
     /// Values to bind when explaining a statement: ids that exist in the database.
     public struct Samples: Sendable {
@@ -99,9 +98,7 @@ public enum RequestStatements {
         },
         Statement("GET /v1/devices/{token}") { s in findDevice(appID: s.appID, token: s.token) },
         Statement("DELETE /v1/devices/{token}") { s in deleteDevice(appID: s.appID, token: s.token) },
-        Statement("APNs 410: mark a device unregistered") { s in
-            markUnregistered(appID: s.appID, environment: s.environment, token: s.token, at: s.now)
-        },
+        Statement("APNs 410: a device's id by token") { s in deviceID(appID: s.appID, environment: s.environment, token: s.token) },
         Statement("POST /v1/devices/{token}/receipts: record") { s in
             recordReceipt(appID: s.appID, token: s.token, ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
         },
@@ -114,7 +111,7 @@ public enum RequestStatements {
         Statement("GET /v1/broadcasts") { _ in BroadcastRepository.selectBroadcasts("ORDER BY b.created_at DESC LIMIT \(50)") },
         Statement("POST /v1/broadcasts: the edition's broadcast") { s in existingBroadcast(editionID: s.editionID, environment: s.environment) },
         Statement("POST /v1/broadcasts: wave 1's audience per cohort", wholeTableReads: ["devices"]) { s in
-            CohortRepository.targetCountsQuery(appID: s.appID, publicationID: s.publicationID, environment: s.environment, cohorts: 64)
+            audience(s, wave: 1).cohortCountsQuery(cohorts: 64)
         },
         Statement("scheduler: the newest edition and its broadcast") { s in
             newestEdition(publicationID: s.publicationID, environment: s.environment)
@@ -122,7 +119,7 @@ public enum RequestStatements {
         Statement("dispatch: running broadcasts") { _ in runningBroadcasts },
         Statement("GET /metrics: running totals") { _ in runningTotals },
         Statement("dispatch: a later wave's audience per cohort", wholeTableReads: ["devices"]) { s in
-            BroadcastRepository.cohortCountsQuery(audience(s, wave: 2), cohorts: 64)
+            audience(s, wave: 2).cohortCountsQuery(cohorts: 64)
         },
         Statement("dispatch: take over an expired batch (lease)") { s in
             BroadcastRepository.takeOverQuery(owner: "owner", duration: 30, now: nil, excluding: [])
@@ -132,10 +129,8 @@ public enum RequestStatements {
         Statement("dispatch: a batch's last key, wave 2 (lease)") { s in batchBoundary(audience(s, wave: 2), from: s.batchKeys?.lowerBound) },
         Statement("dispatch: a batch's last key, alert wave (lease)") { s in batchBoundary(audience(s, wave: 3, kind: .alert), from: s.batchKeys?.lowerBound) },
         Statement("dispatch: a batch's size, wave 2 (lease)") { s in
-            audience(s, wave: 2).query("SELECT count(*) FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9") {
-                $0.append(s.batchRange(defaultWidth: 1 << 24).lowerBound)
-                $0.append(s.batchRange(defaultWidth: 1 << 24).upperBound)
-            }
+            let keys = s.batchRange(defaultWidth: 1 << 24)
+            return audience(s, wave: 2).batchSizeQuery(firstKey: keys.lowerBound, lastKey: keys.upperBound)
         },
         Statement("dispatch: a leased batch") { s in BroadcastRepository.batchQuery(id: s.batchID) },
         Statement("dispatch: a batch's targets, wave 1") { s in
@@ -165,32 +160,17 @@ public enum RequestStatements {
             LedgerPruner.deleteReceipts(editionID: s.editionID, cutoff: s.now.addingTimeInterval(-7 * 86_400), limit: 10_000)
         },
         Statement("dispatch: renew leases, and see cancelled broadcasts (renew)") { s in
-            """
-            UPDATE broadcast_batches b SET lease_expires_at = coalesce(\(Date?.none)::timestamptz, now()) + make_interval(secs => \(30.0))
-            FROM unnest(\([s.batchID])::bigint[], \([Int16(1)])::smallint[]) AS u(id, leases)
-            WHERE b.id = u.id AND b.leases = u.leases AND b.lease_owner = \("owner") AND b.done_at IS NULL
-            RETURNING b.id, (SELECT state = 'running' FROM broadcasts WHERE id = b.broadcast_id)
-            """
+            BroadcastRepository.renewQuery(ids: [s.batchID], leases: [1], owner: "owner", duration: 30, now: nil)
         },
         Statement("dispatch: a broadcast that cannot be sent ends as failed") { s in
-            """
-            UPDATE broadcasts SET state = 'failed', failure = \("reason"), finished_at = \(s.now), updated_at = \(s.now)
-            WHERE id = \(s.broadcastID) AND state IN ('planned', 'running') RETURNING id
-            """
+            BroadcastRepository.failQuery(id: s.broadcastID, reason: "reason", now: s.now)
         },
-        Statement("dispatch: record APNs 410s (record)") { s in
-            """
-            UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, u.at),
-                active = devices.active AND devices.registered_at > u.at, updated_at = \(s.now)
-            FROM unnest(\([s.deviceID])::bigint[], \([s.now])::timestamptz[]) AS u(id, at)
-            WHERE devices.id = u.id
-            """
-        },
+        Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now) },
     ]
 
     /// The wave audience of the sample broadcast, as the dispatcher builds it.
-    static func audience(_ s: Samples, wave: Int, kind: BroadcastProgress.Wave.Kind = .background) -> BroadcastRepository.Audience {
-        BroadcastRepository.Audience(
+    static func audience(_ s: Samples, wave: Int, kind: BroadcastProgress.Wave.Kind = .background) -> WaveAudience {
+        WaveAudience(
             appID: s.appID,
             environment: s.environment,
             publicationID: s.publicationID,
@@ -201,16 +181,9 @@ public enum RequestStatements {
         )
     }
 
-    /// Mirrors the boundary query of `lease`: the key of a batch's last device, the batch starting at `first`
-    /// (the start of the key space when nil).
-    static func batchBoundary(_ audience: BroadcastRepository.Audience, from first: Int64?) -> PostgresQuery {
-        audience.query(
-            "SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $8 AND d.cohort_key < $9 ORDER BY d.cohort_key OFFSET $10 LIMIT 1"
-        ) {
-            $0.append(first ?? Int64(Int32.min))
-            $0.append(Int64(Int32.max))
-            $0.append(499)
-        }
+    /// The boundary query of `lease` for a batch of 500 from `first` on (the start of the key space when nil).
+    static func batchBoundary(_ audience: WaveAudience, from first: Int64?) -> PostgresQuery {
+        audience.batchBoundaryQuery(from: first ?? Int64(Int32.min), before: Int64(Int32.max), size: 500)
     }
 
     // MARK: Devices
@@ -270,13 +243,23 @@ public enum RequestStatements {
         """
     }
 
-    static func markUnregistered(appID: Int, environment: APNsEnvironment, token: DeviceToken, at timestamp: Date) -> PostgresQuery {
+    static func deviceID(appID: Int, environment: APNsEnvironment, token: DeviceToken) -> PostgresQuery {
+        "SELECT id FROM devices WHERE app_id = \(appID) AND environment = \(environment.storageCode) AND token = \(ByteBuffer(bytes: token.bytes))"
+    }
+
+    /// The rule for a token APNs declared dead at a time (410's timestamp, or the answer's time for
+    /// `BadDeviceToken` and `DeviceTokenNotForTopic`): the device is inactive unless it registered after that
+    /// time, and from then on only a registration newer than it makes the device active again (the
+    /// registration upsert compares with `unregistered_at`). The one statement that applies it. Where
+    /// `atDatabaseNow` is true the time is the database's `now()` instead of the one given: an answer without
+    /// a time is compared with `registered_at` on the clock that wrote it.
+    static func unregister(deviceIDs: [Int64], at times: [Date], atDatabaseNow: [Bool], now: Date) -> PostgresQuery {
         """
-        UPDATE devices SET
-            unregistered_at = greatest(unregistered_at, \(timestamp)),
-            active = active AND registered_at > \(timestamp),
-            updated_at = now()
-        WHERE app_id = \(appID) AND environment = \(environment.storageCode) AND token = \(ByteBuffer(bytes: token.bytes))
+        UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, u.at),
+            active = devices.active AND devices.registered_at > u.at, updated_at = \(now)
+        FROM (SELECT id, CASE WHEN database_now THEN now() ELSE at END AS at
+              FROM unnest(\(deviceIDs)::bigint[], \(times)::timestamptz[], \(atDatabaseNow)::boolean[]) AS given(id, at, database_now)) u
+        WHERE devices.id = u.id
         """
     }
 

@@ -56,12 +56,13 @@ struct DispatchOptions: ParsableArguments {
         return seconds
     }
 
-    /// The dispatcher and the APNs clients it sends with; shut the clients down after the dispatcher stops.
+    /// The dispatcher and the APNs clients it sends with: run both in the service group, the clients listed
+    /// before the dispatcher so that they stop after it.
     func makeDispatcher(client: PostgresClient, logger: Logger) throws -> (Dispatcher, APNsClients) {
         let clients = APNsClients(logger: Logger(label: "paperboy.apns"))
         let channels = APNsChannels(clients: clients, endpoints: try endpoints(), apps: AppRepository(client: client))
         var configuration = Dispatcher.Configuration(owner: workerName ?? Dispatcher.Configuration.defaultOwner())
-        configuration.leaseDuration = try leaseSeconds()
+        configuration.leaseDuration = .seconds(try leaseSeconds())
         configuration.maxBatchSize = maxBatch
         let dispatcher = Dispatcher(
             repository: BroadcastRepository(client: client), editions: EditionRepository(client: client), channels: channels,

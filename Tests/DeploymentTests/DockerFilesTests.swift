@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyTesting
 import Testing
 
 #if canImport(Glibc)
@@ -12,19 +13,14 @@ import Darwin
 /// one the CLI has, and no secret is baked in.
 @Suite("Docker files")
 struct DockerFilesTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = PaperboyBinary.repositoryRoot
     static let dockerDirectory = root.appendingPathComponent("docker")
     static let composeURL = dockerDirectory.appendingPathComponent("compose.yaml")
     static let dockerfileURL = dockerDirectory.appendingPathComponent("Dockerfile")
     static let entrypointURL = dockerDirectory.appendingPathComponent("entrypoint.sh")
 
-    /// The `paperboy` binary that `swift build` put beside the test bundle.
-    static let binary: URL = {
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("paperboy")
-        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
-        return root.appendingPathComponent(".build/debug/paperboy")
-    }()
-    static var binaryBuilt: Bool { FileManager.default.isExecutableFile(atPath: binary.path) }
+    static let binary = PaperboyBinary.url
+    static var binaryBuilt: Bool { PaperboyBinary.isBuilt }
 
     /// Variables that hold secrets: they may be passed through (`${VAR}`) but never given a value.
     static let secretVariables: Set<String> = ["PAPERBOY_ADMIN_TOKEN", "PGPASSWORD", "POSTGRES_PASSWORD", "DATABASE_URL"]
@@ -150,7 +146,7 @@ struct DockerFilesTests {
     @Test("compose.yaml: PyYAML reads it as the test's own reader does", .enabled(if: pyYAMLAvailable, "python3 with PyYAML"))
     func composeAgreesWithPyYAML() throws {
         let ours = try Self.loadCompose()
-        let python = try Self.run(
+        let python = try CommandRun.run(
             URL(fileURLWithPath: "/usr/bin/env"),
             ["python3", "-c", Self.pyYAMLScript, Self.composeURL.path],
             environment: ProcessInfo.processInfo.environment
@@ -227,7 +223,7 @@ struct DockerFilesTests {
         #expect(
             runtime.contains { $0.keyword == "COPY" && $0.arguments.hasSuffix(" \(entrypointPath)") && $0.arguments.contains("docker/entrypoint.sh") }
         )
-        let syntax = try Self.run(URL(fileURLWithPath: "/bin/sh"), ["-n", Self.entrypointURL.path], environment: [:])
+        let syntax = try CommandRun.run(URL(fileURLWithPath: "/bin/sh"), ["-n", Self.entrypointURL.path], environment: [:])
         #expect(syntax.status == 0, "\(syntax.output)")
 
         // CMD serves on the port that is exposed and health-checked.
@@ -304,7 +300,7 @@ struct DockerFilesTests {
             if let cached = helps[path] {
                 help = cached
             } else {
-                let result = try Self.run(Self.binary, path + ["--help"], environment: [:])
+                let result = try CommandRun.run(Self.binary, path + ["--help"], environment: [:])
                 #expect(result.status == 0, "paperboy \(path.joined(separator: " ")) --help: \(result.output)")
                 help = result.output
                 helps[path] = help
@@ -340,7 +336,7 @@ struct DockerFilesTests {
         let base = ["PATH": "\(directory.path):/usr/bin:/bin"]
         let files = base.merging(["PAPERBOY_ADMIN_TOKEN_FILE": token.path, "PGPASSWORD_FILE": password.path]) { $1 }
 
-        let fromFiles = try Self.run(
+        let fromFiles = try CommandRun.run(
             URL(fileURLWithPath: "/bin/sh"),
             [Self.entrypointURL.path, "paperboy", "serve", "--port", "8080"],
             environment: files
@@ -348,17 +344,17 @@ struct DockerFilesTests {
         #expect(fromFiles.status == 0)
         #expect(fromFiles.output == "args=serve --port 8080\ntoken=t0ken\npgpassword=pa ss:w@rd\n")
 
-        let explicit = try Self.run(
+        let explicit = try CommandRun.run(
             URL(fileURLWithPath: "/bin/sh"),
             [Self.entrypointURL.path, "worker"],
             environment: files.merging(["PAPERBOY_ADMIN_TOKEN": "from-env"]) { $1 }
         )
         #expect(explicit.output == "args=worker\ntoken=from-env\npgpassword=pa ss:w@rd\n")
 
-        let none = try Self.run(URL(fileURLWithPath: "/bin/sh"), [Self.entrypointURL.path, "migrate"], environment: base)
+        let none = try CommandRun.run(URL(fileURLWithPath: "/bin/sh"), [Self.entrypointURL.path, "migrate"], environment: base)
         #expect(none.output == "args=migrate\ntoken=\npgpassword=\n")
 
-        let missing = try Self.run(
+        let missing = try CommandRun.run(
             URL(fileURLWithPath: "/bin/sh"),
             [Self.entrypointURL.path, "migrate"],
             environment: base.merging(["PGPASSWORD_FILE": directory.appendingPathComponent("nope").path]) { $1 }
@@ -404,7 +400,7 @@ struct DockerFilesTests {
     }
 
     static var pyYAMLAvailable: Bool {
-        (try? run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import yaml"], environment: ProcessInfo.processInfo.environment).status)
+        (try? CommandRun.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import yaml"], environment: ProcessInfo.processInfo.environment).status)
             == 0
     }
 
@@ -479,7 +475,7 @@ struct DockerFilesTests {
 
     /// Subcommand names listed by `paperboy <path> --help`.
     static func subcommands(of path: [String]) throws -> Set<String> {
-        let help = try run(binary, path + ["--help"], environment: [:]).output
+        let help = try CommandRun.run(binary, path + ["--help"], environment: [:]).output
         guard let start = help.range(of: "SUBCOMMANDS:\n") else { return [] }
         var names: Set<String> = []
         for line in help[start.upperBound...].split(separator: "\n") {
@@ -534,23 +530,6 @@ struct DockerFilesTests {
         }
         return found
     }
-
-    // MARK: helpers: processes
-
-    static func run(_ executable: URL, _ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
 }
 
 extension Array {
@@ -565,224 +544,5 @@ extension Array {
             }
         }
         return groups
-    }
-}
-
-// MARK: - A reader for the YAML that compose.yaml uses
-
-/// The subset of YAML in `docker/compose.yaml`: block mappings and sequences by indentation, flow
-/// sequences of scalars (`["a", "b"]`), plain, single- and double-quoted scalars, comments. Anything else
-/// (anchors, tags, block scalars, flow mappings) is refused, so the file stays readable by this reader.
-/// Scalars are kept as text; an empty value is "".
-indirect enum YAMLNode: Equatable, CustomStringConvertible {
-    case scalar(String)
-    case list([YAMLNode])
-    case map([String: YAMLNode])
-
-    var scalar: String? { if case .scalar(let text) = self { text } else { nil } }
-    var list: [YAMLNode]? { if case .list(let items) = self { items } else { nil } }
-    var map: [String: YAMLNode]? { if case .map(let entries) = self { entries } else { nil } }
-    subscript(key: String) -> YAMLNode? { map?[key] }
-
-    var description: String {
-        switch self {
-        case .scalar(let text): "\"\(text)\""
-        case .list(let items): "[\(items.map(\.description).joined(separator: ", "))]"
-        case .map(let entries): "{\(entries.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))}"
-        }
-    }
-
-    /// From JSON (PyYAML's reading, every scalar a string).
-    init(json: Any) throws {
-        switch json {
-        case let text as String: self = .scalar(text)
-        case let items as [Any]: self = .list(try items.map(YAMLNode.init(json:)))
-        case let entries as [String: Any]: self = .map(try entries.mapValues(YAMLNode.init(json:)))
-        default: throw YAMLError(line: 0, message: "unexpected JSON \(json)")
-        }
-    }
-
-    struct YAMLError: Error, CustomStringConvertible {
-        var line: Int
-        var message: String
-        var description: String { "compose.yaml line \(line): \(message)" }
-    }
-
-    private struct Line {
-        var number: Int
-        var indent: Int
-        var text: String
-    }
-
-    static func parse(_ source: String) throws -> YAMLNode {
-        var lines: [Line] = []
-        for (index, raw) in source.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let text = stripComment(String(raw))
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
-            let indentation = text.prefix { $0 == " " || $0 == "\t" }
-            if indentation.contains("\t") { throw YAMLError(line: index + 1, message: "a tab in the indentation") }
-            if trimmed == "---" || trimmed == "..." { throw YAMLError(line: index + 1, message: "one document only") }
-            lines.append(Line(number: index + 1, indent: indentation.count, text: trimmed))
-        }
-        var reader = Reader(lines: lines)
-        guard let first = lines.first else { return .map([:]) }
-        guard first.indent == 0 else { throw YAMLError(line: first.number, message: "the document starts indented") }
-        let node = try reader.block(indent: 0)
-        if reader.position < lines.count {
-            throw YAMLError(line: lines[reader.position].number, message: "unexpected indentation")
-        }
-        return node
-    }
-
-    /// The line without a comment: `#` at the start or after a space, outside quotes.
-    private static func stripComment(_ line: String) -> String {
-        var quote: Character?
-        var previous: Character = " "
-        var result = ""
-        for character in line {
-            if let open = quote {
-                if character == open { quote = nil }
-            } else if character == "\"" || character == "'" {
-                quote = character
-            } else if character == "#" && (previous == " " || previous == "\t") {
-                break
-            }
-            result.append(character)
-            previous = character
-        }
-        return String(result.reversed().drop { $0 == " " }.reversed())
-    }
-
-    private struct Reader {
-        var lines: [Line]
-        var position = 0
-
-        mutating func block(indent: Int) throws -> YAMLNode {
-            let line = lines[position]
-            return line.text == "-" || line.text.hasPrefix("- ") ? try sequence(indent: indent) : try mapping(indent: indent)
-        }
-
-        mutating func mapping(indent: Int) throws -> YAMLNode {
-            var entries: [String: YAMLNode] = [:]
-            while position < lines.count, lines[position].indent == indent {
-                let line = lines[position]
-                if line.text == "-" || line.text.hasPrefix("- ") { break }
-                guard let entry = try YAMLNode.splitKey(line.text, line: line.number) else {
-                    throw YAMLError(line: line.number, message: "expected `key: value`")
-                }
-                let (key, rest) = entry
-                if entries[key] != nil { throw YAMLError(line: line.number, message: "duplicate key \(key)") }
-                position += 1
-                if !rest.isEmpty {
-                    entries[key] = try YAMLNode.inline(rest, line: line.number)
-                } else if position < lines.count, lines[position].indent > indent {
-                    entries[key] = try block(indent: lines[position].indent)
-                } else if position < lines.count, lines[position].indent == indent,
-                    lines[position].text == "-" || lines[position].text.hasPrefix("- ")
-                {
-                    entries[key] = try sequence(indent: indent)
-                } else {
-                    entries[key] = .scalar("")
-                }
-            }
-            if position < lines.count, lines[position].indent > indent {
-                throw YAMLError(line: lines[position].number, message: "unexpected indentation")
-            }
-            return .map(entries)
-        }
-
-        mutating func sequence(indent: Int) throws -> YAMLNode {
-            var items: [YAMLNode] = []
-            while position < lines.count, lines[position].indent == indent,
-                lines[position].text == "-" || lines[position].text.hasPrefix("- ")
-            {
-                let line = lines[position]
-                let item = line.text.dropFirst(1).drop { $0 == " " }
-                if item.isEmpty {
-                    position += 1
-                    guard position < lines.count, lines[position].indent > indent else {
-                        items.append(.scalar(""))
-                        continue
-                    }
-                    items.append(try block(indent: lines[position].indent))
-                } else if try YAMLNode.splitKey(String(item), line: line.number) != nil {
-                    // `- key: value` starts a mapping whose keys line up with `key`.
-                    let column = indent + (line.text.count - item.count)
-                    lines[position] = Line(number: line.number, indent: column, text: String(item))
-                    items.append(try mapping(indent: column))
-                } else {
-                    position += 1
-                    items.append(try YAMLNode.inline(String(item), line: line.number))
-                }
-            }
-            return .list(items)
-        }
-    }
-
-    /// `key: rest` or `key:`, with the colon outside quotes; nil when the text is not a mapping entry.
-    private static func splitKey(_ text: String, line: Int) throws -> (String, String)? {
-        if text.hasPrefix("[") || text.hasPrefix("{") { return nil }
-        var quote: Character?
-        var index = text.startIndex
-        while index < text.endIndex {
-            let character = text[index]
-            if let open = quote {
-                if character == open { quote = nil }
-            } else if character == "\"" || character == "'" {
-                quote = character
-            } else if character == ":" {
-                let next = text.index(after: index)
-                if next == text.endIndex || text[next] == " " {
-                    let key = try unquote(text[..<index].trimmingCharacters(in: .whitespaces), line: line)
-                    let rest = next == text.endIndex ? "" : text[next...].trimmingCharacters(in: .whitespaces)
-                    return (key, rest)
-                }
-            }
-            index = text.index(after: index)
-        }
-        return nil
-    }
-
-    private static func inline(_ text: String, line: Int) throws -> YAMLNode {
-        if let first = text.first, "&*!|>{@`%".contains(first) {
-            throw YAMLError(line: line, message: "\(first)… is outside the YAML this reader takes")
-        }
-        guard text.hasPrefix("[") else { return .scalar(try unquote(text, line: line)) }
-        guard text.hasSuffix("]") else { throw YAMLError(line: line, message: "a flow sequence on one line") }
-        let inner = text.dropFirst().dropLast()
-        var items: [YAMLNode] = []
-        var quote: Character?
-        var current = ""
-        for character in inner {
-            if let open = quote {
-                if character == open { quote = nil }
-            } else if character == "\"" || character == "'" {
-                quote = character
-            } else if character == "[" || character == "{" {
-                throw YAMLError(line: line, message: "nested flow collections")
-            } else if character == "," {
-                items.append(.scalar(try unquote(current.trimmingCharacters(in: .whitespaces), line: line)))
-                current = ""
-                continue
-            }
-            current.append(character)
-        }
-        let last = current.trimmingCharacters(in: .whitespaces)
-        if !last.isEmpty { items.append(.scalar(try unquote(last, line: line))) }
-        return .list(items)
-    }
-
-    private static func unquote(_ text: String, line: Int) throws -> String {
-        if text.count >= 2, text.hasPrefix("'"), text.hasSuffix("'") {
-            return String(text.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'")
-        }
-        if text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") {
-            let inner = text.dropFirst().dropLast()
-            if inner.contains("\\") { throw YAMLError(line: line, message: "escapes in double quotes") }
-            return String(inner)
-        }
-        if text.hasPrefix("\"") || text.hasPrefix("'") { throw YAMLError(line: line, message: "an unterminated quote") }
-        return text
     }
 }

@@ -1,19 +1,12 @@
 import Foundation
+import PaperboyCore
 
+/// The broadcast as `paperboy broadcast status` shows it: a live line, then a report.
 extension BroadcastProgress {
     /// The fewest cells the progress bar of ``progressLine(width:now:)`` shrinks to.
     static let minimumBarCells = 10
     /// The most cells the progress bar of ``progressLine(width:now:)`` grows to.
     static let maximumBarCells = 40
-
-    /// The wave being sent or last sent: the highest wave number present, or `nil` before the first.
-    var currentWave: Wave? { waves.max { $0.wave < $1.wave } }
-
-    /// How many waves the broadcast may send at most: one background wave per allowed push, and the
-    /// alert wave when it is the last resort; never fewer than the waves already present.
-    var expectedWaves: Int {
-        max(options.maxPushesPerDevice + (options.alertLastResort ? 1 : 0), waves.map(\.wave).max() ?? 0)
-    }
 
     /// One line for a live terminal display, e.g.
     /// `running  wave 2/3  [#########.........]   50%  accepted 1,234  receipts 567  deadline in 2h 14m`.
@@ -31,10 +24,10 @@ extension BroadcastProgress {
         let wave = currentWave
         let counts = wave?.counts ?? Counts()
         let waveText = "wave \(wave?.wave ?? 0)/\(expectedWaves)"
-        let percentText = Self.pad(Self.percent(done: counts.done, of: counts.planned), 4, right: true)
+        let percentText = TerminalText.pad(Self.percent(done: counts.done, of: counts.planned), 4, right: true)
         let left = deadline.timeIntervalSince(now)
-        let accepted = StaggerPlan.grouped(totals.accepted)
-        let received = StaggerPlan.grouped(Self.received(receipts))
+        let accepted = TerminalText.grouped(totals.accepted)
+        let received = TerminalText.grouped(Self.received(receipts))
 
         // From the roomiest to the tightest.
         let styles: [(separator: String, accepted: String, receipts: String, deadline: String)] = [
@@ -83,7 +76,7 @@ extension BroadcastProgress {
     ///   - showCohorts: adds each wave's cohorts.
     public func report(timeZone: TimeZone, width: Int = 100, showCohorts: Bool = false) -> String {
         let labelWidth = 12
-        func field(_ label: String, _ value: String) -> String { Self.pad(label, labelWidth) + value }
+        func field(_ label: String, _ value: String) -> String { TerminalText.pad(label, labelWidth) + value }
 
         var lines: [String] = [
             field("broadcast", id.uuidString.lowercased()),
@@ -96,7 +89,7 @@ extension BroadcastProgress {
         ]
         if let finishedAt { lines.append(field("finished", Self.dateTime(finishedAt, timeZone: timeZone))) }
         if let failure { lines.append(field("failure", failure)) }
-        lines += Self.wrap(label: Self.pad("options", labelWidth), items: optionsSummary, width: width)
+        lines += Self.wrap(label: TerminalText.pad("options", labelWidth), items: optionsSummary, width: width)
 
         lines.append("")
         let sorted = waves.sorted { $0.wave < $1.wave }
@@ -106,7 +99,7 @@ extension BroadcastProgress {
             lines += waveTable(sorted, timeZone: timeZone)
             for wave in sorted where wave.finishedAt == nil && (wave.behindSeconds ?? 0) >= 1 {
                 lines.append(
-                    "wave \(wave.wave) is \(StaggerPlan.duration(wave.behindSeconds ?? 0)) behind its plan (catching up at the plan's rate)"
+                    "wave \(wave.wave) is \(TerminalText.duration(wave.behindSeconds ?? 0)) behind its plan (catching up at the plan's rate)"
                 )
             }
         }
@@ -141,13 +134,13 @@ extension BroadcastProgress {
     var optionsSummary: [String] {
         let pace =
             switch options.pace {
-            case .window(let seconds): "window \(StaggerPlan.duration(seconds))"
+            case .window(let seconds): "window \(TerminalText.duration(seconds))"
             case .capacity(let perSecond): "capacity \(Self.rate(perSecond))/s"
             }
         return [
             pace,
             options.cohorts == 1 ? "1 cohort" : "\(options.cohorts) cohorts",
-            "waves every \(StaggerPlan.duration(options.waveInterval))",
+            "waves every \(TerminalText.duration(options.waveInterval))",
             "max \(options.maxPushesPerDevice) pushes per device",
             "alert last resort \(options.alertLastResort ? "yes" : "no")",
         ]
@@ -156,7 +149,7 @@ extension BroadcastProgress {
     private func waveTable(_ waves: [Wave], timeZone: TimeZone) -> [String] {
         var rows: [[String]] = waves.map { wave in
             [
-                "\(wave.wave)", wave.kind.rawValue, StaggerPlan.clock(wave.startsAt, timeZone: timeZone, fraction: false),
+                "\(wave.wave)", wave.kind.rawValue, TerminalText.clock(wave.startsAt, timeZone: timeZone, fraction: false),
             ] + Self.countColumns(wave.counts) + [Self.percent(done: wave.counts.done, of: wave.counts.planned)]
         }
         if waves.count > 1 {
@@ -170,8 +163,8 @@ extension BroadcastProgress {
     private func cohortTable(_ cohorts: [Cohort], timeZone: TimeZone) -> [String] {
         let rows: [[String]] = cohorts.map { cohort in
             let slot =
-                StaggerPlan.clock(cohort.startsAt, timeZone: timeZone, fraction: true) + "–"
-                + StaggerPlan.clock(cohort.endsAt, timeZone: timeZone, fraction: true)
+                TerminalText.clock(cohort.startsAt, timeZone: timeZone, fraction: true) + "–"
+                + TerminalText.clock(cohort.endsAt, timeZone: timeZone, fraction: true)
             return ["\(cohort.cohort)", slot] + Self.countColumns(cohort.counts)
         }
         let header = ["COHORT", "SLOT", "PLANNED", "SENT", "ACCEPTED", "REJECTED", "SKIPPED", "RECEIPTS"]
@@ -183,7 +176,7 @@ extension BroadcastProgress {
         [
             counts.planned, counts.sent, counts.accepted, counts.rejected.values.reduce(0, +),
             counts.skipped.values.reduce(0, +), received(counts.receipts),
-        ].map(StaggerPlan.grouped)
+        ].map(TerminalText.grouped)
     }
 
     /// Columns two spaces apart, as wide as their widest cell; numbers right-aligned, the columns in
@@ -191,8 +184,8 @@ extension BroadcastProgress {
     private static func table(header: [String], rows: [[String]], leftAligned: Set<Int>) -> [String] {
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         return ([header] + rows).map { row in
-            let line = row.indices.map { pad(row[$0], widths[$0], right: !leftAligned.contains($0)) }.joined(separator: "  ")
-            return String(line.reversed().drop(while: { $0 == " " }).reversed())
+            let line = row.indices.map { TerminalText.pad(row[$0], widths[$0], right: !leftAligned.contains($0)) }.joined(separator: "  ")
+            return TerminalText.trimTrailing(line)
         }
     }
 
@@ -212,18 +205,15 @@ extension BroadcastProgress {
             }
         }
         lines.append(line)
-        return lines.map { String($0.reversed().drop(while: { $0 == " " }).reversed()) }
+        return lines.map(TerminalText.trimTrailing)
     }
 
     /// `Unregistered 1,200` items, the largest count first, equal counts by name.
     static func tally(_ counts: [String: Int]) -> [String] {
         counts.filter { $0.value != 0 }
             .sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
-            .map { "\($0.key) \(StaggerPlan.grouped($0.value))" }
+            .map { "\($0.key) \(TerminalText.grouped($0.value))" }
     }
-
-    /// Devices that have the edition: receipts `newData` and `noData`.
-    static func received(_ receipts: [String: Int]) -> Int { (receipts["newData"] ?? 0) + (receipts["noData"] ?? 0) }
 
     /// `45%`, rounded down so that 100% means all done; `-` when nothing was planned.
     static func percent(done: Int, of planned: Int) -> String {
@@ -250,7 +240,7 @@ extension BroadcastProgress {
 
     /// `2,000` or `12.5`: a rate without needless decimals.
     private static func rate(_ perSecond: Double) -> String {
-        perSecond.rounded() == perSecond && perSecond.magnitude < 1e15 ? StaggerPlan.grouped(Int(perSecond)) : String(format: "%.1f", perSecond)
+        perSecond.rounded() == perSecond && perSecond.magnitude < 1e15 ? TerminalText.grouped(Int(perSecond)) : String(format: "%.1f", perSecond)
     }
 
     /// `2026-11-23 05:00:00 Asia/Tokyo`: a date and time in `timeZone`, seconds rounded down.
@@ -260,11 +250,6 @@ extension BroadcastProgress {
         let whole = Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
         let parts = calendar.dateComponents([.year, .month, .day], from: whole)
         let day = String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
-        return "\(day) \(StaggerPlan.clock(whole, timeZone: timeZone, fraction: false)) \(timeZone.identifier)"
-    }
-
-    private static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
-        let fill = String(repeating: " ", count: max(0, width - text.count))
-        return right ? fill + text : text + fill
+        return "\(day) \(TerminalText.clock(whole, timeZone: timeZone, fraction: false)) \(timeZone.identifier)"
     }
 }

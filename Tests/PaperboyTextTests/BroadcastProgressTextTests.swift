@@ -1,7 +1,8 @@
 import Foundation
+import PaperboyCore
 import Testing
 
-@testable import PaperboyCore
+@testable import PaperboyText
 
 @Suite("Broadcast progress text")
 struct BroadcastProgressTextTests {
@@ -152,6 +153,18 @@ struct BroadcastProgressTextTests {
         #expect(BroadcastProgress.percent(done: 0, of: 0) == "-")
         #expect(BroadcastProgress.bar(done: 0, of: 0, cells: 10) == "..........")
         #expect(BroadcastProgress.bar(done: 5, of: 10, cells: 10) == "#####.....")
+    }
+
+    @Test("a failed broadcast's report says why, and when it ended")
+    func failure() throws {
+        var progress = Self.sample(state: .failed)
+        progress.failure = "the APNs key /keys/AuthKey.p8 cannot be read"
+        progress.finishedAt = Self.minutes(2)
+        let lines = progress.report(timeZone: Self.tokyo).split(separator: "\n").map(String.init)
+        #expect(lines.contains("state       failed"))
+        #expect(lines.contains("finished    2026-11-23 05:02:00 Asia/Tokyo"))
+        #expect(lines.contains("failure     the APNs key /keys/AuthKey.p8 cannot be read"))
+        #expect(!Self.sample().report(timeZone: Self.tokyo).contains("failure"))
     }
 
     @Test("the report has the header, the waves with totals, reasons by count, and the edition's receipts, in order")

@@ -1,0 +1,427 @@
+import NIOCore
+
+/// A request as the pool's decisions see it: when it entered the pool (for the wait limit) and how often a
+/// connection gave it back unprocessed (for the resend limit).
+protocol APNsPoolRequest: Sendable {
+    var enqueuedAt: NIODeadline { get }
+    var resends: Int { get set }
+}
+
+extension APNsWireRequest: APNsPoolRequest {}
+
+extension APNsConnectionPool {
+    /// The pool's decisions as a pure state machine: which connection takes a request, when to open a
+    /// connection, how long to back off after failed connects, which waiting requests have waited too long,
+    /// and what a shutdown ends. The pool feeds it events under its lock, with the time read once per
+    /// event, and performs the ``Actions`` it returns; tests drive it with plain values and no sockets.
+    ///
+    /// It owns one timer, for the earliest of: the first waiting request's wait limit, the end of the
+    /// connect backoff while requests wait for a connection, and a connection's handshake deadline. It asks
+    /// for the timer only when that moment moves earlier; a timer that fires early or twice is harmless.
+    ///
+    /// - `Request`: what waits and is handed to connections (``APNsWireRequest`` in the pool).
+    /// - `Connection`: the handle the pool acts on (its handler and channel in the pool).
+    struct StateMachine<Request: APNsPoolRequest, Connection: Sendable>: Sendable {
+        /// Requests handed to one connection, in order.
+        struct Handover: Sendable {
+            let connectionID: Int
+            let connection: Connection
+            var requests: [Request]
+        }
+
+        enum TimerAction: Sendable, Equatable {
+            /// Arm the pool's timer for this moment, replacing the one armed.
+            case schedule(NIODeadline)
+            case cancel
+        }
+
+        /// What the pool does after an event, in this order: completes requests, hands requests to
+        /// connections, closes and drains connections, opens one, sets its timer.
+        struct Actions: Sendable {
+            /// Requests that end here: not sent (waited too long, came back too often, shut down).
+            var complete: [(request: Request, result: APNsWireResult)] = []
+            var enqueue: [Handover] = []
+            /// Connections that did not finish TLS and HTTP/2 within the connect timeout.
+            var close: [Connection] = []
+            /// Connections to drain (finish their streams, take nothing new, close): the shutdown.
+            var drain: [Connection] = []
+            /// Open a connection with this id.
+            var connect: Int?
+            var timer: TimerAction?
+
+            /// Hands `request` to a connection, with the requests already handed to it.
+            mutating func hand(_ request: Request, to id: Int, _ connection: Connection) {
+                if let index = enqueue.firstIndex(where: { $0.connectionID == id }) {
+                    enqueue[index].requests.append(request)
+                } else {
+                    enqueue.append(Handover(connectionID: id, connection: connection, requests: [request]))
+                }
+            }
+        }
+
+        /// What follows a request's end on a connection. Its own case for the request that frees a stream
+        /// and the next waiting request that takes it: the path of every request under load, which should
+        /// not allocate.
+        enum Finished: Sendable {
+            case none
+            /// The freed stream goes to this waiting request on the same connection.
+            case handOver(Request, to: Connection)
+            case actions(Actions)
+        }
+
+        private struct Entry: Sendable {
+            let connection: Connection
+            /// Requests handed to the connection and not yet finished.
+            var assigned = 0
+            var limit: Int
+            var ready = false
+            var draining = false
+            /// When the server's first SETTINGS arrived.
+            var readyAt: NIODeadline?
+            /// While TCP is up and TLS and HTTP/2 are not: when the connection is given up.
+            var handshakeDeadline: NIODeadline?
+            /// Whether the server answered any request on it.
+            var answered = false
+            /// Its end (GOAWAY or close) was judged for the reconnect backoff.
+            var ended = false
+            /// Closed by the pool because TLS and HTTP/2 were not up within the connect timeout.
+            var handshakeTimedOut = false
+        }
+
+        /// A connection that ends this soon after becoming ready, before answering anything, counts as a
+        /// failed connect for the reconnect backoff.
+        static var shortLived: TimeAmount { .seconds(2) }
+
+        let configuration: Configuration
+        private var entries: [Int: Entry] = [:]
+        private var nextConnectionID = 0
+        /// Connections started and not yet ready (or failed).
+        private var connecting: Set<Int> = []
+        private var waiting = CircularBuffer<Request>()
+        private var consecutiveFailures = 0
+        private var noConnectBefore = NIODeadline.uptimeNanoseconds(0)
+        private var lastConnectError: String?
+        private(set) var isShutdown = false
+        /// The moment the pool's timer is armed for.
+        private var timerDeadline: NIODeadline?
+
+        init(configuration: Configuration) {
+            self.configuration = configuration
+        }
+
+        // MARK: Questions
+
+        /// True while the endpoint cannot be reached: the last connection attempts failed and no connection
+        /// is ready.
+        var isUnreachable: Bool {
+            consecutiveFailures > 0 && !entries.values.contains { $0.ready && !$0.draining }
+        }
+
+        /// Requests handed to connections and not yet finished.
+        var inFlight: Int { entries.values.reduce(0) { $0 + $1.assigned } }
+
+        /// Requests waiting for a connection or a free stream.
+        var waitingCount: Int { waiting.count }
+
+        /// Whether a connection that ended (GOAWAY or closed) counts as a failed connect for the backoff: it
+        /// never became ready, or it went away soon after without answering anything, as a server that sends
+        /// SETTINGS and GOAWAY at once does. Reconnecting at once to such a server is a tight loop.
+        static func endedAsFailure(readyAt: NIODeadline?, answered: Bool, endedAt: NIODeadline) -> Bool {
+            guard let readyAt else { return true }
+            return !answered && endedAt - readyAt < shortLived
+        }
+
+        /// The wait before the next connection attempt after `failures` failures in a row: doubling from the
+        /// initial backoff to the maximum.
+        func backoff(failures: Int) -> TimeAmount {
+            let exponent = min(max(failures - 1, 0), 20)
+            return min(configuration.reconnectInitialBackoff * Int64(1 << exponent), configuration.reconnectMaximumBackoff)
+        }
+
+        // MARK: Events from callers
+
+        /// Requests to send: as many as there are free streams go to the open connections, the least busy
+        /// first; the rest wait in FIFO order, and a connection opens for them if the pool may open one.
+        mutating func submit(_ requests: [Request], now: NIODeadline) -> Actions {
+            var actions = Actions()
+            if isShutdown {
+                actions.complete = requests.map { ($0, .notSent(.clientShutDown)) }
+                return actions
+            }
+            var index = requests.startIndex
+            while index < requests.endIndex, let (id, entry) = freeConnection() {
+                let take = min(entry.limit - entry.assigned, requests.endIndex - index)
+                entries[id]!.assigned += take
+                actions.enqueue.append(Handover(connectionID: id, connection: entry.connection, requests: Array(requests[index..<(index + take)])))
+                index += take
+            }
+            if index < requests.endIndex {
+                waiting.append(contentsOf: requests[index...])
+                startConnectionIfNeeded(now: now, &actions)
+            }
+            armTimer(now: now, &actions)
+            return actions
+        }
+
+        /// Stops taking requests: the waiting ones fail as not sent, and every connection drains (its open
+        /// streams finish, then it closes). Repeating it drains the connections still open again.
+        mutating func shutdown() -> Actions {
+            var actions = Actions()
+            isShutdown = true
+            while let request = waiting.popFirst() { actions.complete.append((request, .notSent(.clientShutDown))) }
+            actions.drain = entries.keys.sorted().map { entries[$0]!.connection }
+            if timerDeadline != nil {
+                timerDeadline = nil
+                actions.timer = .cancel
+            }
+            return actions
+        }
+
+        /// The pool's timer fired: fails the requests that waited too long, gives up on handshakes that did
+        /// not finish in time, and opens a connection once the backoff is over.
+        mutating func timerFired(now: NIODeadline) -> Actions {
+            var actions = Actions()
+            if let deadline = timerDeadline, deadline <= now { timerDeadline = nil }
+            guard !isShutdown else { return actions }
+            while let first = waiting.first, now - first.enqueuedAt >= configuration.maximumWait {
+                waiting.removeFirst()
+                actions.complete.append((first, .notSent(APNsTransportError(.connectFailed, whyNotSent()))))
+            }
+            for id in entries.keys.sorted() {
+                guard let deadline = entries[id]!.handshakeDeadline, deadline <= now else { continue }
+                entries[id]!.handshakeDeadline = nil
+                entries[id]!.handshakeTimedOut = true
+                actions.close.append(entries[id]!.connection)
+            }
+            startConnectionIfNeeded(now: now, &actions)
+            armTimer(now: now, &actions)
+            return actions
+        }
+
+        // MARK: Events from connections
+
+        /// The channel of connection `id` exists (before TCP is up); it takes requests once ready.
+        mutating func connectionCreated(_ id: Int, _ connection: Connection) {
+            entries[id] = Entry(connection: connection, limit: min(configuration.initialStreamLimit, configuration.streamCap))
+        }
+
+        /// TCP is up; the connection takes requests once the server's SETTINGS arrive, and is closed if they
+        /// do not arrive within the connect timeout: a server that accepts TCP and never finishes the TLS
+        /// handshake would otherwise hold the pool's one connection attempt until TCP gives up, minutes later.
+        mutating func connectionEstablished(_ id: Int, now: NIODeadline) -> Actions {
+            var actions = Actions()
+            guard let entry = entries[id], !entry.ready else { return actions }
+            if isShutdown {
+                actions.close.append(entry.connection)
+                return actions
+            }
+            entries[id]!.handshakeDeadline = now + configuration.connectTimeout
+            armTimer(now: now, &actions)
+            return actions
+        }
+
+        /// The connection attempt failed (TCP, or the channel could not be set up): the next one waits for
+        /// the backoff.
+        mutating func connectFailed(_ id: Int, error: String, now: NIODeadline) -> Actions {
+            var actions = Actions()
+            connecting.remove(id)
+            entries[id] = nil
+            consecutiveFailures += 1
+            lastConnectError = error
+            noConnectBefore = now + backoff(failures: consecutiveFailures)
+            armTimer(now: now, &actions)
+            return actions
+        }
+
+        /// The server's first SETTINGS arrived: the connection takes up to `streamLimit` requests.
+        mutating func connectionReady(_ id: Int, streamLimit: Int, now: NIODeadline) -> Actions {
+            var actions = Actions()
+            connecting.remove(id)
+            guard entries[id] != nil else { return actions }
+            // The failure count stays until the connection answers or lasts (``recordEnd``): a server that
+            // sends SETTINGS and then GOAWAY at once must not reset the backoff.
+            lastConnectError = nil
+            entries[id]!.readyAt = now
+            entries[id]!.ready = true
+            entries[id]!.handshakeDeadline = nil
+            entries[id]!.limit = streamLimit
+            if isShutdown {
+                actions.drain.append(entries[id]!.connection)
+                return actions
+            }
+            dispatchWaiting(now: now, &actions)
+            armTimer(now: now, &actions)
+            return actions
+        }
+
+        /// The server changed `SETTINGS_MAX_CONCURRENT_STREAMS`.
+        mutating func streamLimitChanged(_ id: Int, to limit: Int, now: NIODeadline) -> Actions {
+            var actions = Actions()
+            entries[id]?.limit = limit
+            dispatchWaiting(now: now, &actions)
+            armTimer(now: now, &actions)
+            return actions
+        }
+
+        /// A request on connection `id` ended with `result`. The pool completes it unless the result is
+        /// `.resend`, which the state machine takes back: it waits again, ahead of newer requests, unless it
+        /// came back too often.
+        mutating func requestFinished(on id: Int, _ request: Request, result: APNsWireResult, now: NIODeadline) -> Finished {
+            if case .resend = result {
+                var actions = Actions()
+                entries[id]?.assigned -= 1
+                requeue([request], &actions)
+                dispatchWaiting(now: now, &actions)
+                armTimer(now: now, &actions)
+                return .actions(actions)
+            }
+            guard let entry = entries[id] else { return .none }
+            if !entry.answered, case .response = result {
+                // The connection works: connects after it start from the initial backoff again.
+                entries[id]!.answered = true
+                consecutiveFailures = 0
+            }
+            // The freed stream goes straight to the next waiting request on this connection (`assigned`
+            // still counts the finished one).
+            if !entry.draining, entry.assigned <= entry.limit, let next = waiting.popFirst() {
+                return .handOver(next, to: entry.connection)
+            }
+            entries[id]!.assigned -= 1
+            return .none
+        }
+
+        /// The server sent GOAWAY: the connection takes nothing new; `resend`, the requests it did not
+        /// process, wait again.
+        mutating func connectionGoingAway(_ id: Int, resend: [Request], now: NIODeadline) -> Actions {
+            var actions = Actions()
+            recordEnd(of: id, now: now)
+            entries[id]?.draining = true
+            entries[id]?.assigned -= resend.count
+            requeue(resend, &actions)
+            dispatchWaiting(now: now, &actions)
+            armTimer(now: now, &actions)
+            return actions
+        }
+
+        /// The connection closed; `resend`, the requests it never wrote, wait again. (The pool reports
+        /// those whose fate is unknown.)
+        mutating func connectionClosed(_ id: Int, resend: [Request], now: NIODeadline) -> Actions {
+            var actions = Actions()
+            // Closed before the server's SETTINGS, or right after without answering: as good as a failed connect.
+            recordEnd(of: id, now: now)
+            connecting.remove(id)
+            entries[id] = nil
+            requeue(resend, &actions)
+            dispatchWaiting(now: now, &actions)
+            armTimer(now: now, &actions)
+            return actions
+        }
+
+        // MARK: Choosing and opening connections
+
+        /// The ready connection with a free stream and the fewest requests.
+        private func freeConnection() -> (Int, Entry)? {
+            var best: (Int, Entry)?
+            for (id, entry) in entries where entry.ready && !entry.draining && entry.assigned < entry.limit {
+                if best == nil || entry.assigned < best!.1.assigned || (entry.assigned == best!.1.assigned && id < best!.0) {
+                    best = (id, entry)
+                }
+            }
+            return best
+        }
+
+        /// Whether requests wait for a connection that the pool may open, the backoff aside.
+        private var wantsConnection: Bool {
+            guard !isShutdown, !waiting.isEmpty, connecting.isEmpty else { return false }
+            return entries.values.count(where: { !$0.draining }) < configuration.connections
+        }
+
+        private mutating func startConnectionIfNeeded(now: NIODeadline, _ actions: inout Actions) {
+            guard actions.connect == nil, wantsConnection, now >= noConnectBefore else { return }
+            nextConnectionID += 1
+            connecting.insert(nextConnectionID)
+            actions.connect = nextConnectionID
+        }
+
+        /// Hands waiting requests to connections with free streams, and opens a connection if they still wait.
+        private mutating func dispatchWaiting(now: NIODeadline, _ actions: inout Actions) {
+            while !waiting.isEmpty, let (id, entry) = freeConnection() {
+                let request = waiting.removeFirst()
+                entries[id]!.assigned += 1
+                actions.hand(request, to: id, entry.connection)
+            }
+            startConnectionIfNeeded(now: now, &actions)
+        }
+
+        /// Requeues requests that a connection did not process, ahead of newer ones; gives up on one that
+        /// keeps coming back.
+        private mutating func requeue(_ requests: [Request], _ actions: inout Actions) {
+            for var request in requests.reversed() {
+                request.resends += 1
+                if isShutdown {
+                    actions.complete.append((request, .notSent(.clientShutDown)))
+                } else if request.resends > configuration.maximumResends {
+                    let error = APNsTransportError(.connectionLost, "APNs did not process the request on \(request.resends) connections")
+                    actions.complete.append((request, .notSent(error)))
+                } else {
+                    waiting.prepend(request)
+                }
+            }
+        }
+
+        /// Judges a connection's end once: a failure backs the next connect off; a connection that worked
+        /// resets the failure count.
+        private mutating func recordEnd(of id: Int, now: NIODeadline) {
+            guard let entry = entries[id], !entry.ended else { return }
+            entries[id]!.ended = true
+            entries[id]!.handshakeDeadline = nil
+            guard Self.endedAsFailure(readyAt: entry.readyAt, answered: entry.answered, endedAt: now) else {
+                consecutiveFailures = 0
+                return
+            }
+            connecting.remove(id)
+            consecutiveFailures += 1
+            if entry.handshakeTimedOut {
+                lastConnectError = "no TLS and HTTP/2 handshake within \(configuration.connectTimeout.nanoseconds / 1_000_000) ms"
+            } else if entry.ready {
+                lastConnectError = "APNs went away right after the connection was up, before answering anything"
+            } else {
+                lastConnectError = "the connection closed before HTTP/2 was up (TLS or protocol failure)"
+            }
+            noConnectBefore = now + backoff(failures: consecutiveFailures)
+        }
+
+        /// Why a request waited past the wait limit, as its caller reads it.
+        private func whyNotSent() -> String {
+            let waited = "\(configuration.maximumWait.nanoseconds / 1_000_000) ms"
+            if let error = lastConnectError {
+                return "no connection to \(configuration.endpoint): \(error)"
+            } else if !entries.values.contains(where: \.ready) {
+                return "no connection to \(configuration.endpoint) within \(waited) (still connecting)"
+            } else {
+                return "no free stream to \(configuration.endpoint) within \(waited)"
+            }
+        }
+
+        // MARK: The timer
+
+        /// Arms the timer if the next moment something is due moved earlier than the moment it is armed for.
+        private mutating func armTimer(now: NIODeadline, _ actions: inout Actions) {
+            guard !isShutdown else { return }
+            var next: NIODeadline?
+            func consider(_ deadline: NIODeadline) {
+                if next.map({ deadline < $0 }) ?? true { next = deadline }
+            }
+            if let first = waiting.first {
+                consider(first.enqueuedAt + configuration.maximumWait)
+                if now < noConnectBefore && wantsConnection { consider(noConnectBefore) }
+            }
+            for entry in entries.values {
+                if let deadline = entry.handshakeDeadline { consider(deadline) }
+            }
+            guard let next, timerDeadline.map({ next < $0 }) ?? true else { return }
+            timerDeadline = next
+            actions.timer = .schedule(next)
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import APNs
+import Foundation
+import PaperboyCore
+import PaperboyStore
+
+/// What happens to one target of a batch at its instant, and what its APNs answer means for the device:
+/// pure rules, applied by the ``Dispatcher`` and recorded by the Store.
+public enum SendRules {
+    /// Why the target is not sent at `instant`, or nil when it is: nothing at or after the edition's
+    /// deadline; no background push past the device's hourly budget (iOS throttles beyond it, and a wasted
+    /// push counts against the next hour too). Alerts are not budgeted: they are shown, not run.
+    public static func skipReason(for target: BatchTarget, kind: BroadcastProgress.Wave.Kind, at instant: Date, deadline: Date) -> SkipReason? {
+        if instant >= deadline { return .deadline }
+        if kind == .background && target.pushesInLastHour >= BroadcastOptions.hourlyBudget { return .hourlyBudget }
+        return nil
+    }
+
+    /// The outcome to record for an APNs answer. A reason that is permanent for the token
+    /// (``APNsReason/isPermanentForToken``: 410 and the 400s that say the token itself is wrong) deactivates
+    /// the device until it registers again after the 410's timestamp, or, for an answer without one, after
+    /// the database records it (its clock wrote the registration; a worker's may disagree).
+    public static func result(of outcome: APNsOutcome) -> BatchOutcome.Result {
+        switch outcome {
+        case .accepted: .accepted
+        case .rejected(let rejection):
+            .rejected(
+                reason: rejection.reason.rawValue,
+                deactivates: rejection.reason.isPermanentForToken ? rejection.timestamp.map { .at($0) } ?? .whenRecorded : nil
+            )
+        case .fateUnknown: .fateUnknown
+        case .notSent: .notSent
+        }
+    }
+}

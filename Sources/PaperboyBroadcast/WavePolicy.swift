@@ -1,0 +1,112 @@
+import Foundation
+import PaperboyCore
+import PaperboyStore
+
+/// The broadcast's decisions between waves, as pure code: given a running broadcast's rows, the time and
+/// (when it asked for them) the next wave's audience counts, what to do. ``WaveAdvancer`` reads the rows,
+/// counts audiences and carries the actions out; nothing here does I/O.
+///
+/// The rules:
+/// - A wave with devices left to lease or batches not recorded goes on, until the edition's deadline: then
+///   the broadcast expires.
+/// - A wave with nothing left is finished. The next background wave starts `waveInterval` after the
+///   previous one (counted from wave 1's start), while fewer than `maxPushesPerDevice` background waves were
+///   sent and its start is before the deadline; after the last background wave, the alert wave when the
+///   broadcast asks for a last resort. Each runs at wave 1's rate, the rate the content API was planned for.
+/// - A wave whose audience is empty is not started; the next candidate is tried. With no candidate left,
+///   the broadcast is completed.
+/// - Audiences are counted outside the broadcast's lock (seconds at millions of devices), so the policy
+///   asks for counts first and decides on them the next time round.
+public enum WavePolicy {
+    /// What the policy decides on.
+    public struct State: Sendable, Equatable {
+        public var deadline: Date
+        public var options: BroadcastOptions
+        /// The waves so far, in order.
+        public var waves: [StoredWave]
+        /// Whether the last wave has devices left to lease or batches not yet recorded.
+        public var lastWaveHasWorkLeft: Bool
+
+        public init(deadline: Date, options: BroadcastOptions, waves: [StoredWave], lastWaveHasWorkLeft: Bool) {
+            self.deadline = deadline
+            self.options = options
+            self.waves = waves
+            self.lastWaveHasWorkLeft = lastWaveHasWorkLeft
+        }
+    }
+
+    /// The audiences counted for the wave after `afterWave`, per cohort, by kind.
+    public struct Counts: Sendable, Equatable {
+        public var afterWave: Int
+        public var perCohort: [BroadcastProgress.Wave.Kind: [Int]]
+
+        public init(afterWave: Int, perCohort: [BroadcastProgress.Wave.Kind: [Int]] = [:]) {
+            self.afterWave = afterWave
+            self.perCohort = perCohort
+        }
+    }
+
+    /// What to do, in order.
+    public enum Action: Sendable, Equatable {
+        /// The deadline passed with work left: end the broadcast as expired.
+        case expire
+        /// Mark this wave finished.
+        case finishWave(Int)
+        /// Nothing is left to send: end the broadcast as completed.
+        case complete
+        /// Count the audience of wave `wave` for these kinds, in this order (a later kind is needed only when
+        /// the earlier ones are empty), outside the lock; then decide again with the counts.
+        case count(wave: Int, kinds: [BroadcastProgress.Wave.Kind])
+        /// Store wave `wave` with this plan.
+        case startWave(wave: Int, kind: BroadcastProgress.Wave.Kind, plan: StaggerPlan)
+    }
+
+    /// What to do with a running broadcast at `now`; empty when nothing is due.
+    /// - Parameter counted: the audience counts asked for last time, if any; ignored unless they are for the
+    ///   wave after the current last one and cover every cohort.
+    public static func next(_ state: State, now: Date, counted: Counts?) throws -> [Action] {
+        guard let first = state.waves.first, let last = state.waves.last else { return [] }
+        var actions: [Action] = []
+        if !last.finished {
+            if state.lastWaveHasWorkLeft {
+                return now >= state.deadline ? [.expire] : []
+            }
+            actions.append(.finishWave(last.wave))
+        }
+
+        let options = state.options
+        let candidates = nextKinds(state)
+        guard !candidates.isEmpty else { return actions + [.complete] }
+        let start = nextStart(state)
+        guard start <= now else { return actions }
+
+        for kind in candidates {
+            guard let counted, counted.afterWave == last.wave, let counts = counted.perCohort[kind], counts.count == options.cohorts else {
+                return actions + [.count(wave: last.wave + 1, kinds: candidates)]
+            }
+            guard counts.contains(where: { $0 > 0 }) else { continue }
+            let plan = try StaggerPlan(cohortCounts: counts, pace: .capacity(perSecond: first.rate), start: start)
+            return actions + [.startWave(wave: last.wave + 1, kind: kind, plan: plan)]
+        }
+        // Nobody is left to wake.
+        return actions + [.complete]
+    }
+
+    /// When the wave after the last one starts: `waveInterval` after the previous background wave's slot,
+    /// counted from wave 1's start.
+    public static func nextStart(_ state: State) -> Date {
+        guard let first = state.waves.first else { return .distantFuture }
+        let backgroundWaves = state.waves.filter { $0.kind == .background }.count
+        return first.start.addingTimeInterval(Double(backgroundWaves) * state.options.waveInterval)
+    }
+
+    /// The kinds the next wave may be, in the order they are tried; empty when the broadcast is done.
+    static func nextKinds(_ state: State) -> [BroadcastProgress.Wave.Kind] {
+        guard let first = state.waves.first, let last = state.waves.last else { return [] }
+        guard last.kind == .background, first.rate > 0, nextStart(state) < state.deadline else { return [] }
+        var kinds: [BroadcastProgress.Wave.Kind] = []
+        if state.waves.filter({ $0.kind == .background }).count < state.options.maxPushesPerDevice { kinds.append(.background) }
+        if state.options.alertLastResort { kinds.append(.alert) }
+        return kinds
+    }
+}

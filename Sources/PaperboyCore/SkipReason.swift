@@ -1,0 +1,9 @@
+/// Why a target of a batch was not sent, as counted in a cohort's `skipped` and in the metrics.
+public enum SkipReason: String, Codable, Sendable, CaseIterable {
+    /// The device got ``BroadcastOptions/hourlyBudget`` background pushes in the last hour already.
+    case hourlyBudget
+    /// Its instant came at or after the edition's deadline.
+    case deadline
+    /// The broadcast was cancelled before its instant.
+    case cancelled
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PostgresNIO
+
+/// A wave of a broadcast as stored.
+public struct StoredWave: Sendable, Equatable {
+    public var wave: Int
+    public var kind: BroadcastProgress.Wave.Kind
+    public var start: Date
+    /// Sends per second across all workers; 0 for a wave planned with nobody in it.
+    public var rate: Double
+    public var finished: Bool
+
+    public init(wave: Int, kind: BroadcastProgress.Wave.Kind, start: Date, rate: Double, finished: Bool) {
+        self.wave = wave
+        self.kind = kind
+        self.start = start
+        self.rate = rate
+        self.finished = finished
+    }
+}
+
+/// A running broadcast held under its row lock (`FOR UPDATE`), with the rows that decide what comes next and
+/// the writes that may follow. The decisions are not the Store's: `PaperboyBroadcast`'s wave policy makes them.
+public struct LockedBroadcast: Sendable {
+    public let broadcast: Broadcast
+    /// Its waves, in order.
+    public let waves: [StoredWave]
+    /// Whether the last wave still has devices to carve into batches, or batches not yet recorded.
+    public let lastWaveHasWorkLeft: Bool
+    let connection: PostgresConnection
+    let logger: Logger
+
+    /// Marks `wave` finished at `now`.
+    public func finishWave(_ wave: Int, now: Date) async throws {
+        try await connection.query(
+            "UPDATE broadcast_waves SET finished_at = \(now) WHERE broadcast_id = \(broadcast.id) AND wave = \(Int16(wave))",
+            logger: logger
+        )
+    }
+
+    /// Stores wave `wave` with its plan and cohorts.
+    public func startWave(_ wave: Int, kind: BroadcastProgress.Wave.Kind, plan: StaggerPlan, now: Date) async throws {
+        try await BroadcastRepository.insertWave(
+            wave, kind: kind, plan: plan, cohorts: broadcast.options.cohorts, broadcastID: broadcast.id, on: connection, logger: logger
+        )
+        try await connection.query("UPDATE broadcasts SET updated_at = \(now) WHERE id = \(broadcast.id)", logger: logger)
+    }
+
+    /// Ends the broadcast in `state` (`completed` or `expired`).
+    public func finish(_ state: BroadcastProgress.State, now: Date) async throws {
+        try await connection.query(
+            "UPDATE broadcasts SET state = \(state.rawValue), finished_at = \(now), updated_at = \(now) WHERE id = \(broadcast.id)",
+            logger: logger
+        )
+    }
+}
+
+extension BroadcastRepository {
+    /// The ids of the running broadcasts.
+    public func runningBroadcastIDs(logger: Logger) async throws -> [UUID] {
+        let rows = try await client.query(RequestStatements.runningBroadcasts, logger: logger)
+        var ids: [UUID] = []
+        for try await id in rows.decode(UUID.self) { ids.append(id) }
+        return ids
+    }
+
+    /// Runs `body` in one transaction with the broadcast locked, when it is running and no other worker holds
+    /// it (that one is advancing it): nil otherwise, without waiting.
+    ///
+    /// Hold the lock briefly: it holds off a cancel and every delivery recorded for the broadcast (their
+    /// foreign key check shares the row). Count audiences outside it.
+    public func withLockedBroadcast<Result: Sendable>(
+        _ id: UUID, logger: Logger, _ body: (LockedBroadcast) async throws -> Result
+    ) async throws -> Result? {
+        try await client.withTransaction(logger: logger) { connection -> Result? in
+            let locked = try await connection.query(
+                "SELECT id FROM broadcasts WHERE id = \(id) AND state = 'running' FOR UPDATE SKIP LOCKED",
+                logger: logger
+            )
+            guard try await locked.collect().count == 1 else { return nil }
+            guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(id)"), on: connection, logger: logger).first else {
+                return nil
+            }
+            var waves: [StoredWave] = []
+            let waveRows = try await connection.query(
+                "SELECT wave, kind, starts_at, rate, finished_at IS NOT NULL FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave",
+                logger: logger
+            )
+            for try await row in waveRows.decode((Int16, String, Date, Double, Bool).self) {
+                waves.append(StoredWave(wave: Int(row.0), kind: .init(rawValue: row.1) ?? .background, start: row.2, rate: row.3, finished: row.4))
+            }
+            var workLeft = false
+            if let last = waves.last, !last.finished {
+                let open = try await connection.query(
+                    """
+                    SELECT EXISTS (SELECT 1 FROM broadcast_cohorts WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave)) AND next_key < end_key)
+                        OR EXISTS (SELECT 1 FROM broadcast_batches WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave)) AND done_at IS NULL)
+                    """,
+                    logger: logger
+                )
+                for try await value in open.decode(Bool.self) { workLeft = value }
+            }
+            return try await body(
+                LockedBroadcast(broadcast: broadcast, waves: waves, lastWaveHasWorkLeft: workLeft, connection: connection, logger: logger)
+            )
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import PaperboyCore
+import PostgresNIO
+
+/// Who a wave of a broadcast goes to: the one definition, as one SQL condition on `devices d`, used to plan
+/// wave 1 (``CohortRepository``), to count a later wave, to carve batches and to read a batch's targets.
+///
+/// - Wave 1: the active, auto-downloading devices of the app and environment that subscribe to the
+///   publication.
+/// - Later background waves: of those, the ones with no successful receipt for the edition (a `failed`
+///   receipt asks for another try) and fewer background pushes for it than the maximum (`notSent` is no
+///   push). A device whose token APNs declared permanently bad (410, `BadDeviceToken`,
+///   `DeviceTokenNotForTopic`) is inactive from the moment the batch is recorded, so `active` alone keeps
+///   it out, until a newer registration revives it.
+/// - The alert wave: targets without a successful receipt that allowed alerts, got a background push for
+///   the edition and no alert yet.
+public struct WaveAudience: Sendable, Equatable {
+    public var appID: Int
+    public var environment: APNsEnvironment
+    public var publicationID: Int
+    /// Nil when no edition exists yet (planning wave 1 of a publication); later waves need it.
+    public var editionID: UUID?
+    public var wave: Int
+    public var kind: BroadcastProgress.Wave.Kind
+    public var maxPushesPerDevice: Int
+
+    public init(
+        appID: Int,
+        environment: APNsEnvironment,
+        publicationID: Int,
+        editionID: UUID?,
+        wave: Int,
+        kind: BroadcastProgress.Wave.Kind,
+        maxPushesPerDevice: Int
+    ) {
+        self.appID = appID
+        self.environment = environment
+        self.publicationID = publicationID
+        self.editionID = editionID
+        self.wave = wave
+        self.kind = kind
+        self.maxPushesPerDevice = maxPushesPerDevice
+    }
+
+    /// Wave `wave` of `broadcast`, of `kind`.
+    public init(_ broadcast: Broadcast, wave: Int, kind: BroadcastProgress.Wave.Kind) {
+        self.init(
+            appID: broadcast.appID, environment: broadcast.environment, publicationID: broadcast.publicationID,
+            editionID: broadcast.editionID, wave: wave, kind: kind, maxPushesPerDevice: broadcast.options.maxPushesPerDevice
+        )
+    }
+
+    /// Wave 1 of any edition of a publication: its targets.
+    public static func targets(of publication: Publication, environment: APNsEnvironment) -> WaveAudience {
+        WaveAudience(
+            appID: publication.appID, environment: environment, publicationID: publication.id, editionID: nil, wave: 1,
+            kind: .background, maxPushesPerDevice: BroadcastOptions.defaultMaxPushesPerDevice
+        )
+    }
+
+    // A device's deliveries are read broadcast by broadcast of the edition (few, indexed by edition), each
+    // one probe of the deliveries primary key (device, broadcast), never the device's whole history. The
+    // LATERAL … OFFSET 0 holds the planner to that order, and `OFFSET 0` keeps each EXISTS a probe per
+    // device: otherwise it may read all the edition's rows into a hash, for a batch of a few hundred.
+    // `$5 = 1` folds to true for wave 1 (each statement is planned with its values), so wave 1 reads the
+    // broadcast index alone.
+    static let condition = """
+        d.app_id = $1 AND d.environment = $2 AND d.active AND d.auto_download AND $3 = ANY (d.subscriptions)
+        AND ($5 = 1 OR NOT EXISTS (
+            SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = $4 AND r.result <> 'failed' OFFSET 0))
+        AND ($5 = 1 OR $6 OR (
+            SELECT count(*) FROM broadcasts xb CROSS JOIN LATERAL (
+                SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background AND x.outcome <> 'notSent' OFFSET 0) x
+            WHERE xb.edition_id = $4) < $7)
+        AND (NOT $6 OR (d.alerts_authorized
+            AND EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
+                SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background OFFSET 0) x
+                WHERE xb.edition_id = $4 OFFSET 0)
+            AND NOT EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
+                SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND NOT x.background OFFSET 0) x
+                WHERE xb.edition_id = $4 OFFSET 0)))
+        """
+
+    var bindings: PostgresBindings {
+        precondition(wave == 1 || editionID != nil, "a later wave's audience needs its edition")
+        var binds = PostgresBindings(capacity: 10)
+        binds.append(appID)
+        binds.append(environment.storageCode)
+        binds.append(publicationID)
+        binds.append(editionID)
+        binds.append(wave)
+        binds.append(kind == .alert)
+        binds.append(maxPushesPerDevice)
+        return binds
+    }
+
+    /// `sql` with the condition at `{audience}`; `extra` binds follow as `$8`….
+    func query(_ sql: String, _ extra: (inout PostgresBindings) -> Void = { _ in }) -> PostgresQuery {
+        var binds = bindings
+        extra(&binds)
+        return PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "{audience}", with: Self.condition), binds: binds)
+    }
+
+    /// The stored key of the `size`-th device of the audience from key `from` on (before `before`): the
+    /// last key of a batch of that many, which then holds every device up to and including that key.
+    func batchBoundaryQuery(from firstKey: Int64, before endKey: Int64, size: Int) -> PostgresQuery {
+        query("SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $8 AND d.cohort_key < $9 ORDER BY d.cohort_key OFFSET $10 LIMIT 1") {
+            $0.append(firstKey)
+            $0.append(endKey)
+            $0.append(size - 1)
+        }
+    }
+
+    /// How many devices of the audience have stored keys `firstKey...lastKey`.
+    func batchSizeQuery(firstKey: Int64, lastKey: Int64) -> PostgresQuery {
+        query("SELECT count(*) FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9") {
+            $0.append(firstKey)
+            $0.append(lastKey)
+        }
+    }
+
+    /// The audience counted per cohort when split into `cohorts`: `cohort, count` rows, empty cohorts absent.
+    func cohortCountsQuery(cohorts: Int) -> PostgresQuery {
+        query("SELECT \(StoredCohortKey.cohortSQL(column: "d.cohort_key", count: "$8")), count(*) FROM devices d WHERE {audience} GROUP BY 1") {
+            $0.append(cohorts)
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import APNs
+import Foundation
+import PaperboyBroadcast
+import PaperboyCore
+import PaperboyStore
+import Testing
+
+/// The wave policy's rules, without a database: what a running broadcast does next.
+@Suite("Wave policy")
+struct WavePolicyTests {
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+    static let interval: TimeInterval = 1800
+
+    static func state(
+        waves: [StoredWave],
+        workLeft: Bool = false,
+        deadlineAfter: TimeInterval = 4 * 3600,
+        maxPushes: Int = 3,
+        alert: Bool = false,
+        cohorts: Int = 2
+    ) -> WavePolicy.State {
+        WavePolicy.State(
+            deadline: start.addingTimeInterval(deadlineAfter),
+            options: BroadcastOptions(cohorts: cohorts, waveInterval: interval, maxPushesPerDevice: maxPushes, alertLastResort: alert),
+            waves: waves,
+            lastWaveHasWorkLeft: workLeft
+        )
+    }
+
+    static func wave(_ n: Int, kind: BroadcastProgress.Wave.Kind = .background, finished: Bool = false, rate: Double = 100) -> StoredWave {
+        StoredWave(wave: n, kind: kind, start: start.addingTimeInterval(Double(n - 1) * interval), rate: rate, finished: finished)
+    }
+
+    @Test("a wave with work left goes on until the deadline, then the broadcast expires")
+    func workLeft() throws {
+        let running = Self.state(waves: [Self.wave(1)], workLeft: true, deadlineAfter: 600)
+        #expect(try WavePolicy.next(running, now: Self.start.addingTimeInterval(599), counted: nil) == [])
+        #expect(try WavePolicy.next(running, now: Self.start.addingTimeInterval(600), counted: nil) == [.expire])
+    }
+
+    @Test("a finished wave is marked; the next waits for its start, one interval after the last")
+    func nextWaveWaitsForItsStart() throws {
+        let done = Self.state(waves: [Self.wave(1)])
+        #expect(try WavePolicy.next(done, now: Self.start.addingTimeInterval(60), counted: nil) == [.finishWave(1)])
+        let marked = Self.state(waves: [Self.wave(1, finished: true)])
+        #expect(try WavePolicy.next(marked, now: Self.start.addingTimeInterval(Self.interval - 1), counted: nil) == [])
+        #expect(WavePolicy.nextStart(marked) == Self.start.addingTimeInterval(Self.interval))
+    }
+
+    @Test("at its start the next wave's audience is counted outside the lock first, then started at wave 1's rate")
+    func countThenStart() throws {
+        let state = Self.state(waves: [Self.wave(1, finished: true, rate: 250)])
+        let now = Self.start.addingTimeInterval(Self.interval + 5)
+        #expect(try WavePolicy.next(state, now: now, counted: nil) == [.count(wave: 2, kinds: [.background])])
+
+        let counted = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [300, 200]])
+        let actions = try WavePolicy.next(state, now: now, counted: counted)
+        let plan = try StaggerPlan(cohortCounts: [300, 200], pace: .capacity(perSecond: 250), start: Self.start.addingTimeInterval(Self.interval))
+        #expect(actions == [.startWave(wave: 2, kind: .background, plan: plan)])
+        // Fewer devices at the same rate: a shorter wave, and it starts on the interval, not when counted.
+        #expect(plan.window == 2)
+    }
+
+    @Test("counts for another wave or another cohort split are taken again")
+    func staleCounts() throws {
+        let state = Self.state(waves: [Self.wave(1, finished: true), Self.wave(2, finished: true)])
+        let now = Self.start.addingTimeInterval(2 * Self.interval)
+        let old = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [1, 1]])
+        #expect(try WavePolicy.next(state, now: now, counted: old) == [.count(wave: 3, kinds: [.background])])
+        let wrongSplit = WavePolicy.Counts(afterWave: 2, perCohort: [.background: [1, 1, 1]])
+        #expect(try WavePolicy.next(state, now: now, counted: wrongSplit) == [.count(wave: 3, kinds: [.background])])
+    }
+
+    @Test("no more background waves than maxPushesPerDevice; then the broadcast completes")
+    func maxPushes() throws {
+        let state = Self.state(waves: [Self.wave(1, finished: true), Self.wave(2)], maxPushes: 2)
+        #expect(try WavePolicy.next(state, now: Self.start.addingTimeInterval(3 * Self.interval), counted: nil) == [.finishWave(2), .complete])
+    }
+
+    @Test("an empty audience completes the broadcast")
+    func emptyAudience() throws {
+        let state = Self.state(waves: [Self.wave(1, finished: true)])
+        let counted = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [0, 0]])
+        #expect(try WavePolicy.next(state, now: Self.start.addingTimeInterval(Self.interval), counted: counted) == [.complete])
+    }
+
+    @Test("a wave that would start at or after the deadline is not planned")
+    func deadline() throws {
+        let state = Self.state(waves: [Self.wave(1, finished: true)], deadlineAfter: Self.interval)
+        #expect(try WavePolicy.next(state, now: Self.start.addingTimeInterval(10), counted: nil) == [.complete])
+    }
+
+    @Test("a wave 1 planned with nobody in it (rate 0) ends the broadcast")
+    func nobodyPlanned() throws {
+        let state = Self.state(waves: [Self.wave(1, rate: 0)])
+        #expect(try WavePolicy.next(state, now: Self.start, counted: nil) == [.finishWave(1), .complete])
+    }
+
+    @Test("the alert last resort follows the last background wave, and is tried when the background audience is empty")
+    func alertLastResort() throws {
+        let afterLast = Self.state(waves: [Self.wave(1, finished: true), Self.wave(2, finished: true)], maxPushes: 2, alert: true)
+        let now = Self.start.addingTimeInterval(2 * Self.interval)
+        #expect(try WavePolicy.next(afterLast, now: now, counted: nil) == [.count(wave: 3, kinds: [.alert])])
+        let alerts = WavePolicy.Counts(afterWave: 2, perCohort: [.alert: [0, 7]])
+        guard case .startWave(3, .alert, let plan) = try WavePolicy.next(afterLast, now: now, counted: alerts).first else {
+            Issue.record("no alert wave")
+            return
+        }
+        #expect(plan.cohorts.map(\.devices) == [0, 7])
+
+        // Background first; when nobody is left for it, the alert wave.
+        let early = Self.state(waves: [Self.wave(1, finished: true)], alert: true)
+        let at = Self.start.addingTimeInterval(Self.interval)
+        #expect(try WavePolicy.next(early, now: at, counted: nil) == [.count(wave: 2, kinds: [.background, .alert])])
+        let emptyBackground = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [0, 0], .alert: [2, 0]])
+        guard case .startWave(2, .alert, _) = try WavePolicy.next(early, now: at, counted: emptyBackground).first else {
+            Issue.record("no alert wave after an empty background audience")
+            return
+        }
+
+        // Nothing follows an alert wave.
+        let afterAlert = Self.state(waves: [Self.wave(1, finished: true), Self.wave(2, kind: .alert, finished: true)], alert: true)
+        #expect(try WavePolicy.next(afterAlert, now: Self.start.addingTimeInterval(3 * Self.interval), counted: nil) == [.complete])
+    }
+}
+
+/// What happens to one target at its instant, and what an APNs answer does to the device.
+@Suite("Send rules")
+struct SendRulesTests {
+    static let deadline = Date(timeIntervalSince1970: 1_800_003_600)
+    static func target(recent: Int) -> BatchTarget {
+        BatchTarget(deviceID: 1, token: DeviceToken(bytes: Array(repeating: 7, count: 32)), tier: .large, pushesInLastHour: recent)
+    }
+
+    @Test("nothing goes out at or after the deadline")
+    func deadline() {
+        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: Self.deadline, deadline: Self.deadline) == .deadline)
+        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .alert, at: Self.deadline, deadline: Self.deadline) == .deadline)
+        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: Self.deadline - 1, deadline: Self.deadline) == nil)
+    }
+
+    @Test("background pushes stop at the hourly budget; alerts are not budgeted")
+    func hourlyBudget() {
+        let early = Self.deadline - 600
+        #expect(SendRules.skipReason(for: Self.target(recent: BroadcastOptions.hourlyBudget - 1), kind: .background, at: early, deadline: Self.deadline) == nil)
+        #expect(
+            SendRules.skipReason(for: Self.target(recent: BroadcastOptions.hourlyBudget), kind: .background, at: early, deadline: Self.deadline)
+                == .hourlyBudget
+        )
+        #expect(SendRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline) == nil)
+    }
+
+    @Test("a reason permanent for the token deactivates the device from the 410's timestamp, or from when the database records it")
+    func permanentReasons() {
+        let gone = Self.deadline - 7200
+        #expect(
+            SendRules.result(of: .rejected(APNsRejection(status: 410, reason: .unregistered, timestamp: gone)))
+                == .rejected(reason: "Unregistered", deactivates: .at(gone))
+        )
+        #expect(
+            SendRules.result(of: .rejected(APNsRejection(status: 400, reason: .badDeviceToken)))
+                == .rejected(reason: "BadDeviceToken", deactivates: .whenRecorded)
+        )
+        #expect(
+            SendRules.result(of: .rejected(APNsRejection(status: 400, reason: .deviceTokenNotForTopic)))
+                == .rejected(reason: "DeviceTokenNotForTopic", deactivates: .whenRecorded)
+        )
+        // A provider-side problem says nothing about the token.
+        #expect(
+            SendRules.result(of: .rejected(APNsRejection(status: 403, reason: .expiredProviderToken)))
+                == .rejected(reason: "ExpiredProviderToken", deactivates: nil)
+        )
+        #expect(SendRules.result(of: .accepted(apnsID: "x")) == .accepted)
+    }
+}
