@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "paperboy", targets: ["paperboy"]),
+        .executable(name: "paperboy-bench", targets: ["paperboy-bench"]),
         .library(name: "PaperboyCore", targets: ["PaperboyCore"]),
         .library(name: "PaperboyText", targets: ["PaperboyText"]),
         .library(name: "APNs", targets: ["APNs"]),
@@ -176,7 +177,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The one executable: serve, worker, migrate, apps, publications, editions, broadcast, cohorts, schedules,
-        // devices, prune, push, apns-sim, apns-bench and demo.
+        // devices, prune, push, apns-sim and demo (the benchmarks are paperboy-bench, below).
         .executableTarget(
             name: "paperboy",
             dependencies: [
@@ -191,7 +192,6 @@ let package = Package(
                 "PaperboyDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -203,6 +203,26 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // `paperboy-bench`: benchmarks, apart from the product (`paperboy --help` lists what an operator uses).
+        // They print numbers and assert nothing; BENCHMARKS.md records them with the commands.
+        .executableTarget(
+            name: "paperboy-bench",
+            dependencies: [
+                "PaperboyCore",
+                "APNs",
+                "PaperboyStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/PaperboyBench",
             swiftSettings: swiftSettings
         ),
 

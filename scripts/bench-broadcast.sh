@@ -6,11 +6,16 @@
 # start until the first push, and each worker's peak RSS (VmHWM) and CPU.
 #
 # Usage: scripts/with-postgres.sh scripts/bench-broadcast.sh [--devices N] [--window 5m] [--workers 1|2]
-#                                                           [--unpaced] [--json]
+#                                                           [--capacity R] [--unpaced] [--reuse] [--json]
 #   --devices N   seeded devices, all targets (default 100000)
 #   --window W    wave 1's window, e.g. 30s, 5m (default 5m); ignored with --unpaced
 #   --workers K   worker processes (default 1)
+#   --capacity R  wave 1 at R sends per second (e.g. 10000/s) instead of --window: the window follows
 #   --unpaced     --capacity 10000000/s instead of --window: every device due at once (no plan to speak of)
+#   --reuse       the database is prepared already (app 1, publication morning, its devices: e.g. a kept
+#                 scripts/bench-morning.sh database): no migrate, app, publication or seeding; --devices is
+#                 then the number of targets; app 1's key becomes this run's throwaway key and broadcasts still
+#                 running are cancelled first (a benchmark database only)
 #   --json        print the result as one JSON object on standard output (progress goes to standard error)
 #   env: PAPERBOY_BIN (default .build-release/release/paperboy), BENCH_KEEP=DIR (keep the logs there),
 #        WORKER_LOG_LEVEL (the workers' LOG_LEVEL, default warning; debug logs every batch's timings),
@@ -18,13 +23,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-devices=100000 window=5m workers=1 unpaced=0 json=0
+devices=100000 window=5m workers=1 unpaced=0 json=0 capacity="" reuse=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --devices) devices=${2:?--devices needs a number}; shift 2 ;;
         --window) window=${2:?--window needs a duration}; shift 2 ;;
         --workers) workers=${2:?--workers needs a number}; shift 2 ;;
         --unpaced) unpaced=1; shift ;;
+        --capacity) capacity=${2:?--capacity needs a rate such as 10000/s}; shift 2 ;;
+        --reuse) reuse=1; shift ;;
         --json) json=1; shift ;;
         -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-broadcast: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -39,6 +46,10 @@ case "$window" in
     *) window_s=$window ;;
 esac
 [[ "$window_s" =~ ^[1-9][0-9]*$ ]] || { echo "bench-broadcast: --window: '$window' is not a duration such as 30s or 5m" >&2; exit 2; }
+if [ -n "$capacity" ]; then
+    [[ "$capacity" =~ ^([1-9][0-9]*)(/s)?$ ]] || { echo "bench-broadcast: --capacity: '$capacity' is not a rate such as 10000/s" >&2; exit 2; }
+    window_s=$(( (devices + ${BASH_REMATCH[1]} - 1) / ${BASH_REMATCH[1]} ))
+fi
 [ "$unpaced" = 1 ] && window_s=0
 
 B=${PAPERBOY_BIN:-.build-release/release/paperboy}
@@ -84,17 +95,32 @@ wait_exit() {
 
 # 1. Database, app, publication, fleet.
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$tmp/key.p8"
-"$B" migrate > "$tmp/setup.log" 2>&1 || die "paperboy migrate failed: $(tail -3 "$tmp/setup.log")"
-"$B" apps add --bundle-id com.example.news --team-id TEAM123456 --key-id KEY1234567 --key-file "$tmp/key.p8" \
-    >> "$tmp/setup.log" 2>&1 || die "apps add failed: $(tail -3 "$tmp/setup.log")"
-"$B" publications add morning --app 1 >> "$tmp/setup.log" 2>&1 || die "publications add failed: $(tail -3 "$tmp/setup.log")"
-say "seeding $devices devices"
-seed_start=$(now)
-"$B" devices seed --app 1 --publication morning --count "$devices" >> "$tmp/setup.log" 2>&1 \
-    || die "devices seed failed: $(tail -3 "$tmp/setup.log")"
-seed_s=$(python3 -c "print(f'{$(now) - $seed_start:.1f}')")
-say "seeded in ${seed_s}s"
-psql -X -q -c 'VACUUM ANALYZE' >/dev/null 2>&1 || true
+if [ "$reuse" = 1 ]; then
+    # psql interpolates :'key' only in statements it reads, not in -c.
+    echo "UPDATE apps SET key_reference = :'key', key_id = 'KEY1234567', team_id = 'TEAM123456' WHERE id = 1" \
+        | psql -X -q -v ON_ERROR_STOP=1 -v key="$tmp/key.p8" >/dev/null || die "--reuse: cannot point app 1 at this run's key"
+    for id in $(psql -X -Atc "SELECT id FROM broadcasts WHERE state IN ('planned', 'running')"); do
+        "$B" broadcast cancel "$id" >> "$tmp/setup.log" 2>&1 || die "cancelling running broadcast $id failed: $(tail -3 "$tmp/setup.log")"
+    done
+    targets=$(psql -X -Atc "SELECT count(*) FROM devices d JOIN publications p ON p.app_id = d.app_id AND p.slug = 'morning' WHERE d.app_id = 1 AND d.environment = 0 AND d.active AND d.auto_download AND p.id = ANY (d.subscriptions)")
+    say "--reuse: $targets targets in the database (--devices $devices)"
+    devices=$targets
+    [ "$devices" -gt 0 ] || die "--reuse: no targets of publication morning in app 1"
+    if [ -n "$capacity" ]; then window_s=$(( (devices + ${capacity%/s} - 1) / ${capacity%/s} )); fi
+    seed_s=0
+else
+    "$B" migrate > "$tmp/setup.log" 2>&1 || die "paperboy migrate failed: $(tail -3 "$tmp/setup.log")"
+    "$B" apps add --bundle-id com.example.news --team-id TEAM123456 --key-id KEY1234567 --key-file "$tmp/key.p8" \
+        >> "$tmp/setup.log" 2>&1 || die "apps add failed: $(tail -3 "$tmp/setup.log")"
+    "$B" publications add morning --app 1 >> "$tmp/setup.log" 2>&1 || die "publications add failed: $(tail -3 "$tmp/setup.log")"
+    say "seeding $devices devices"
+    seed_start=$(now)
+    "$B" devices seed --app 1 --publication morning --count "$devices" >> "$tmp/setup.log" 2>&1 \
+        || die "devices seed failed: $(tail -3 "$tmp/setup.log")"
+    seed_s=$(python3 -c "print(f'{$(now) - $seed_start:.1f}')")
+    say "seeded in ${seed_s}s"
+    psql -X -q -c 'VACUUM ANALYZE' >/dev/null 2>&1 || true
+fi
 
 # 2. The simulator, a separate process; its first line on standard output is `apns-sim listening on URL`.
 sim_launch=$(now)
@@ -111,11 +137,14 @@ done
 sim_listening=$(now)
 
 # 3. The edition: deadline 3 h ahead.
-python3 - "$tmp/edition.json" <<'EOF'
+# With --reuse, an issue date no simulated day has.
+issue_date=$(date +%F)
+[ "$reuse" = 1 ] && issue_date=$(python3 -c "import datetime; print(datetime.date(2100, 1, 1) + datetime.timedelta(days=int('$(psql -X -Atc 'SELECT count(*) FROM editions')')))")
+python3 - "$tmp/edition.json" "$issue_date" <<'EOF'
 import datetime, json, sys
 deadline = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=3)).replace(microsecond=0)
 bundle = lambda tier: {"url": f"https://cdn.example.com/bench/morning/{tier}-1.zip", "bytes": 1048576, "sha256": "ab" * 32}
-edition = {"publication": "morning", "issueDate": datetime.date.today().isoformat(), "deadline": deadline.isoformat(),
+edition = {"publication": "morning", "issueDate": sys.argv[2], "deadline": deadline.isoformat(),
            "tiers": {tier: {"bundles": [bundle(tier)]} for tier in ("small", "medium", "large")},
            "pages": [{"number": 1, "title": "Front page"}, {"number": 2, "title": "Business"}]}
 json.dump(edition, open(sys.argv[1], "w"))
@@ -134,7 +163,7 @@ for i in $(seq "$workers"); do
 done
 
 # 5. The broadcast; planning cost = until `paperboy broadcast` returns (target count and the plan's insert).
-if [ "$unpaced" = 1 ]; then pace=(--capacity 10000000/s); else pace=(--window "$window"); fi
+if [ "$unpaced" = 1 ]; then pace=(--capacity 10000000/s); elif [ -n "$capacity" ]; then pace=(--capacity "${capacity%/s}/s"); else pace=(--window "$window"); fi
 say "broadcasting edition $edition to $devices devices with $workers worker(s), ${pace[*]}"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }

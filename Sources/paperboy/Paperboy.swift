@@ -20,7 +20,6 @@ struct Paperboy: AsyncParsableCommand {
             PruneCommand.self,
             APNsSimCommand.self,
             PushCommand.self,
-            APNsBenchCommand.self,
         ]
     )
 }

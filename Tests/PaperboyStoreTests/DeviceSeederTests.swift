@@ -258,38 +258,3 @@ struct DeviceSeederTests {
         }
     }
 }
-
-/// `PAPERBOY_SEED_BENCH=1000000 swift test --filter DeviceSeederBenchmark` (best with `scripts/with-postgres.sh`):
-/// seeds that many devices and prints rows/s.
-@Suite("Device seeder benchmark", .enabled(if: ProcessInfo.processInfo.environment["PAPERBOY_SEED_BENCH"] != nil))
-struct DeviceSeederBenchmark {
-    @Test("seed PAPERBOY_SEED_BENCH devices")
-    func seed() async throws {
-        let count = Int(ProcessInfo.processInfo.environment["PAPERBOY_SEED_BENCH"] ?? "") ?? 1_000_000
-        try await TestDatabase.with { db in
-            let fixture = try await DeviceSeederTests.fixture(db)
-            let start = ContinuousClock.now
-            var last = start
-            let inserted = try await DeviceSeeder(client: db.client).seed(
-                appID: fixture.app.id,
-                publicationSlugs: ["morning", "evening"],
-                count: count,
-                environment: .production,
-                seed: 1,
-                alertsShare: 0.3,
-                autoDownloadShare: 1,
-                progress: { done in
-                    guard done % 100_000 == 0 || done == count else { return }
-                    let now = ContinuousClock.now
-                    print("  \(done) after \(start.duration(to: now)), last chunk interval \(last.duration(to: now))")
-                    last = now
-                },
-                logger: db.logger
-            )
-            let elapsed = start.duration(to: .now)
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            print("DeviceSeederBenchmark: inserted \(inserted) of \(count) in \(String(format: "%.2f", seconds)) s: \(Int(Double(count) / seconds)) rows/s")
-            #expect(inserted == count)
-        }
-    }
-}

@@ -22,6 +22,9 @@ public enum RequestStatements {
         public var broadcastID: UUID
         public var batchID: Int64
         public var now: Date
+        /// The cohort keys of a batch, for the statements that read one (a batch's size and targets); nil: a
+        /// fixed range at the start of the key space, as wide as 1/1024 of it (1/256 for the size).
+        public var batchKeys: ClosedRange<Int64>?
 
         public init(
             appID: Int,
@@ -32,7 +35,8 @@ public enum RequestStatements {
             editionID: UUID,
             broadcastID: UUID,
             batchID: Int64,
-            now: Date
+            now: Date,
+            batchKeys: ClosedRange<Int64>? = nil
         ) {
             self.appID = appID
             self.publicationID = publicationID
@@ -43,6 +47,12 @@ public enum RequestStatements {
             self.broadcastID = broadcastID
             self.batchID = batchID
             self.now = now
+            self.batchKeys = batchKeys
+        }
+
+        /// The batch range the batch statements read.
+        func batchRange(defaultWidth: Int64) -> ClosedRange<Int64> {
+            batchKeys ?? Int64(Int32.min)...(Int64(Int32.min) + defaultWidth)
         }
     }
 
@@ -115,24 +125,28 @@ public enum RequestStatements {
             BroadcastRepository.takeOverQuery(owner: "owner", duration: 30, now: nil, excluding: [])
         },
         Statement("dispatch: the cohort due soonest (lease)") { s in BroadcastRepository.dueCohortQuery(dueBy: s.now) },
-        Statement("dispatch: a batch's last key, wave 1 (lease)") { s in batchBoundary(audience(s, wave: 1)) },
-        Statement("dispatch: a batch's last key, wave 2 (lease)") { s in batchBoundary(audience(s, wave: 2)) },
-        Statement("dispatch: a batch's last key, alert wave (lease)") { s in batchBoundary(audience(s, wave: 3, kind: .alert)) },
+        Statement("dispatch: a batch's last key, wave 1 (lease)") { s in batchBoundary(audience(s, wave: 1), from: s.batchKeys?.lowerBound) },
+        Statement("dispatch: a batch's last key, wave 2 (lease)") { s in batchBoundary(audience(s, wave: 2), from: s.batchKeys?.lowerBound) },
+        Statement("dispatch: a batch's last key, alert wave (lease)") { s in batchBoundary(audience(s, wave: 3, kind: .alert), from: s.batchKeys?.lowerBound) },
         Statement("dispatch: a batch's size, wave 2 (lease)") { s in
-            audience(s, wave: 2).batchSizeQuery(firstKey: Int64(Int32.min), lastKey: Int64(Int32.min) + 1 << 24)
+            let keys = s.batchRange(defaultWidth: 1 << 24)
+            return audience(s, wave: 2).batchSizeQuery(firstKey: keys.lowerBound, lastKey: keys.upperBound)
         },
         Statement("dispatch: a leased batch") { s in BroadcastRepository.batchQuery(id: s.batchID) },
         Statement("dispatch: a batch's targets, wave 1") { s in
-            BroadcastRepository.targetsQuery(audience(s, wave: 1), firstKey: Int64(Int32.min), lastKey: Int64(Int32.min) + 1 << 22, now: s.now)
+            let keys = s.batchRange(defaultWidth: 1 << 22)
+            return BroadcastRepository.targetsQuery(audience(s, wave: 1), firstKey: keys.lowerBound, lastKey: keys.upperBound, now: s.now)
         },
         Statement("dispatch: a batch's targets, wave 2") { s in
-            BroadcastRepository.targetsQuery(audience(s, wave: 2), firstKey: Int64(Int32.min), lastKey: Int64(Int32.min) + 1 << 22, now: s.now)
+            let keys = s.batchRange(defaultWidth: 1 << 22)
+            return BroadcastRepository.targetsQuery(audience(s, wave: 2), firstKey: keys.lowerBound, lastKey: keys.upperBound, now: s.now)
         },
         Statement("dispatch: a batch's targets, alert wave") { s in
-            BroadcastRepository.targetsQuery(
+            let keys = s.batchRange(defaultWidth: 1 << 22)
+            return BroadcastRepository.targetsQuery(
                 audience(s, wave: 3, kind: .alert),
-                firstKey: Int64(Int32.min),
-                lastKey: Int64(Int32.min) + 1 << 22,
+                firstKey: keys.lowerBound,
+                lastKey: keys.upperBound,
                 now: s.now
             )
         },
@@ -167,9 +181,9 @@ public enum RequestStatements {
         )
     }
 
-    /// The boundary query of `lease` for a batch of 500 from the first key on.
-    static func batchBoundary(_ audience: WaveAudience) -> PostgresQuery {
-        audience.batchBoundaryQuery(from: Int64(Int32.min), before: Int64(Int32.max), size: 500)
+    /// The boundary query of `lease` for a batch of 500 from `first` on (the start of the key space when nil).
+    static func batchBoundary(_ audience: WaveAudience, from first: Int64?) -> PostgresQuery {
+        audience.batchBoundaryQuery(from: first ?? Int64(Int32.min), before: Int64(Int32.max), size: 500)
     }
 
     // MARK: Devices

@@ -3,8 +3,7 @@ import ArgumentParser
 import Foundation
 import NIOSSL
 
-/// Where and as whom to send: the endpoint, the token-auth key and the topic. Shared by `push` and
-/// `apns-bench`.
+/// Where and as whom to send: the endpoint, the token-auth key and the topic (`paperboy push`).
 struct APNsOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(

@@ -13,17 +13,17 @@ import Synchronization
 import Glibc
 #endif
 
-/// `paperboy apns-bench`: the APNs client's throughput, latency, CPU and memory against an APNs-compatible
+/// `paperboy-bench apns`: the APNs client's throughput, latency, CPU and memory against an APNs-compatible
 /// endpoint, next to h2load sending the same request to the same endpoint in the same run.
 ///
 /// A benchmark, not a test: it prints numbers and asserts nothing.
-struct APNsBenchCommand: AsyncParsableCommand {
+struct APNsBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "apns-bench",
+        commandName: "apns",
         abstract: "Measure the APNs client (notifications/s, latency, CPU, memory) against an endpoint, beside h2load.",
         discussion: """
-            Without --endpoint it starts `paperboy apns-sim` as a separate process on a free loopback port with a
-            throwaway key. Each round sends -n background notifications to distinct tokens with Paperboy's client,
+            Without --endpoint it starts `paperboy apns-sim` (the `paperboy` binary beside this one, or --paperboy) as
+            a separate process on a free loopback port with a throwaway key. Each round sends -n background notifications to distinct tokens with Paperboy's client,
             then the same request -n times with h2load (Debian package nghttp2-client) when it is installed.
             Results go to BENCHMARKS.md; see the README for the commands used there.
             """
@@ -65,6 +65,9 @@ struct APNsBenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("h2load to run beside: auto (if on PATH), off, or its path.", valueName: "path"))
     var h2load = "auto"
 
+    @Option(help: ArgumentHelp("The paperboy binary whose apns-sim to start (default: the one beside paperboy-bench).", valueName: "path"))
+    var paperboy: String?
+
     @Flag(help: "Print the report as JSON.")
     var json = false
 
@@ -81,9 +84,9 @@ struct APNsBenchCommand: AsyncParsableCommand {
     var nioExecutor = false
 
     func run() async throws {
-        LoggingSystem.bootstrapPaperboy()
+        LoggingSystem.bootstrapBench()
         if nioExecutor { _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() }
-        let logger = Logger(label: "paperboy.apns-bench")
+        let logger = Logger(label: "paperboy-bench.apns")
         var simulator: SimulatorProcess?
         let endpointText: String
         let key: APNsSigningKey
@@ -92,12 +95,14 @@ struct APNsBenchCommand: AsyncParsableCommand {
             do {
                 key = try APNsSigningKey(pemFile: keyFile!, keyID: keyID, teamID: teamID)
             } catch {
-                throw CommandError("--key-file: \(error)")
+                throw BenchError("--key-file: \(error)")
             }
         } else {
             let privateKey = P256.Signing.PrivateKey()
             key = try APNsSigningKey(pem: privateKey.pemRepresentation, keyID: keyID, teamID: teamID)
-            let started = try SimulatorProcess.start(privateKeyPEM: privateKey.pemRepresentation, keyID: keyID, teamID: teamID)
+            let started = try SimulatorProcess.start(
+                paperboy: try paperboyBinary(paperboy), privateKeyPEM: privateKey.pemRepresentation, keyID: keyID, teamID: teamID
+            )
             simulator = started
             endpointText = started.url
         }
@@ -193,7 +198,7 @@ struct APNsBenchCommand: AsyncParsableCommand {
             for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/h2load") {
                 return "\(directory)/h2load"
             }
-            FileHandle.standardError.write(Data("apns-bench: h2load not found (apt-get install nghttp2-client); measuring Paperboy alone\n".utf8))
+            FileHandle.standardError.write(Data("paperboy-bench apns: h2load not found (apt-get install nghttp2-client); measuring Paperboy alone\n".utf8))
             return nil
         default:
             return h2load
@@ -228,7 +233,7 @@ struct BenchReport: Codable {
 
     var table: String {
         var lines = [
-            "apns-bench: \(notifications.formatted()) background notifications per round to \(endpoint)"
+            "paperboy-bench apns: \(notifications.formatted()) background notifications per round to \(endpoint)"
                 + (simulatorStartedByBench ? " (apns-sim started by the bench)" : "")
                 + ", \(connections) connections, \(concurrency) in flight",
             "",
@@ -263,18 +268,6 @@ struct BenchReport: Codable {
             }
         }
         return lines.joined(separator: "\n")
-    }
-}
-
-func median(_ values: [Double]) -> Double? {
-    guard !values.isEmpty else { return nil }
-    let sorted = values.sorted()
-    return sorted.count.isMultiple(of: 2) ? (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2 : sorted[sorted.count / 2]
-}
-
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? " " + self : String(repeating: " ", count: width - count) + self
     }
 }
 
@@ -430,7 +423,7 @@ enum H2loadRun {
         let text = String(decoding: data, as: UTF8.self)
         // "finished in 10.04s, 99573.40 req/s, 4.85MB/s"
         guard let finished = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }) else {
-            throw CommandError("h2load did not finish:\n\(text)")
+            throw BenchError("h2load did not finish:\n\(text)")
         }
         let fields = finished.split(separator: " ")
         // "10.04s," or "736.04ms,"
@@ -478,13 +471,13 @@ final class SimulatorProcess {
         self.directory = directory
     }
 
-    static func start(privateKeyPEM: String, keyID: String, teamID: String) throws -> SimulatorProcess {
+    static func start(paperboy: String, privateKeyPEM: String, keyID: String, teamID: String) throws -> SimulatorProcess {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-bench-\(getpid())-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let keyFile = directory.appendingPathComponent("AuthKey_\(keyID).p8")
         try Data(privateKeyPEM.utf8).write(to: keyFile)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.executableURL = URL(fileURLWithPath: paperboy)
         process.arguments = [
             "apns-sim", "--port", "0", "--key-file", keyFile.path, "--key-id", keyID, "--team-id", teamID, "--no-record",
         ]
@@ -501,7 +494,7 @@ final class SimulatorProcess {
         let text = String(decoding: line, as: UTF8.self)
         guard let url = text.split(separator: " ").last, url.hasPrefix("http") else {
             process.terminate()
-            throw CommandError("apns-sim did not start: \(text)")
+            throw BenchError("apns-sim did not start: \(text)")
         }
         return SimulatorProcess(process: process, url: String(url), directory: directory)
     }
@@ -523,12 +516,5 @@ final class SimulatorProcess {
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: directory)
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

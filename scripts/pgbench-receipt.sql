@@ -1,0 +1,22 @@
+-- The statement ReceiptRepository.record runs for one receipt (RequestStatements.recordReceipt), for a random
+-- device of app 1. pgbench cannot read a token list, so the token is the device's own, looked up by a random id
+-- (one primary-key probe more than the API's statement). Variables: maxid (the largest device id), edition.
+\set id random(1, :maxid)
+WITH device AS (
+    SELECT id FROM devices WHERE app_id = 1 AND environment IN (0, 1)
+        AND token = (SELECT token FROM devices WHERE id = :id)
+    ORDER BY updated_at DESC LIMIT 1
+), edition AS (
+    SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id
+    WHERE e.id = :edition::uuid AND p.app_id = 1
+), upsert AS (
+    INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
+    SELECT device.id, edition.id, 'newData', 52428800, 4.5 FROM device, edition
+    ON CONFLICT (device_id, edition_id) DO UPDATE
+        SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now()
+        WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
+    RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created
+)
+SELECT (SELECT id FROM device), EXISTS (SELECT 1 FROM edition),
+    u.result, u.bytes, u.seconds, u.received_at, u.created
+FROM (SELECT 1) one LEFT JOIN upsert u ON true;
