@@ -49,10 +49,14 @@ struct ModuleMapTests {
         return targets
     }
 
-    /// The map's lines: `Module ──► A, B` or `Module ──► (none of ours)`.
+    /// The map's lines, in the code block after the modules heading: `Module ──► A, B` or
+    /// `Module ──► (none of ours)`.
     static func map(inDoc doc: String) -> [String: Set<String>] {
         var map: [String: Set<String>] = [:]
-        for line in doc.components(separatedBy: "\n") {
+        guard let heading = doc.range(of: "## Modules") else { return map }
+        let section = doc[heading.upperBound...].components(separatedBy: "```")
+        guard section.count > 1 else { return map }
+        for line in section[1].components(separatedBy: "\n") {
             let parts = line.components(separatedBy: "──►")
             guard parts.count == 2 else { continue }
             let module = parts[0].trimmingCharacters(in: .whitespaces)
