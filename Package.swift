@@ -88,7 +88,7 @@ let package = Package(
         .target(
             name: "EmbeddedPostgres",
             dependencies: [
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ],
             swiftSettings: swiftSettings
         ),

@@ -58,7 +58,9 @@ public enum ChildProcess {
             }
         if flags != 0 {
             let result = posix_spawnattr_setflags(&attributes, flags)
-            guard result == 0 else { throw ChildProcessError(command: command, message: "cannot set the process group: \(String(cString: strerror(result)))") }
+            guard result == 0 else {
+                throw ChildProcessError(command: command, message: "cannot set the process group: \(String(cString: strerror(result)))")
+            }
         }
         if case .newProcessGroup = group { posix_spawnattr_setpgroup(&attributes, 0) }
         var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]

@@ -111,7 +111,9 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
         AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI)
         editionRoutes.addPublishing(to: adminAPI)
         BroadcastRoutes(
-            broadcasts: BroadcastRepository(client: client), editions: EditionRepository(client: client), apps: AppRepository(client: client),
+            broadcasts: BroadcastRepository(client: client),
+            editions: EditionRepository(client: client),
+            apps: AppRepository(client: client),
             maxBodyBytes: configuration.maxBodyBytes
         ).add(to: adminAPI)
     }

@@ -46,7 +46,9 @@ public final class APNsChannels: Sendable {
             if app.keyReference.hasPrefix("env:") {
                 let variable = String(app.keyReference.dropFirst(4))
                 guard let pem = ProcessInfo.processInfo.environment[variable], !pem.isEmpty else {
-                    throw ChannelError(message: "app \(app.id) (\(app.bundleID)): the environment variable \(variable) holding its APNs key is not set")
+                    throw ChannelError(
+                        message: "app \(app.id) (\(app.bundleID)): the environment variable \(variable) holding its APNs key is not set"
+                    )
                 }
                 return try APNsSigningKey(pem: pem, keyID: app.keyID, teamID: app.teamID, source: "$\(variable)")
             }

@@ -24,11 +24,18 @@ extension BroadcastRepository {
     public func starter(logger: Logger) -> Scheduler.Start {
         { request in
             try await BroadcastPreflight.check(
-                editionID: request.editionID, editions: EditionRepository(client: self.client), apps: AppRepository(client: self.client), logger: logger
+                editionID: request.editionID,
+                editions: EditionRepository(client: self.client),
+                apps: AppRepository(client: self.client),
+                logger: logger
             )
             let start = try await self.start(
-                editionID: request.editionID, environment: request.environment, options: request.options, origin: request.origin,
-                now: Date(), logger: logger
+                editionID: request.editionID,
+                environment: request.environment,
+                options: request.options,
+                origin: request.origin,
+                now: Date(),
+                logger: logger
             )
             let id = start.broadcast.id.uuidString.lowercased()
             return start.created ? "broadcast \(id) started" : "attached to broadcast \(id) (\(start.broadcast.state.rawValue))"

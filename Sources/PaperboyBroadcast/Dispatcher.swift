@@ -324,7 +324,8 @@ public final class Dispatcher: Service {
             logger.debug(
                 "batch done",
                 metadata: [
-                    LogKey.devices: "\(targets.count)", LogKey.readTime: "\(started.duration(to: read))", LogKey.sendTime: "\(read.duration(to: sentAll))",
+                    LogKey.devices: "\(targets.count)", LogKey.readTime: "\(started.duration(to: read))",
+                    LogKey.sendTime: "\(read.duration(to: sentAll))",
                     LogKey.recordTime: "\(sentAll.duration(to: .now))",
                 ]
             )
@@ -407,7 +408,9 @@ public final class Dispatcher: Service {
                     // for it here instead, then the devices that fell due take the wave's next free slot.
                     waitedForAPNs = true
                     let giveUp = clock.now().addingTimeInterval(configuration.unreachablePatience.seconds)
-                    while channel.client.isUnreachable && clock.now() < giveUp && held.withLock({ $0[batch.id].map { !$0.lost && !$0.cancelled } ?? false }) {
+                    while channel.client.isUnreachable && clock.now() < giveUp
+                        && held.withLock({ $0[batch.id].map { !$0.lost && !$0.cancelled } ?? false })
+                    {
                         do {
                             try await clock.sleep(clock.now().addingTimeInterval(0.05))
                         } catch {
@@ -476,10 +479,15 @@ public final class Dispatcher: Service {
     /// A new slot for the rest of a batch; nil when its lease was lost. Retried while the database is
     /// unreachable: sending on without a slot would be the burst pacing exists to prevent.
     private func reclaim(_ batch: LeasedBatch, from index: Int, remaining: Int, logger: Logger) async throws -> Date? {
-        try await retrying("could not claim a new slot for a late batch; trying again", logger: logger, giveUp: { false }) {
+        try await retrying("could not claim a new slot for a late batch; trying again", logger: logger, until: nil) {
             if self.held.withLock({ $0[batch.id]?.lost ?? true }) { return nil }
             return try await self.repository.reclaimSlot(
-                batch, from: index, remaining: remaining, owner: self.configuration.owner, now: self.clock.now(), logger: logger
+                batch,
+                from: index,
+                remaining: remaining,
+                owner: self.configuration.owner,
+                now: self.clock.now(),
+                logger: logger
             )
         }
     }
@@ -488,22 +496,26 @@ public final class Dispatcher: Service {
     /// and its lease renewed meanwhile, so nobody sends it again, for at most ``Configuration/recordPatience``.
     private func recordRetrying(_ batch: LeasedBatch, outcomes: [BatchOutcome], logger: Logger) async throws -> Bool {
         let giveUp = clock.now().addingTimeInterval(configuration.recordPatience.seconds)
-        return try await retrying("could not record a batch; trying again", logger: logger, giveUp: { self.clock.now() >= giveUp }) {
+        return try await retrying("could not record a batch; trying again", logger: logger, until: giveUp) {
             try await self.repository.record(batch, outcomes: outcomes, owner: self.configuration.owner, now: self.clock.now(), logger: logger)
         }
     }
 
     /// Runs `operation` until it succeeds, waiting 0.25 s, then twice as long each time up to 5 s (on the
-    /// dispatcher's clock), after a failure; rethrows the failure once `giveUp` says so or the task is cancelled.
+    /// dispatcher's clock), after a failure; rethrows the failure once the clock reaches `giveUp` (never when nil)
+    /// or the task is cancelled.
     private func retrying<Value>(
-        _ message: Logger.Message, logger: Logger, giveUp: () -> Bool, _ operation: () async throws -> Value
+        _ message: Logger.Message,
+        logger: Logger,
+        until giveUp: Date?,
+        _ operation: () async throws -> Value
     ) async throws -> Value {
         var delay = 0.25
         while true {
             do {
                 return try await operation()
             } catch {
-                guard !giveUp(), !Task.isCancelled else { throw error }
+                guard giveUp.map({ clock.now() < $0 }) ?? true, !Task.isCancelled else { throw error }
                 logger.warning(message, metadata: [LogKey.error: "\(String(reflecting: error))"])
                 try await clock.sleep(clock.now().addingTimeInterval(delay))
                 delay = min(delay * 2, 5)
@@ -526,7 +538,8 @@ public final class Dispatcher: Service {
                 logger.notice(
                     "wave started",
                     metadata: [
-                        LogKey.broadcast: "\(broadcast)", LogKey.wave: "\(wave)", LogKey.kind: "\(kind.rawValue)", LogKey.planned: "\(planned)", LogKey.start: "\(start)",
+                        LogKey.broadcast: "\(broadcast)", LogKey.wave: "\(wave)", LogKey.kind: "\(kind.rawValue)", LogKey.planned: "\(planned)",
+                        LogKey.start: "\(start)",
                     ]
                 )
             case .waveFinished(let broadcast, let wave):

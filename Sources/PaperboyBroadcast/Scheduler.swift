@@ -145,7 +145,11 @@ public struct Scheduler: Service {
             outcome = .noEdition
         }
         let event = SchedulerEvent(scheduleID: schedule.id, instant: due.instant, outcome: outcome)
-        if case .started = outcome { logger.notice(event.message, metadata: event.metadata) } else { logger.info(event.message, metadata: event.metadata) }
+        if case .started = outcome {
+            logger.notice(event.message, metadata: event.metadata)
+        } else {
+            logger.info(event.message, metadata: event.metadata)
+        }
         try await repository.markHandled(id: schedule.id, instant: due.instant, logger: logger)
         return event
     }

@@ -58,7 +58,10 @@ struct WaveAdvancer: Sendable {
     static func apply(_ locked: LockedBroadcast, now: Date, counted: WavePolicy.Counts?) async throws -> Step {
         let broadcast = locked.broadcast
         let state = WavePolicy.State(
-            deadline: broadcast.deadline, options: broadcast.options, waves: locked.waves, lastWaveHasWorkLeft: locked.lastWaveHasWorkLeft
+            deadline: broadcast.deadline,
+            options: broadcast.options,
+            waves: locked.waves,
+            lastWaveHasWorkLeft: locked.lastWaveHasWorkLeft
         )
         var step = Step(broadcast: broadcast)
         for action in try WavePolicy.next(state, now: now, counted: counted) {
@@ -85,12 +88,16 @@ struct WaveAdvancer: Sendable {
 
     /// The audiences asked for, in order, stopping at the first that is not empty (the policy starts that one).
     private func count(
-        _ request: (wave: Int, kinds: [BroadcastProgress.Wave.Kind]), of broadcast: Broadcast, logger: Logger
+        _ request: (wave: Int, kinds: [BroadcastProgress.Wave.Kind]),
+        of broadcast: Broadcast,
+        logger: Logger
     ) async throws -> WavePolicy.Counts {
         var counts = WavePolicy.Counts(afterWave: request.wave - 1)
         for kind in request.kinds {
             let perCohort = try await cohorts.counts(
-                of: WaveAudience(broadcast, wave: request.wave, kind: kind), cohorts: broadcast.options.cohorts, logger: logger
+                of: WaveAudience(broadcast, wave: request.wave, kind: kind),
+                cohorts: broadcast.options.cohorts,
+                logger: logger
             )
             counts.perCohort[kind] = perCohort
             if perCohort.contains(where: { $0 > 0 }) { break }

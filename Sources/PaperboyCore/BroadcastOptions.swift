@@ -77,7 +77,8 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         guard Self.maxPushesPerDeviceRange.contains(maxPushesPerDevice) else {
             throw BroadcastOptionsError(
                 field: "maxPushesPerDevice",
-                message: "maxPushesPerDevice must be between \(Self.maxPushesPerDeviceRange.lowerBound) and \(Self.maxPushesPerDeviceRange.upperBound)"
+                message:
+                    "maxPushesPerDevice must be between \(Self.maxPushesPerDeviceRange.lowerBound) and \(Self.maxPushesPerDeviceRange.upperBound)"
             )
         }
         guard jitter.isFinite, jitter >= 1, jitter <= 3600 else {

@@ -34,7 +34,14 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         /// the device.
         public var receipts: [String: Int]
 
-        public init(planned: Int = 0, sent: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], skipped: [String: Int] = [:], receipts: [String: Int] = [:]) {
+        public init(
+            planned: Int = 0,
+            sent: Int = 0,
+            accepted: Int = 0,
+            rejected: [String: Int] = [:],
+            skipped: [String: Int] = [:],
+            receipts: [String: Int] = [:]
+        ) {
             self.planned = planned
             self.sent = sent
             self.accepted = accepted
@@ -93,7 +100,13 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         public var cohorts: [Cohort]
 
         public init(
-            wave: Int, kind: Kind, startsAt: Date, rate: Double, window: TimeInterval, finishedAt: Date?, behindSeconds: Double? = nil,
+            wave: Int,
+            kind: Kind,
+            startsAt: Date,
+            rate: Double,
+            window: TimeInterval,
+            finishedAt: Date?,
+            behindSeconds: Double? = nil,
             cohorts: [Cohort]
         ) {
             self.wave = wave
@@ -126,9 +139,20 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     public var receipts: [String: Int]
 
     public init(
-        id: UUID, editionID: UUID, publication: String, issueDate: String, environment: APNsEnvironment,
-        state: State, origin: String, options: BroadcastOptions, createdAt: Date, deadline: Date,
-        finishedAt: Date?, failure: String? = nil, waves: [Wave], receipts: [String: Int]
+        id: UUID,
+        editionID: UUID,
+        publication: String,
+        issueDate: String,
+        environment: APNsEnvironment,
+        state: State,
+        origin: String,
+        options: BroadcastOptions,
+        createdAt: Date,
+        deadline: Date,
+        finishedAt: Date?,
+        failure: String? = nil,
+        waves: [Wave],
+        receipts: [String: Int]
     ) {
         self.failure = failure
         self.id = id
@@ -162,7 +186,9 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     public var totals: Counts { waves.reduce(Counts()) { $0 + $1.counts } }
 
     enum CodingKeys: String, CodingKey {
-        case id, editionID = "editionId", publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, failure, waves, receipts
+        case id
+        case editionID = "editionId"
+        case publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, failure, waves, receipts
     }
 
     /// Ids as lowercase UUIDs, as everywhere in the API.

@@ -37,11 +37,15 @@ extension StaggerPlan {
         var lines = [
             "planned sends per \(unit) (\(timeZone.identifier); # = \(TerminalText.grouped(Int((Double(peak) / Double(barWidth)).rounded(.up)))) sends)"
         ]
-        lines.append(TerminalText.pad("TIME", 8) + "  " + TerminalText.pad("SENDS", countWidth, right: true) + "  " + TerminalText.pad("", barWidth) + "  COHORTS")
+        lines.append(
+            TerminalText.pad("TIME", 8) + "  " + TerminalText.pad("SENDS", countWidth, right: true) + "  " + TerminalText.pad("", barWidth)
+                + "  COHORTS"
+        )
         for row in rows {
             let length = row.sends == 0 ? 0 : max(1, Int((Double(row.sends) / Double(peak) * Double(barWidth)).rounded()))
             let bar = String(repeating: "#", count: length)
-            let line = row.time + "  " + TerminalText.pad(row.count, countWidth, right: true) + "  " + TerminalText.pad(bar, barWidth) + "  " + row.cohorts
+            let line =
+                row.time + "  " + TerminalText.pad(row.count, countWidth, right: true) + "  " + TerminalText.pad(bar, barWidth) + "  " + row.cohorts
             lines.append(TerminalText.trimTrailing(line))
         }
         return lines.joined(separator: "\n")
@@ -50,10 +54,13 @@ extension StaggerPlan {
     /// The cohorts as a table: index, devices, slot start and end (in `timeZone`), rate per second.
     public func table(timeZone: TimeZone) -> String {
         let devicesWidth = max("DEVICES".count, cohorts.map { TerminalText.grouped($0.devices).count }.max() ?? 0)
-        var lines = [TerminalText.pad("COHORT", 6) + "  " + TerminalText.pad("DEVICES", devicesWidth, right: true) + "  START       END         RATE/S"]
+        var lines = [
+            TerminalText.pad("COHORT", 6) + "  " + TerminalText.pad("DEVICES", devicesWidth, right: true) + "  START       END         RATE/S"
+        ]
         for cohort in cohorts {
             lines.append(
-                TerminalText.pad("\(cohort.index)", 6, right: true) + "  " + TerminalText.pad(TerminalText.grouped(cohort.devices), devicesWidth, right: true) + "  "
+                TerminalText.pad("\(cohort.index)", 6, right: true) + "  "
+                    + TerminalText.pad(TerminalText.grouped(cohort.devices), devicesWidth, right: true) + "  "
                     + TerminalText.pad(TerminalText.clock(cohort.start, timeZone: timeZone, fraction: true), 10) + "  "
                     + TerminalText.pad(TerminalText.clock(cohort.end, timeZone: timeZone, fraction: true), 10) + "  "
                     + TerminalText.pad(String(format: "%.1f", cohort.rate), 6, right: true)

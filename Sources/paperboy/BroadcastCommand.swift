@@ -66,10 +66,14 @@ struct BroadcastCommand: AsyncParsableCommand {
             try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 let repository = BroadcastRepository(client: client)
                 if dryRun {
-                    let plan = try await storeCall { try await repository.plan(editionID: editionID, environment: environment, options: options, now: now, logger: logger) }
+                    let plan = try await storeCall {
+                        try await repository.plan(editionID: editionID, environment: environment, options: options, now: now, logger: logger)
+                    }
                     if output.json { return try printJSON(plan) }
                     let devices = plan.cohorts.reduce(0) { $0 + $1.devices }
-                    print("dry run: wave 1 of edition \(editionID.uuidString.lowercased()) would wake \(TerminalText.grouped(devices)) devices; nothing is stored or sent")
+                    print(
+                        "dry run: wave 1 of edition \(editionID.uuidString.lowercased()) would wake \(TerminalText.grouped(devices)) devices; nothing is stored or sent"
+                    )
                     guard devices > 0 else { return }
                     print()
                     print(plan.table(timeZone: zone))
@@ -79,9 +83,19 @@ struct BroadcastCommand: AsyncParsableCommand {
                 }
                 let start = try await storeCall {
                     try await BroadcastPreflight.check(
-                        editionID: editionID, editions: EditionRepository(client: client), apps: AppRepository(client: client), logger: logger
+                        editionID: editionID,
+                        editions: EditionRepository(client: client),
+                        apps: AppRepository(client: client),
+                        logger: logger
                     )
-                    return try await repository.start(editionID: editionID, environment: environment, options: options, origin: "cli", now: now, logger: logger)
+                    return try await repository.start(
+                        editionID: editionID,
+                        environment: environment,
+                        options: options,
+                        origin: "cli",
+                        now: now,
+                        logger: logger
+                    )
                 }
                 if output.json {
                     try printJSON(Started(start))
@@ -93,7 +107,9 @@ struct BroadcastCommand: AsyncParsableCommand {
                             + "\(TerminalText.duration(plan.window)) at \(String(format: "%.1f", plan.rate))/s"
                     )
                 } else {
-                    print("attached to broadcast \(start.broadcast.id.uuidString.lowercased()) (\(start.broadcast.state.rawValue)); nothing new is sent")
+                    print(
+                        "attached to broadcast \(start.broadcast.id.uuidString.lowercased()) (\(start.broadcast.state.rawValue)); nothing new is sent"
+                    )
                 }
                 if follow {
                     try await Status.follow(start.broadcast.id, repository: repository, zone: zone, logger: logger)
@@ -236,19 +252,22 @@ struct BroadcastCommand: AsyncParsableCommand {
                 try await BroadcastRepository(client: client).list(limit: limit, logger: logger)
             }
             if output.json {
-                return try printJSON(broadcasts.map { broadcast in
-                    [
-                        "id": broadcast.id.uuidString.lowercased(), "edition": broadcast.editionID.uuidString.lowercased(),
-                        "environment": broadcast.environment.rawValue, "state": broadcast.state.rawValue, "origin": broadcast.origin,
-                        "createdAt": broadcast.createdAt.formatted(.iso8601),
-                    ]
-                })
+                return try printJSON(
+                    broadcasts.map { broadcast in
+                        [
+                            "id": broadcast.id.uuidString.lowercased(), "edition": broadcast.editionID.uuidString.lowercased(),
+                            "environment": broadcast.environment.rawValue, "state": broadcast.state.rawValue, "origin": broadcast.origin,
+                            "createdAt": broadcast.createdAt.formatted(.iso8601),
+                        ]
+                    }
+                )
             }
             guard !broadcasts.isEmpty else { return print("no broadcasts") }
             print("ID                                    EDITION                               ENV         STATE      ORIGIN       CREATED")
             for b in broadcasts {
                 let columns = [
-                    b.id.uuidString.lowercased(), b.editionID.uuidString.lowercased(), b.environment.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0),
+                    b.id.uuidString.lowercased(), b.editionID.uuidString.lowercased(),
+                    b.environment.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0),
                     b.state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0), b.origin.padding(toLength: 11, withPad: " ", startingAt: 0),
                     b.createdAt.formatted(.iso8601),
                 ]

@@ -93,8 +93,13 @@ struct DemoCommand: AsyncParsableCommand {
         let reachable = (0..<devices).filter { model.isReachable($0) }.count
         let results = recordings.map { StrategyResult($0, reachable: reachable) }
         let demoReport = DemoReport(
-            results: results, devices: devices, seed: seed, timeCompression: configuration.timeCompression, parameters: configuration.fleet,
-            window: configuration.window, deadline: configuration.deadlineAfter
+            results: results,
+            devices: devices,
+            seed: seed,
+            timeCompression: configuration.timeCompression,
+            parameters: configuration.fleet,
+            window: configuration.window,
+            deadline: configuration.deadlineAfter
         )
         if let report {
             do {
@@ -119,7 +124,9 @@ struct DemoCommand: AsyncParsableCommand {
             }
             let unknown = Set(given.keys).subtracting(defaults.keys)
             guard unknown.isEmpty else {
-                throw CommandError("--fleet: unknown fields \(unknown.sorted().joined(separator: ", ")); known: \(defaults.keys.sorted().joined(separator: ", "))")
+                throw CommandError(
+                    "--fleet: unknown fields \(unknown.sorted().joined(separator: ", ")); known: \(defaults.keys.sorted().joined(separator: ", "))"
+                )
             }
             let merged = try JSONSerialization.data(withJSONObject: defaults.merging(given) { $1 })
             return try JSONDecoder().decode(FleetParameters.self, from: merged)

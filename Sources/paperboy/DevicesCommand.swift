@@ -258,7 +258,8 @@ private final class ProgressReporter: @unchecked Sendable {
         let elapsed = start.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let rate = seconds > 0 ? Double(done) / seconds : 0
-        let text = "seeding: " + String(format: "%5.1f%%", percent) + "  \(done.formatted()) / \(total.formatted())  ("
+        let text =
+            "seeding: " + String(format: "%5.1f%%", percent) + "  \(done.formatted()) / \(total.formatted())  ("
             + String(format: "%.0f", rate) + " rows/s)"
         if terminal {
             write("\r\u{1B}[K" + text)

@@ -46,7 +46,12 @@ struct EditionsCommand: AsyncParsableCommand {
             let logger = Logger(label: "paperboy.editions")
             let edition = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 do {
-                    return try await EditionRepository(client: client).publish(manifest, appID: app, check: BroadcastPreflight.checkPushes, logger: logger)
+                    return try await EditionRepository(client: client).publish(
+                        manifest,
+                        appID: app,
+                        check: BroadcastPreflight.checkPushes,
+                        logger: logger
+                    )
                 } catch let error as StoreError {
                     throw CommandError(error.field == "app" ? "--app: \(error.message)" : "\(file): \(error)")
                 }
@@ -105,7 +110,10 @@ struct EditionsCommand: AsyncParsableCommand {
             for edition in editions {
                 print(
                     TerminalText.row(
-                        [(edition.id.uuidString.lowercased(), 38), ("\(edition.appID)", 6), (edition.manifest.publication, 14), (edition.manifest.issueDate, 12)],
+                        [
+                            (edition.id.uuidString.lowercased(), 38), ("\(edition.appID)", 6), (edition.manifest.publication, 14),
+                            (edition.manifest.issueDate, 12),
+                        ],
                         last: edition.manifest.deadline
                     )
                 )

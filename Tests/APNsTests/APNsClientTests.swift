@@ -169,32 +169,40 @@ struct APNsClientTests {
             ("b4", .init(status: 410, reason: .expiredToken)),
             ("b5", .init(status: 413, reason: .payloadTooLarge)),
         ]
-        try await Self.withSimulator(faults: faults, configure: { $0.retryPolicy.maximumAttempts = 3 }) { simulator, client in
-            for prefix in ["a1", "a2", "a3", "b1", "b2", "b3", "b4", "b5"] {
-                let outcome = await client.send(Self.notification, to: Self.token(7, prefix: prefix), topic: Self.topic)
-                #expect(!outcome.isAccepted)
+        try await Self.withSimulator(
+            faults: faults,
+            configure: { $0.retryPolicy.maximumAttempts = 3 },
+            { simulator, client in
+                for prefix in ["a1", "a2", "a3", "b1", "b2", "b3", "b4", "b5"] {
+                    let outcome = await client.send(Self.notification, to: Self.token(7, prefix: prefix), topic: Self.topic)
+                    #expect(!outcome.isAccepted)
+                }
+                let rejected = simulator.stats().rejected
+                #expect(rejected["TooManyRequests"] == 3)
+                #expect(rejected["InternalServerError"] == 3)
+                #expect(rejected["ServiceUnavailable"] == 3)
+                for reason in ["BadDeviceToken", "DeviceTokenNotForTopic", "Unregistered", "ExpiredToken", "PayloadTooLarge"] {
+                    #expect(rejected[reason] == 1, "\(reason) was sent \(rejected[reason] ?? 0) times")
+                }
             }
-            let rejected = simulator.stats().rejected
-            #expect(rejected["TooManyRequests"] == 3)
-            #expect(rejected["InternalServerError"] == 3)
-            #expect(rejected["ServiceUnavailable"] == 3)
-            for reason in ["BadDeviceToken", "DeviceTokenNotForTopic", "Unregistered", "ExpiredToken", "PayloadTooLarge"] {
-                #expect(rejected[reason] == 1, "\(reason) was sent \(rejected[reason] ?? 0) times")
-            }
-        }
+        )
     }
 
     @Test("under random 503s and 429s every notification is accepted once after retries")
     func randomFailuresRecover() async throws {
         var faults = APNsSimulator.Faults()
         faults.failureRates = [(.init(status: 503, reason: .serviceUnavailable), 0.2), (.init(status: 429, reason: .tooManyRequests), 0.1)]
-        try await Self.withSimulator(faults: faults, configure: { $0.retryPolicy.maximumAttempts = 12 }) { simulator, client in
-            let tokens = (0..<1000).map { Self.token($0) }
-            let outcomes = await Self.sendAll(client, tokens: tokens)
-            #expect(outcomes.values.filter(\.isAccepted).count == 1000)
-            #expect(tokens.allSatisfy { simulator.acceptedCount(forToken: $0) == 1 })
-            #expect((simulator.stats().rejected["ServiceUnavailable"] ?? 0) > 0)
-        }
+        try await Self.withSimulator(
+            faults: faults,
+            configure: { $0.retryPolicy.maximumAttempts = 12 },
+            { simulator, client in
+                let tokens = (0..<1000).map { Self.token($0) }
+                let outcomes = await Self.sendAll(client, tokens: tokens)
+                #expect(outcomes.values.filter(\.isAccepted).count == 1000)
+                #expect(tokens.allSatisfy { simulator.acceptedCount(forToken: $0) == 1 })
+                #expect((simulator.stats().rejected["ServiceUnavailable"] ?? 0) > 0)
+            }
+        )
     }
 
     @Test("10,000 sends through a GOAWAY every 1,000 streams: each token accepted exactly once")
@@ -245,14 +253,18 @@ struct APNsClientTests {
         var faults = APNsSimulator.Faults()
         faults.maxConcurrentStreams = 40
         faults.latency = .milliseconds(3)
-        try await Self.withSimulator(faults: faults, configure: { $0.connections = 1 }) { simulator, client in
-            let outcomes = await Self.sendAll(client, tokens: (0..<1000).map { Self.token($0) }, concurrency: 300)
-            #expect(outcomes.values.allSatisfy { $0.isAccepted })
-            let stats = simulator.stats()
-            #expect(stats.streamLimitViolations == 0)
-            #expect(stats.peakConcurrentStreams <= 40)
-            #expect(stats.peakConcurrentStreams > 1)
-        }
+        try await Self.withSimulator(
+            faults: faults,
+            configure: { $0.connections = 1 },
+            { simulator, client in
+                let outcomes = await Self.sendAll(client, tokens: (0..<1000).map { Self.token($0) }, concurrency: 300)
+                #expect(outcomes.values.allSatisfy { $0.isAccepted })
+                let stats = simulator.stats()
+                #expect(stats.streamLimitViolations == 0)
+                #expect(stats.peakConcurrentStreams <= 40)
+                #expect(stats.peakConcurrentStreams > 1)
+            }
+        )
     }
 
     @Test("metrics count answers by status and reason, time them, and count connections and token refreshes")
@@ -260,9 +272,16 @@ struct APNsClientTests {
         let metrics = TestMetrics()
         var faults = APNsSimulator.Faults()
         faults.outcomesByTokenPrefix = [("dead", .init(status: 410, reason: .unregistered)), ("bad", .init(status: 400, reason: .badDeviceToken))]
-        try await Self.withSimulator(faults: faults, configure: { $0.metricsFactory = metrics }) { _, client in
-            _ = await Self.sendAll(client, tokens: (0..<30).map { Self.token($0) } + [Self.token(1, prefix: "dead"), Self.token(2, prefix: "bad")])
-        }
+        try await Self.withSimulator(
+            faults: faults,
+            configure: { $0.metricsFactory = metrics },
+            { _, client in
+                _ = await Self.sendAll(
+                    client,
+                    tokens: (0..<30).map { Self.token($0) } + [Self.token(1, prefix: "dead"), Self.token(2, prefix: "bad")]
+                )
+            }
+        )
         #expect(try metrics.expectCounter("apns_requests_total", [("status", "200"), ("reason", "")]).totalValue == 30)
         #expect(try metrics.expectCounter("apns_requests_total", [("status", "410"), ("reason", "Unregistered")]).totalValue == 1)
         #expect(try metrics.expectCounter("apns_requests_total", [("status", "400"), ("reason", "BadDeviceToken")]).totalValue == 1)
@@ -275,14 +294,18 @@ struct APNsClientTests {
     func timeout() async throws {
         var faults = APNsSimulator.Faults()
         faults.latency = .seconds(3)
-        try await Self.withSimulator(faults: faults, configure: { $0.requestTimeout = .milliseconds(300) }) { _, client in
-            let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
-            guard case .fateUnknown(let error) = outcome else {
-                Issue.record("\(outcome)")
-                return
+        try await Self.withSimulator(
+            faults: faults,
+            configure: { $0.requestTimeout = .milliseconds(300) },
+            { _, client in
+                let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
+                guard case .fateUnknown(let error) = outcome else {
+                    Issue.record("\(outcome)")
+                    return
+                }
+                #expect(error.code == .timedOut)
             }
-            #expect(error.code == .timedOut)
-        }
+        )
     }
 
     @Test("late answers to timed-out requests do not starve the connection window: error answers still arrive on it")
@@ -299,19 +322,20 @@ struct APNsClientTests {
             configure: {
                 $0.connections = 1
                 $0.requestTimeout = .milliseconds(300)
+            },
+            { simulator, client in
+                #expect(await client.send(Self.notification, to: Self.token(1), topic: Self.topic).isAccepted)
+                let late = await client.send((0..<40).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "5"), topic: Self.topic) })
+                #expect(late.allSatisfy { if case .fateUnknown(let error) = $0.outcome { error.code == .timedOut } else { false } })
+                // Until every late answer has arrived.
+                try await Task.sleep(for: .milliseconds(1500))
+                let answers = await client.send((0..<20).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "b"), topic: Self.topic) })
+                for answer in answers {
+                    #expect(answer.outcome.rejection?.reason == .badDeviceToken, "\(answer.outcome)")
+                }
+                #expect(simulator.stats().connectionsOpened == 1, "the connection failed and was replaced")
             }
-        ) { simulator, client in
-            #expect(await client.send(Self.notification, to: Self.token(1), topic: Self.topic).isAccepted)
-            let late = await client.send((0..<40).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "5"), topic: Self.topic) })
-            #expect(late.allSatisfy { if case .fateUnknown(let error) = $0.outcome { error.code == .timedOut } else { false } })
-            // Until every late answer has arrived.
-            try await Task.sleep(for: .milliseconds(1500))
-            let answers = await client.send((0..<20).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "b"), topic: Self.topic) })
-            for answer in answers {
-                #expect(answer.outcome.rejection?.reason == .badDeviceToken, "\(answer.outcome)")
-            }
-            #expect(simulator.stats().connectionsOpened == 1, "the connection failed and was replaced")
-        }
+        )
     }
 
     @Test("a server that sends SETTINGS and GOAWAY at once is reconnected to with backoff, not in a loop")
@@ -325,18 +349,19 @@ struct APNsClientTests {
                 $0.reconnectMaximumBackoff = .milliseconds(400)
                 $0.maximumWait = .seconds(3)
                 $0.maximumResends = 1000
+            },
+            { simulator, client in
+                let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
+                guard case .notSent = outcome else {
+                    Issue.record("\(outcome)")
+                    return
+                }
+                // Backoff 100, 200, 400, 400, … ms: about ten connections in 3 s; without it, hundreds.
+                let opened = simulator.stats().connectionsOpened
+                #expect(opened >= 3)
+                #expect(opened <= 14, "\(opened) connections in 3 s")
             }
-        ) { simulator, client in
-            let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
-            guard case .notSent = outcome else {
-                Issue.record("\(outcome)")
-                return
-            }
-            // Backoff 100, 200, 400, 400, … ms: about ten connections in 3 s; without it, hundreds.
-            let opened = simulator.stats().connectionsOpened
-            #expect(opened >= 3)
-            #expect(opened <= 14, "\(opened) connections in 3 s")
-        }
+        )
     }
 
     @Test("a server that accepts TCP and never completes the handshake holds a connection attempt only for the connect timeout")
@@ -349,15 +374,16 @@ struct APNsClientTests {
                 $0.connectTimeout = .milliseconds(500)
                 $0.reconnectInitialBackoff = .milliseconds(50)
                 $0.maximumWait = .seconds(8)
+            },
+            { simulator, client in
+                let started = ContinuousClock.now
+                let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
+                let took = ContinuousClock.now - started
+                #expect(outcome.isAccepted, "\(outcome)")
+                #expect(took < .seconds(3), "\(took)")
+                #expect(simulator.acceptedCount(forToken: Self.token(1)) == 1)
             }
-        ) { simulator, client in
-            let started = ContinuousClock.now
-            let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
-            let took = ContinuousClock.now - started
-            #expect(outcome.isAccepted, "\(outcome)")
-            #expect(took < .seconds(3), "\(took)")
-            #expect(simulator.acceptedCount(forToken: Self.token(1)) == 1)
-        }
+        )
     }
 
     @Test("a server that never completes the handshake fails requests as not sent, naming the handshake, within the wait limit")
@@ -369,18 +395,19 @@ struct APNsClientTests {
             configure: {
                 $0.connectTimeout = .milliseconds(300)
                 $0.maximumWait = .seconds(2)
+            },
+            { _, client in
+                let started = ContinuousClock.now
+                let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
+                #expect(ContinuousClock.now - started < .seconds(4))
+                guard case .notSent(let error) = outcome else {
+                    Issue.record("\(outcome)")
+                    return
+                }
+                #expect(error.code == .connectFailed)
+                #expect(error.message.contains("handshake"), "\(error.message)")
             }
-        ) { _, client in
-            let started = ContinuousClock.now
-            let outcome = await client.send(Self.notification, to: Self.token(1), topic: Self.topic)
-            #expect(ContinuousClock.now - started < .seconds(4))
-            guard case .notSent(let error) = outcome else {
-                Issue.record("\(outcome)")
-                return
-            }
-            #expect(error.code == .connectFailed)
-            #expect(error.message.contains("handshake"), "\(error.message)")
-        }
+        )
     }
 
     @Test("each retry of a batch waits its own jittered backoff: the retries spread out instead of waiting for the longest")
@@ -393,17 +420,18 @@ struct APNsClientTests {
                 $0.retryPolicy.maximumAttempts = 2
                 $0.retryPolicy.initialBackoff = .milliseconds(400)
                 $0.retryPolicy.maximumBackoff = .milliseconds(400)
+            },
+            { simulator, client in
+                #expect(await client.send(Self.notification, to: Self.token(1), topic: Self.topic).isAccepted)
+                let results = await client.send((0..<20).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "5"), topic: Self.topic) })
+                #expect(results.allSatisfy { $0.attempts == 2 && $0.outcome.rejection?.reason == .serviceUnavailable })
+                // Backoffs are drawn from 200...400 ms; one shared wait would end them all within a few ms.
+                let latencies = results.map(\.latency)
+                let spread = latencies.max()! - latencies.min()!
+                #expect(spread > .milliseconds(60), "\(latencies)")
+                #expect(simulator.stats().rejected["ServiceUnavailable"] == 40)
             }
-        ) { simulator, client in
-            #expect(await client.send(Self.notification, to: Self.token(1), topic: Self.topic).isAccepted)
-            let results = await client.send((0..<20).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "5"), topic: Self.topic) })
-            #expect(results.allSatisfy { $0.attempts == 2 && $0.outcome.rejection?.reason == .serviceUnavailable })
-            // Backoffs are drawn from 200...400 ms; one shared wait would end them all within a few ms.
-            let latencies = results.map(\.latency)
-            let spread = latencies.max()! - latencies.min()!
-            #expect(spread > .milliseconds(60), "\(latencies)")
-            #expect(simulator.stats().rejected["ServiceUnavailable"] == 40)
-        }
+        )
     }
 
     @Test("an endpoint that refuses connections fails requests as not sent after the wait limit")

@@ -400,7 +400,11 @@ struct DockerFilesTests {
     }
 
     static var pyYAMLAvailable: Bool {
-        (try? CommandRun.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import yaml"], environment: ProcessInfo.processInfo.environment).status)
+        (try? CommandRun.run(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["python3", "-c", "import yaml"],
+            environment: ProcessInfo.processInfo.environment
+        ).status)
             == 0
     }
 

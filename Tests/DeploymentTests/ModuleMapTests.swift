@@ -16,7 +16,10 @@ struct ModuleMapTests {
         #expect(!declared.isEmpty && !mapped.isEmpty)
         #expect(Set(mapped.keys) == Set(declared.keys), "modules in the map but not the package, or the other way round")
         for (module, dependencies) in declared {
-            #expect(mapped[module] == dependencies, "\(module): the map says \(mapped[module]?.sorted() ?? []), Package.swift \(dependencies.sorted())")
+            #expect(
+                mapped[module] == dependencies,
+                "\(module): the map says \(mapped[module]?.sorted() ?? []), Package.swift \(dependencies.sorted())"
+            )
         }
     }
 

@@ -63,7 +63,10 @@ struct BroadcastRoutesTests {
         try await APIFixture.with { fixture, client in
             let edition = try await Self.prepare(fixture, client, devices: 2)
             let planned = try await client.send(
-                .post, "/v1/broadcasts", headers: Self.admin, body: #"{"edition": "\#(edition)", "capacity": 10, "dryRun": true}"#
+                .post,
+                "/v1/broadcasts",
+                headers: Self.admin,
+                body: #"{"edition": "\#(edition)", "capacity": 10, "dryRun": true}"#
             )
             #expect(planned.status == .ok)
             let plan = try #require(try planned.json()["plan"] as? [String: Any])
@@ -96,7 +99,10 @@ struct BroadcastRoutesTests {
         try await APIFixture.with { fixture, client in
             let edition = try await Self.prepare(fixture, client, devices: 1)
             let response = try await client.send(
-                .post, "/v1/broadcasts", headers: Self.admin, body: body.replacingOccurrences(of: "EDITION", with: edition)
+                .post,
+                "/v1/broadcasts",
+                headers: Self.admin,
+                body: body.replacingOccurrences(of: "EDITION", with: edition)
             )
             #expect(response.status.code == status)
             #expect(try response.apiError().field == field)

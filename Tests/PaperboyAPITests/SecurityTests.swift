@@ -1,16 +1,17 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import HummingbirdTLS
+import HummingbirdTesting
 import Logging
 import NIOCore
-@testable import PaperboyAPI
 import PaperboyStore
 import PaperboyTesting
 import PostgresNIO
 import Synchronization
 import Testing
+
+@testable import PaperboyAPI
 
 /// A clock the tests move by hand: no sleeping.
 final class ManualClock: Sendable {
@@ -45,49 +46,55 @@ struct SecurityTests {
     @Test("device routes answer 429 rate_limited with Retry-After over the burst, per address, until the bucket refills")
     func rateLimit() async throws {
         let clock = ManualClock()
-        try await Self.withApp({ $0.deviceRateLimit = DeviceRateLimit(burst: 2, perSecond: 0.5, now: clock.now) }) { key, _, client in
-            let here: HTTPFields = [Self.clientAddress: "203.0.113.7"]
-            for _ in 0..<2 {
-                let allowed = try await client.send(.get, "/v1/devices/\(token())", key: key, headers: here)
-                #expect(allowed.status == .notFound)
+        try await Self.withApp(
+            { $0.deviceRateLimit = DeviceRateLimit(burst: 2, perSecond: 0.5, now: clock.now) },
+            { key, _, client in
+                let here: HTTPFields = [Self.clientAddress: "203.0.113.7"]
+                for _ in 0..<2 {
+                    let allowed = try await client.send(.get, "/v1/devices/\(token())", key: key, headers: here)
+                    #expect(allowed.status == .notFound)
+                }
+                let limited = try await client.send(.put, "/v1/devices/\(token())", key: key, headers: here, body: validRegistration)
+                #expect(limited.status == .tooManyRequests)
+                #expect(limited.headers[.retryAfter] == "2")
+                let error = try limited.apiError()
+                #expect(error.code == .rateLimited)
+                #expect(error.field == nil)
+                #expect(try limited.json()["error"] as? [String: Any] != nil)
+                #expect(try await client.send(.get, "/v1/editions/latest?publication=morning", key: key, headers: here).status == .tooManyRequests)
+
+                // Another address has its own bucket.
+                let elsewhereAddress: HTTPFields = [Self.clientAddress: "198.51.100.1"]
+                let elsewhere = try await client.send(.get, "/v1/devices/\(token())", key: key, headers: elsewhereAddress)
+                #expect(elsewhere.status == .notFound)
+
+                // Half a token later it is still limited, and says how long is left; a token later it is not.
+                clock.advance(1)
+                let stillLimited = try await client.send(.get, "/v1/devices/\(token())", key: key, headers: here)
+                #expect(stillLimited.status == .tooManyRequests)
+                #expect(stillLimited.headers[.retryAfter] == "1")
+                clock.advance(1)
+                #expect(try await client.send(.get, "/v1/devices/\(token())", key: key, headers: here).status == .notFound)
+
+                // Wrong keys count too (the limit comes before the key is looked up); operations routes do not.
+                #expect(try await client.send(.get, "/v1/devices/\(token())", key: "wrong", headers: here).status == .tooManyRequests)
+                #expect(try await client.send(.get, "/v1/devices/\(token())", key: "wrong", headers: elsewhereAddress).status == .unauthorized)
+                #expect(try await client.send(.get, "/health/live", headers: here).status == .ok)
             }
-            let limited = try await client.send(.put, "/v1/devices/\(token())", key: key, headers: here, body: validRegistration)
-            #expect(limited.status == .tooManyRequests)
-            #expect(limited.headers[.retryAfter] == "2")
-            let error = try limited.apiError()
-            #expect(error.code == .rateLimited)
-            #expect(error.field == nil)
-            #expect(try limited.json()["error"] as? [String: Any] != nil)
-            #expect(try await client.send(.get, "/v1/editions/latest?publication=morning", key: key, headers: here).status == .tooManyRequests)
-
-            // Another address has its own bucket.
-            let elsewhereAddress: HTTPFields = [Self.clientAddress: "198.51.100.1"]
-            let elsewhere = try await client.send(.get, "/v1/devices/\(token())", key: key, headers: elsewhereAddress)
-            #expect(elsewhere.status == .notFound)
-
-            // Half a token later it is still limited, and says how long is left; a token later it is not.
-            clock.advance(1)
-            let stillLimited = try await client.send(.get, "/v1/devices/\(token())", key: key, headers: here)
-            #expect(stillLimited.status == .tooManyRequests)
-            #expect(stillLimited.headers[.retryAfter] == "1")
-            clock.advance(1)
-            #expect(try await client.send(.get, "/v1/devices/\(token())", key: key, headers: here).status == .notFound)
-
-            // Wrong keys count too (the limit comes before the key is looked up); operations routes do not.
-            #expect(try await client.send(.get, "/v1/devices/\(token())", key: "wrong", headers: here).status == .tooManyRequests)
-            #expect(try await client.send(.get, "/v1/devices/\(token())", key: "wrong", headers: elsewhereAddress).status == .unauthorized)
-            #expect(try await client.send(.get, "/health/live", headers: here).status == .ok)
-        }
+        )
     }
 
     @Test("without a rate limit configured nothing is limited")
     func noRateLimit() async throws {
-        try await Self.withApp({ $0.deviceRateLimit = nil }) { key, _, client in
-            for _ in 0..<80 {
-                let answer = try await client.send(.get, "/v1/devices/\(token())", key: key)
-                #expect(answer.status == .notFound)
+        try await Self.withApp(
+            { $0.deviceRateLimit = nil },
+            { key, _, client in
+                for _ in 0..<80 {
+                    let answer = try await client.send(.get, "/v1/devices/\(token())", key: key)
+                    #expect(answer.status == .notFound)
+                }
             }
-        }
+        )
     }
 
     @Test("the limiter forgets idle clients first and never remembers more than maxClients")
@@ -117,31 +124,35 @@ struct SecurityTests {
 
     @Test("bodies nested deeper than 32 levels answer 400 naming body, before decoding")
     func jsonDepth() async throws {
-        try await Self.withApp({ _ in }) { key, _, client in
-            func nested(_ depth: Int) -> String {
-                validRegistration.replacingOccurrences(
-                    of: "\"locale\": \"ja_JP\"",
-                    with: "\"extra\": " + String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1)
-                        + ", \"locale\": \"ja_JP\""
+        try await Self.withApp(
+            { _ in },
+            { key, _, client in
+                func nested(_ depth: Int) -> String {
+                    validRegistration.replacingOccurrences(
+                        of: "\"locale\": \"ja_JP\"",
+                        with: "\"extra\": " + String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1)
+                            + ", \"locale\": \"ja_JP\""
+                    )
+                }
+                let deep = try await client.send(.put, "/v1/devices/\(token())", key: key, body: nested(33))
+                #expect(deep.status == .badRequest)
+                let error = try deep.apiError()
+                #expect(error.field == "body")
+                #expect(error.message.contains("32"))
+
+                let allowed = try await client.send(.put, "/v1/devices/\(token())", key: key, body: nested(32))
+                #expect(allowed.status == .created, "32 levels (the object plus 31 arrays) are allowed; unknown fields are ignored")
+
+                let inStrings = validRegistration.replacingOccurrences(
+                    of: "\"ja_JP\"",
+                    with: "\"" + String(repeating: "[{\\\"", count: 40) + "\""
                 )
+                let strings = try await client.send(.put, "/v1/devices/\(token("cd"))", key: key, body: inStrings)
+                if strings.status == .badRequest {
+                    #expect(try strings.apiError().field != "body", "brackets in strings do not nest")
+                }
             }
-            let deep = try await client.send(.put, "/v1/devices/\(token())", key: key, body: nested(33))
-            #expect(deep.status == .badRequest)
-            let error = try deep.apiError()
-            #expect(error.field == "body")
-            #expect(error.message.contains("32"))
-
-            let allowed = try await client.send(.put, "/v1/devices/\(token())", key: key, body: nested(32))
-            #expect(allowed.status == .created, "32 levels (the object plus 31 arrays) are allowed; unknown fields are ignored")
-
-            let inStrings = validRegistration.replacingOccurrences(
-                of: "\"ja_JP\"", with: "\"" + String(repeating: "[{\\\"", count: 40) + "\""
-            )
-            let strings = try await client.send(.put, "/v1/devices/\(token("cd"))", key: key, body: inStrings)
-            if strings.status == .badRequest {
-                #expect(try strings.apiError().field != "body", "brackets in strings do not nest")
-            }
-        }
+        )
         #expect(Array("[[[\"]]]]]]]]\"]".utf8).jsonNestingExceeds(3) == false)
         #expect(Array("[[[[\"\\\"\"]]]]".utf8).jsonNestingExceeds(3) == true)
     }

@@ -80,9 +80,13 @@ struct BroadcastFixture {
             }
             let endpoints = try APNsEndpoints(override: "http://127.0.0.1:\(port)")
             var fixture = BroadcastFixture(
-                db: db, app: app, simulator: simulator,
+                db: db,
+                app: app,
+                simulator: simulator,
                 channels: APNsChannels(clients: clients, endpoints: endpoints, apps: AppRepository(client: db.client)),
-                clients: clients, clock: VirtualClock(start), repository: {
+                clients: clients,
+                clock: VirtualClock(start),
+                repository: {
                     // Leases on the virtual clock too, so that a lease expires when the test says.
                     var repository = BroadcastRepository(client: db.client)
                     repository.leaseClock = .caller
@@ -103,17 +107,27 @@ struct BroadcastFixture {
 
     /// Registers devices with tokens `token(offset + i, prefix:)`.
     mutating func register(
-        _ count: Int, offset: Int = 0, prefix: String = "", subscriptions: [String] = ["morning"], tier: ImageTier = .large,
-        alerts: Bool = false, autoDownload: Bool = true
+        _ count: Int,
+        offset: Int = 0,
+        prefix: String = "",
+        subscriptions: [String] = ["morning"],
+        tier: ImageTier = .large,
+        alerts: Bool = false,
+        autoDownload: Bool = true
     ) async throws {
         let devices = DeviceRepository(client: db.client)
         for index in 0..<count {
             let token = Self.token(offset + index, prefix: prefix)
             _ = try await devices.register(
-                appID: app.id, token: token,
+                appID: app.id,
+                token: token,
                 DeviceRegistration(
-                    environment: .production, subscriptions: subscriptions, timeZone: "Asia/Tokyo", tier: tier,
-                    autoDownload: autoDownload, alertsAuthorized: alerts
+                    environment: .production,
+                    subscriptions: subscriptions,
+                    timeZone: "Asia/Tokyo",
+                    tier: tier,
+                    autoDownload: autoDownload,
+                    alertsAuthorized: alerts
                 ),
                 logger: logger
             )
@@ -128,7 +142,11 @@ struct BroadcastFixture {
             publication: publication,
             issueDate: issueDate,
             deadline: deadline.formatted(.iso8601),
-            tiers: ["large": .init(bundles: [.init(url: "https://cdn.example.com/\(issueDate)/\(publication)/large-1.zip", bytes: 50_000_000, sha256: sha)])],
+            tiers: [
+                "large": .init(bundles: [
+                    .init(url: "https://cdn.example.com/\(issueDate)/\(publication)/large-1.zip", bytes: 50_000_000, sha256: sha)
+                ])
+            ],
             pages: [.init(number: 1, title: "Front page")]
         )
         return try await EditionRepository(client: db.client).publish(manifest, appID: app.id, now: now ?? clock.now, logger: logger)
@@ -138,8 +156,12 @@ struct BroadcastFixture {
         var configuration = Dispatcher.Configuration(owner: owner)
         if let lookahead { configuration.lookahead = lookahead }
         return Dispatcher(
-            repository: repository, editions: EditionRepository(client: db.client), channels: channels,
-            configuration: configuration, clock: clock.broadcastClock, logger: logger
+            repository: repository,
+            editions: EditionRepository(client: db.client),
+            channels: channels,
+            configuration: configuration,
+            clock: clock.broadcastClock,
+            logger: logger
         )
     }
 
@@ -156,7 +178,10 @@ struct BroadcastFixture {
 
     func receipt(_ token: DeviceToken, edition: Edition, _ result: ReceiptResult = .newData) async throws {
         _ = try await ReceiptRepository(client: db.client).record(
-            appID: app.id, token: token, ReceiptReport(editionID: edition.id, result: result), logger: logger
+            appID: app.id,
+            token: token,
+            ReceiptReport(editionID: edition.id, result: result),
+            logger: logger
         )
     }
 }

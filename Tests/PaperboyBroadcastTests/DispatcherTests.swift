@@ -31,13 +31,22 @@ struct DispatcherTests {
             try await fixture.register(5, offset: 2000, prefix: "bad0")
             let edition = try await fixture.publish(deadline: behind.addingTimeInterval(6 * 3600))
             let started = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(), origin: "test", now: behind, logger: fixture.logger
+                editionID: edition.id,
+                environment: .production,
+                options: Self.options(),
+                origin: "test",
+                now: behind,
+                logger: fixture.logger
             )
             let wave1 = try await fixture.step(at: started.broadcast.start.addingTimeInterval(10 * Self.minute + 5), fixture.dispatcher())
             #expect(wave1.sent == 15)
             let devices = DeviceRepository(client: fixture.db.client)
             for index in 0..<5 {
-                let bad = try await devices.find(appID: fixture.app.id, token: BroadcastFixture.token(2000 + index, prefix: "bad0"), logger: fixture.logger)
+                let bad = try await devices.find(
+                    appID: fixture.app.id,
+                    token: BroadcastFixture.token(2000 + index, prefix: "bad0"),
+                    logger: fixture.logger
+                )
                 #expect(bad?.active == false, "bad0 device \(index) stays active")
             }
             let good = try await devices.find(appID: fixture.app.id, token: BroadcastFixture.token(0), logger: fixture.logger)
@@ -64,7 +73,12 @@ struct DispatcherTests {
             try await fixture.register(10, offset: 4000, autoDownload: false)  // not a target
             let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
             let started = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(), origin: "test", now: t0, logger: fixture.logger
+                editionID: edition.id,
+                environment: .production,
+                options: Self.options(),
+                origin: "test",
+                now: t0,
+                logger: fixture.logger
             )
             #expect(started.created)
             #expect(started.plan?.cohorts.reduce(0) { $0 + $1.devices } == 120)
@@ -85,10 +99,18 @@ struct DispatcherTests {
             #expect(progress.waves[0].counts.rejected == ["Unregistered": 10, "BadDeviceToken": 10])
 
             // 410 deactivated the device.
-            let gone = try await DeviceRepository(client: fixture.db.client).find(appID: fixture.app.id, token: BroadcastFixture.token(1000, prefix: "dead"), logger: fixture.logger)
+            let gone = try await DeviceRepository(client: fixture.db.client).find(
+                appID: fixture.app.id,
+                token: BroadcastFixture.token(1000, prefix: "dead"),
+                logger: fixture.logger
+            )
             #expect(gone?.active == false)
             // So did BadDeviceToken: the token itself is wrong, and wave 1 of the next edition must not push it again.
-            let bad = try await DeviceRepository(client: fixture.db.client).find(appID: fixture.app.id, token: BroadcastFixture.token(2000, prefix: "bad0"), logger: fixture.logger)
+            let bad = try await DeviceRepository(client: fixture.db.client).find(
+                appID: fixture.app.id,
+                token: BroadcastFixture.token(2000, prefix: "bad0"),
+                logger: fixture.logger
+            )
             #expect(bad?.active == false)
 
             // Half the devices report the edition; one reports a failure (it gets another try).
@@ -137,7 +159,12 @@ struct DispatcherTests {
             var options = Self.options(window: 60, cohorts: 2)
             options.jitter = 1
             let started = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: options, origin: "test", now: t0, logger: fixture.logger
+                editionID: edition.id,
+                environment: .production,
+                options: options,
+                origin: "test",
+                now: t0,
+                logger: fixture.logger
             )
             let dispatcher = fixture.dispatcher(lookahead: .seconds(2))
             // Just before the deadline the worker leases what is due within its lookahead, past the deadline too.
@@ -159,8 +186,12 @@ struct DispatcherTests {
             let late = try await fixture.publish("evening", deadline: t0.addingTimeInterval(60), now: t0)
             await #expect(throws: StoreError.self) {
                 try await fixture.repository.start(
-                    editionID: late.id, environment: .production, options: Self.options(), origin: "test",
-                    now: t0.addingTimeInterval(120), logger: fixture.logger
+                    editionID: late.id,
+                    environment: .production,
+                    options: Self.options(),
+                    origin: "test",
+                    now: t0.addingTimeInterval(120),
+                    logger: fixture.logger
                 )
             }
         }
@@ -176,7 +207,12 @@ struct DispatcherTests {
             var options = Self.options(window: 2 * Self.minute, cohorts: 2)
             options.waveInterval = 20 * Self.minute
             let first = try await fixture.repository.start(
-                editionID: morning.id, environment: .production, options: options, origin: "test", now: t0, logger: fixture.logger
+                editionID: morning.id,
+                environment: .production,
+                options: options,
+                origin: "test",
+                now: t0,
+                logger: fixture.logger
             )
             let dispatcher = fixture.dispatcher()
             let start = first.broadcast.start
@@ -188,8 +224,12 @@ struct DispatcherTests {
             #expect(fixture.accepted().values.allSatisfy { $0 == 3 })
             // The evening edition 45 minutes in: every device had three pushes in the last hour.
             let second = try await fixture.repository.start(
-                editionID: evening.id, environment: .production, options: options, origin: "test",
-                now: start.addingTimeInterval(45 * Self.minute), logger: fixture.logger
+                editionID: evening.id,
+                environment: .production,
+                options: options,
+                origin: "test",
+                now: start.addingTimeInterval(45 * Self.minute),
+                logger: fixture.logger
             )
             let report = try await fixture.step(at: second.broadcast.start.addingTimeInterval(3 * Self.minute), dispatcher)
             #expect(report.sent == 0)
@@ -211,7 +251,14 @@ struct DispatcherTests {
             let starts = try await withThrowingTaskGroup(of: BroadcastStart.self) { group in
                 for _ in 0..<4 {
                     group.addTask {
-                        try await repository.start(editionID: edition.id, environment: .production, options: Self.options(), origin: "test", now: t0, logger: logger)
+                        try await repository.start(
+                            editionID: edition.id,
+                            environment: .production,
+                            options: Self.options(),
+                            origin: "test",
+                            now: t0,
+                            logger: logger
+                        )
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -223,8 +270,12 @@ struct DispatcherTests {
             #expect(fixture.accepted().count == 10)
             // Again, later: still the same broadcast, nothing sent twice.
             let again = try await repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(), origin: "test",
-                now: t0.addingTimeInterval(16 * Self.minute), logger: logger
+                editionID: edition.id,
+                environment: .production,
+                options: Self.options(),
+                origin: "test",
+                now: t0.addingTimeInterval(16 * Self.minute),
+                logger: logger
             )
             #expect(!again.created)
             #expect(again.broadcast.id == starts[0].broadcast.id)
@@ -233,8 +284,12 @@ struct DispatcherTests {
             // A cancelled broadcast can be started anew.
             _ = try await repository.cancel(id: again.broadcast.id, now: t0.addingTimeInterval(18 * Self.minute), logger: logger)
             let fresh = try await repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(), origin: "test",
-                now: t0.addingTimeInterval(19 * Self.minute), logger: logger
+                editionID: edition.id,
+                environment: .production,
+                options: Self.options(),
+                origin: "test",
+                now: t0.addingTimeInterval(19 * Self.minute),
+                logger: logger
             )
             #expect(fresh.created)
         }
@@ -248,8 +303,12 @@ struct DispatcherTests {
             try await fixture.register(10, offset: 100, alerts: false)
             let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
             let started = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(maxPushes: 1, alert: true), origin: "test",
-                now: t0, logger: fixture.logger
+                editionID: edition.id,
+                environment: .production,
+                options: Self.options(maxPushes: 1, alert: true),
+                origin: "test",
+                now: t0,
+                logger: fixture.logger
             )
             let dispatcher = fixture.dispatcher()
             let start = started.broadcast.start
@@ -276,7 +335,12 @@ struct DispatcherTests {
             // A worker leases the first batch (one second of sends: two devices) and dies without sending.
             let dead = try #require(
                 try await fixture.repository.lease(
-                    owner: "dead-worker", now: started.broadcast.start, lookahead: 2, duration: 30, batchDuration: 1, maxBatchSize: 1000,
+                    owner: "dead-worker",
+                    now: started.broadcast.start,
+                    lookahead: 2,
+                    duration: 30,
+                    batchDuration: 1,
+                    maxBatchSize: 1000,
                     logger: fixture.logger
                 )
             )
@@ -303,7 +367,8 @@ struct DispatcherTests {
     /// The virtual instants at which the broadcast's wave-1 devices were sent, in order.
     static func sendTimes(_ id: UUID, fixture: BroadcastFixture) async throws -> [Date] {
         let rows = try await fixture.db.client.query(
-            "SELECT sent_at FROM deliveries WHERE broadcast_id = \(id) AND wave = 1 ORDER BY sent_at", logger: fixture.logger
+            "SELECT sent_at FROM deliveries WHERE broadcast_id = \(id) AND wave = 1 ORDER BY sent_at",
+            logger: fixture.logger
         )
         var times: [Date] = []
         for try await time in rows.decode(Date.self) { times.append(time) }
@@ -356,7 +421,13 @@ struct DispatcherTests {
             let (_, started) = try await Self.startOneCohort(devices: 20, fixture: &fixture, now: t0)
             let batch = try #require(
                 try await fixture.repository.lease(
-                    owner: "w", now: started.broadcast.start, lookahead: 1, duration: 30, batchDuration: 5, maxBatchSize: 1000, logger: fixture.logger
+                    owner: "w",
+                    now: started.broadcast.start,
+                    lookahead: 1,
+                    duration: 30,
+                    batchDuration: 5,
+                    maxBatchSize: 1000,
+                    logger: fixture.logger
                 )
             )
             let running = try await fixture.repository.renew([batch], owner: "w", duration: 60, now: t0, logger: fixture.logger)
@@ -367,7 +438,9 @@ struct DispatcherTests {
         }
     }
 
-    @Test("an app key that cannot be loaded at send time ends the broadcast as failed, the reason in its status, instead of retrying until the deadline")
+    @Test(
+        "an app key that cannot be loaded at send time ends the broadcast as failed, the reason in its status, instead of retrying until the deadline"
+    )
     func unloadableKeyFailsTheBroadcast() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
@@ -382,8 +455,12 @@ struct DispatcherTests {
             // Fixed and started again: a failed broadcast does not block a new one.
             try BroadcastFixture.privateKey.pemRepresentation.write(toFile: fixture.app.keyReference, atomically: true, encoding: .utf8)
             let again = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
-                origin: "test", now: started.broadcast.start.addingTimeInterval(60), logger: fixture.logger
+                editionID: edition.id,
+                environment: .production,
+                options: Self.options(window: 20, cohorts: 1),
+                origin: "test",
+                now: started.broadcast.start.addingTimeInterval(60),
+                logger: fixture.logger
             )
             #expect(again.created)
         }
@@ -394,8 +471,12 @@ struct DispatcherTests {
         try await fixture.register(devices)
         let edition = try await fixture.publish(deadline: now.addingTimeInterval(6 * 3600))
         let started = try await fixture.repository.start(
-            editionID: edition.id, environment: .production, options: Self.options(window: 20, cohorts: 1),
-            origin: "test", now: now, logger: fixture.logger
+            editionID: edition.id,
+            environment: .production,
+            options: Self.options(window: 20, cohorts: 1),
+            origin: "test",
+            now: now,
+            logger: fixture.logger
         )
         return (edition, started)
     }

@@ -55,7 +55,9 @@ struct FaultRig {
     /// A simulator that checks the app's provider tokens, with `faults`, on `port` (0: a free one).
     static func simulator(faults: APNsSimulator.Faults = .init(), port: Int = 0) -> APNsSimulator {
         var validation = APNsRequestValidator.Configuration(
-            teamID: "TEAM123456", keys: ["KEY1234567": BroadcastFixture.privateKey.publicKey], topics: [BroadcastFixture.topic]
+            teamID: "TEAM123456",
+            keys: ["KEY1234567": BroadcastFixture.privateKey.publicKey],
+            topics: [BroadcastFixture.topic]
         )
         validation.maximumTokenAge = 3600 * 24
         var configuration = APNsSimulator.Configuration(validation: validation, faults: faults, port: port)
@@ -91,7 +93,12 @@ struct FaultRig {
         let edition = try await EditionRepository(client: client).publish(manifest, appID: app.id, now: Date(), logger: logger)
         let options = BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: 1, jitter: 1)
         let started = try await repository.start(
-            editionID: edition.id, environment: .production, options: options, origin: "fault-test", now: Date(), logger: logger
+            editionID: edition.id,
+            environment: .production,
+            options: options,
+            origin: "fault-test",
+            now: Date(),
+            logger: logger
         )
         return started.broadcast.id
     }
@@ -168,8 +175,12 @@ struct FaultRig {
             logger: logger
         )
         var lines: [String] = []
-        for try await (batch, cohort, first, last, devices, owner, leases, expires, done) in rows.decode((Int64, Int32, Int64, Int64, Int32, String, Int16, String, String).self) {
-            lines.append("batch \(batch) cohort \(cohort) keys \(first)...\(last) devices \(devices) owner \(owner) leases \(leases) expires \(expires) done \(done)")
+        for try await (batch, cohort, first, last, devices, owner, leases, expires, done) in rows.decode(
+            (Int64, Int32, Int64, Int64, Int32, String, Int16, String, String).self
+        ) {
+            lines.append(
+                "batch \(batch) cohort \(cohort) keys \(first)...\(last) devices \(devices) owner \(owner) leases \(leases) expires \(expires) done \(done)"
+            )
         }
         return lines.joined(separator: "\n")
     }
@@ -294,7 +305,12 @@ struct RestartablePostgres {
 
     /// Stops the server (fast: sessions are disconnected).
     func stop() throws {
-        try EmbeddedPostgres.runTool(cluster.binDirectory + "/pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"], as: runAs, step: "pg_ctl stop")
+        try EmbeddedPostgres.runTool(
+            cluster.binDirectory + "/pg_ctl",
+            ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"],
+            as: runAs,
+            step: "pg_ctl stop"
+        )
     }
 
     /// Starts it again on the same port with the options `EmbeddedPostgres` uses.
@@ -304,8 +320,10 @@ struct RestartablePostgres {
             "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=200",
         ].joined(separator: " ")
         try EmbeddedPostgres.runTool(
-            cluster.binDirectory + "/pg_ctl", ["-D", data, "-l", cluster.directory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
-            as: runAs, step: "pg_ctl start"
+            cluster.binDirectory + "/pg_ctl",
+            ["-D", data, "-l", cluster.directory + "/server.log", "-o", options, "-w", "-t", "60", "start"],
+            as: runAs,
+            step: "pg_ctl start"
         )
     }
 }

@@ -79,13 +79,20 @@ struct FaultTests {
                         let counts = simulator.acceptedCounts()
                         let leases = try await rig.leasesByToken(id)
                         let (duplicated, mostLeases) = Self.expectSends(tokens: tokens, counts: counts, leases: leases)
-                        let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: try await rig.deliveries(id), allowed: ["accepted", "fateUnknown"])
+                        let tally = Self.expectRecorded(
+                            tokens: tokens,
+                            counts: counts,
+                            deliveries: try await rig.deliveries(id),
+                            allowed: ["accepted", "fateUnknown"]
+                        )
                         #expect(
                             !problems.isEmpty || worker.output.contains("Connection refused"),
                             "the worker saw the outage (failed queries, or PostgresNIO's refused reconnects)"
                         )
                         Self.expectPaced(simulator, rate: Double(devices) / 15, "after the database came back")
-                        print("[fault] pg restart (\(outage) s down), per second \(simulator.stats().acceptsPerSecond): accepted at stop \(acceptedAtStop)/\(devices); \(duplicated) devices sent twice or more (most leases of a batch \(mostLeases), most sends \(counts.values.max() ?? 0)); recorded \(tally); worker logged \(problems.count) warnings/errors, first: \(problems.first ?? "none")")
+                        print(
+                            "[fault] pg restart (\(outage) s down), per second \(simulator.stats().acceptsPerSecond): accepted at stop \(acceptedAtStop)/\(devices); \(duplicated) devices sent twice or more (most leases of a batch \(mostLeases), most sends \(counts.values.max() ?? 0)); recorded \(tally); worker logged \(problems.count) warnings/errors, first: \(problems.first ?? "none")"
+                        )
                         #expect(progress.waves.count == 1)
                         #expect(progress.waves[0].counts.planned == devices)
                         #expect(progress.waves[0].counts.sent == devices, "every device recorded once")
@@ -116,7 +123,10 @@ struct FaultTests {
 
     /// SIGSTOP for 10 s, longer than the lease (3 s), with nobody to take the batches over: on SIGCONT the
     /// worker finds itself behind its slots and sends the backlog in new slots at the plan's rate.
-    @Test("a worker paused with SIGSTOP for 10 s: on SIGCONT the devices that fell due go out later at the plan's rate, never above it; nothing lost or repeated", .timeLimit(.minutes(2)))
+    @Test(
+        "a worker paused with SIGSTOP for 10 s: on SIGCONT the devices that fell due go out later at the plan's rate, never above it; nothing lost or repeated",
+        .timeLimit(.minutes(2))
+    )
     func pausedWorkerCatchesUpAtThePlansRate() async throws {
         let devices = 2000
         let window = 20.0
@@ -148,7 +158,10 @@ struct FaultTests {
     /// APNs goes away mid-broadcast for 10 s (the simulator shut down, then started again on the same port):
     /// the worker holds its sends while no connection can be made, instead of queueing them in the client
     /// to go out all at once, and catches up at the plan's rate.
-    @Test("APNs unreachable for 10 s mid-broadcast: nothing piles up; when it is back the devices that fell due go out at the plan's rate, never above it", .timeLimit(.minutes(2)))
+    @Test(
+        "APNs unreachable for 10 s mid-broadcast: nothing piles up; when it is back the devices that fell due go out at the plan's rate, never above it",
+        .timeLimit(.minutes(2))
+    )
     func apnsOutageIsCaughtUpAtThePlansRate() async throws {
         let devices = 2000
         let window = 20.0
@@ -172,12 +185,16 @@ struct FaultTests {
                 let progress = try await rig.waitForCompletion(broadcast, seconds: 60)
                 let exit = await worker?.terminate(within: 30)
                 #expect(exit != nil && worker?.process.terminationStatus == 0)
-                print("[fault] APNs away 10 s: accepted before \(acceptedBefore.count)/\(devices); per second after \(simulator.stats().acceptsPerSecond)")
+                print(
+                    "[fault] APNs away 10 s: accepted before \(acceptedBefore.count)/\(devices); per second after \(simulator.stats().acceptsPerSecond)"
+                )
                 Self.expectPaced(simulator, rate: Double(devices) / window, "when APNs was back")
                 let counts = simulator.acceptedCounts().merging(acceptedBefore, uniquingKeysWith: +)
                 let deliveries = try await rig.deliveries(broadcast)
                 Self.expectSends(
-                    tokens: tokens, counts: counts, leases: try await rig.leasesByToken(broadcast),
+                    tokens: tokens,
+                    counts: counts,
+                    leases: try await rig.leasesByToken(broadcast),
                     mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" }
                 )
                 #expect(progress.waves[0].counts.sent == devices)
@@ -187,7 +204,10 @@ struct FaultTests {
 
     /// Two workers share the broadcast; one is killed. Its batches are taken over when their leases lapse
     /// (3 s) and go out in the wave's next free slots, not on top of the survivor's sends.
-    @Test("two workers, one killed with SIGKILL: its batches are taken over and sent at the plan's rate, never above it; duplicates only from its batches", .timeLimit(.minutes(2)))
+    @Test(
+        "two workers, one killed with SIGKILL: its batches are taken over and sent at the plan's rate, never above it; duplicates only from its batches",
+        .timeLimit(.minutes(2))
+    )
     func killedWorkersBatchesAreTakenOverAtThePlansRate() async throws {
         let devices = 3000
         let window = 20.0
@@ -209,7 +229,9 @@ struct FaultTests {
                 let counts = simulator.acceptedCounts()
                 let leases = try await rig.leasesByToken(id)
                 let (duplicated, mostLeases) = Self.expectSends(tokens: tokens, counts: counts, leases: leases)
-                print("[fault] SIGKILL one of two: \(duplicated) devices sent twice (most leases \(mostLeases)); per second \(simulator.stats().acceptsPerSecond)")
+                print(
+                    "[fault] SIGKILL one of two: \(duplicated) devices sent twice (most leases \(mostLeases)); per second \(simulator.stats().acceptsPerSecond)"
+                )
                 #expect(duplicated <= Self.boundOfDuplicates)
                 Self.expectPaced(simulator, rate: Double(devices) / window, "with a batch taken over")
             }
@@ -218,7 +240,10 @@ struct FaultTests {
 
     // MARK: - 429 and 503 storms
 
-    @Test("APNs answering 30 % 503 and 20 % 429: retried with backoff within the policy's 5 attempts, each device accepted at most once, the rest recorded with the reason; no retry storm", .timeLimit(.minutes(2)))
+    @Test(
+        "APNs answering 30 % 503 and 20 % 429: retried with backoff within the policy's 5 attempts, each device accepted at most once, the rest recorded with the reason; no retry storm",
+        .timeLimit(.minutes(2))
+    )
     func throttlingAndUnavailableStorm() async throws {
         let devices = 1000
         var faults = APNsSimulator.Faults()
@@ -244,7 +269,9 @@ struct FaultTests {
                 let deliveries = try await rig.deliveries(id)
                 let requests = stats.accepted + stats.rejected.values.reduce(0, +)
                 let sends = tokens.reduce(0) { $0 + max(1, leases[$1.hex, default: 1]) }
-                print("[fault] storm: \(requests) requests for \(devices) devices, accepted \(stats.accepted), rejected \(stats.rejected), peak streams \(stats.peakConcurrentStreams), connections \(stats.connectionsOpened), most leases \(leases.values.max() ?? 0)")
+                print(
+                    "[fault] storm: \(requests) requests for \(devices) devices, accepted \(stats.accepted), rejected \(stats.rejected), peak streams \(stats.peakConcurrentStreams), connections \(stats.connectionsOpened), most leases \(leases.values.max() ?? 0)"
+                )
                 #expect(requests > devices, "failures were retried")
                 #expect(requests <= sends * 5, "at most the policy's 5 attempts per send of a device: no retry storm")
                 #expect(stats.peakConcurrentStreams <= 1000, "in-flight requests stay within the stream limit")
@@ -252,10 +279,18 @@ struct FaultTests {
 
                 let retryable: Set<String> = ["ServiceUnavailable", "TooManyRequests"]
                 Self.expectSends(tokens: tokens, counts: counts, leases: leases, mayBeMissing: { deliveries[$0]?.outcome == "rejected" })
-                let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "rejected", "fateUnknown"])
+                let tally = Self.expectRecorded(
+                    tokens: tokens,
+                    counts: counts,
+                    deliveries: deliveries,
+                    allowed: ["accepted", "rejected", "fateUnknown"]
+                )
                 // Never accepted: the client gave up after its retries, and the reason is recorded.
                 let unaccepted = tokens.compactMap { counts[$0.hex, default: 0] == 0 ? deliveries[$0.hex] : nil }
-                #expect(unaccepted.allSatisfy { $0.outcome == "rejected" && retryable.contains($0.reason ?? "") }, "\(unaccepted.filter { $0.outcome != "rejected" }.count) not rejected")
+                #expect(
+                    unaccepted.allSatisfy { $0.outcome == "rejected" && retryable.contains($0.reason ?? "") },
+                    "\(unaccepted.filter { $0.outcome != "rejected" }.count) not rejected"
+                )
                 // Accepted, in a batch leased once: recorded accepted.
                 let onceAccepted = tokens.filter { counts[$0.hex, default: 0] == 1 && leases[$0.hex, default: 1] == 1 }
                 #expect(onceAccepted.allSatisfy { deliveries[$0.hex]?.outcome == "accepted" || deliveries[$0.hex]?.outcome == "fateUnknown" })
@@ -271,7 +306,10 @@ struct FaultTests {
 
     // MARK: - GOAWAY storms and dropped connections
 
-    @Test("GOAWAY after every 50 streams: every device accepted exactly once (streams above the last id resent, none answered twice)", .timeLimit(.minutes(2)))
+    @Test(
+        "GOAWAY after every 50 streams: every device accepted exactly once (streams above the last id resent, none answered twice)",
+        .timeLimit(.minutes(2))
+    )
     func goAwayStorm() async throws {
         let devices = 1500
         var faults = APNsSimulator.Faults()
@@ -290,10 +328,17 @@ struct FaultTests {
                 let stats = simulator.stats()
                 let counts = simulator.acceptedCounts()
                 let deliveries = try await rig.deliveries(id)
-                Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id), mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                Self.expectSends(
+                    tokens: tokens,
+                    counts: counts,
+                    leases: try await rig.leasesByToken(id),
+                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" }
+                )
                 // fateUnknown only if a request timed out (an overloaded machine); GOAWAY alone resends.
                 let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
-                print("[fault] goaway: \(stats.goAwaysSent) GOAWAYs, \(stats.connectionsOpened) connections, accepted \(stats.accepted), recorded \(tally)")
+                print(
+                    "[fault] goaway: \(stats.goAwaysSent) GOAWAYs, \(stats.connectionsOpened) connections, accepted \(stats.accepted), recorded \(tally)"
+                )
                 #expect(stats.goAwaysSent > 10)
                 #expect(progress.waves[0].counts.sent == devices)
                 #expect(progress.waves[0].counts.accepted == tally["accepted"] ?? 0)
@@ -301,7 +346,10 @@ struct FaultTests {
         }
     }
 
-    @Test("connections dropped after every 150 requests: each device accepted at most once, every device recorded, the ones without an answer recorded fateUnknown and never resent", .timeLimit(.minutes(2)))
+    @Test(
+        "connections dropped after every 150 requests: each device accepted at most once, every device recorded, the ones without an answer recorded fateUnknown and never resent",
+        .timeLimit(.minutes(2))
+    )
     func droppedConnectionStorm() async throws {
         let devices = 1500
         var faults = APNsSimulator.Faults()
@@ -321,9 +369,16 @@ struct FaultTests {
                 let counts = simulator.acceptedCounts()
                 let deliveries = try await rig.deliveries(id)
                 // Never accepted: only the ones recorded fateUnknown (written, then the connection dropped).
-                Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id), mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                Self.expectSends(
+                    tokens: tokens,
+                    counts: counts,
+                    leases: try await rig.leasesByToken(id),
+                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" }
+                )
                 let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
-                print("[fault] drop: \(stats.connectionsDropped) drops, \(stats.connectionsOpened) connections, accepted \(stats.accepted), recorded \(tally)")
+                print(
+                    "[fault] drop: \(stats.connectionsDropped) drops, \(stats.connectionsOpened) connections, accepted \(stats.accepted), recorded \(tally)"
+                )
                 #expect(stats.connectionsDropped > 5)
                 #expect((tally["fateUnknown"] ?? 0) >= stats.connectionsDropped, "each drop leaves at least its last request without an answer")
                 let wave = progress.waves[0].counts
@@ -336,7 +391,10 @@ struct FaultTests {
 
     // MARK: - APNs endpoint refusing, then recovering; slow
 
-    @Test("APNs endpoint refusing connections for 5 s, then up on the same port: nothing recorded meanwhile, the worker keeps running, then every device accepted exactly once", .timeLimit(.minutes(2)))
+    @Test(
+        "APNs endpoint refusing connections for 5 s, then up on the same port: nothing recorded meanwhile, the worker keeps running, then every device accepted exactly once",
+        .timeLimit(.minutes(2))
+    )
     func endpointRefusingThenRecovering() async throws {
         let devices = 1000
         let port = try reserveLoopbackPort()
@@ -351,7 +409,10 @@ struct FaultTests {
             try await Task.sleep(for: .seconds(5))
             #expect(worker.isRunning, "refused connections do not stop the worker")
             let meanwhile = try #require(await rig.progress(id))
-            #expect(meanwhile.waves[0].counts.sent == 0, "nothing recorded while nothing listens (requests wait for a connection, up to 60 s): \(meanwhile.waves[0].counts)")
+            #expect(
+                meanwhile.waves[0].counts.sent == 0,
+                "nothing recorded while nothing listens (requests wait for a connection, up to 60 s): \(meanwhile.waves[0].counts)"
+            )
 
             try await Self.withSimulator(port: port) { simulator in
                 let progress = try await rig.waitForCompletion(id, seconds: 60)
@@ -359,9 +420,16 @@ struct FaultTests {
                 #expect(exit != nil && worker.process.terminationStatus == 0)
                 let counts = simulator.acceptedCounts()
                 let deliveries = try await rig.deliveries(id)
-                Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id), mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                Self.expectSends(
+                    tokens: tokens,
+                    counts: counts,
+                    leases: try await rig.leasesByToken(id),
+                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" }
+                )
                 let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
-                print("[fault] refused: \(worker.problemLines.count) warnings/errors logged; accepted \(simulator.stats().accepted); recorded \(tally); per second \(simulator.stats().acceptsPerSecond)")
+                print(
+                    "[fault] refused: \(worker.problemLines.count) warnings/errors logged; accepted \(simulator.stats().accepted); recorded \(tally); per second \(simulator.stats().acceptsPerSecond)"
+                )
                 Self.expectPaced(simulator, rate: Double(devices) / 10, "when the endpoint came up")
                 #expect(progress.waves[0].counts.sent == devices)
                 #expect(progress.waves[0].counts.accepted == tally["accepted"] ?? 0)
@@ -369,7 +437,10 @@ struct FaultTests {
         }
     }
 
-    @Test("APNs answering after 12 s, beyond the client's 10 s request timeout: every push recorded fateUnknown, none resent, the broadcast completes", .timeLimit(.minutes(2)))
+    @Test(
+        "APNs answering after 12 s, beyond the client's 10 s request timeout: every push recorded fateUnknown, none resent, the broadcast completes",
+        .timeLimit(.minutes(2))
+    )
     func endpointSlowerThanTheRequestTimeout() async throws {
         let devices = 300
         var faults = APNsSimulator.Faults()
@@ -396,7 +467,10 @@ struct FaultTests {
         }
     }
 
-    @Test("APNs answering after 2 s (within the request timeout): every device accepted exactly once, the broadcast completes", .timeLimit(.minutes(2)))
+    @Test(
+        "APNs answering after 2 s (within the request timeout): every device accepted exactly once, the broadcast completes",
+        .timeLimit(.minutes(2))
+    )
     func endpointSlow() async throws {
         let devices = 1000
         var faults = APNsSimulator.Faults()
@@ -414,9 +488,16 @@ struct FaultTests {
                 let stats = simulator.stats()
                 let counts = simulator.acceptedCounts()
                 let deliveries = try await rig.deliveries(id)
-                Self.expectSends(tokens: tokens, counts: counts, leases: try await rig.leasesByToken(id), mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                Self.expectSends(
+                    tokens: tokens,
+                    counts: counts,
+                    leases: try await rig.leasesByToken(id),
+                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" }
+                )
                 let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
-                print("[fault] slow 2 s: peak streams per connection \(stats.peakConcurrentStreams), connections \(stats.connectionsOpened), recorded \(tally)")
+                print(
+                    "[fault] slow 2 s: peak streams per connection \(stats.peakConcurrentStreams), connections \(stats.connectionsOpened), recorded \(tally)"
+                )
                 #expect(stats.peakConcurrentStreams > 1, "slow answers do not serialize the sends")
                 #expect(stats.peakConcurrentStreams <= 1000)
                 #expect(progress.waves[0].counts.sent == devices)
@@ -427,7 +508,10 @@ struct FaultTests {
 
     // MARK: - SIGTERM
 
-    @Test("SIGTERM to one of two workers mid-broadcast: it drains and exits 0 holding no lease, the other finishes; no device sent twice (unless a lease lapsed), none lost", .timeLimit(.minutes(2)))
+    @Test(
+        "SIGTERM to one of two workers mid-broadcast: it drains and exits 0 holding no lease, the other finishes; no device sent twice (unless a lease lapsed), none lost",
+        .timeLimit(.minutes(2))
+    )
     func sigtermDrains() async throws {
         let devices = 3000
         try await FaultRig.with { rig in
@@ -458,9 +542,16 @@ struct FaultTests {
                 let deliveries = try await rig.deliveries(id)
                 let leases = try await rig.leasesByToken(id)
                 // Drained, so no duplicates: a device is sent twice only where a lease lapsed (a loaded machine).
-                let (duplicated, mostLeases) = Self.expectSends(tokens: tokens, counts: counts, leases: leases, mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" })
+                let (duplicated, mostLeases) = Self.expectSends(
+                    tokens: tokens,
+                    counts: counts,
+                    leases: leases,
+                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" }
+                )
                 let tally = Self.expectRecorded(tokens: tokens, counts: counts, deliveries: deliveries, allowed: ["accepted", "fateUnknown"])
-                print("[fault] sigterm: exited in \(String(format: "%.2f", seconds)) s with \(acceptedAtExit) accepted; \(duplicated) devices sent more than once, most leases of a batch \(mostLeases); recorded \(tally)")
+                print(
+                    "[fault] sigterm: exited in \(String(format: "%.2f", seconds)) s with \(acceptedAtExit) accepted; \(duplicated) devices sent more than once, most leases of a batch \(mostLeases); recorded \(tally)"
+                )
                 #expect(progress.waves[0].counts.sent == devices)
                 #expect(progress.waves[0].counts.accepted == tally["accepted"] ?? 0)
             }
@@ -477,13 +568,20 @@ struct FaultTests {
     /// - Returns: the devices accepted more than once, and the batches' most leases.
     @discardableResult
     static func expectSends(
-        tokens: [DeviceToken], counts: [String: Int], leases: [String: Int], mayBeMissing: (String) -> Bool = { _ in false },
+        tokens: [DeviceToken],
+        counts: [String: Int],
+        leases: [String: Int],
+        mayBeMissing: (String) -> Bool = { _ in false },
         sourceLocation: SourceLocation = #_sourceLocation
     ) -> (duplicated: Int, mostLeases: Int) {
         let missing = tokens.filter { counts[$0.hex, default: 0] == 0 && !mayBeMissing($0.hex) }
         #expect(missing.isEmpty, "\(missing.count) targets never accepted, e.g. \(missing.first?.hex ?? "")", sourceLocation: sourceLocation)
         let unexplained = tokens.filter { counts[$0.hex, default: 0] > 1 && leases[$0.hex, default: 1] <= 1 }
-        #expect(unexplained.isEmpty, "\(unexplained.count) devices accepted twice although their batch was leased once", sourceLocation: sourceLocation)
+        #expect(
+            unexplained.isEmpty,
+            "\(unexplained.count) devices accepted twice although their batch was leased once",
+            sourceLocation: sourceLocation
+        )
         let beyond = tokens.filter { counts[$0.hex, default: 0] > max(1, leases[$0.hex, default: 1]) }
         #expect(beyond.isEmpty, "\(beyond.count) devices accepted more often than their batch was leased", sourceLocation: sourceLocation)
         let duplicated = counts.values.filter { $0 > 1 }.count
@@ -500,20 +598,29 @@ struct FaultTests {
     /// simulator. - Returns: the outcomes tallied.
     @discardableResult
     static func expectRecorded(
-        tokens: [DeviceToken], counts: [String: Int], deliveries: [String: (outcome: String, reason: String?)], allowed: Set<String>,
+        tokens: [DeviceToken],
+        counts: [String: Int],
+        deliveries: [String: (outcome: String, reason: String?)],
+        allowed: Set<String>,
         sourceLocation: SourceLocation = #_sourceLocation
     ) -> [String: Int] {
         let tally = Dictionary(grouping: deliveries.values, by: { $0.outcome }).mapValues(\.count)
         #expect(deliveries.count == tokens.count, "every target recorded: \(deliveries.count) of \(tokens.count)", sourceLocation: sourceLocation)
         #expect(Set(tally.keys).isSubset(of: allowed), "outcomes \(tally)", sourceLocation: sourceLocation)
         let acceptedUnseen = tokens.filter { deliveries[$0.hex]?.outcome == "accepted" && counts[$0.hex, default: 0] == 0 }
-        #expect(acceptedUnseen.isEmpty, "\(acceptedUnseen.count) recorded accepted but never accepted by the simulator", sourceLocation: sourceLocation)
+        #expect(
+            acceptedUnseen.isEmpty,
+            "\(acceptedUnseen.count) recorded accepted but never accepted by the simulator",
+            sourceLocation: sourceLocation
+        )
         return tally
     }
 
     /// Runs `body` with a started simulator, shut down afterwards.
     static func withSimulator(
-        faults: APNsSimulator.Faults = .init(), port: Int = 0, _ body: (APNsSimulator) async throws -> Void
+        faults: APNsSimulator.Faults = .init(),
+        port: Int = 0,
+        _ body: (APNsSimulator) async throws -> Void
     ) async throws {
         let simulator = FaultRig.simulator(faults: faults, port: port)
         try await simulator.start()

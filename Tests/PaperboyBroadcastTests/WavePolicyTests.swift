@@ -142,7 +142,10 @@ struct SendRulesTests {
     @Test("background pushes stop at the hourly budget; alerts are not budgeted")
     func hourlyBudget() {
         let early = Self.deadline - 600
-        #expect(SendRules.skipReason(for: Self.target(recent: BroadcastOptions.hourlyBudget - 1), kind: .background, at: early, deadline: Self.deadline) == nil)
+        #expect(
+            SendRules.skipReason(for: Self.target(recent: BroadcastOptions.hourlyBudget - 1), kind: .background, at: early, deadline: Self.deadline)
+                == nil
+        )
         #expect(
             SendRules.skipReason(for: Self.target(recent: BroadcastOptions.hourlyBudget), kind: .background, at: early, deadline: Self.deadline)
                 == .hourlyBudget

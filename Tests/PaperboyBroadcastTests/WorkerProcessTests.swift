@@ -30,7 +30,12 @@ struct WorkerProcessTests {
             // 3,000 devices in 20 seconds (150/s) from a second from now; one wave.
             let options = BroadcastOptions(pace: .window(20), cohorts: 4, maxPushesPerDevice: 1, jitter: 1)
             let started = try await fixture.repository.start(
-                editionID: edition.id, environment: .production, options: options, origin: "test", now: Date(), logger: fixture.logger
+                editionID: edition.id,
+                environment: .production,
+                options: options,
+                origin: "test",
+                now: Date(),
+                logger: fixture.logger
             )
 
             let first = try Self.worker("first", fixture: fixture)
@@ -69,7 +74,9 @@ struct WorkerProcessTests {
     /// Inserts devices with tokens `token(i)` in one statement, as registration would store them.
     static func seed(_ count: Int, fixture: BroadcastFixture) async throws -> [DeviceToken] {
         let tokens = (0..<count).map { BroadcastFixture.token($0 + 1) }
-        let publication = try #require(try await PublicationRepository(client: fixture.db.client).find(appID: fixture.app.id, slug: "morning", logger: fixture.logger))
+        let publication = try #require(
+            try await PublicationRepository(client: fixture.db.client).find(appID: fixture.app.id, slug: "morning", logger: fixture.logger)
+        )
         try await fixture.db.client.query(
             """
             INSERT INTO devices (app_id, environment, cohort_key, auto_download, alerts_authorized, tier, token, subscriptions, time_zone)

@@ -43,7 +43,14 @@ import Testing
         let blast = Self.report.results.first { $0.strategy == .blast }!
         #expect(goals[1].met == (blast.peakToMean >= 20))
         let partial = DemoReport(
-            results: [Self.report.results[0]], devices: 10, seed: 1, timeCompression: [:], parameters: .init(), window: 60, deadline: 120)
+            results: [Self.report.results[0]],
+            devices: 10,
+            seed: 1,
+            timeCompression: [:],
+            parameters: .init(),
+            window: 60,
+            deadline: 120
+        )
         #expect(partial.goals[0].met == nil)
         #expect(partial.goals[0].verdict == "not run")
     }
@@ -52,7 +59,14 @@ import Testing
         var results = Self.report.results
         results[0].rejections["<script>alert(\"x\")</script> & more"] = 1
         let report = DemoReport(
-            results: results, devices: 4000, seed: 42, timeCompression: [.blast: 60], parameters: .init(), window: 1800, deadline: 7200)
+            results: results,
+            devices: 4000,
+            seed: 42,
+            timeCompression: [.blast: 60],
+            parameters: .init(),
+            window: 1800,
+            deadline: 7200
+        )
         let html = report.html()
         #expect(html.hasPrefix("<!DOCTYPE html>"))
         #expect(html.contains("<svg"))

@@ -9,8 +9,13 @@ import Testing
         for index in 0..<500 {
             #expect(a.device(index) == b.device(index))
             for ordinal in 0..<3 {
-                #expect(a.reaction(device: index, pushType: "background", ordinal: ordinal) == b.reaction(device: index, pushType: "background", ordinal: ordinal))
-                #expect(a.reaction(device: index, pushType: "alert", ordinal: ordinal) == b.reaction(device: index, pushType: "alert", ordinal: ordinal))
+                #expect(
+                    a.reaction(device: index, pushType: "background", ordinal: ordinal)
+                        == b.reaction(device: index, pushType: "background", ordinal: ordinal)
+                )
+                #expect(
+                    a.reaction(device: index, pushType: "alert", ordinal: ordinal) == b.reaction(device: index, pushType: "alert", ordinal: ordinal)
+                )
             }
         }
     }
@@ -98,7 +103,9 @@ import Testing
         // Some devices that ignored the first push run the second one: that is what waves are for.
         #expect(Double(secondRunsAfterIgnored.count) / Double(firstIgnored.count) > 0.3)
         // The reaction to ordinal 1 is not a copy of ordinal 0.
-        let same = reachable.filter { model.reaction(device: $0, pushType: "background", ordinal: 0) == model.reaction(device: $0, pushType: "background", ordinal: 1) }
+        let same = reachable.filter {
+            model.reaction(device: $0, pushType: "background", ordinal: 0) == model.reaction(device: $0, pushType: "background", ordinal: 1)
+        }
         #expect(Double(same.count) / Double(reachable.count) < 0.5)
     }
 

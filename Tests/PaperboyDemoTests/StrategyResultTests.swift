@@ -14,7 +14,10 @@ import Testing
         requests += (0..<500).map { .init(at: Double($0) * 0.1, route: "POST /v1/devices/{token}/receipts", status: 204) }
         requests += [.init(at: 400, route: "PUT /v1/devices/{token}", status: 200), .init(at: 10, route: "GET /v1/broadcasts/{id}", status: 200)]
         return DemoRecording(
-            strategy: .staggered, devices: 10, deadline: 300, window: 240,
+            strategy: .staggered,
+            devices: 10,
+            deadline: 300,
+            window: 240,
             pushes: (0..<10).map { .init(device: $0, at: Double($0), pushType: "background") }
                 + [.init(device: 0, at: 100, pushType: "background"), .init(device: 1, at: 120, pushType: "alert")],
             requests: requests,
@@ -26,7 +29,9 @@ import Testing
                 .init(device: 3, at: 300, result: "newData"),  // at the deadline: too late
                 .init(device: 4, at: 299.9, result: "newData"),
             ],
-            rejections: ["Unregistered": 2], wallSeconds: 3.5)
+            rejections: ["Unregistered": 2],
+            wallSeconds: 3.5
+        )
     }
 
     @Test func countsEditionRequestsPerMinute() {
@@ -66,7 +71,16 @@ import Testing
 
     @Test func emptyRecordingIsAllZeros() {
         let recording = DemoRecording(
-            strategy: .blast, devices: 0, deadline: 60, window: 60, pushes: [], requests: [], receipts: [], rejections: [:], wallSeconds: 0)
+            strategy: .blast,
+            devices: 0,
+            deadline: 60,
+            window: 60,
+            pushes: [],
+            requests: [],
+            receipts: [],
+            rejections: [:],
+            wallSeconds: 0
+        )
         let result = StrategyResult(recording, reachable: 0)
         #expect(result.editionRequestsPerMinute.isEmpty)
         #expect(result.peakPerSecond == 0 && result.meanPerSecond == 0 && result.peakToMean == 0)

@@ -55,9 +55,16 @@ enum SyntheticRecording {
         // Registrations, which must not count as content load.
         for minute in 0..<5 { requests.append(.init(at: Double(minute) * 60, route: "PUT /v1/devices/{token}", status: 200)) }
         return DemoRecording(
-            strategy: strategy, devices: devices, deadline: deadline, window: window, pushes: pushes, requests: requests,
-            receipts: receipts, rejections: strategy == .waves ? ["Unregistered": 3, "BadDeviceToken": 1] : ["Unregistered": 3],
-            wallSeconds: 12.5)
+            strategy: strategy,
+            devices: devices,
+            deadline: deadline,
+            window: window,
+            pushes: pushes,
+            requests: requests,
+            receipts: receipts,
+            rejections: strategy == .waves ? ["Unregistered": 3, "BadDeviceToken": 1] : ["Unregistered": 3],
+            wallSeconds: 12.5
+        )
     }
 
     static func report(devices: Int = 4000, seed: UInt64 = 42) -> DemoReport {
@@ -65,7 +72,13 @@ enum SyntheticRecording {
         let reachable = (0..<devices).filter(model.isReachable).count
         let results = DemoStrategy.allCases.map { StrategyResult(make($0, model: model, devices: devices), reachable: reachable) }
         return DemoReport(
-            results: results, devices: devices, seed: seed, timeCompression: [.blast: 60, .staggered: 60, .waves: 60],
-            parameters: model.parameters, window: window, deadline: deadline)
+            results: results,
+            devices: devices,
+            seed: seed,
+            timeCompression: [.blast: 60, .staggered: 60, .waves: 60],
+            parameters: model.parameters,
+            window: window,
+            deadline: deadline
+        )
     }
 }

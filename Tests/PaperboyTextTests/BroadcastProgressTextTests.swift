@@ -16,42 +16,72 @@ struct BroadcastProgressTextTests {
     static func sample(state: BroadcastProgress.State = .running) -> BroadcastProgress {
         typealias Counts = BroadcastProgress.Counts
         let first = BroadcastProgress.Wave(
-            wave: 1, kind: .background, startsAt: minutes(1.5), rate: 1000.0 / 1800, window: 1800, finishedAt: minutes(31.5),
+            wave: 1,
+            kind: .background,
+            startsAt: minutes(1.5),
+            rate: 1000.0 / 1800,
+            window: 1800,
+            finishedAt: minutes(31.5),
             cohorts: [
                 .init(
-                    cohort: 0, startsAt: minutes(1.5), endsAt: minutes(11.5),
+                    cohort: 0,
+                    startsAt: minutes(1.5),
+                    endsAt: minutes(11.5),
                     counts: Counts(
-                        planned: 1000, sent: 1000, accepted: 990, rejected: ["Unregistered": 8, "BadDeviceToken": 2],
+                        planned: 1000,
+                        sent: 1000,
+                        accepted: 990,
+                        rejected: ["Unregistered": 8, "BadDeviceToken": 2],
                         receipts: ["newData": 700, "noData": 50, "failed": 10]
                     )
                 ),
                 .init(
-                    cohort: 1, startsAt: minutes(11.5), endsAt: minutes(21.5),
+                    cohort: 1,
+                    startsAt: minutes(11.5),
+                    endsAt: minutes(21.5),
                     counts: Counts(
-                        planned: 1000, sent: 1000, accepted: 995, rejected: ["Unregistered": 5],
+                        planned: 1000,
+                        sent: 1000,
+                        accepted: 995,
+                        rejected: ["Unregistered": 5],
                         receipts: ["newData": 650, "noData": 40]
                     )
                 ),
                 .init(
-                    cohort: 2, startsAt: minutes(21.5), endsAt: minutes(31.5),
+                    cohort: 2,
+                    startsAt: minutes(21.5),
+                    endsAt: minutes(31.5),
                     counts: Counts(planned: 1000, sent: 1000, accepted: 1000, receipts: ["newData": 600])
                 ),
             ]
         )
         let second = BroadcastProgress.Wave(
-            wave: 2, kind: .background, startsAt: minutes(31.5), rate: 1000.0 / 1800, window: 1800, finishedAt: nil,
+            wave: 2,
+            kind: .background,
+            startsAt: minutes(31.5),
+            rate: 1000.0 / 1800,
+            window: 1800,
+            finishedAt: nil,
             cohorts: [
                 // Listed out of order: the report sorts them.
                 .init(cohort: 2, startsAt: minutes(51.5), endsAt: minutes(61.5), counts: Counts(planned: 400)),
                 .init(
-                    cohort: 0, startsAt: minutes(31.5), endsAt: minutes(41.5),
+                    cohort: 0,
+                    startsAt: minutes(31.5),
+                    endsAt: minutes(41.5),
                     counts: Counts(
-                        planned: 300, sent: 100, accepted: 99, rejected: ["BadDeviceToken": 1],
-                        skipped: ["received": 50, "hourlyBudget": 10], receipts: ["newData": 30]
+                        planned: 300,
+                        sent: 100,
+                        accepted: 99,
+                        rejected: ["BadDeviceToken": 1],
+                        skipped: ["received": 50, "hourlyBudget": 10],
+                        receipts: ["newData": 30]
                     )
                 ),
                 .init(
-                    cohort: 1, startsAt: minutes(41.5), endsAt: minutes(51.5),
+                    cohort: 1,
+                    startsAt: minutes(41.5),
+                    endsAt: minutes(51.5),
                     counts: Counts(planned: 300, sent: 80, accepted: 80, skipped: ["received": 40], receipts: ["noData": 5])
                 ),
             ]
@@ -59,9 +89,17 @@ struct BroadcastProgressTextTests {
         return BroadcastProgress(
             id: UUID(uuidString: "6F9619FF-8B86-D011-B42D-00C04FC964FF")!,
             editionID: UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!,
-            publication: "nikkei-morning", issueDate: "2026-11-23", environment: .production, state: state, origin: "cron",
-            options: BroadcastOptions(), createdAt: minutes(-1), deadline: minutes(240), finishedAt: nil,
-            waves: [second, first], receipts: ["newData": 1980, "noData": 95, "failed": 12]
+            publication: "nikkei-morning",
+            issueDate: "2026-11-23",
+            environment: .production,
+            state: state,
+            origin: "cron",
+            options: BroadcastOptions(),
+            createdAt: minutes(-1),
+            deadline: minutes(240),
+            finishedAt: nil,
+            waves: [second, first],
+            receipts: ["newData": 1980, "noData": 95, "failed": 12]
         )
     }
 
@@ -187,7 +225,9 @@ struct BroadcastProgressTextTests {
             let line = try #require(lines.first { $0.split(separator: " ").first.map(String.init) == first })
             return line.split(separator: " ").map(String.init)
         }
-        #expect(try tokens(startingWith: "WAVE") == ["WAVE", "KIND", "STARTS", "PLANNED", "SENT", "ACCEPTED", "REJECTED", "SKIPPED", "RECEIPTS", "DONE"])
+        #expect(
+            try tokens(startingWith: "WAVE") == ["WAVE", "KIND", "STARTS", "PLANNED", "SENT", "ACCEPTED", "REJECTED", "SKIPPED", "RECEIPTS", "DONE"]
+        )
         #expect(try tokens(startingWith: "1") == ["1", "background", "05:01:30", "3,000", "3,000", "2,985", "15", "0", "2,040", "100%"])
         #expect(try tokens(startingWith: "2") == ["2", "background", "05:31:30", "1,000", "180", "179", "1", "100", "35", "28%"])
         #expect(try tokens(startingWith: "total") == ["total", "4,000", "3,180", "3,164", "16", "100", "2,075", "82%"])
@@ -244,7 +284,9 @@ struct BroadcastProgressTextTests {
         var progress = Self.sample()
         progress.options = BroadcastOptions(pace: .capacity(perSecond: 2000), cohorts: 1, maxPushesPerDevice: 2, alertLastResort: true)
         let report = progress.report(timeZone: Self.tokyo, width: 60)
-        #expect(report.contains("options     capacity 2,000/s, 1 cohort, waves every 30m,\n            max 2 pushes per device, alert last resort yes"))
+        #expect(
+            report.contains("options     capacity 2,000/s, 1 cohort, waves every 30m,\n            max 2 pushes per device, alert last resort yes")
+        )
         #expect(progress.progressLine(width: 200, now: Self.minutes(45)).contains("wave 2/3"), "two background waves and the alert")
     }
 
@@ -267,7 +309,12 @@ struct BroadcastProgressTextTests {
         var nothingPlanned = progress
         nothingPlanned.waves = [
             .init(
-                wave: 1, kind: .alert, startsAt: Self.minutes(1), rate: 0, window: 0, finishedAt: nil,
+                wave: 1,
+                kind: .alert,
+                startsAt: Self.minutes(1),
+                rate: 0,
+                window: 0,
+                finishedAt: nil,
                 cohorts: [.init(cohort: 0, startsAt: Self.minutes(1), endsAt: Self.minutes(1), counts: .init())]
             ),
             .init(wave: 2, kind: .background, startsAt: Self.minutes(31), rate: 0, window: 0, finishedAt: nil, cohorts: []),

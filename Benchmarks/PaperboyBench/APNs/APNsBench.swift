@@ -101,7 +101,10 @@ struct APNsBench: AsyncParsableCommand {
             let privateKey = P256.Signing.PrivateKey()
             key = try APNsSigningKey(pem: privateKey.pemRepresentation, keyID: keyID, teamID: teamID)
             let started = try SimulatorProcess.start(
-                paperboy: try paperboyBinary(paperboy), privateKeyPEM: privateKey.pemRepresentation, keyID: keyID, teamID: teamID
+                paperboy: try paperboyBinary(paperboy),
+                privateKeyPEM: privateKey.pemRepresentation,
+                keyID: keyID,
+                teamID: teamID
             )
             simulator = started
             endpointText = started.url
@@ -198,7 +201,9 @@ struct APNsBench: AsyncParsableCommand {
             for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/h2load") {
                 return "\(directory)/h2load"
             }
-            FileHandle.standardError.write(Data("paperboy-bench apns: h2load not found (apt-get install nghttp2-client); measuring Paperboy alone\n".utf8))
+            FileHandle.standardError.write(
+                Data("paperboy-bench apns: h2load not found (apt-get install nghttp2-client); measuring Paperboy alone\n".utf8)
+            )
             return nil
         default:
             return h2load

@@ -41,7 +41,10 @@ struct HistoryBench: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "End with a morning edition whose broadcast is running (wave 1 sent).")
     var running = true
 
-    @Flag(inversion: .prefixedNo, help: "VACUUM deliveries, receipts and devices after each day's prune (autovacuum would, in the hours between editions).")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "VACUUM deliveries, receipts and devices after each day's prune (autovacuum would, in the hours between editions)."
+    )
     var vacuum = true
 
     @Flag(help: "First remove every edition, broadcast, delivery and receipt of the database.")
@@ -79,7 +82,9 @@ struct HistoryBench: AsyncParsableCommand {
         if text.hasSuffix("d"), let days = Double(text.dropLast()), days.isFinite, days > 0 {
             seconds = days * 86_400
         } else {
-            do { seconds = try StaggerPlan.seconds(parsing: text) } catch { throw ValidationError("--retention: \(retention) is not a duration like 7d, 36h or 90m") }
+            do { seconds = try StaggerPlan.seconds(parsing: text) } catch {
+                throw ValidationError("--retention: \(retention) is not a duration like 7d, 36h or 90m")
+            }
         }
         guard seconds >= 2 * 3600 else { throw ValidationError("--retention: at least 2h, as `paperboy prune` requires") }
         return seconds
@@ -158,7 +163,12 @@ struct HistoryBench: AsyncParsableCommand {
         print(Self.report(result))
     }
 
-    private func simulate(client: PostgresClient, retentionSeconds: TimeInterval, started: ContinuousClock.Instant, logger: Logger) async throws -> Result {
+    private func simulate(
+        client: PostgresClient,
+        retentionSeconds: TimeInterval,
+        started: ContinuousClock.Instant,
+        logger: Logger
+    ) async throws -> Result {
         let appID = try await resolveApp(client: client, logger: logger)
         var publicationIDs: [Int] = []
         for slug in publication {
@@ -176,7 +186,9 @@ struct HistoryBench: AsyncParsableCommand {
         let editions = try await client.value("SELECT count(*) FROM editions", as: Int.self, logger: logger) ?? 0
         if editions > 0 {
             guard reset else {
-                throw BenchError("--reset: the database has \(editions) editions already; pass --reset to remove every edition, broadcast, delivery and receipt first")
+                throw BenchError(
+                    "--reset: the database has \(editions) editions already; pass --reset to remove every edition, broadcast, delivery and receipt first"
+                )
             }
             progress("history: --reset: removing every edition, broadcast, delivery and receipt")
             try await client.query(
@@ -224,15 +236,29 @@ struct HistoryBench: AsyncParsableCommand {
                 let dayEnd = dayStart.addingTimeInterval(86_400)
                 let date = dayStart.formatted(dateFormat)
                 var row = Day(
-                    day: day, date: date, deliveriesInserted: 0, receiptsInserted: 0, devicesUnregistered: 0, deliveriesPruned: 0,
-                    receiptsPruned: 0, deliveries: 0, receipts: 0, beforePrune: try await Self.sizes(client, logger),
-                    afterPrune: try await Self.sizes(client, logger), simulateSeconds: 0, pruneSeconds: 0, vacuumSeconds: 0
+                    day: day,
+                    date: date,
+                    deliveriesInserted: 0,
+                    receiptsInserted: 0,
+                    devicesUnregistered: 0,
+                    deliveriesPruned: 0,
+                    receiptsPruned: 0,
+                    deliveries: 0,
+                    receipts: 0,
+                    beforePrune: try await Self.sizes(client, logger),
+                    afterPrune: try await Self.sizes(client, logger),
+                    simulateSeconds: 0,
+                    pruneSeconds: 0,
+                    vacuumSeconds: 0
                 )
                 let simulating = ContinuousClock.now
                 for slot in 0..<2 {
                     let plan = EditionPlan(
-                        ordinal: day * 2 + slot, publicationID: publicationIDs[slot], issueDate: date,
-                        start: dayStart.addingTimeInterval(slot == 0 ? 5 * 3600 : 17 * 3600), running: false
+                        ordinal: day * 2 + slot,
+                        publicationID: publicationIDs[slot],
+                        issueDate: date,
+                        start: dayStart.addingTimeInterval(slot == 0 ? 5 * 3600 : 17 * 3600),
+                        running: false
                     )
                     let counts = try await broadcast(plan, appID: appID, on: connection, logger: logger)
                     row.deliveriesInserted += counts.deliveries
@@ -272,8 +298,11 @@ struct HistoryBench: AsyncParsableCommand {
             if running {
                 let start = end.addingTimeInterval(-45 * 60)
                 let plan = EditionPlan(
-                    ordinal: (days + 1) * 2, publicationID: publicationIDs[0],
-                    issueDate: end.addingTimeInterval(86_400).formatted(dateFormat), start: start, running: true
+                    ordinal: (days + 1) * 2,
+                    publicationID: publicationIDs[0],
+                    issueDate: end.addingTimeInterval(86_400).formatted(dateFormat),
+                    start: start,
+                    running: true
                 )
                 let counts = try await broadcast(plan, appID: appID, on: connection, logger: logger)
                 deliveries += counts.deliveries
@@ -506,13 +535,17 @@ struct HistoryBench: AsyncParsableCommand {
         lines.append(
             String(
                 format: "per device: %.1f bytes (devices table and indexes); per delivery %.1f bytes, per receipt %.1f bytes",
-                result.bytesPerDevice, result.bytesPerDelivery ?? 0, result.bytesPerReceipt ?? 0
+                result.bytesPerDevice,
+                result.bytesPerDelivery ?? 0,
+                result.bytesPerReceipt ?? 0
             )
         )
         lines.append(
             String(
                 format: "per day of ledger: %.1f MB, %.1f bytes per device (over the %g days the retention holds)",
-                result.ledgerBytesPerDay / 1_048_576, result.ledgerBytesPerDevicePerDay, min(result.retentionDays, Double(result.simulatedDays.count))
+                result.ledgerBytesPerDay / 1_048_576,
+                result.ledgerBytesPerDevicePerDay,
+                min(result.retentionDays, Double(result.simulatedDays.count))
             )
         )
         lines.append(String(format: "took %.1f s", result.seconds))

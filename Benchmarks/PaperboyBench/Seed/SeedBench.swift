@@ -97,10 +97,14 @@ struct SeedBench: AsyncParsableCommand {
             return Result(count: count, inserted: inserted, seconds: seconds, rowsPerSecond: Double(count) / seconds, tenths: tenths)
         }
         if json { return try printJSON(result) }
-        print("seeded \(result.inserted.formatted()) of \(result.count.formatted()) devices in \(String(format: "%.1f", result.seconds)) s: \(Int(result.rowsPerSecond).formatted()) rows/s")
+        print(
+            "seeded \(result.inserted.formatted()) of \(result.count.formatted()) devices in \(String(format: "%.1f", result.seconds)) s: \(Int(result.rowsPerSecond).formatted()) rows/s"
+        )
         print("up to devices   seconds    rows/s")
         for tenth in result.tenths {
-            print(tenth.upTo.formatted().leftPadded(13) + String(format: "%10.1f", tenth.seconds) + Int(tenth.rowsPerSecond).formatted().leftPadded(10))
+            print(
+                tenth.upTo.formatted().leftPadded(13) + String(format: "%10.1f", tenth.seconds) + Int(tenth.rowsPerSecond).formatted().leftPadded(10)
+            )
         }
     }
 }

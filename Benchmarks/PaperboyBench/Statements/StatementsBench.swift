@@ -135,7 +135,9 @@ struct StatementsBench: AsyncParsableCommand {
                     var milliseconds: [Double] = []
                     var spent = 0.0
                     // One execution first, untimed: the first after connecting pays for catalog lookups.
-                    if !whole { _ = try await Self.execute(statement, Self.draw(pool, connection: connection, logger: logger), on: connection, logger: logger) }
+                    if !whole {
+                        _ = try await Self.execute(statement, Self.draw(pool, connection: connection, logger: logger), on: connection, logger: logger)
+                    }
                     while milliseconds.count < wanted, spent < budget || milliseconds.count < 3 {
                         let samples = try await Self.draw(pool, connection: connection, logger: logger)
                         let elapsed = try await Self.execute(statement, samples, on: connection, logger: logger)
@@ -144,8 +146,13 @@ struct StatementsBench: AsyncParsableCommand {
                     }
                     let sorted = milliseconds.sorted()
                     let timing = Timing(
-                        name: statement.name, wholeTableReads: whole, samples: sorted.count, p50Ms: percentile(sorted, 50),
-                        p99Ms: percentile(sorted, 99), maxMs: sorted.last ?? 0, meanMs: sorted.reduce(0, +) / Double(sorted.count)
+                        name: statement.name,
+                        wholeTableReads: whole,
+                        samples: sorted.count,
+                        p50Ms: percentile(sorted, 50),
+                        p99Ms: percentile(sorted, 99),
+                        maxMs: sorted.last ?? 0,
+                        meanMs: sorted.reduce(0, +) / Double(sorted.count)
                     )
                     timings.append(timing)
                     progress(
@@ -155,8 +162,13 @@ struct StatementsBench: AsyncParsableCommand {
             }
             let load = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8).split(separator: " ").prefix(3).joined(separator: " ")
             return Result(
-                label: label, devices: devices, tables: tables, loadAverage: load, cores: ProcessInfo.processInfo.activeProcessorCount,
-                statements: timings, seconds: (ContinuousClock.now - started).seconds
+                label: label,
+                devices: devices,
+                tables: tables,
+                loadAverage: load,
+                cores: ProcessInfo.processInfo.activeProcessorCount,
+                statements: timings,
+                seconds: (ContinuousClock.now - started).seconds
             )
         }
         if let jsonFile { try writeJSON(result, to: jsonFile, flag: "--json-file") }
@@ -166,7 +178,10 @@ struct StatementsBench: AsyncParsableCommand {
 
     /// Runs the statement with the samples inside a transaction that is rolled back; its own time, in seconds.
     static func execute(
-        _ statement: RequestStatements.Statement, _ samples: RequestStatements.Samples, on connection: PostgresConnection, logger: Logger
+        _ statement: RequestStatements.Statement,
+        _ samples: RequestStatements.Samples,
+        on connection: PostgresConnection,
+        logger: Logger
     ) async throws -> Double {
         try await connection.query("BEGIN", logger: logger)
         let start = ContinuousClock.now
@@ -336,15 +351,27 @@ struct CompareBench: ParsableCommand {
             let p99 = after.p99Ms / max(before.p99Ms, 1e-6)
             rows.append(
                 Row(
-                    name: before.name, wholeTableReads: before.wholeTableReads, smallP50Ms: before.p50Ms, largeP50Ms: after.p50Ms,
-                    p50Ratio: p50, smallP99Ms: before.p99Ms, largeP99Ms: after.p99Ms, p99Ratio: p99, withinGoal: p50 <= goal && p99 <= goal
+                    name: before.name,
+                    wholeTableReads: before.wholeTableReads,
+                    smallP50Ms: before.p50Ms,
+                    largeP50Ms: after.p50Ms,
+                    p50Ratio: p50,
+                    smallP99Ms: before.p99Ms,
+                    largeP99Ms: after.p99Ms,
+                    p99Ratio: p99,
+                    withinGoal: p50 <= goal && p99 <= goal
                 )
             )
         }
         let over = rows.filter { !$0.wholeTableReads && !$0.withinGoal }.map(\.name)
         let comparison = Comparison(
-            small: smallRun.label ?? small, large: largeRun.label ?? large, smallDevices: smallRun.devices, largeDevices: largeRun.devices,
-            goal: goal, rows: rows, overGoal: over
+            small: smallRun.label ?? small,
+            large: largeRun.label ?? large,
+            smallDevices: smallRun.devices,
+            largeDevices: largeRun.devices,
+            goal: goal,
+            rows: rows,
+            overGoal: over
         )
         if json { return try printJSON(comparison) }
         var lines = [
@@ -353,7 +380,16 @@ struct CompareBench: ParsableCommand {
             "statement".rightPadded(66) + "  p50 ms small    large  ratio   p99 ms small    large  ratio",
         ]
         func line(_ row: Row) -> String {
-            row.name.rightPadded(66) + String(format: "%14.2f %8.2f %6.2f %14.2f %8.2f %6.2f", row.smallP50Ms, row.largeP50Ms, row.p50Ratio, row.smallP99Ms, row.largeP99Ms, row.p99Ratio)
+            row.name.rightPadded(66)
+                + String(
+                    format: "%14.2f %8.2f %6.2f %14.2f %8.2f %6.2f",
+                    row.smallP50Ms,
+                    row.largeP50Ms,
+                    row.p50Ratio,
+                    row.smallP99Ms,
+                    row.largeP99Ms,
+                    row.p99Ratio
+                )
                 + (row.wholeTableReads ? "" : (row.withinGoal ? "  ok" : "  OVER \(goal)x"))
         }
         lines += rows.filter { !$0.wholeTableReads }.map(line)
@@ -362,7 +398,10 @@ struct CompareBench: ParsableCommand {
         lines += rows.filter(\.wholeTableReads).map(line)
         lines.append("")
         let perRequest = rows.filter { !$0.wholeTableReads }.count
-        lines.append("\(perRequest - over.count) of \(perRequest) statements within \(goal)x at p50 and p99" + (over.isEmpty ? "" : "; over: " + over.joined(separator: "; ")))
+        lines.append(
+            "\(perRequest - over.count) of \(perRequest) statements within \(goal)x at p50 and p99"
+                + (over.isEmpty ? "" : "; over: " + over.joined(separator: "; "))
+        )
         print(lines.joined(separator: "\n"))
     }
 }

@@ -87,7 +87,9 @@ func writeJSON(_ value: some Encodable, to path: String, flag: String) throws {
 
 /// The `paperboy` binary: `path` when given, else the one beside this executable (same build directory).
 func paperboyBinary(_ path: String?) throws -> String {
-    let candidate = path ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    let candidate =
+        path
+        ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         .appendingPathComponent("paperboy").path
     guard FileManager.default.isExecutableFile(atPath: candidate) else {
         throw BenchError(

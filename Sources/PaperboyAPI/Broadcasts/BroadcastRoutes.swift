@@ -55,12 +55,23 @@ struct BroadcastRoutes {
         let body = try await request.decodeJSON(StartBody.self, limit: maxBodyBytes, allowedValues: ["environment": "production, sandbox"])
         let now = Date()
         if body.dryRun {
-            let plan = try await broadcasts.plan(editionID: body.edition, environment: body.environment, options: body.options, now: now, logger: context.logger)
+            let plan = try await broadcasts.plan(
+                editionID: body.edition,
+                environment: body.environment,
+                options: body.options,
+                now: now,
+                logger: context.logger
+            )
             return try Self.json(["plan": plan], status: .ok)
         }
         try await BroadcastPreflight.check(editionID: body.edition, editions: editions, apps: apps, logger: context.logger)
         let start = try await broadcasts.start(
-            editionID: body.edition, environment: body.environment, options: body.options, origin: "api", now: now, logger: context.logger
+            editionID: body.edition,
+            environment: body.environment,
+            options: body.options,
+            origin: "api",
+            now: now,
+            logger: context.logger
         )
         guard let progress = try await broadcasts.progress(id: start.broadcast.id, logger: context.logger) else {
             throw APIError(.notFound, code: .notFound, field: "edition", message: "the broadcast disappeared")
@@ -112,7 +123,9 @@ struct BroadcastRoutes {
         }
         let body = try encoder.encode(value)
         return Response(
-            status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: body))
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: body))
         )
     }
 }

@@ -79,8 +79,15 @@ public struct DemoRecording: Sendable, Codable, Equatable {
     public var wallSeconds: Double
 
     public init(
-        strategy: DemoStrategy, devices: Int, deadline: TimeInterval, window: TimeInterval, pushes: [Push], requests: [Request],
-        receipts: [Receipt], rejections: [String: Int], wallSeconds: Double
+        strategy: DemoStrategy,
+        devices: Int,
+        deadline: TimeInterval,
+        window: TimeInterval,
+        pushes: [Push],
+        requests: [Request],
+        receipts: [Receipt],
+        rejections: [String: Int],
+        wallSeconds: Double
     ) {
         self.strategy = strategy
         self.devices = devices

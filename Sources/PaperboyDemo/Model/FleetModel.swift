@@ -226,8 +226,13 @@ public struct FleetModel: Sendable {
         if pushType == "alert" {
             guard uniform(index, .alertTap, ordinal) < parameters.alertTapProbability else { return .ignored(reason: "notTapped") }
             delay = logNormal(
-                index, .alertDelay, ordinal, median: parameters.alertMedianDelay, spread: parameters.alertDelaySpread,
-                cap: parameters.alertMaxDelay)
+                index,
+                .alertDelay,
+                ordinal,
+                median: parameters.alertMedianDelay,
+                spread: parameters.alertDelaySpread,
+                cap: parameters.alertMaxDelay
+            )
             failed = uniform(index, .alertFailure, ordinal) < parameters.failureProbability(for: device)
         } else {
             if device.swipedAway { return .ignored(reason: "swipedAway") }
@@ -242,7 +247,8 @@ public struct FleetModel: Sendable {
 
     /// What a draw is for: each purpose has its own stream, so adding one never shifts another.
     enum Purpose: UInt64 {
-        case newer = 1, wifi, charging, swipedAway
+        case newer = 1
+        case wifi, charging, swipedAway
         case run, delay, delayAngle, failure
         case alertTap, alertDelay, alertDelayAngle, alertFailure
     }

@@ -15,8 +15,13 @@ public struct DemoReport: Sendable {
     public var deadline: TimeInterval
 
     public init(
-        results: [StrategyResult], devices: Int, seed: UInt64, timeCompression: [DemoStrategy: Double], parameters: FleetParameters,
-        window: TimeInterval, deadline: TimeInterval
+        results: [StrategyResult],
+        devices: Int,
+        seed: UInt64,
+        timeCompression: [DemoStrategy: Double],
+        parameters: FleetParameters,
+        window: TimeInterval,
+        deadline: TimeInterval
     ) {
         self.results = results
         self.devices = devices
@@ -53,17 +58,25 @@ public struct DemoReport: Sendable {
         let waves = result(.waves)
         return [
             Goal(
-                title: "staggered peak/mean ≤ 1.2", value: staggered.map { Self.decimal($0.peakToMean, 2) } ?? "-",
-                met: staggered.map { $0.peakToMean <= 1.2 && $0.meanPerSecond > 0 }),
+                title: "staggered peak/mean ≤ 1.2",
+                value: staggered.map { Self.decimal($0.peakToMean, 2) } ?? "-",
+                met: staggered.map { $0.peakToMean <= 1.2 && $0.meanPerSecond > 0 }
+            ),
             Goal(
-                title: "blast peak/mean ≥ 20", value: blast.map { Self.decimal($0.peakToMean, 1) } ?? "-",
-                met: blast.map { $0.peakToMean >= 20 }),
+                title: "blast peak/mean ≥ 20",
+                value: blast.map { Self.decimal($0.peakToMean, 1) } ?? "-",
+                met: blast.map { $0.peakToMean >= 20 }
+            ),
             Goal(
-                title: "waves held by deadline ≥ 98%", value: waves.map { Self.percent($0.heldShare) } ?? "-",
-                met: waves.map { $0.heldShare >= 0.98 }),
+                title: "waves held by deadline ≥ 98%",
+                value: waves.map { Self.percent($0.heldShare) } ?? "-",
+                met: waves.map { $0.heldShare >= 0.98 }
+            ),
             Goal(
-                title: "waves pushes/device ≤ 2.0", value: waves.map { Self.decimal($0.pushesPerDevice, 2) } ?? "-",
-                met: waves.map { $0.pushesPerDevice <= 2.0 }),
+                title: "waves pushes/device ≤ 2.0",
+                value: waves.map { Self.decimal($0.pushesPerDevice, 2) } ?? "-",
+                met: waves.map { $0.pushesPerDevice <= 2.0 }
+            ),
         ]
     }
 
@@ -95,7 +108,10 @@ public struct DemoReport: Sendable {
         lines.append(
             contentsOf: Self.wrap(
                 "paperboy demo: \(TerminalText.grouped(devices)) devices" + (reachable.map { " (\(TerminalText.grouped($0)) reachable)" } ?? "")
-                    + ", seed \(seed), window \(Self.duration(window)), deadline \(Self.duration(deadline))", width: width))
+                    + ", seed \(seed), window \(Self.duration(window)), deadline \(Self.duration(deadline))",
+                width: width
+            )
+        )
         lines.append("")
         lines.append(contentsOf: terminalCharts(width: width))
         lines.append("")
@@ -110,7 +126,12 @@ public struct DemoReport: Sendable {
         let valueWidth = goals.map(\.value.count).max() ?? 0
         for goal in goals {
             lines.append(
-                Self.clip("  " + TerminalText.pad(goal.title, titleWidth) + "  " + TerminalText.pad(goal.value, valueWidth, right: true) + "  " + goal.verdict, width))
+                Self.clip(
+                    "  " + TerminalText.pad(goal.title, titleWidth) + "  " + TerminalText.pad(goal.value, valueWidth, right: true) + "  "
+                        + goal.verdict,
+                    width
+                )
+            )
         }
         if !timeCompression.isEmpty {
             lines.append("")
@@ -120,7 +141,9 @@ public struct DemoReport: Sendable {
             if factors.count == 1, let factor = factors.first {
                 text = "time: ×\(Self.factor(factor)) (demo seconds per wall-clock second); wall time " + walls
             } else {
-                let parts = DemoStrategy.allCases.compactMap { strategy in timeCompression[strategy].map { "\(strategy.rawValue) ×\(Self.factor($0))" } }
+                let parts = DemoStrategy.allCases.compactMap { strategy in
+                    timeCompression[strategy].map { "\(strategy.rawValue) ×\(Self.factor($0))" }
+                }
                 text = "time (demo seconds per wall-clock second): " + parts.joined(separator: ", ") + "; wall time " + walls
             }
             lines.append(contentsOf: Self.wrap(text, width: width))
@@ -145,7 +168,9 @@ public struct DemoReport: Sendable {
             lines.append(
                 Self.clip(
                     "\(result.strategy.title): peak \(Self.decimal(result.peakPerSecond, 1))/s, mean \(Self.decimal(result.meanPerSecond, 1))/s",
-                    width))
+                    width
+                )
+            )
             let perSecond = result.editionRequestsPerSecond
             let values: [Double] = (0..<columns).map { column in
                 let range = min(perSecond.count, column * perColumn)..<min(perSecond.count, (column + 1) * perColumn)
@@ -228,12 +253,14 @@ public struct DemoReport: Sendable {
                 + "strategy: iOS runs a background push only sometimes (depending on power and network), never for an app the user swiped away, "
                 + "and the app then downloads the edition. A blast wakes everyone at once and floods the content API; staggered cohorts "
                 + "spread the same load flat over a \(Self.duration(window)) window; follow-up waves then push again to the devices that "
-                + "have not confirmed the download, until the deadline (\(Self.duration(deadline)) after the start).")
+                + "have not confirmed the download, until the deadline (\(Self.duration(deadline)) after the start)."
+        )
         body += "</p>\n"
         body += "<p class=\"meta\">"
         body += e(
             "\(TerminalText.grouped(devices)) devices" + (reachable.map { ", \(TerminalText.grouped($0)) reachable" } ?? "")
-                + " · seed \(seed) · window \(Self.duration(window)) · deadline \(Self.duration(deadline))")
+                + " · seed \(seed) · window \(Self.duration(window)) · deadline \(Self.duration(deadline))"
+        )
         body += "</p>\n"
 
         let minutes = chartMinutes
@@ -246,33 +273,53 @@ public struct DemoReport: Sendable {
             body += "<figure>\n<figcaption>"
             body += e(
                 "\(result.strategy.title): peak \(Self.decimal(result.peakPerSecond, 1))/s, mean \(Self.decimal(result.meanPerSecond, 1))/s, "
-                    + "peak/mean \(Self.decimal(result.peakToMean, 1))")
+                    + "peak/mean \(Self.decimal(result.peakToMean, 1))"
+            )
             body += "</figcaption>\n"
             body += svgChart(
                 series: [(result.strategy.rawValue, Self.colors[result.strategy] ?? "#555", result.editionRequestsPerSecond)],
-                minutes: minutes, yScale: yScale, height: 230, area: true, legend: false,
+                minutes: minutes,
+                yScale: yScale,
+                height: 230,
+                area: true,
+                legend: false,
                 mean: result.meanPerSecond,
-                label: "Edition requests per second for \(result.strategy.rawValue)")
+                label: "Edition requests per second for \(result.strategy.rawValue)"
+            )
             body += "</figure>\n"
         }
         if results.count > 1 {
             body += "<figure>\n<figcaption>All strategies overlaid</figcaption>\n"
             body += svgChart(
                 series: results.map { ($0.strategy.rawValue, Self.colors[$0.strategy] ?? "#555", $0.editionRequestsPerSecond) },
-                minutes: minutes, yScale: yScale, height: 320, area: false, legend: true, mean: nil,
-                label: "Edition requests per second, all strategies")
+                minutes: minutes,
+                yScale: yScale,
+                height: 320,
+                area: false,
+                legend: true,
+                mean: nil,
+                label: "Edition requests per second, all strategies"
+            )
             body += "</figure>\n"
             // When one strategy dwarfs the others, the same overlay again with the others' scale.
             let peaks = results.map(\.peakPerSecond).sorted()
             if peaks.count > 1, let highest = peaks.last, peaks[peaks.count - 2] > 0, highest > 4 * peaks[peaks.count - 2] {
                 let zoom = Self.niceScale(peaks[peaks.count - 2] * 1.5)
                 body += "<figure>\n<figcaption>"
-                body += e("All strategies overlaid, zoomed to 0–\(Self.axisNumber(zoom.max, step: zoom.step))/s (higher values are cut off at the top)")
+                body += e(
+                    "All strategies overlaid, zoomed to 0–\(Self.axisNumber(zoom.max, step: zoom.step))/s (higher values are cut off at the top)"
+                )
                 body += "</figcaption>\n"
                 body += svgChart(
                     series: results.map { ($0.strategy.rawValue, Self.colors[$0.strategy] ?? "#555", $0.editionRequestsPerSecond) },
-                    minutes: minutes, yScale: zoom, height: 320, area: false, legend: true, mean: nil,
-                    label: "Edition requests per second, all strategies, zoomed")
+                    minutes: minutes,
+                    yScale: zoom,
+                    height: 320,
+                    area: false,
+                    legend: true,
+                    mean: nil,
+                    label: "Edition requests per second, all strategies, zoomed"
+                )
                 body += "</figure>\n"
             }
         }
@@ -367,7 +414,8 @@ public struct DemoReport: Sendable {
             html += "<td class=\"num\">\(e(Self.decimal(result.peakPerSecond, 1)))</td>"
             html += "<td class=\"num\">\(e(Self.decimal(result.meanPerSecond, 1)))</td>"
             html += "<td class=\"num\">\(e(Self.decimal(result.peakToMean, 1)))</td>"
-            html += "<td class=\"num\">\(e(Self.percent(result.heldShare))) (\(e(TerminalText.grouped(result.held))) of \(e(TerminalText.grouped(result.reachable))))</td>"
+            html +=
+                "<td class=\"num\">\(e(Self.percent(result.heldShare))) (\(e(TerminalText.grouped(result.held))) of \(e(TerminalText.grouped(result.reachable))))</td>"
             html += "<td class=\"num\">\(e(Self.decimal(result.pushesPerDevice, 2))) (\(e(TerminalText.grouped(result.pushes))))</td>"
             let rejections = result.rejections.isEmpty ? "none" : Self.breakdown(result.rejections)
             html += "<td class=\"detail\">\(e(rejections))</td>"
@@ -380,8 +428,14 @@ public struct DemoReport: Sendable {
     /// An SVG chart of per-minute values (per second) as steps, with axes, ticks, labels, and the window and
     /// deadline marked.
     func svgChart(
-        series: [(name: String, color: String, values: [Double])], minutes: Int, yScale: (max: Double, step: Double), height: Int,
-        area: Bool, legend: Bool, mean: Double?, label: String
+        series: [(name: String, color: String, values: [Double])],
+        minutes: Int,
+        yScale: (max: Double, step: Double),
+        height: Int,
+        area: Bool,
+        legend: Bool,
+        mean: Double?,
+        label: String
     ) -> String {
         let e = Self.escape
         let width = 1100
@@ -451,7 +505,8 @@ public struct DemoReport: Sendable {
             let my = y(mean)
             svg += "<line x1=\"\(f(left))\" y1=\"\(f(my))\" x2=\"\(f(left + plotWidth))\" y2=\"\(f(my))\" stroke=\"\(color)\" "
             svg += "stroke-width=\"1\" stroke-dasharray=\"2 3\"/>\n"
-            svg += "<text x=\"\(f(left + plotWidth - 4))\" y=\"\(f(my - 5))\" text-anchor=\"end\">\(e("mean " + Self.decimal(mean, 1) + "/s"))</text>\n"
+            svg +=
+                "<text x=\"\(f(left + plotWidth - 4))\" y=\"\(f(my - 5))\" text-anchor=\"end\">\(e("mean " + Self.decimal(mean, 1) + "/s"))</text>\n"
         }
         // Axes and titles.
         svg += "<line class=\"axis\" x1=\"\(f(left))\" y1=\"\(f(top))\" x2=\"\(f(left))\" y2=\"\(f(top + plotHeight))\"/>\n"

@@ -77,12 +77,15 @@ public struct DemoRunner: Sendable {
     }
 
     private func runStrategies(
-        client: PostgresClient, group: inout ThrowingTaskGroup<Void, any Error>, progress: @escaping @Sendable (DemoProgress) -> Void
+        client: PostgresClient,
+        group: inout ThrowingTaskGroup<Void, any Error>,
+        progress: @escaping @Sendable (DemoProgress) -> Void
     ) async throws -> [DemoRecording] {
         // The app's APNs key, in a private temporary file for the duration of the demo.
         let key = P256.Signing.PrivateKey()
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-demo-\(UUID().uuidString).p8").path
-        guard FileManager.default.createFile(atPath: keyFile, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard FileManager.default.createFile(atPath: keyFile, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        else {
             throw DemoError("could not write the demo's APNs key to \(keyFile)")
         }
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
@@ -98,7 +101,10 @@ public struct DemoRunner: Sendable {
         simulatorConfiguration.recordsAccepted = false
         simulatorConfiguration.onAccept = { delivery in
             currentFleet.withLock { $0 }?.receive(
-                token: delivery.token, pushType: delivery.pushType, payload: delivery.payload, acceptedAt: delivery.acceptedAt
+                token: delivery.token,
+                pushType: delivery.pushType,
+                payload: delivery.payload,
+                acceptedAt: delivery.acceptedAt
             )
         }
         let simulator = APNsSimulator(configuration: simulatorConfiguration)
@@ -132,14 +138,25 @@ public struct DemoRunner: Sendable {
             configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 256))
         )
         let channels = APNsChannels(
-            clients: apnsClients, endpoints: try APNsEndpoints(override: "http://127.0.0.1:\(simulatorPort)"), apps: AppRepository(client: client)
+            clients: apnsClients,
+            endpoints: try APNsEndpoints(override: "http://127.0.0.1:\(simulatorPort)"),
+            apps: AppRepository(client: client)
         )
         var recordings: [DemoRecording] = []
         do {
             for strategy in configuration.strategies {
                 let recording = try await runStrategy(
-                    strategy, client: client, keyFile: keyFile, tokens: tokens, model: model, channels: channels, http: http,
-                    apiBase: "http://127.0.0.1:\(apiPort)", requests: requests, currentFleet: currentFleet, progress: progress
+                    strategy,
+                    client: client,
+                    keyFile: keyFile,
+                    tokens: tokens,
+                    model: model,
+                    channels: channels,
+                    http: http,
+                    apiBase: "http://127.0.0.1:\(apiPort)",
+                    requests: requests,
+                    currentFleet: currentFleet,
+                    progress: progress
                 )
                 recordings.append(recording)
             }
@@ -159,8 +176,16 @@ public struct DemoRunner: Sendable {
     static let keyID = "DEMOKEY001"
 
     private func runStrategy(
-        _ strategy: DemoStrategy, client: PostgresClient, keyFile: String, tokens: [String], model: FleetModel, channels: APNsChannels,
-        http: HTTPClient, apiBase: String, requests: Locked<[ObservedRequest]>, currentFleet: Locked<SimulatedFleet?>,
+        _ strategy: DemoStrategy,
+        client: PostgresClient,
+        keyFile: String,
+        tokens: [String],
+        model: FleetModel,
+        channels: APNsChannels,
+        http: HTTPClient,
+        apiBase: String,
+        requests: Locked<[ObservedRequest]>,
+        currentFleet: Locked<SimulatedFleet?>,
         progress: @escaping @Sendable (DemoProgress) -> Void
     ) async throws -> DemoRecording {
         let wallStart = Date()
@@ -171,30 +196,53 @@ public struct DemoRunner: Sendable {
         )
         _ = try await PublicationRepository(client: client).add(appID: app.id, slug: "morning", title: "Morning edition", logger: logger)
         _ = try await DeviceSeeder(client: client).seed(
-            appID: app.id, publicationSlugs: ["morning"], count: configuration.devices, environment: .production, seed: configuration.seed,
-            alertsShare: configuration.alertsShare, autoDownloadShare: 1, logger: logger
+            appID: app.id,
+            publicationSlugs: ["morning"],
+            count: configuration.devices,
+            environment: .production,
+            seed: configuration.seed,
+            alertsShare: configuration.alertsShare,
+            autoDownloadShare: 1,
+            logger: logger
         )
 
         let factor = configuration.timeCompression[strategy] ?? 60
         let clock = DemoClock(origin: Self.morning, factor: factor)
         let deadline = Self.morning.addingTimeInterval(configuration.deadlineAfter)
         let edition = try await EditionRepository(client: client).publish(
-            Self.manifest(deadline: deadline), appID: app.id, now: clock.now(), logger: logger
+            Self.manifest(deadline: deadline),
+            appID: app.id,
+            now: clock.now(),
+            logger: logger
         )
         let repository = BroadcastRepository(client: client)
         let started = try await repository.start(
-            editionID: edition.id, environment: .production, options: options(strategy), origin: "demo", now: clock.now(), logger: logger
+            editionID: edition.id,
+            environment: .production,
+            options: options(strategy),
+            origin: "demo",
+            now: clock.now(),
+            logger: logger
         )
         let broadcast = started.broadcast
         let fleet = SimulatedFleet(
-            model: model, tokens: tokens, clock: clock, http: http, apiBase: apiBase, apiKey: apiKey.secret, logger: logger
+            model: model,
+            tokens: tokens,
+            clock: clock,
+            http: http,
+            apiBase: apiBase,
+            apiKey: apiKey.secret,
+            logger: logger
         )
         currentFleet.withLock { $0 = fleet }
         let firstRequest = requests.withLock { $0.count }
 
         let dispatcher = Dispatcher(
-            repository: repository, editions: EditionRepository(client: client), channels: channels,
-            configuration: Dispatcher.Configuration(owner: "demo-\(strategy.rawValue)").scaled(by: factor), clock: clock.clock,
+            repository: repository,
+            editions: EditionRepository(client: client),
+            channels: channels,
+            configuration: Dispatcher.Configuration(owner: "demo-\(strategy.rawValue)").scaled(by: factor),
+            clock: clock.clock,
             logger: logger
         )
         let dispatching = Task { try await dispatcher.run() }
@@ -227,9 +275,15 @@ public struct DemoRunner: Sendable {
         let receipts = try await self.receipts(edition: edition.id, client: client, tokens: fleet.tokenIndex, clock: clock, origin: origin)
         let progressReport = try await repository.progress(id: broadcast.id, logger: logger)
         let recording = DemoRecording(
-            strategy: strategy, devices: configuration.devices, deadline: deadline.timeIntervalSince1970 - origin,
-            window: configuration.window, pushes: pushes, requests: answered, receipts: receipts,
-            rejections: progressReport?.totals.rejected ?? [:], wallSeconds: Date().timeIntervalSince(wallStart)
+            strategy: strategy,
+            devices: configuration.devices,
+            deadline: deadline.timeIntervalSince1970 - origin,
+            window: configuration.window,
+            pushes: pushes,
+            requests: answered,
+            receipts: receipts,
+            rejections: progressReport?.totals.rejected ?? [:],
+            wallSeconds: Date().timeIntervalSince(wallStart)
         )
         progress(
             .finished(
@@ -242,7 +296,13 @@ public struct DemoRunner: Sendable {
         return recording
     }
 
-    private func receipts(edition: UUID, client: PostgresClient, tokens: [String: Int], clock: DemoClock, origin: TimeInterval) async throws
+    private func receipts(
+        edition: UUID,
+        client: PostgresClient,
+        tokens: [String: Int],
+        clock: DemoClock,
+        origin: TimeInterval
+    ) async throws
         -> [DemoRecording.Receipt]
     {
         let rows = try await client.query(
@@ -265,7 +325,11 @@ public struct DemoRunner: Sendable {
             BroadcastOptions(pace: .window(configuration.window), cohorts: 16, maxPushesPerDevice: 1, jitter: 1)
         case .waves:
             BroadcastOptions(
-                pace: .window(configuration.window), cohorts: 16, waveInterval: configuration.waveInterval, maxPushesPerDevice: 3, jitter: 1
+                pace: .window(configuration.window),
+                cohorts: 16,
+                waveInterval: configuration.waveInterval,
+                maxPushesPerDevice: 3,
+                jitter: 1
             )
         }
     }
@@ -273,7 +337,9 @@ public struct DemoRunner: Sendable {
     static func manifest(deadline: Date) -> EditionManifest {
         func bundle(_ name: String, _ bytes: Int64) -> EditionManifest.Bundle {
             EditionManifest.Bundle(
-                url: "https://cdn.example.com/2026-11-23/morning/\(name).zip", bytes: bytes, sha256: String(repeating: "5e", count: 32)
+                url: "https://cdn.example.com/2026-11-23/morning/\(name).zip",
+                bytes: bytes,
+                sha256: String(repeating: "5e", count: 32)
             )
         }
         let formatter = ISO8601DateFormatter()

@@ -1,9 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
-import PaperboyCore
 import NIOCore
 import NIOHTTP1
+import PaperboyCore
 import Synchronization
 
 /// The simulated devices of one strategy's run. They act on what the APNs simulator accepted, as the app

@@ -19,21 +19,35 @@ extension BroadcastRepository {
     /// - Returns: nil when nothing is due.
     ///   - excluding: batches this worker holds already (it may still be sending one whose lease ran out).
     public func lease(
-        owner: String, now: Date, lookahead: TimeInterval, duration: TimeInterval, batchDuration: TimeInterval, maxBatchSize: Int,
-        excluding held: [Int64] = [], logger: Logger
+        owner: String,
+        now: Date,
+        lookahead: TimeInterval,
+        duration: TimeInterval,
+        batchDuration: TimeInterval,
+        maxBatchSize: Int,
+        excluding held: [Int64] = [],
+        logger: Logger
     ) async throws -> LeasedBatch? {
         precondition(maxBatchSize > 0, "a batch holds at least one device")
         let leaseNow = leaseNow(now)
         // Batches of dead workers first: their devices were due earliest. They go out in the wave's next free
         // slot, after the work already claimed, so taking one over never doubles the rate.
         let taken = try await client.withTransaction(logger: logger) { connection -> LeasedBatch? in
-            let rows = try await connection.query(Self.takeOverQuery(owner: owner, duration: duration, now: leaseNow, excluding: held), logger: logger)
+            let rows = try await connection.query(
+                Self.takeOverQuery(owner: owner, duration: duration, now: leaseNow, excluding: held),
+                logger: logger
+            )
             var id: Int64?
             for try await value in rows.decode(Int64.self) { id = value }
             guard let id, var batch = try await self.batch(id: id, on: connection, logger: logger) else { return nil }
             batch.slotStart = try await Self.claimSlot(
-                broadcastID: batch.broadcastID, wave: batch.wave, planned: batch.plannedTime(index: 0), devices: batch.devices,
-                now: now, on: connection, logger: logger
+                broadcastID: batch.broadcastID,
+                wave: batch.wave,
+                planned: batch.plannedTime(index: 0),
+                devices: batch.devices,
+                now: now,
+                on: connection,
+                logger: logger
             )
             try await connection.query("UPDATE broadcast_batches SET slot_start = \(batch.slotStart) WHERE id = \(id)", logger: logger)
             return batch
@@ -41,7 +55,10 @@ extension BroadcastRepository {
         if let taken {
             logger.notice(
                 "took over an expired batch",
-                metadata: [LogKey.batch: "\(taken.id)", LogKey.broadcast: "\(taken.broadcastID)", LogKey.leases: "\(taken.leases)", LogKey.slot: "\(taken.slotStart)"]
+                metadata: [
+                    LogKey.batch: "\(taken.id)", LogKey.broadcast: "\(taken.broadcastID)", LogKey.leases: "\(taken.leases)",
+                    LogKey.slot: "\(taken.slotStart)",
+                ]
             )
             return taken
         }
@@ -53,13 +70,16 @@ extension BroadcastRepository {
                 for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date).self) { found = row }
                 guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate, planned) = found else { return (nil, false) }
                 let batchSize = max(1, min(maxBatchSize, Int((rate * batchDuration).rounded(.up))))
-                guard let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(broadcastID)"), on: connection, logger: logger).first else {
+                guard
+                    let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(broadcastID)"), on: connection, logger: logger).first
+                else {
                     return (nil, false)
                 }
                 let audience = WaveAudience(broadcast, wave: Int(wave), kind: .init(rawValue: kind) ?? .background)
                 // The key of the batch's last device, then every device up to and including that key.
                 let boundary = try await connection.query(
-                    audience.batchBoundaryQuery(from: nextKey, before: endKey, size: batchSize), logger: logger
+                    audience.batchBoundaryQuery(from: nextKey, before: endKey, size: batchSize),
+                    logger: logger
                 )
                 var lastKey = endKey - 1
                 for try await key in boundary.decode(Int32.self) { lastKey = Int64(key) }
@@ -75,7 +95,13 @@ extension BroadcastRepository {
                 )
                 guard devices > 0 else { return (nil, true) }
                 let slot = try await Self.claimSlot(
-                    broadcastID: broadcastID, wave: Int(wave), planned: planned, devices: devices, now: now, on: connection, logger: logger
+                    broadcastID: broadcastID,
+                    wave: Int(wave),
+                    planned: planned,
+                    devices: devices,
+                    now: now,
+                    on: connection,
+                    logger: logger
                 )
                 let inserted = try await connection.query(
                     """
@@ -157,7 +183,13 @@ extension BroadcastRepository {
     /// that fell behind (a stall, a batch taken over) goes out after the work already claimed, at the rate.
     /// - Returns: when the slot starts.
     static func claimSlot(
-        broadcastID: UUID, wave: Int, planned: Date, devices: Int, now: Date, on connection: PostgresConnection, logger: Logger
+        broadcastID: UUID,
+        wave: Int,
+        planned: Date,
+        devices: Int,
+        now: Date,
+        on connection: PostgresConnection,
+        logger: Logger
     ) async throws -> Date {
         let rows = try await connection.query(
             """
@@ -189,8 +221,13 @@ extension BroadcastRepository {
             )
             guard try await held.collect().count == 1 else { return nil }
             return try await Self.claimSlot(
-                broadcastID: batch.broadcastID, wave: batch.wave, planned: batch.plannedTime(index: index),
-                devices: max(1, remaining), now: now, on: connection, logger: logger
+                broadcastID: batch.broadcastID,
+                wave: batch.wave,
+                planned: batch.plannedTime(index: index),
+                devices: max(1, remaining),
+                now: now,
+                on: connection,
+                logger: logger
             )
         }
     }
@@ -209,7 +246,11 @@ extension BroadcastRepository {
     /// worker, is not extended.
     @discardableResult
     public func renew(
-        _ batches: [LeasedBatch], owner: String, duration: TimeInterval, now: Date, logger: Logger
+        _ batches: [LeasedBatch],
+        owner: String,
+        duration: TimeInterval,
+        now: Date,
+        logger: Logger
     ) async throws -> LeaseRenewal {
         guard !batches.isEmpty else { return LeaseRenewal() }
         let rows = try await client.query(
@@ -238,15 +279,25 @@ extension BroadcastRepository {
     /// The devices of a leased batch in send order (cohort key, then id), with their recent push counts.
     public func targets(of batch: LeasedBatch, now: Date, logger: Logger) async throws -> [BatchTarget] {
         let audience = WaveAudience(
-            appID: batch.appID, environment: batch.environment, publicationID: batch.publicationID, editionID: batch.editionID,
-            wave: batch.wave, kind: batch.kind, maxPushesPerDevice: batch.maxPushesPerDevice
+            appID: batch.appID,
+            environment: batch.environment,
+            publicationID: batch.publicationID,
+            editionID: batch.editionID,
+            wave: batch.wave,
+            kind: batch.kind,
+            maxPushesPerDevice: batch.maxPushesPerDevice
         )
         let rows = try await client.query(Self.targetsQuery(audience, firstKey: batch.firstKey, lastKey: batch.lastKey, now: now), logger: logger)
         var targets: [BatchTarget] = []
         for try await (id, token, tier, recent) in rows.decode((Int64, ByteBuffer, Int16, Int).self) {
-            targets.append(BatchTarget(
-                deviceID: id, token: DeviceToken(bytes: Array(buffer: token)), tier: ImageTier(storageCode: tier), pushesInLastHour: recent
-            ))
+            targets.append(
+                BatchTarget(
+                    deviceID: id,
+                    token: DeviceToken(bytes: Array(buffer: token)),
+                    tier: ImageTier(storageCode: tier),
+                    pushesInLastHour: recent
+                )
+            )
         }
         return targets
     }
@@ -273,10 +324,16 @@ extension BroadcastRepository {
     ///   and was taken over, by another worker or this one; the new lease records it).
     @discardableResult
     public func record(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, now: Date, logger: Logger) async throws -> Bool {
-        var sentIDs: [Int64] = [], sentAt: [Date] = [], results: [String] = [], reasons: [String] = []
+        var sentIDs: [Int64] = []
+        var sentAt: [Date] = []
+        var results: [String] = []
+        var reasons: [String] = []
         var accepted = 0
-        var rejected: [String: Int] = [:], skipped: [String: Int] = [:]
-        var goneIDs: [Int64] = [], goneAt: [Date] = [], goneWhenRecorded: [Bool] = []
+        var rejected: [String: Int] = [:]
+        var skipped: [String: Int] = [:]
+        var goneIDs: [Int64] = []
+        var goneAt: [Date] = []
+        var goneWhenRecorded: [Bool] = []
         for outcome in outcomes {
             let (result, reason): (String, String)
             switch outcome.result {
@@ -355,7 +412,10 @@ extension BroadcastRepository {
                 logger: logger
             )
             if !goneIDs.isEmpty {
-                try await connection.query(RequestStatements.unregister(deviceIDs: goneIDs, at: goneAt, atDatabaseNow: goneWhenRecorded, now: now), logger: logger)
+                try await connection.query(
+                    RequestStatements.unregister(deviceIDs: goneIDs, at: goneAt, atDatabaseNow: goneWhenRecorded, now: now),
+                    logger: logger
+                )
             }
             return true
         }
@@ -384,10 +444,25 @@ extension BroadcastRepository {
             let options = (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.15.utf8))) ?? BroadcastOptions()
             let planned = row.10 > 0 ? row.9.addingTimeInterval(Double(row.7) / row.10) : row.9
             return LeasedBatch(
-                id: row.0, broadcastID: row.1, wave: Int(row.2), kind: .init(rawValue: row.3) ?? .background, cohort: row.4,
-                firstKey: row.5, lastKey: row.6, firstOrdinal: row.7, devices: row.8, cohortStart: row.9, rate: row.10,
-                editionID: row.11, appID: row.12, publicationID: row.13, environment: APNsEnvironment(storageCode: row.14),
-                maxPushesPerDevice: options.maxPushesPerDevice, deadline: row.16, leases: Int(row.17), slotStart: row.18 ?? planned
+                id: row.0,
+                broadcastID: row.1,
+                wave: Int(row.2),
+                kind: .init(rawValue: row.3) ?? .background,
+                cohort: row.4,
+                firstKey: row.5,
+                lastKey: row.6,
+                firstOrdinal: row.7,
+                devices: row.8,
+                cohortStart: row.9,
+                rate: row.10,
+                editionID: row.11,
+                appID: row.12,
+                publicationID: row.13,
+                environment: APNsEnvironment(storageCode: row.14),
+                maxPushesPerDevice: options.maxPushesPerDevice,
+                deadline: row.16,
+                leases: Int(row.17),
+                slotStart: row.18 ?? planned
             )
         }
         return nil

@@ -43,7 +43,13 @@ public struct LockedBroadcast: Sendable {
     /// Stores wave `wave` with its plan and cohorts.
     public func startWave(_ wave: Int, kind: BroadcastProgress.Wave.Kind, plan: StaggerPlan, now: Date) async throws {
         try await BroadcastRepository.insertWave(
-            wave, kind: kind, plan: plan, cohorts: broadcast.options.cohorts, broadcastID: broadcast.id, on: connection, logger: logger
+            wave,
+            kind: kind,
+            plan: plan,
+            cohorts: broadcast.options.cohorts,
+            broadcastID: broadcast.id,
+            on: connection,
+            logger: logger
         )
         try await connection.query("UPDATE broadcasts SET updated_at = \(now) WHERE id = \(broadcast.id)", logger: logger)
     }
@@ -72,7 +78,9 @@ extension BroadcastRepository {
     /// Hold the lock briefly: it holds off a cancel and every delivery recorded for the broadcast (their
     /// foreign key check shares the row). Count audiences outside it.
     public func withLockedBroadcast<Result: Sendable>(
-        _ id: UUID, logger: Logger, _ body: (LockedBroadcast) async throws -> Result
+        _ id: UUID,
+        logger: Logger,
+        _ body: (LockedBroadcast) async throws -> Result
     ) async throws -> Result? {
         try await client.withTransaction(logger: logger) { connection -> Result? in
             let locked = try await connection.query(

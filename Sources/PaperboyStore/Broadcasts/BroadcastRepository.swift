@@ -41,7 +41,8 @@ public struct BroadcastRepository: Sendable {
     }
 
     /// Wave 1's plan for an edition, without storing anything: `paperboy broadcast --dry-run`.
-    public func plan(editionID: UUID, environment: APNsEnvironment, options: BroadcastOptions, now: Date, logger: Logger) async throws -> StaggerPlan {
+    public func plan(editionID: UUID, environment: APNsEnvironment, options: BroadcastOptions, now: Date, logger: Logger) async throws -> StaggerPlan
+    {
         try validate(options)
         let edition = try await editionFacts(editionID, logger: logger)
         return try await firstWavePlan(edition: edition, editionID: editionID, environment: environment, options: options, now: now, logger: logger)
@@ -69,9 +70,20 @@ public struct BroadcastRepository: Sendable {
             return BroadcastStart(broadcast: existing, created: false, plan: nil)
         }
         guard edition.deadline > now else {
-            throw StoreError(code: .invalid, field: "edition", message: "the edition's deadline \(Self.timestamp(edition.deadline)) has passed; nothing may be sent")
+            throw StoreError(
+                code: .invalid,
+                field: "edition",
+                message: "the edition's deadline \(Self.timestamp(edition.deadline)) has passed; nothing may be sent"
+            )
         }
-        let plan = try await firstWavePlan(edition: edition, editionID: editionID, environment: environment, options: options, now: now, logger: logger)
+        let plan = try await firstWavePlan(
+            edition: edition,
+            editionID: editionID,
+            environment: environment,
+            options: options,
+            now: now,
+            logger: logger
+        )
         let id = UUID()
         let optionsJSON = String(decoding: try JSONEncoder().encode(options), as: UTF8.self)
         let created = try await client.withTransaction(logger: logger) { connection -> Bool in
@@ -168,8 +180,11 @@ public struct BroadcastRepository: Sendable {
         for try await row in cohortRows.decode((Int16, Int, Date, Date, Int, Int, Int, String, String).self) {
             let wave = Int(row.0)
             let counts = BroadcastProgress.Counts(
-                planned: row.4, sent: row.5, accepted: row.6,
-                rejected: Self.counts(json: row.7), skipped: Self.counts(json: row.8),
+                planned: row.4,
+                sent: row.5,
+                accepted: row.6,
+                rejected: Self.counts(json: row.7),
+                skipped: Self.counts(json: row.8),
                 receipts: receipts[wave]?[row.1] ?? [:]
             )
             cohortsByWave[wave, default: []].append(BroadcastProgress.Cohort(cohort: row.1, startsAt: row.2, endsAt: row.3, counts: counts))
@@ -184,17 +199,35 @@ public struct BroadcastRepository: Sendable {
             logger: logger
         )
         for try await row in waveRows.decode((Int16, String, Date, Double, Double, Date?, Double).self) {
-            waves.append(BroadcastProgress.Wave(
-                wave: Int(row.0), kind: .init(rawValue: row.1) ?? .background, startsAt: row.2, rate: row.3, window: row.4,
-                finishedAt: row.5, behindSeconds: row.6 > 0 ? row.6 : nil, cohorts: cohortsByWave[Int(row.0)] ?? []
-            ))
+            waves.append(
+                BroadcastProgress.Wave(
+                    wave: Int(row.0),
+                    kind: .init(rawValue: row.1) ?? .background,
+                    startsAt: row.2,
+                    rate: row.3,
+                    window: row.4,
+                    finishedAt: row.5,
+                    behindSeconds: row.6 > 0 ? row.6 : nil,
+                    cohorts: cohortsByWave[Int(row.0)] ?? []
+                )
+            )
         }
 
         let editionReceipts = try await ReceiptRepository(client: client).counts(editionID: broadcast.editionID, logger: logger)
         return BroadcastProgress(
-            id: id, editionID: broadcast.editionID, publication: broadcast.publication, issueDate: broadcast.issueDate,
-            environment: broadcast.environment, state: broadcast.state, origin: broadcast.origin, options: broadcast.options,
-            createdAt: broadcast.createdAt, deadline: broadcast.deadline, finishedAt: broadcast.finishedAt, failure: broadcast.failure, waves: waves,
+            id: id,
+            editionID: broadcast.editionID,
+            publication: broadcast.publication,
+            issueDate: broadcast.issueDate,
+            environment: broadcast.environment,
+            state: broadcast.state,
+            origin: broadcast.origin,
+            options: broadcast.options,
+            createdAt: broadcast.createdAt,
+            deadline: broadcast.deadline,
+            finishedAt: broadcast.finishedAt,
+            failure: broadcast.failure,
+            waves: waves,
             receipts: Dictionary(uniqueKeysWithValues: editionReceipts.map { ($0.key.rawValue, $0.value) })
         )
     }
@@ -224,13 +257,24 @@ public struct BroadcastRepository: Sendable {
     }
 
     private func firstWavePlan(
-        edition: EditionFacts, editionID: UUID, environment: APNsEnvironment, options: BroadcastOptions, now: Date, logger: Logger
+        edition: EditionFacts,
+        editionID: UUID,
+        environment: APNsEnvironment,
+        options: BroadcastOptions,
+        now: Date,
+        logger: Logger
     ) async throws -> StaggerPlan {
         let counts = try await CohortRepository(client: client).targetCounts(
-            publication: edition.publication, environment: environment, cohorts: options.cohorts, logger: logger
+            publication: edition.publication,
+            environment: environment,
+            cohorts: options.cohorts,
+            logger: logger
         )
         return try StaggerPlan(
-            cohortCounts: counts, pace: options.pace, requestedStart: now, jitter: options.jitter,
+            cohortCounts: counts,
+            pace: options.pace,
+            requestedStart: now,
+            jitter: options.jitter,
             seed: StaggerPlan.seed(for: editionID.uuidString.lowercased())
         )
     }
@@ -241,8 +285,13 @@ public struct BroadcastRepository: Sendable {
 
     /// Stores a wave and its cohorts. A cohort with nothing planned is stored done (`next_key = end_key`).
     static func insertWave(
-        _ wave: Int, kind: BroadcastProgress.Wave.Kind, plan: StaggerPlan, cohorts: Int, broadcastID: UUID,
-        on connection: PostgresConnection, logger: Logger
+        _ wave: Int,
+        kind: BroadcastProgress.Wave.Kind,
+        plan: StaggerPlan,
+        cohorts: Int,
+        broadcastID: UUID,
+        on connection: PostgresConnection,
+        logger: Logger
     ) async throws {
         let planned = plan.cohorts.reduce(0) { $0 + $1.devices }
         try await connection.query(
@@ -289,10 +338,20 @@ public struct BroadcastRepository: Sendable {
 
     static func broadcast(_ row: BroadcastRow) -> Broadcast {
         Broadcast(
-            id: row.0, editionID: row.1, appID: row.2, publicationID: row.3, environment: APNsEnvironment(storageCode: row.4),
+            id: row.0,
+            editionID: row.1,
+            appID: row.2,
+            publicationID: row.3,
+            environment: APNsEnvironment(storageCode: row.4),
             state: BroadcastProgress.State(storedState: row.5),
             options: (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.6.utf8))) ?? BroadcastOptions(),
-            origin: row.7, start: row.8, deadline: row.9, createdAt: row.10, finishedAt: row.11, failure: row.14, publication: row.12,
+            origin: row.7,
+            start: row.8,
+            deadline: row.9,
+            createdAt: row.10,
+            finishedAt: row.11,
+            failure: row.14,
+            publication: row.12,
             issueDate: row.13
         )
     }
@@ -316,4 +375,3 @@ extension BroadcastProgress.State {
         self = Self(rawValue: storedState) ?? .running
     }
 }
-

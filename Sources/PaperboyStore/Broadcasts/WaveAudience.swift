@@ -45,16 +45,26 @@ public struct WaveAudience: Sendable, Equatable {
     /// Wave `wave` of `broadcast`, of `kind`.
     public init(_ broadcast: Broadcast, wave: Int, kind: BroadcastProgress.Wave.Kind) {
         self.init(
-            appID: broadcast.appID, environment: broadcast.environment, publicationID: broadcast.publicationID,
-            editionID: broadcast.editionID, wave: wave, kind: kind, maxPushesPerDevice: broadcast.options.maxPushesPerDevice
+            appID: broadcast.appID,
+            environment: broadcast.environment,
+            publicationID: broadcast.publicationID,
+            editionID: broadcast.editionID,
+            wave: wave,
+            kind: kind,
+            maxPushesPerDevice: broadcast.options.maxPushesPerDevice
         )
     }
 
     /// Wave 1 of any edition of a publication: its targets.
     public static func targets(of publication: Publication, environment: APNsEnvironment) -> WaveAudience {
         WaveAudience(
-            appID: publication.appID, environment: environment, publicationID: publication.id, editionID: nil, wave: 1,
-            kind: .background, maxPushesPerDevice: BroadcastOptions.defaultMaxPushesPerDevice
+            appID: publication.appID,
+            environment: environment,
+            publicationID: publication.id,
+            editionID: nil,
+            wave: 1,
+            kind: .background,
+            maxPushesPerDevice: BroadcastOptions.defaultMaxPushesPerDevice
         )
     }
 
@@ -104,7 +114,9 @@ public struct WaveAudience: Sendable, Equatable {
     /// The stored key of the `size`-th device of the audience from key `from` on (before `before`): the
     /// last key of a batch of that many, which then holds every device up to and including that key.
     func batchBoundaryQuery(from firstKey: Int64, before endKey: Int64, size: Int) -> PostgresQuery {
-        query("SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $8 AND d.cohort_key < $9 ORDER BY d.cohort_key OFFSET $10 LIMIT 1") {
+        query(
+            "SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $8 AND d.cohort_key < $9 ORDER BY d.cohort_key OFFSET $10 LIMIT 1"
+        ) {
             $0.append(firstKey)
             $0.append(endKey)
             $0.append(size - 1)

@@ -78,4 +78,3 @@ extension ImageTier {
         self = storageCode == 0 ? .small : (storageCode == 1 ? .medium : .large)
     }
 }
-

@@ -21,7 +21,11 @@ public struct EditionRepository: Sendable {
     /// - Throws: `StoreError` naming `issueDate` when the publication has an edition for that day already
     ///   (nothing is changed), `publication` when it is not known, `app` when it is ambiguous; what `check` throws.
     public func publish(
-        _ manifest: EditionManifest, appID: Int?, now: Date = Date(), check: (Edition) throws -> Void = { _ in }, logger: Logger
+        _ manifest: EditionManifest,
+        appID: Int?,
+        now: Date = Date(),
+        check: (Edition) throws -> Void = { _ in },
+        logger: Logger
     ) async throws -> Edition {
         let deadline: Date
         do {

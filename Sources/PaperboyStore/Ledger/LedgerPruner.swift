@@ -62,7 +62,11 @@ public struct LedgerPruner: Sendable {
     /// Runs `deleting` (one batch of at most ``Configuration/batchSize`` rows) until a batch comes back short,
     /// or, in a dry run, `counting` once; `removed` gets each non-empty batch's size.
     private func removeInBatches(
-        counting: PostgresQuery, deleting: PostgresQuery, dryRun: Bool, logger: Logger, removed: (Int) -> Void
+        counting: PostgresQuery,
+        deleting: PostgresQuery,
+        dryRun: Bool,
+        logger: Logger,
+        removed: (Int) -> Void
     ) async throws {
         if dryRun {
             let counted = try await count(counting, logger: logger)
@@ -95,7 +99,8 @@ public struct LedgerPruner: Sendable {
             try await removeInBatches(
                 counting: "SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND sent_at < \(cutoff)",
                 deleting: Self.deleteDeliveries(broadcastID: id, cutoff: cutoff, limit: limit),
-                dryRun: dryRun, logger: logger
+                dryRun: dryRun,
+                logger: logger
             ) { removed in
                 result.deliveries += removed
                 progress(result)
@@ -109,7 +114,8 @@ public struct LedgerPruner: Sendable {
             try await removeInBatches(
                 counting: "SELECT count(*) FROM receipts WHERE edition_id = \(id) AND received_at < \(cutoff)",
                 deleting: Self.deleteReceipts(editionID: id, cutoff: cutoff, limit: limit),
-                dryRun: dryRun, logger: logger
+                dryRun: dryRun,
+                logger: logger
             ) { removed in
                 result.receipts += removed
                 progress(result)
@@ -117,7 +123,9 @@ public struct LedgerPruner: Sendable {
         }
         logger.info(
             dryRun ? "ledger prune counted" : "ledger pruned",
-            metadata: [LogKey.deliveries: "\(result.deliveries)", LogKey.receipts: "\(result.receipts)", LogKey.cutoff: "\(cutoff.formatted(.iso8601))"]
+            metadata: [
+                LogKey.deliveries: "\(result.deliveries)", LogKey.receipts: "\(result.receipts)", LogKey.cutoff: "\(cutoff.formatted(.iso8601))",
+            ]
         )
         return result
     }

@@ -127,7 +127,9 @@ public enum RequestStatements {
         Statement("dispatch: the cohort due soonest (lease)") { s in BroadcastRepository.dueCohortQuery(dueBy: s.now) },
         Statement("dispatch: a batch's last key, wave 1 (lease)") { s in batchBoundary(audience(s, wave: 1), from: s.batchKeys?.lowerBound) },
         Statement("dispatch: a batch's last key, wave 2 (lease)") { s in batchBoundary(audience(s, wave: 2), from: s.batchKeys?.lowerBound) },
-        Statement("dispatch: a batch's last key, alert wave (lease)") { s in batchBoundary(audience(s, wave: 3, kind: .alert), from: s.batchKeys?.lowerBound) },
+        Statement("dispatch: a batch's last key, alert wave (lease)") { s in
+            batchBoundary(audience(s, wave: 3, kind: .alert), from: s.batchKeys?.lowerBound)
+        },
         Statement("dispatch: a batch's size, wave 2 (lease)") { s in
             let keys = s.batchRange(defaultWidth: 1 << 24)
             return audience(s, wave: 2).batchSizeQuery(firstKey: keys.lowerBound, lastKey: keys.upperBound)
@@ -165,7 +167,8 @@ public enum RequestStatements {
         Statement("dispatch: a broadcast that cannot be sent ends as failed") { s in
             BroadcastRepository.failQuery(id: s.broadcastID, reason: "reason", now: s.now)
         },
-        Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now) },
+        Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now)
+        },
     ]
 
     /// The wave audience of the sample broadcast, as the dispatcher builds it.

@@ -65,8 +65,11 @@ struct DispatchOptions: ParsableArguments {
         configuration.leaseDuration = .seconds(try leaseSeconds())
         configuration.maxBatchSize = maxBatch
         let dispatcher = Dispatcher(
-            repository: BroadcastRepository(client: client), editions: EditionRepository(client: client), channels: channels,
-            configuration: configuration, logger: Logger(label: "paperboy.dispatch")
+            repository: BroadcastRepository(client: client),
+            editions: EditionRepository(client: client),
+            channels: channels,
+            configuration: configuration,
+            logger: Logger(label: "paperboy.dispatch")
         )
         return (dispatcher, clients)
     }
