@@ -92,7 +92,7 @@ public final class Dispatcher: Service {
     private let logger: Logger
     /// The batches this worker holds, with whether their lease was lost or their broadcast cancelled (then
     /// their sending stops).
-    private let held = Mutex<[Int64: (batch: LeasedBatch, lost: Bool, cancelled: Bool)]>([:])
+    private let held = Mutex<[Int64: HeldBatch]>([:])
     private let metrics = DispatchMetrics()
 
     public init(
@@ -218,7 +218,7 @@ public final class Dispatcher: Service {
             excluding: held.withLock { Array($0.keys) },
             logger: logger
         )
-        if let batch { held.withLock { $0[batch.id] = (batch, false, false) } }
+        if let batch { held.withLock { $0[batch.id] = HeldBatch(batch: batch) } }
         return batch
     }
 
@@ -264,9 +264,12 @@ public final class Dispatcher: Service {
                 if !renewal.stopped.isEmpty {
                     held.withLock { held in for id in renewal.stopped { held[id]?.cancelled = true } }
                 }
-                let lost = batches.filter { !still.contains($0.id) }
+                let lost = held.withLock { held in
+                    let lost = HeldBatch.lost(renewed: batches, still: still, held: held)
+                    for batch in lost { held[batch.id]?.lost = true }
+                    return lost
+                }
                 if !lost.isEmpty {
-                    held.withLock { held in for batch in lost { held[batch.id]?.lost = true } }
                     logger.warning(
                         "lost the leases of batches still being sent; they stop, and their new holder sends them",
                         metadata: [LogKey.batches: "\(lost.map(\.id))"]
@@ -320,6 +323,7 @@ public final class Dispatcher: Service {
                 if result.stopped { break }
             }
             let sentAll = ContinuousClock.now
+            held.withLock { $0[batch.id]?.recording = true }
             let recorded = try await recordRetrying(batch, outcomes: outcomes, logger: logger)
             logger.debug(
                 "batch done",
@@ -549,6 +553,28 @@ public final class Dispatcher: Service {
             case .expired(let broadcast):
                 logger.warning("broadcast expired at the edition's deadline with devices left", metadata: [LogKey.broadcast: "\(broadcast)"])
             }
+        }
+    }
+}
+
+/// A batch a worker holds, and what became of its lease meanwhile.
+struct HeldBatch: Sendable {
+    var batch: LeasedBatch
+    /// Its lease was taken over: sending stops, the new holder sends the rest.
+    var lost = false
+    /// Its broadcast was cancelled: the rest is recorded as skipped.
+    var cancelled = false
+    /// Its outcomes are being recorded: a renewal that no longer finds it may have run just after the
+    /// record committed (the batch is done), which is no loss.
+    var recording = false
+
+    /// The batches of `renewed` whose renewal did not find them: their leases were lost. A batch that is
+    /// being recorded, or was recorded and let go meanwhile, is not: it is done, not taken over; if its lease
+    /// had been lost, recording it says so.
+    static func lost(renewed: [LeasedBatch], still: Set<Int64>, held: [Int64: HeldBatch]) -> [LeasedBatch] {
+        renewed.filter { batch in
+            guard !still.contains(batch.id), let entry = held[batch.id] else { return false }
+            return !entry.recording
         }
     }
 }

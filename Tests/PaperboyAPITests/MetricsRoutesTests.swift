@@ -13,7 +13,10 @@ struct MetricsRoutesTests {
     func metrics() async throws {
         try await TestDatabase.with { db in
             let registry = PrometheusCollectorRegistry()
-            registry.makeCounter(name: "paperboy_test_total", labels: [("result", "newData")]).increment(by: Int64(3))
+            registry.makeCounter(
+                descriptor: MetricNameDescriptor(namespace: "paperboy", metricName: "test", unitName: "total", helpText: ""),
+                labels: [("result", "newData")]
+            ).increment(by: Int64(3))
             var configuration = APIConfiguration(host: "127.0.0.1", port: 0)
             configuration.metrics = registry
             try await buildApplication(client: db.client, configuration: configuration, logger: db.logger).test(.router) { client in
