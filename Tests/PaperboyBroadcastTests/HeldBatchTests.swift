@@ -10,9 +10,25 @@ import Testing
 struct HeldBatchTests {
     static func batch(_ id: Int64) -> LeasedBatch {
         LeasedBatch(
-            id: id, broadcastID: UUID(), wave: 1, kind: .background, cohort: 0, firstKey: 0, lastKey: 10, firstOrdinal: 0, devices: 10,
-            cohortStart: Date(timeIntervalSince1970: 0), rate: 10, editionID: UUID(), appID: 1, publicationID: 1, environment: .production,
-            maxPushesPerDevice: 3, deadline: Date(timeIntervalSince1970: 3600), leases: 1, slotStart: Date(timeIntervalSince1970: 0)
+            id: id,
+            broadcastID: UUID(),
+            wave: 1,
+            kind: .background,
+            cohort: 0,
+            firstKey: 0,
+            lastKey: 10,
+            firstOrdinal: 0,
+            devices: 10,
+            cohortStart: Date(timeIntervalSince1970: 0),
+            rate: 10,
+            editionID: UUID(),
+            appID: 1,
+            publicationID: 1,
+            environment: .production,
+            maxPushesPerDevice: 3,
+            deadline: Date(timeIntervalSince1970: 3600),
+            leases: 1,
+            slotStart: Date(timeIntervalSince1970: 0)
         )
     }
 
