@@ -70,7 +70,13 @@ struct FaultTests {
                         #expect(worker.isRunning, "the worker survives the database going away")
                         try postgres.start()
 
-                        let progress = try await rig.waitForCompletion(id, seconds: 60)
+                        let progress: BroadcastProgress
+                        do {
+                            progress = try await rig.waitForCompletion(id, seconds: 60)
+                        } catch {
+                            print("[fault] pg restart (\(outage) s down): the worker's last lines:\n\(worker.output.split(separator: "\n").suffix(40).joined(separator: "\n"))")
+                            throw error
+                        }
                         #expect(worker.isRunning, "the worker kept running after the database came back")
                         let problems = worker.problemLines
                         let exit = await worker.terminate(within: 30)
