@@ -74,7 +74,9 @@ struct FaultTests {
                         do {
                             progress = try await rig.waitForCompletion(id, seconds: 60)
                         } catch {
-                            print("[fault] pg restart (\(outage) s down): the worker's last lines:\n\(worker.output.split(separator: "\n").suffix(40).joined(separator: "\n"))")
+                            print(
+                                "[fault] pg restart (\(outage) s down): the worker's last lines:\n\(worker.output.split(separator: "\n").suffix(40).joined(separator: "\n"))"
+                            )
                             throw error
                         }
                         #expect(worker.isRunning, "the worker kept running after the database came back")
