@@ -49,6 +49,17 @@ public final class Dispatcher: Service {
         /// How long a batch's outcomes are retried while the database cannot record them (the lease is
         /// renewed meanwhile); after that the batch is left to its lease.
         public var recordPatience: Duration = .seconds(300)
+        /// How long the worker waits for the database to answer one call (a lease, a batch's targets, a record, a
+        /// renewal) before it gives up on it as failed; never less than ``leaseDuration``. A safeguard, in wall-clock
+        /// time: PostgresNIO can leave a query on a connection the server just closed (a restart, a failover)
+        /// unanswered for ever, and a worker waiting on it would hold its batch, or stop leasing, for good.
+        public var databasePatience: Duration = .seconds(30)
+        /// How long before a later wave's start its audience is counted: longer than the count takes (about 15 s
+        /// at 1 million devices, minutes at 10 million), so that the wave starts on time.
+        public var countAhead: Duration = .seconds(5 * 60)
+        /// How long moving the broadcasts along may wait for the database (it counts a later wave's audience: minutes
+        /// at 10 million devices), for the same reason as ``databasePatience``.
+        public var advancePatience: Duration = .seconds(30 * 60)
 
         public init(owner: String = Configuration.defaultOwner()) {
             self.owner = owner
@@ -67,6 +78,7 @@ public final class Dispatcher: Service {
             scaled.catchUpTolerance = scaled.catchUpTolerance * factor
             scaled.recordPatience = scaled.recordPatience * factor
             scaled.unreachablePatience = scaled.unreachablePatience * factor
+            scaled.countAhead = scaled.countAhead * factor
             return scaled
         }
 
@@ -104,7 +116,7 @@ public final class Dispatcher: Service {
         logger: Logger
     ) {
         self.repository = repository
-        self.advancer = WaveAdvancer(repository: repository)
+        self.advancer = WaveAdvancer(repository: repository, countAhead: configuration.countAhead.seconds)
         self.editions = editions
         self.channels = channels
         self.configuration = configuration
@@ -208,16 +220,20 @@ public final class Dispatcher: Service {
     }
 
     private func lease(now: Date) async throws -> LeasedBatch? {
-        let batch = try await repository.lease(
-            owner: configuration.owner,
-            now: now,
-            lookahead: configuration.lookahead.seconds,
-            duration: configuration.leaseDuration.seconds,
-            batchDuration: configuration.batchDuration.seconds,
-            maxBatchSize: configuration.maxBatchSize,
-            excluding: held.withLock { Array($0.keys) },
-            logger: logger
-        )
+        let (repository, configuration, logger) = (self.repository, self.configuration, self.logger)
+        let excluding = held.withLock { Array($0.keys) }
+        let batch = try await database {
+            try await repository.lease(
+                owner: configuration.owner,
+                now: now,
+                lookahead: configuration.lookahead.seconds,
+                duration: configuration.leaseDuration.seconds,
+                batchDuration: configuration.batchDuration.seconds,
+                maxBatchSize: configuration.maxBatchSize,
+                excluding: excluding,
+                logger: logger
+            )
+        }
         if let batch { held.withLock { $0[batch.id] = HeldBatch(batch: batch) } }
         return batch
     }
@@ -229,8 +245,9 @@ public final class Dispatcher: Service {
         while !stopping.isSet && !Task.isCancelled {
             let now = clock.now()
             do {
-                log(try await advancer.advance(now: now, logger: logger))
-                metrics.tick(now: now, running: try await repository.runningTotals(logger: logger))
+                let (advancer, repository, logger) = (self.advancer, self.repository, self.logger)
+                log(try await answered(within: configuration.advancePatience) { try await advancer.advance(now: now, logger: logger) })
+                metrics.tick(now: now, running: try await database { try await repository.runningTotals(logger: logger) })
             } catch {
                 logger.error("could not advance broadcasts", metadata: [LogKey.error: "\(String(reflecting: error))"])
             }
@@ -253,13 +270,16 @@ public final class Dispatcher: Service {
             }
             let batches = held.withLock { $0.values.filter { !$0.lost }.map(\.batch) }
             do {
-                let renewal = try await repository.renew(
-                    batches,
-                    owner: configuration.owner,
-                    duration: configuration.leaseDuration.seconds,
-                    now: clock.now(),
-                    logger: logger
-                )
+                let (repository, configuration, logger, now) = (self.repository, self.configuration, self.logger, clock.now())
+                let renewal = try await database {
+                    try await repository.renew(
+                        batches,
+                        owner: configuration.owner,
+                        duration: configuration.leaseDuration.seconds,
+                        now: now,
+                        logger: logger
+                    )
+                }
                 let still = renewal.held
                 if !renewal.stopped.isEmpty {
                     held.withLock { held in for id in renewal.stopped { held[id]?.cancelled = true } }
@@ -296,9 +316,10 @@ public final class Dispatcher: Service {
         logger[metadataKey: LogKey.batch] = "\(batch.id)"
         do {
             let started = ContinuousClock.now
-            let targets = try await repository.targets(of: batch, now: clock.now(), logger: logger)
-            let channel = try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger)
-            let notifications = try await notifications(for: batch, logger: logger)
+            let (repository, channels, now, logger) = (self.repository, self.channels, clock.now(), logger)
+            let targets = try await database { try await repository.targets(of: batch, now: now, logger: logger) }
+            let channel = try await database { try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger) }
+            let notifications = try await database { try await self.notifications(for: batch, logger: logger) }
             let read = ContinuousClock.now
             var outcomes: [BatchOutcome] = []
             var pending = Array(targets.indices)
@@ -358,7 +379,8 @@ public final class Dispatcher: Service {
         logger.error("the broadcast cannot be sent; it ends as failed", metadata: [LogKey.reason: "\(reason)"])
         metrics.batch([], kind: batch.kind.rawValue, result: "failed")
         do {
-            if try await repository.fail(id: batch.broadcastID, reason: reason, now: clock.now(), logger: logger) {
+            let (repository, now) = (self.repository, clock.now())
+            if try await database({ try await repository.fail(id: batch.broadcastID, reason: reason, now: now, logger: logger) }) {
                 metrics.failed(cause: cause)
             }
         } catch {
@@ -485,14 +507,10 @@ public final class Dispatcher: Service {
     private func reclaim(_ batch: LeasedBatch, from index: Int, remaining: Int, logger: Logger) async throws -> Date? {
         try await retrying("could not claim a new slot for a late batch; trying again", logger: logger, until: nil) {
             if self.held.withLock({ $0[batch.id]?.lost ?? true }) { return nil }
-            return try await self.repository.reclaimSlot(
-                batch,
-                from: index,
-                remaining: remaining,
-                owner: self.configuration.owner,
-                now: self.clock.now(),
-                logger: logger
-            )
+            let (repository, owner, now) = (self.repository, self.configuration.owner, self.clock.now())
+            return try await self.database {
+                try await repository.reclaimSlot(batch, from: index, remaining: remaining, owner: owner, now: now, logger: logger)
+            }
         }
     }
 
@@ -501,8 +519,15 @@ public final class Dispatcher: Service {
     private func recordRetrying(_ batch: LeasedBatch, outcomes: [BatchOutcome], logger: Logger) async throws -> Bool {
         let giveUp = clock.now().addingTimeInterval(configuration.recordPatience.seconds)
         return try await retrying("could not record a batch; trying again", logger: logger, until: giveUp) {
-            try await self.repository.record(batch, outcomes: outcomes, owner: self.configuration.owner, now: self.clock.now(), logger: logger)
+            let (repository, owner, now) = (self.repository, self.configuration.owner, self.clock.now())
+            return try await self.database { try await repository.record(batch, outcomes: outcomes, owner: owner, now: now, logger: logger) }
         }
+    }
+
+    /// One call to the database, given up as failed (``DatabaseCallUnanswered``) after
+    /// ``Configuration/databasePatience`` (at least the lease): see there.
+    private func database<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        try await answered(within: max(configuration.databasePatience, configuration.leaseDuration), operation)
     }
 
     /// Runs `operation` until it succeeds, waiting 0.25 s, then twice as long each time up to 5 s (on the

@@ -4,7 +4,6 @@ import PaperboyCore
 import PaperboyStore
 import PostgresNIO
 import ServiceLifecycle
-import Synchronization
 
 /// Fires broadcast schedules: at each instant of a schedule, starts a broadcast of the newest edition of
 /// its publication.
@@ -237,37 +236,13 @@ extension SchedulerSession {
     /// Runs a query on the session's connection and reads all its rows.
     ///
     /// PostgresNIO never answers a query written to a connection that has just closed, so the query is
-    /// given up after ``queryTimeout``: the session ends, and the scheduler takes a new connection.
+    /// given up after ``queryTimeout`` (``answered(within:_:)``): the session ends, and the scheduler takes a new connection.
     func query(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        let connection = self.connection
-        let logger = scheduler.logger
-        return try await withCheckedThrowingContinuation { continuation in
-            let reply = Reply(continuation)
-            let timeout = Task {
-                try await Task.sleep(for: Self.queryTimeout)
-                reply.resume(with: .failure(SchedulerSessionClosed()))
-            }
-            Task {
-                do {
-                    reply.resume(with: .success(try await connection.query(query, logger: logger).collect()))
-                } catch {
-                    reply.resume(with: .failure(error))
-                }
-                timeout.cancel()
-            }
-        }
-    }
-
-    /// Resumes a continuation once, with whichever result comes first.
-    private final class Reply: Sendable {
-        private let continuation: Mutex<CheckedContinuation<[PostgresRow], any Error>?>
-
-        init(_ continuation: CheckedContinuation<[PostgresRow], any Error>) {
-            self.continuation = Mutex(continuation)
-        }
-
-        func resume(with result: Result<[PostgresRow], any Error>) {
-            continuation.withLock { $0.take() }?.resume(with: result)
+        let (connection, logger) = (self.connection, scheduler.logger)
+        do {
+            return try await answered(within: Self.queryTimeout) { try await connection.query(query, logger: logger).collect() }
+        } catch is DatabaseCallUnanswered {
+            throw SchedulerSessionClosed()
         }
     }
 }

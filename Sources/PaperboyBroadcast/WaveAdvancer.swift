@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PaperboyCore
 import PaperboyStore
+import Synchronization
 
 /// What advancing a broadcast did.
 public enum BroadcastEvent: Sendable, Equatable {
@@ -16,16 +17,24 @@ public enum BroadcastEvent: Sendable, Equatable {
 struct WaveAdvancer: Sendable {
     let repository: BroadcastRepository
     let cohorts: CohortRepository
+    /// How long before a wave's start its audience is counted (``WavePolicy``).
+    let countAhead: TimeInterval
+    /// Counts taken ahead of a wave's start, kept until the wave starts (this process's: another worker
+    /// that advances the broadcast counts for itself).
+    private let counted = CountsAhead()
 
-    init(repository: BroadcastRepository) {
+    init(repository: BroadcastRepository, countAhead: TimeInterval = 0) {
         self.repository = repository
         self.cohorts = CohortRepository(client: repository.client)
+        self.countAhead = countAhead
     }
 
     /// Advances every running broadcast once.
     func advance(now: Date, logger: Logger) async throws -> [BroadcastEvent] {
         var events: [BroadcastEvent] = []
-        for id in try await repository.runningBroadcastIDs(logger: logger) {
+        let running = try await repository.runningBroadcastIDs(logger: logger)
+        counted.keep(Set(running))
+        for id in running {
             events += try await advance(id, now: now, logger: logger)
         }
         return events
@@ -35,15 +44,17 @@ struct WaveAdvancer: Sendable {
     /// lock and the step runs again with them (a few times at most, when other workers move it meanwhile).
     func advance(_ id: UUID, now: Date, logger: Logger) async throws -> [BroadcastEvent] {
         var events: [BroadcastEvent] = []
-        var counted: WavePolicy.Counts?
         for _ in 0..<3 {
-            let step = try await repository.withLockedBroadcast(id, logger: logger) { locked in
-                try await Self.apply(locked, now: now, counted: counted)
+            let counts = counted.get(id)
+            let step = try await repository.withLockedBroadcast(id, logger: logger) { [countAhead] locked in
+                try await Self.apply(locked, now: now, counted: counts, countAhead: countAhead)
             }
+            // Not running any more, or another worker is advancing it: its counts stay until it is no longer running.
             guard let step else { return events }
             events += step.events
+            if step.events.contains(where: \.endsCounting) { counted.set(id, nil) }
             guard let request = step.countRequest else { return events }
-            counted = try await count(request, of: step.broadcast, logger: logger)
+            counted.set(id, try await count(request, of: step.broadcast, now: now, logger: logger))
         }
         return events
     }
@@ -55,13 +66,14 @@ struct WaveAdvancer: Sendable {
         var countRequest: (wave: Int, kinds: [BroadcastProgress.Wave.Kind])?
     }
 
-    static func apply(_ locked: LockedBroadcast, now: Date, counted: WavePolicy.Counts?) async throws -> Step {
+    static func apply(_ locked: LockedBroadcast, now: Date, counted: WavePolicy.Counts?, countAhead: TimeInterval = 0) async throws -> Step {
         let broadcast = locked.broadcast
         let state = WavePolicy.State(
             deadline: broadcast.deadline,
             options: broadcast.options,
             waves: locked.waves,
-            lastWaveHasWorkLeft: locked.lastWaveHasWorkLeft
+            lastWaveHasWorkLeft: locked.lastWaveHasWorkLeft,
+            countAhead: countAhead
         )
         var step = Step(broadcast: broadcast)
         for action in try WavePolicy.next(state, now: now, counted: counted) {
@@ -90,9 +102,10 @@ struct WaveAdvancer: Sendable {
     private func count(
         _ request: (wave: Int, kinds: [BroadcastProgress.Wave.Kind]),
         of broadcast: Broadcast,
+        now: Date,
         logger: Logger
     ) async throws -> WavePolicy.Counts {
-        var counts = WavePolicy.Counts(afterWave: request.wave - 1)
+        var counts = WavePolicy.Counts(afterWave: request.wave - 1, countedAt: now)
         for kind in request.kinds {
             let perCohort = try await cohorts.counts(
                 of: WaveAudience(broadcast, wave: request.wave, kind: kind),
@@ -104,4 +117,22 @@ struct WaveAdvancer: Sendable {
         }
         return counts
     }
+}
+
+extension BroadcastEvent {
+    /// After this, counts taken for the broadcast are of no more use.
+    var endsCounting: Bool {
+        switch self {
+        case .waveStarted, .completed, .expired: true
+        case .waveFinished: false
+        }
+    }
+}
+
+/// The counts a worker took ahead of waves' starts, per broadcast.
+private final class CountsAhead: Sendable {
+    private let counts = Mutex<[UUID: WavePolicy.Counts]>([:])
+    func get(_ id: UUID) -> WavePolicy.Counts? { counts.withLock { $0[id] } }
+    func set(_ id: UUID, _ value: WavePolicy.Counts?) { counts.withLock { $0[id] = value } }
+    func keep(_ ids: Set<UUID>) { counts.withLock { $0 = $0.filter { ids.contains($0.key) } } }
 }

@@ -15,8 +15,10 @@ import PaperboyStore
 ///   broadcast asks for a last resort. Each runs at wave 1's rate, the rate the content API was planned for.
 /// - A wave whose audience is empty is not started; the next candidate is tried. With no candidate left,
 ///   the broadcast is completed.
-/// - Audiences are counted outside the broadcast's lock (seconds at millions of devices), so the policy
-///   asks for counts first and decides on them the next time round.
+/// - Audiences are counted outside the broadcast's lock (seconds at millions of devices, minutes at ten
+///   million), so the policy asks for counts first and decides on them the next time round; it asks
+///   `countAhead` before the wave's start, so that a wave starts on time however long its count takes.
+///   Devices that post a receipt between the count and their slot are left out when their batch is leased.
 public enum WavePolicy {
     /// What the policy decides on.
     public struct State: Sendable, Equatable {
@@ -26,12 +28,15 @@ public enum WavePolicy {
         public var waves: [StoredWave]
         /// Whether the last wave has devices left to lease or batches not yet recorded.
         public var lastWaveHasWorkLeft: Bool
+        /// How long before a wave's start its audience is counted (longer than a count takes).
+        public var countAhead: TimeInterval
 
-        public init(deadline: Date, options: BroadcastOptions, waves: [StoredWave], lastWaveHasWorkLeft: Bool) {
+        public init(deadline: Date, options: BroadcastOptions, waves: [StoredWave], lastWaveHasWorkLeft: Bool, countAhead: TimeInterval = 0) {
             self.deadline = deadline
             self.options = options
             self.waves = waves
             self.lastWaveHasWorkLeft = lastWaveHasWorkLeft
+            self.countAhead = countAhead
         }
     }
 
@@ -39,10 +44,13 @@ public enum WavePolicy {
     public struct Counts: Sendable, Equatable {
         public var afterWave: Int
         public var perCohort: [BroadcastProgress.Wave.Kind: [Int]]
+        /// When the count was asked for; nil: just now.
+        public var countedAt: Date?
 
-        public init(afterWave: Int, perCohort: [BroadcastProgress.Wave.Kind: [Int]] = [:]) {
+        public init(afterWave: Int, perCohort: [BroadcastProgress.Wave.Kind: [Int]] = [:], countedAt: Date? = nil) {
             self.afterWave = afterWave
             self.perCohort = perCohort
+            self.countedAt = countedAt
         }
     }
 
@@ -78,13 +86,18 @@ public enum WavePolicy {
         let candidates = nextKinds(state)
         guard !candidates.isEmpty else { return actions + [.complete] }
         let start = nextStart(state)
-        guard start <= now else { return actions }
+        let countFrom = start.addingTimeInterval(-state.countAhead)
+        guard countFrom <= now else { return actions }
 
         for kind in candidates {
-            guard let counted, counted.afterWave == last.wave, let counts = counted.perCohort[kind], counts.count == options.cohorts else {
+            guard let counted, counted.afterWave == last.wave, let counts = counted.perCohort[kind], counts.count == options.cohorts,
+                (counted.countedAt ?? now) >= countFrom
+            else {
                 return actions + [.count(wave: last.wave + 1, kinds: candidates)]
             }
             guard counts.contains(where: { $0 > 0 }) else { continue }
+            // Counted ahead: the wave starts at its time, not when counted.
+            guard start <= now else { return actions }
             let plan = try StaggerPlan(cohortCounts: counts, pace: .capacity(perSecond: first.rate), start: start)
             return actions + [.startWave(wave: last.wave + 1, kind: kind, plan: plan)]
         }

@@ -61,6 +61,28 @@ struct WavePolicyTests {
         #expect(plan.window == 2)
     }
 
+    @Test("with countAhead the audience is counted that long before the start, and the wave still starts on time")
+    func countAhead() throws {
+        var state = Self.state(waves: [Self.wave(1, finished: true, rate: 250)])
+        state.countAhead = 300
+        let start = Self.start.addingTimeInterval(Self.interval)
+        #expect(try WavePolicy.next(state, now: start.addingTimeInterval(-301), counted: nil) == [])
+        let early = start.addingTimeInterval(-300)
+        #expect(try WavePolicy.next(state, now: early, counted: nil) == [.count(wave: 2, kinds: [.background])])
+
+        let counted = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [300, 200]], countedAt: early)
+        #expect(try WavePolicy.next(state, now: start.addingTimeInterval(-1), counted: counted) == [], "counted, but not due yet")
+        let plan = try StaggerPlan(cohortCounts: [300, 200], pace: .capacity(perSecond: 250), start: start)
+        #expect(try WavePolicy.next(state, now: start, counted: counted) == [.startWave(wave: 2, kind: .background, plan: plan)])
+
+        // A count from before the window (a worker that was stopped since) is taken again.
+        let stale = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [300, 200]], countedAt: early.addingTimeInterval(-1))
+        #expect(try WavePolicy.next(state, now: start, counted: stale) == [.count(wave: 2, kinds: [.background])])
+        // Nobody left to wake: the broadcast completes without waiting for the start.
+        let empty = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [0, 0]], countedAt: early)
+        #expect(try WavePolicy.next(state, now: early, counted: empty) == [.complete])
+    }
+
     @Test("counts for another wave or another cohort split are taken again")
     func staleCounts() throws {
         let state = Self.state(waves: [Self.wave(1, finished: true), Self.wave(2, finished: true)])

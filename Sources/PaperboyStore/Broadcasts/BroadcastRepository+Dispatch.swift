@@ -32,7 +32,7 @@ extension BroadcastRepository {
         let leaseNow = leaseNow(now)
         // Batches of dead workers first: their devices were due earliest. They go out in the wave's next free
         // slot, after the work already claimed, so taking one over never doubles the rate.
-        let taken = try await client.withTransaction(logger: logger) { connection -> LeasedBatch? in
+        let taken = try await client.transaction(logger: logger) { connection -> LeasedBatch? in
             let rows = try await connection.query(
                 Self.takeOverQuery(owner: owner, duration: duration, now: leaseNow, excluding: held),
                 logger: logger
@@ -64,7 +64,7 @@ extension BroadcastRepository {
         }
         // Carve a new batch; a cohort found empty is closed and the next one tried.
         for _ in 0..<64 {
-            let carved = try await client.withTransaction(logger: logger) { connection -> (id: Int64?, again: Bool) in
+            let carved = try await client.transaction(logger: logger) { connection -> (id: Int64?, again: Bool) in
                 let due = try await connection.query(Self.dueCohortQuery(dueBy: now.addingTimeInterval(lookahead)), logger: logger)
                 var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double, Date)?
                 for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date).self) { found = row }
@@ -211,7 +211,7 @@ extension BroadcastRepository {
     /// - Returns: when the `index`-th device goes out; nil when `owner` no longer holds this lease of the
     ///   batch (its new holder sends it).
     public func reclaimSlot(_ batch: LeasedBatch, from index: Int, remaining: Int, owner: String, now: Date, logger: Logger) async throws -> Date? {
-        try await client.withTransaction(logger: logger) { connection -> Date? in
+        try await client.transaction(logger: logger) { connection -> Date? in
             let held = try await connection.query(
                 """
                 SELECT id FROM broadcast_batches
@@ -372,7 +372,7 @@ extension BroadcastRepository {
         }
         let sent = sentIDs.count
         let background = batch.kind == .background
-        return try await client.withTransaction(logger: logger) { connection -> Bool in
+        return try await client.transaction(logger: logger) { connection -> Bool in
             let done = try await connection.query(
                 """
                 UPDATE broadcast_batches SET done_at = \(now)

@@ -82,7 +82,7 @@ extension BroadcastRepository {
         logger: Logger,
         _ body: (LockedBroadcast) async throws -> Result
     ) async throws -> Result? {
-        try await client.withTransaction(logger: logger) { connection -> Result? in
+        try await client.transaction(logger: logger) { connection -> Result? in
             let locked = try await connection.query(
                 "SELECT id FROM broadcasts WHERE id = \(id) AND state = 'running' FOR UPDATE SKIP LOCKED",
                 logger: logger

@@ -86,7 +86,7 @@ public struct BroadcastRepository: Sendable {
         )
         let id = UUID()
         let optionsJSON = String(decoding: try JSONEncoder().encode(options), as: UTF8.self)
-        let created = try await client.withTransaction(logger: logger) { connection -> Bool in
+        let created = try await client.transaction(logger: logger) { connection -> Bool in
             let rows = try await connection.query(
                 """
                 INSERT INTO broadcasts (id, edition_id, environment, state, plan, origin)

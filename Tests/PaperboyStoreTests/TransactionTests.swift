@@ -1,0 +1,79 @@
+import Foundation
+import Logging
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+@Suite("Transactions")
+struct TransactionTests {
+    struct BodyFailed: Error {}
+
+    /// PostgreSQL stopped or failed over mid-transaction: the server closes the connection, the transaction's
+    /// next statement fails, and the transaction must end with that error. PostgresNIO's own `withTransaction`
+    /// then writes a ROLLBACK to the torn-down channel, which is never answered: a dispatcher waiting there
+    /// stopped leasing for good.
+    @Test(
+        "a transaction whose connection the server closed ends with the body's error at once, and the client goes on",
+        .timeLimit(.minutes(1))
+    )
+    func connectionClosedMidTransaction() async throws {
+        try await TestDatabase.with { db in
+            let started = ContinuousClock.now
+            await #expect(throws: BodyFailed.self) {
+                try await db.client.transaction(logger: db.logger) { connection in
+                    var pid: Int32 = 0
+                    for try await value in try await connection.query("SELECT pg_backend_pid()", logger: db.logger).decode(Int32.self) {
+                        pid = value
+                    }
+                    try await db.client.query("SELECT pg_terminate_backend(\(pid))", logger: db.logger)
+                    // Until NIO has closed the channel and torn its pipeline down (bounded: the test's time limit).
+                    while !connection.isClosed { try await Task.sleep(for: .milliseconds(10)) }
+                    try await Task.sleep(for: .milliseconds(200))
+                    throw BodyFailed()
+                }
+            }
+            #expect(started.duration(to: .now) < .seconds(20), "ended when the body failed, not after a wait")
+
+            let value = try await db.client.transaction(logger: db.logger) { connection in
+                var one = 0
+                for try await value in try await connection.query("SELECT 1", logger: db.logger).decode(Int.self) { one = value }
+                return one
+            }
+            #expect(value == 1, "the pool replaced the closed connection")
+        }
+    }
+
+    @Test("a call that is never answered is given up after its limit; one that is answered returns its value or error")
+    func answeredWithin() async throws {
+        let never: @Sendable () async throws -> Int = {
+            // Like a query on a torn-down channel: a continuation nobody resumes.
+            await withCheckedContinuation { (_: CheckedContinuation<Void, Never>) in }
+            return 0
+        }
+        let started = ContinuousClock.now
+        await #expect(throws: DatabaseCallUnanswered.self) { try await answered(within: .milliseconds(200), never) }
+        #expect(started.duration(to: .now) < .seconds(10))
+        #expect(try await answered(within: .seconds(10)) { 42 } == 42)
+        await #expect(throws: BodyFailed.self) { try await answered(within: .seconds(10)) { () async throws -> Int in throw BodyFailed() } }
+    }
+
+    @Test("a body that throws on a healthy connection is rolled back")
+    func rolledBack() async throws {
+        try await TestDatabase.with { db in
+            try await db.client.query("CREATE TABLE t (x int)", logger: db.logger)
+            await #expect(throws: BodyFailed.self) {
+                try await db.client.transaction(logger: db.logger) { connection in
+                    try await connection.query("INSERT INTO t VALUES (1)", logger: db.logger)
+                    throw BodyFailed()
+                }
+            }
+            try await db.client.transaction(logger: db.logger) { connection in
+                try await connection.query("INSERT INTO t VALUES (2)", logger: db.logger)
+            }
+            var rows: [Int] = []
+            for try await value in try await db.client.query("SELECT x FROM t", logger: db.logger).decode(Int.self) { rows.append(value) }
+            #expect(rows == [2])
+        }
+    }
+}
