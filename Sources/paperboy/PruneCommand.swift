@@ -59,7 +59,12 @@ struct PruneCommand: AsyncParsableCommand {
                 now: Date(),
                 dryRun: dryRun,
                 progress: { so in
-                    FileHandle.standardError.write(Data("pruned \(so.deliveries.formatted()) deliveries, \(so.receipts.formatted()) receipts\n".utf8))
+                    FileHandle.standardError.write(
+                        Data(
+                            "pruned \(so.deliveries.formatted()) deliveries, \(so.receipts.formatted()) receipts, \(so.batches.formatted()) batch rows\n"
+                                .utf8
+                        )
+                    )
                 },
                 logger: logger
             )
@@ -67,7 +72,7 @@ struct PruneCommand: AsyncParsableCommand {
         if output.json { return try printJSON(result) }
         let verb = dryRun ? "would delete" : "deleted"
         print(
-            "\(verb) \(result.deliveries.formatted()) deliveries and \(result.receipts.formatted()) receipts older than \(result.cutoff.formatted(.iso8601))"
+            "\(verb) \(result.deliveries.formatted()) deliveries and \(result.receipts.formatted()) receipts older than \(result.cutoff.formatted(.iso8601)), and \(result.batches.formatted()) batch rows of the broadcasts they belonged to"
         )
     }
 }

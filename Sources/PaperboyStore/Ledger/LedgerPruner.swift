@@ -12,6 +12,10 @@ import PostgresNIO
 ///   deadline has not passed: waves count an edition's pushes over all its broadcasts;
 /// - the receipts of an edition whose deadline has not passed: waves read them.
 ///
+/// A broadcast's batch rows (one per ~1,000 devices a wave sent: 11 million a year at 10 million devices)
+/// are needed only while it runs; they go with its deliveries. Its waves and cohorts, a few dozen rows that
+/// hold its status, stay.
+///
 /// The hourly budget reads the last hour of deliveries, so a retention must be longer than that.
 /// Each statement deletes at most ``Configuration/batchSize`` rows, found through an index
 /// (`deliveries_by_broadcast`, `receipts_by_edition_received`), so locks are short and nothing is
@@ -33,6 +37,8 @@ public struct LedgerPruner: Sendable {
     public struct Result: Sendable, Equatable, Codable {
         public var deliveries: Int
         public var receipts: Int
+        /// Batch rows of finished broadcasts.
+        public var batches: Int = 0
         /// Rows older than this were deleted.
         public var cutoff: Date
         public var dryRun: Bool
@@ -89,7 +95,7 @@ public struct LedgerPruner: Sendable {
         logger: Logger
     ) async throws -> Result {
         let cutoff = now.addingTimeInterval(-Double(configuration.retention.components.seconds))
-        var result = Result(deliveries: 0, receipts: 0, cutoff: cutoff, dryRun: dryRun)
+        var result = Result(deliveries: 0, receipts: 0, batches: 0, cutoff: cutoff, dryRun: dryRun)
         let limit = configuration.batchSize
 
         var broadcasts: [UUID] = []
@@ -103,6 +109,15 @@ public struct LedgerPruner: Sendable {
                 logger: logger
             ) { removed in
                 result.deliveries += removed
+                progress(result)
+            }
+            try await removeInBatches(
+                counting: "SELECT count(*) FROM broadcast_batches WHERE broadcast_id = \(id)",
+                deleting: Self.deleteBatches(broadcastID: id, limit: limit),
+                dryRun: dryRun,
+                logger: logger
+            ) { removed in
+                result.batches += removed
                 progress(result)
             }
         }
@@ -124,7 +139,8 @@ public struct LedgerPruner: Sendable {
         logger.info(
             dryRun ? "ledger prune counted" : "ledger pruned",
             metadata: [
-                LogKey.deliveries: "\(result.deliveries)", LogKey.receipts: "\(result.receipts)", LogKey.cutoff: "\(cutoff.formatted(.iso8601))",
+                LogKey.deliveries: "\(result.deliveries)", LogKey.receipts: "\(result.receipts)", LogKey.batches: "\(result.batches)",
+                LogKey.cutoff: "\(cutoff.formatted(.iso8601))",
             ]
         )
         return result
@@ -145,6 +161,16 @@ public struct LedgerPruner: Sendable {
         WITH gone AS (
             DELETE FROM deliveries WHERE ctid = ANY (ARRAY(
                 SELECT ctid FROM deliveries WHERE broadcast_id = \(broadcastID) AND sent_at < \(cutoff) ORDER BY wave LIMIT \(limit)))
+            RETURNING 1)
+        SELECT count(*) FROM gone
+        """
+    }
+
+    static func deleteBatches(broadcastID: UUID, limit: Int) -> PostgresQuery {
+        """
+        WITH gone AS (
+            DELETE FROM broadcast_batches WHERE id = ANY (ARRAY(
+                SELECT id FROM broadcast_batches WHERE broadcast_id = \(broadcastID) ORDER BY id LIMIT \(limit)))
             RETURNING 1)
         SELECT count(*) FROM gone
         """

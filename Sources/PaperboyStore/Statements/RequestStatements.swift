@@ -158,6 +158,9 @@ public enum RequestStatements {
         Statement("prune: a batch of a broadcast's old deliveries") { s in
             LedgerPruner.deleteDeliveries(broadcastID: s.broadcastID, cutoff: s.now.addingTimeInterval(-7 * 86_400), limit: 10_000)
         },
+        Statement("prune: a batch of a finished broadcast's batch rows") { s in
+            LedgerPruner.deleteBatches(broadcastID: s.broadcastID, limit: 10_000)
+        },
         Statement("prune: a batch of an edition's old receipts") { s in
             LedgerPruner.deleteReceipts(editionID: s.editionID, cutoff: s.now.addingTimeInterval(-7 * 86_400), limit: 10_000)
         },

@@ -34,9 +34,19 @@ struct DispatchOptions: ParsableArguments {
     )
     var maxBatch = 1000
 
+    @Option(
+        name: .customLong("count-ahead"),
+        help: ArgumentHelp(
+            "How long before a follow-up wave's start its audience is counted: longer than the count takes (about 15 s at 1 million devices, minutes at 10 million), so that the wave starts on time.",
+            valueName: "duration"
+        )
+    )
+    var countAhead = "5m"
+
     func validate() throws {
         _ = try endpoints()
         _ = try leaseSeconds()
+        _ = try countAheadSeconds()
         guard (1...100_000).contains(maxBatch) else { throw ValidationError("--max-batch: between 1 and 100000, got \(maxBatch)") }
     }
 
@@ -56,6 +66,10 @@ struct DispatchOptions: ParsableArguments {
         return seconds
     }
 
+    private func countAheadSeconds() throws -> TimeInterval {
+        do { return try StaggerPlan.seconds(parsing: countAhead) } catch { throw ValidationError("--count-ahead: \(error)") }
+    }
+
     /// The dispatcher and the APNs clients it sends with: run both in the service group, the clients listed
     /// before the dispatcher so that they stop after it.
     func makeDispatcher(client: PostgresClient, logger: Logger) throws -> (Dispatcher, APNsClients) {
@@ -64,6 +78,7 @@ struct DispatchOptions: ParsableArguments {
         var configuration = Dispatcher.Configuration(owner: workerName ?? Dispatcher.Configuration.defaultOwner())
         configuration.leaseDuration = .seconds(try leaseSeconds())
         configuration.maxBatchSize = maxBatch
+        configuration.countAhead = .seconds(try countAheadSeconds())
         let dispatcher = Dispatcher(
             repository: BroadcastRepository(client: client),
             editions: EditionRepository(client: client),
