@@ -900,15 +900,15 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
     result["acceptsPerSecondFromWave1Start"] = bins[max(0, bin_of(wave1_start)):]
     if w2.get("planned") is None: failures.append("no wave 2")
     s2 = wave2["second"]
-    sgn = lambda x: f"{x:+}" if x is not None else "n/a"
+    sgn = lambda x: f"{x + 0.0:+}" if x is not None else "n/a"  # + 0.0: no -0.0
     o = wave2["ownRate"]; sr = wave2["simulatorRate"]
     lines.append(f"  wave 2 due +{wave2['plannedStartAfterWave1Start']} s after wave 1's start (interval {wave2['waveIntervalUsed']} s"
                  + (f", DATABASE SHORTCUT: the stored interval rewritten from {wave2['waveIntervalRequested']} s" if wave2["intervalShortcut"] else "")
                  + f"), {wave2['plannedStartAfterReceipts']} s after the receipts")
     lines.append(f"  receipts: {wave2['receipts']['inserted']} in {wave2['receipts']['seconds']} s + ANALYZE {wave2['receipts']['analyzeSeconds']} s"
                  " (BENCHMARK SHORTCUT: one psql INSERT ... SELECT, not the API)")
-    lines.append(f"  recount: \"wave started\" logged +{wave2['waveStartedLoggedAfterPlannedStart']} s after the planned start (log: 1 s resolution);"
-                 f" first wave-2 push +{wave2['firstPushAfterPlannedStart']} s (deliveries.sent_at), at the simulator in the second from +{wave2['firstPushAtSimulatorSecond']} s;"
+    lines.append(f"  recount: \"wave started\" logged {sgn(wave2['waveStartedLoggedAfterPlannedStart'])} s after the planned start (log: 1 s resolution);"
+                 f" first wave-2 push {sgn(wave2['firstPushAfterPlannedStart'])} s (deliveries.sent_at), at the simulator in the second from {sgn(wave2['firstPushAtSimulatorSecond'])} s;"
                  f" recount delay {wave2['recountDelaySeconds']} s (goal <= 30 s: {'met' if wave2['goalMet'] else 'NOT met'})")
     lines.append(f"  wave 2: planned {wave2['planned']} (wave 1's {meta['w1planned']} - receipts = {wave2['expectedPlanned']}), counts {wave2['counts']}, plan {w2.get('rate', 0):.1f}/s;"
                  f" its own sends (deliveries.sent_at) mean {o['mean']}/s peak {o['peak']}/s peak/mean {o['peakToMean']} over {o['seconds']} full s;"
