@@ -3,27 +3,83 @@
 # processes to `paperboy apns-sim` running as a separate process. Measures, at the simulator, the accepts in
 # each second (mean, peak, peak/mean and p99 over the full seconds between the first and the last one), the
 # planning cost (how long `paperboy broadcast` takes to count the targets and store the plan), the time from
-# start until the first push, and each worker's peak RSS (VmHWM) and CPU.
+# start until the first push, and each worker's peak RSS (VmHWM) and CPU. With --wave2: the recount before
+# wave 2 and another broadcast's dispatch meanwhile; with --stall: one fault injected during wave 1.
 #
 # Usage: scripts/with-postgres.sh scripts/bench-broadcast.sh [--devices N] [--window 5m] [--workers 1|2]
-#                                                           [--capacity R] [--unpaced] [--reuse] [--json]
+#            [--capacity R] [--unpaced] [--reuse] [--json]
+#            [--wave2 [--wave-interval D] [--short-interval] [--second-devices N] [--second-window D]]
+#            [--stall KIND [--stall-at D] [--stall-for D]]
 #   --devices N   seeded devices, all targets (default 100000)
 #   --window W    wave 1's window, e.g. 30s, 5m (default 5m); ignored with --unpaced
-#   --workers K   worker processes (default 1)
+#   --workers K   worker processes (default 1; 2 with --wave2 or --stall)
 #   --capacity R  wave 1 at R sends per second (e.g. 10000/s) instead of --window: the window follows
 #   --unpaced     --capacity 10000000/s instead of --window: every device due at once (no plan to speak of)
 #   --reuse       the database is prepared already (app 1, publication morning, its devices: e.g. a kept
 #                 scripts/bench-morning.sh database): no migrate, app, publication or seeding; --devices is
 #                 then the number of targets; app 1's key becomes this run's throwaway key and broadcasts still
-#                 running are cancelled first (a benchmark database only)
+#                 running are cancelled first (a benchmark database only). With --wave2 it also adds (once)
+#                 app com.example.second, its publication `second` and its devices, and leaves the receipts
 #   --json        print the result as one JSON object on standard output (progress goes to standard error)
+#   --wave2       the broadcast gets --max-pushes 2 and a wave interval that puts wave 2 just after wave 1
+#                 (max(20m, the window + the receipts' estimated time + 2 min), whole minutes). When wave 1
+#                 is sent (status: wave 1 finished), receipts (newData) for two thirds of wave 1's accepted
+#                 deliveries (device_id % 3 <> 0) are inserted with psql in one INSERT … SELECT, then
+#                 ANALYZE receipts: a BENCHMARK SHORTCUT (devices report through the API one by one). A
+#                 second broadcast (app com.example.second, --second-devices devices seeded up front, paced
+#                 over --second-window) starts 60 s before wave 2's planned start. Measured: the planned
+#                 start (broadcast_waves.starts_at), the workers' "wave started" log line (1 s resolution),
+#                 the first wave-2 push (deliveries.sent_at; and its second at the simulator), recount delay
+#                 = first wave-2 push - planned start; the second broadcast's sends per second (from
+#                 deliveries.sent_at: the simulator counts all topics together) and its longest gap between
+#                 two sends around wave 2's start; wave 2's peak/mean (its own, from deliveries.sent_at, and
+#                 at the simulator, the second broadcast included). Ends when wave 2 is sent and 30 s have
+#                 passed since its first push: what is still running is cancelled.
+#   --wave-interval D  with --wave2: this wave interval instead (at least 20m, the CLI's minimum)
+#   --short-interval   with --wave2: once the receipts are in, rewrite the stored broadcast's waveInterval
+#                 (broadcasts.plan) so that wave 2 is due 60 s later: a DATABASE SHORTCUT for small runs,
+#                 whose window is far below the CLI's 20-minute minimum (the recount does not depend on it)
+#   --second-devices N  with --wave2: the second broadcast's devices (default 6000)
+#   --second-window D   with --wave2: the second broadcast's window (default 300s, from 60 s before wave 2)
+#   --stall KIND  one fault during wave 1, --stall-for long, --stall-at after wave 1's planned start:
+#                 sigstop   worker w1 paused with SIGSTOP, then SIGCONT
+#                 sigkill   worker w1 killed with SIGKILL and not restarted (needs --workers 2): its batches
+#                           wait for their leases to lapse (--lease, 30 s by default); --stall-for is unused
+#                 restart   worker w1 SIGTERMed (it drains and must exit 0), started again (as w1r) once
+#                           --stall-for has passed since the SIGTERM
+#                 pg        PostgreSQL stopped (pg_ctl stop -m fast) and started again on the same data
+#                           directory, port and options (postmaster.opts), as the directory's owner
+#                 apns      the simulator SIGTERMed (it prints its stats, exits 0; connections refused
+#                           meanwhile) and started again on the same port: its two runs' per-second counts are
+#                           joined (placement to ±0.5 s)
+#                 apns-sigstop  the simulator paused with SIGSTOP (connections hang), then SIGCONT
+#                 Reported: the busiest second from the stall's start on and overall, each / the plan's rate
+#                 (goal ≤ 1.10), the seconds around the stall, the status counts (every target sent?), and
+#                 the accepts at the simulator beyond those recorded (duplicates, or fateUnknown accepts)
+#   --stall-at D  when, after wave 1's planned start (default 40 % of the window)
+#   --stall-for D how long (default 10s)
 #   env: PAPERBOY_BIN (default .build-release/release/paperboy), BENCH_KEEP=DIR (keep the logs there),
-#        WORKER_LOG_LEVEL (the workers' LOG_LEVEL, default warning; debug logs every batch's timings),
-#        WORKER_ARGS (more `paperboy worker` flags, e.g. "--max-batch 2000"; for experiments)
+#        WORKER_LOG_LEVEL (the workers' LOG_LEVEL, default warning, notice with --wave2; debug logs every
+#        batch's timings), WORKER_ARGS (more `paperboy worker` flags, e.g. "--max-batch 2000"; for experiments)
+# Any failed step (a command, a status request outside a PostgreSQL stall, a worker or the simulator
+# exiting, a simulator rejection, wave 1 or 2 not done within a bound derived from its window) makes the
+# script exit non-zero; when the broadcast ran, the numbers are printed first.
 set -euo pipefail
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 
-devices=100000 window=5m workers=1 unpaced=0 json=0 capacity="" reuse=0
+usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
+bad() { echo "bench-broadcast: $*" >&2; exit 2; }
+# Whole seconds of a duration such as 30s, 5m, 1h or 90.
+seconds_of() {
+    [[ "$2" =~ ^([0-9]+)([hms]?)$ ]] || bad "$1: '$2' is not a duration such as 30s or 5m"
+    local n=$((10#${BASH_REMATCH[1]}))
+    case "${BASH_REMATCH[2]}" in h) echo $((n * 3600)) ;; m) echo $((n * 60)) ;; *) echo "$n" ;; esac
+}
+
+devices=100000 window=5m workers="" unpaced=0 json=0 capacity="" reuse=0
+wave2=0 wave_interval="" short_interval=0 second_devices=6000 second_window=300s
+stall="" stall_at="" stall_for=10s
 while [ $# -gt 0 ]; do
     case "$1" in
         --devices) devices=${2:?--devices needs a number}; shift 2 ;;
@@ -33,48 +89,99 @@ while [ $# -gt 0 ]; do
         --capacity) capacity=${2:?--capacity needs a rate such as 10000/s}; shift 2 ;;
         --reuse) reuse=1; shift ;;
         --json) json=1; shift ;;
-        -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "bench-broadcast: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+        --wave2) wave2=1; shift ;;
+        --wave-interval) wave_interval=${2:?--wave-interval needs a duration}; shift 2 ;;
+        --short-interval) short_interval=1; shift ;;
+        --second-devices) second_devices=${2:?--second-devices needs a number}; shift 2 ;;
+        --second-window) second_window=${2:?--second-window needs a duration}; shift 2 ;;
+        --stall) stall=${2:?--stall needs a kind: sigstop, sigkill, restart, pg, apns, apns-sigstop}; shift 2 ;;
+        --stall-at) stall_at=${2:?--stall-at needs a duration}; shift 2 ;;
+        --stall-for) stall_for=${2:?--stall-for needs a duration}; shift 2 ;;
+        -h | --help) usage; exit 0 ;;
+        *) bad "unknown argument '$1' (see --help)" ;;
     esac
 done
-[[ "$devices" =~ ^[1-9][0-9]*$ ]] || { echo "bench-broadcast: --devices: '$devices' is not a positive integer" >&2; exit 2; }
-[[ "$workers" =~ ^[1-9][0-9]*$ ]] || { echo "bench-broadcast: --workers: '$workers' is not a positive integer" >&2; exit 2; }
-case "$window" in
-    *h) window_s=$(( ${window%h} * 3600 )) ;;
-    *m) window_s=$(( ${window%m} * 60 )) ;;
-    *s) window_s=${window%s} ;;
-    *) window_s=$window ;;
-esac
-[[ "$window_s" =~ ^[1-9][0-9]*$ ]] || { echo "bench-broadcast: --window: '$window' is not a duration such as 30s or 5m" >&2; exit 2; }
+[[ "$devices" =~ ^[1-9][0-9]*$ ]] || bad "--devices: '$devices' is not a positive integer"
+if [ -z "$workers" ]; then
+    workers=1
+    if [ "$wave2" = 1 ] || [ -n "$stall" ]; then workers=2; fi
+fi
+[[ "$workers" =~ ^[1-9][0-9]*$ ]] || bad "--workers: '$workers' is not a positive integer"
+window_s=$(seconds_of --window "$window")
+[ "$window_s" -ge 1 ] || bad "--window: '$window' is not a duration such as 30s or 5m"
 if [ -n "$capacity" ]; then
-    [[ "$capacity" =~ ^([1-9][0-9]*)(/s)?$ ]] || { echo "bench-broadcast: --capacity: '$capacity' is not a rate such as 10000/s" >&2; exit 2; }
-    window_s=$(( (devices + ${BASH_REMATCH[1]} - 1) / ${BASH_REMATCH[1]} ))
+    [[ "$capacity" =~ ^([1-9][0-9]*)(/s)?$ ]] || bad "--capacity: '$capacity' is not a rate such as 10000/s"
+    capacity=${BASH_REMATCH[1]}
+    window_s=$(( (devices + capacity - 1) / capacity ))
 fi
 [ "$unpaced" = 1 ] && window_s=0
+if [ "$wave2" = 0 ]; then
+    [ -z "$wave_interval" ] && [ "$short_interval" = 0 ] || bad "--wave-interval and --short-interval go with --wave2"
+fi
+[[ "$second_devices" =~ ^[1-9][0-9]*$ ]] || bad "--second-devices: '$second_devices' is not a positive integer"
+second_window_s=$(seconds_of --second-window "$second_window")
+[ "$second_window_s" -ge 60 ] || bad "--second-window: at least 60s (it starts 60 s before wave 2)"
+interval_s=""
+if [ -n "$wave_interval" ]; then
+    interval_s=$(seconds_of --wave-interval "$wave_interval")
+    [ "$interval_s" -ge 1200 ] || bad "--wave-interval: at least 20m (the CLI's minimum; --short-interval shortens it in the database)"
+fi
+case "$stall" in
+    "" | sigstop | restart | pg | apns | apns-sigstop) ;;
+    sigkill) [ "$workers" -ge 2 ] || bad "--stall sigkill needs --workers 2 (nobody else would take the batches over)" ;;
+    *) bad "--stall: '$stall' is not one of sigstop, sigkill, restart, pg, apns, apns-sigstop" ;;
+esac
+stall_for_s=$(seconds_of --stall-for "$stall_for")
+[ -z "$stall_at" ] || stall_at_s=$(seconds_of --stall-at "$stall_at")
+if [ -n "$stall" ] || [ "$wave2" = 1 ]; then
+    [ "$unpaced" = 0 ] || bad "--stall and --wave2 need a paced broadcast (not --unpaced)"
+fi
+[ -z "$stall" ] || [ "$wave2" = 0 ] || bad "--stall and --wave2: one at a time"
+if [ -n "$stall" ]; then
+    [ -n "$stall_at" ] || stall_at_s=$(( window_s * 2 / 5 ))
+    [ "$stall_at_s" -lt "$window_s" ] || bad "--stall-at ${stall_at_s}s is not within wave 1's ${window_s}s window"
+    [ "$stall_for_s" -ge 1 ] || bad "--stall-for: at least 1s"
+fi
+worker_log_level=${WORKER_LOG_LEVEL:-warning}
+if [ "$wave2" = 1 ]; then
+    worker_log_level=${WORKER_LOG_LEVEL:-notice}
+    case "$worker_log_level" in trace | debug | info | notice) ;; *) bad "--wave2 reads the workers' notice \"wave started\": WORKER_LOG_LEVEL=$worker_log_level hides it" ;; esac
+fi
 
 B=${PAPERBOY_BIN:-.build-release/release/paperboy}
 [ -x "$B" ] || { echo "bench-broadcast: no $B: build it with swift build -c release --scratch-path .build-release --product paperboy" >&2; exit 1; }
 : "${DATABASE_URL:?run me under scripts/with-postgres.sh or set DATABASE_URL}"
-command -v python3 >/dev/null || { echo "bench-broadcast: needs python3" >&2; exit 1; }
-command -v openssl >/dev/null || { echo "bench-broadcast: needs openssl" >&2; exit 1; }
+for tool in python3 openssl psql; do command -v "$tool" >/dev/null || { echo "bench-broadcast: needs $tool" >&2; exit 1; }; done
 
 say() { echo "bench-broadcast: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 now() { date +%s.%N; }
+now_ms() { date +%s%3N; }
+# One statement; ON_ERROR_STOP, unaligned tuples only. Callers add `|| die`.
+q() { psql -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
+uuid_ok() { [[ "$1" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$ ]]; }
 
 tmp=$(mktemp -d /tmp/paperboy-bench-broadcast-XXXXXX)
-sim="" worker_pids=()
+: > "$tmp/meta.txt"
+meta() { printf '%s=%s\n' "$1" "$2" >> "$tmp/meta.txt"; }
+sim="" sim_runs=0 endpoint=""
+wpids=() wnames=() paused=() pg_down=0
+# Workers that exited during the run: "name pid peakRSSkB cputicks exitstatus".
+: > "$tmp/retired.txt"
 cleanup() {
-    local status=$?
-    for pid in "${worker_pids[@]}" $sim; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${worker_pids[@]}" $sim; do
+    local status=$? pid
+    for pid in "${paused[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
+    if [ "$pg_down" = 1 ]; then pg_start || say "could not start PostgreSQL again"; fi
+    for pid in "${wpids[@]}" $sim; do [ "$pid" = 0 ] || kill "$pid" 2>/dev/null || true; done
+    for pid in "${wpids[@]}" $sim; do
+        [ "$pid" != 0 ] || continue
         for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -9 "$pid" 2>/dev/null || true
     done
     wait 2>/dev/null || true
     if [ -n "${BENCH_KEEP:-}" ]; then mkdir -p "$BENCH_KEEP" && cp -r "$tmp"/. "$BENCH_KEEP"/ && say "logs kept in $BENCH_KEEP"; fi
     if [ $status -ne 0 ] && [ -z "${BENCH_KEEP:-}" ]; then
-        for f in "$tmp"/*.log "$tmp"/sim.err; do [ -s "$f" ] && { say "--- tail of $(basename "$f")"; tail -5 "$f" >&2; }; done
+        for f in "$tmp"/*.log "$tmp"/sim*.err; do [ -s "$f" ] && { say "--- tail of $(basename "$f")"; tail -5 "$f" >&2; }; done
     fi
     rm -rf "$tmp"
 }
@@ -93,23 +200,66 @@ wait_exit() {
     return 124
 }
 
+# The simulator, a separate process, on port $1 (0: any free one); its first line on standard output is
+# `apns-sim listening on URL`. Each run's output file and launch/listening times go to sim-runs.txt.
+start_sim() {
+    sim_runs=$((sim_runs + 1))
+    local out="$tmp/sim$sim_runs.out" err="$tmp/sim$sim_runs.err" launch url=""
+    launch=$(now)
+    "$B" apns-sim --port "$1" --key-file "$tmp/key.p8" --key-id KEY1234567 --no-record --json > "$out" 2> "$err" &
+    sim=$!
+    for _ in $(seq 200); do
+        url=$(sed -n '1s/^apns-sim listening on \(http[^ ]*\).*$/\1/p' "$out" 2>/dev/null || true)
+        [ -n "$url" ] && break
+        kill -0 "$sim" 2>/dev/null || die "apns-sim exited: $(cat "$err")"
+        sleep 0.1
+    done
+    [ -n "$url" ] || die "apns-sim did not print its address within 20 s"
+    echo "$out $launch $(now)" >> "$tmp/sim-runs.txt"
+    endpoint=$url
+}
+# SIGTERM: the simulator prints its stats and must exit 0.
+stop_sim() {
+    local rc=0
+    kill -TERM "$sim"
+    wait_exit "$sim" 30 || rc=$?
+    [ "$rc" = 0 ] || die "apns-sim did not exit cleanly ($rc): $(tail -3 "$tmp/sim$sim_runs.err")"
+    sim=""
+}
+
+# Worker slot $1 (0-based) as name $2.
+start_worker() {
+    LOG_LEVEL=$worker_log_level "$B" worker --apns-endpoint "$endpoint" --worker-name "$2" ${WORKER_ARGS:-} > "$tmp/$2.log" 2>&1 &
+    wpids[$1]=$!
+    wnames[$1]=$2
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+peak_rss_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
 # 1. Database, app, publication, fleet.
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$tmp/key.p8"
+: > "$tmp/setup.log"
 if [ "$reuse" = 1 ]; then
     # psql interpolates :'key' only in statements it reads, not in -c.
     echo "UPDATE apps SET key_reference = :'key', key_id = 'KEY1234567', team_id = 'TEAM123456' WHERE id = 1" \
         | psql -X -q -v ON_ERROR_STOP=1 -v key="$tmp/key.p8" >/dev/null || die "--reuse: cannot point app 1 at this run's key"
-    for id in $(psql -X -Atc "SELECT id FROM broadcasts WHERE state IN ('planned', 'running')"); do
+    ids=$(q "SELECT id FROM broadcasts WHERE state IN ('planned', 'running')") || die "--reuse: cannot list the running broadcasts"
+    for id in $ids; do
         "$B" broadcast cancel "$id" >> "$tmp/setup.log" 2>&1 || die "cancelling running broadcast $id failed: $(tail -3 "$tmp/setup.log")"
     done
-    targets=$(psql -X -Atc "SELECT count(*) FROM devices d JOIN publications p ON p.app_id = d.app_id AND p.slug = 'morning' WHERE d.app_id = 1 AND d.environment = 0 AND d.active AND d.auto_download AND p.id = ANY (d.subscriptions)")
+    targets=$(q "SELECT count(*) FROM devices d JOIN publications p ON p.app_id = d.app_id AND p.slug = 'morning' WHERE d.app_id = 1 AND d.environment = 0 AND d.active AND d.auto_download AND p.id = ANY (d.subscriptions)") \
+        || die "--reuse: cannot count the targets"
     say "--reuse: $targets targets in the database (--devices $devices)"
     devices=$targets
     [ "$devices" -gt 0 ] || die "--reuse: no targets of publication morning in app 1"
-    if [ -n "$capacity" ]; then window_s=$(( (devices + ${capacity%/s} - 1) / ${capacity%/s} )); fi
+    if [ -n "$capacity" ]; then window_s=$(( (devices + capacity - 1) / capacity )); fi
     seed_s=0
+    if [ -n "$stall" ]; then
+        [ -n "$stall_at" ] || stall_at_s=$(( window_s * 2 / 5 ))
+        [ "$stall_at_s" -lt "$window_s" ] || die "--stall-at ${stall_at_s}s is not within wave 1's ${window_s}s window"
+    fi
 else
-    "$B" migrate > "$tmp/setup.log" 2>&1 || die "paperboy migrate failed: $(tail -3 "$tmp/setup.log")"
+    "$B" migrate >> "$tmp/setup.log" 2>&1 || die "paperboy migrate failed: $(tail -3 "$tmp/setup.log")"
     "$B" apps add --bundle-id com.example.news --team-id TEAM123456 --key-id KEY1234567 --key-file "$tmp/key.p8" \
         >> "$tmp/setup.log" 2>&1 || die "apps add failed: $(tail -3 "$tmp/setup.log")"
     "$B" publications add morning --app 1 >> "$tmp/setup.log" 2>&1 || die "publications add failed: $(tail -3 "$tmp/setup.log")"
@@ -119,173 +269,498 @@ else
         || die "devices seed failed: $(tail -3 "$tmp/setup.log")"
     seed_s=$(python3 -c "print(f'{$(now) - $seed_start:.1f}')")
     say "seeded in ${seed_s}s"
-    psql -X -q -c 'VACUUM ANALYZE' >/dev/null 2>&1 || true
 fi
+# --wave2: the second broadcast's app, publication and devices (added once; kept with --reuse).
+if [ "$wave2" = 1 ]; then
+    app2=$(q "SELECT id FROM apps WHERE bundle_id = 'com.example.second'") || die "cannot look for app com.example.second"
+    if [ -z "$app2" ]; then
+        "$B" apps add --bundle-id com.example.second --team-id TEAM123456 --key-id KEY1234567 --key-file "$tmp/key.p8" --json \
+            > "$tmp/app2.json" 2>> "$tmp/setup.log" || die "apps add (second) failed: $(tail -3 "$tmp/setup.log")"
+        app2=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/app2.json")
+    else
+        echo "UPDATE apps SET key_reference = :'key', key_id = 'KEY1234567', team_id = 'TEAM123456' WHERE id = $app2" \
+            | psql -X -q -v ON_ERROR_STOP=1 -v key="$tmp/key.p8" >/dev/null || die "cannot point app $app2 at this run's key"
+    fi
+    has=$(q "SELECT count(*) FROM publications WHERE app_id = $app2 AND slug = 'second'") || die "cannot look for publication second"
+    if [ "$has" = 0 ]; then
+        "$B" publications add second --app "$app2" >> "$tmp/setup.log" 2>&1 || die "publications add second failed: $(tail -3 "$tmp/setup.log")"
+    fi
+    "$B" devices seed --app "$app2" --publication second --count "$second_devices" --seed 2 >> "$tmp/setup.log" 2>&1 \
+        || die "devices seed (second) failed: $(tail -3 "$tmp/setup.log")"
+    second_targets=$(q "SELECT count(*) FROM devices d JOIN publications p ON p.app_id = d.app_id AND p.slug = 'second' WHERE d.app_id = $app2 AND d.environment = 0 AND d.active AND d.auto_download AND p.id = ANY (d.subscriptions)") \
+        || die "cannot count the second publication's targets"
+    [ "$second_targets" -gt 0 ] || die "no targets for the second broadcast"
+    say "second broadcast: app $app2 (com.example.second), $second_targets devices"
+fi
+[ "$reuse" = 1 ] || psql -X -q -c 'VACUUM ANALYZE' >/dev/null 2>&1 || true
 
-# 2. The simulator, a separate process; its first line on standard output is `apns-sim listening on URL`.
-sim_launch=$(now)
-"$B" apns-sim --port 0 --key-file "$tmp/key.p8" --key-id KEY1234567 --no-record --json > "$tmp/sim.out" 2> "$tmp/sim.err" &
-sim=$!
-endpoint=""
-for _ in $(seq 200); do
-    endpoint=$(sed -n '1s/^apns-sim listening on \(http[^ ]*\).*$/\1/p' "$tmp/sim.out" 2>/dev/null || true)
-    [ -n "$endpoint" ] && break
-    kill -0 "$sim" 2>/dev/null || die "apns-sim exited: $(cat "$tmp/sim.err")"
-    sleep 0.1
-done
-[ -n "$endpoint" ] || die "apns-sim did not print its address within 20 s"
-sim_listening=$(now)
+# 2. The simulator.
+start_sim 0
+sim_port=${endpoint##*:}
 
-# 3. The edition: deadline 3 h ahead.
-# With --reuse, an issue date no simulated day has.
-issue_date=$(date +%F)
-[ "$reuse" = 1 ] && issue_date=$(python3 -c "import datetime; print(datetime.date(2100, 1, 1) + datetime.timedelta(days=int('$(psql -X -Atc 'SELECT count(*) FROM editions')')))")
-python3 - "$tmp/edition.json" "$issue_date" <<'EOF'
+# 3. The edition(s): deadline 3 h ahead. With --reuse, an issue date no simulated day has.
+publish() { # $1 publication, $2 app, $3 output file; prints the edition's id
+    local issue_date
+    issue_date=$(date +%F)
+    if [ "$reuse" = 1 ]; then
+        issue_date=$(python3 -c "import datetime; print(datetime.date(2100, 1, 1) + datetime.timedelta(days=int('$(q 'SELECT count(*) FROM editions')')))")
+    fi
+    python3 - "$tmp/edition-$1.json" "$issue_date" "$1" <<'EOF'
 import datetime, json, sys
 deadline = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=3)).replace(microsecond=0)
-bundle = lambda tier: {"url": f"https://cdn.example.com/bench/morning/{tier}-1.zip", "bytes": 1048576, "sha256": "ab" * 32}
-edition = {"publication": "morning", "issueDate": sys.argv[2], "deadline": deadline.isoformat(),
+bundle = lambda tier: {"url": f"https://cdn.example.com/bench/{sys.argv[3]}/{tier}-1.zip", "bytes": 1048576, "sha256": "ab" * 32}
+edition = {"publication": sys.argv[3], "issueDate": sys.argv[2], "deadline": deadline.isoformat(),
            "tiers": {tier: {"bundles": [bundle(tier)]} for tier in ("small", "medium", "large")},
            "pages": [{"number": 1, "title": "Front page"}, {"number": 2, "title": "Business"}]}
 json.dump(edition, open(sys.argv[1], "w"))
 EOF
-"$B" editions publish "$tmp/edition.json" --json > "$tmp/edition.out" 2>> "$tmp/setup.log" || die "editions publish failed: $(cat "$tmp/edition.out")"
-edition=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/edition.out")
+    "$B" editions publish "$tmp/edition-$1.json" --app "$2" --json > "$3" 2>> "$tmp/setup.log" || die "editions publish ($1) failed: $(cat "$3"; tail -3 "$tmp/setup.log")"
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$3"
+}
+edition=$(publish morning 1 "$tmp/edition.out")
+if [ "$wave2" = 1 ]; then edition2=$(publish second "$app2" "$tmp/edition2.out"); fi
 
 # 4. The workers.
-for i in $(seq "$workers"); do
-    LOG_LEVEL=${WORKER_LOG_LEVEL:-warning} "$B" worker --apns-endpoint "$endpoint" --worker-name "w$i" ${WORKER_ARGS:-} > "$tmp/w$i.log" 2>&1 &
-    worker_pids+=($!)
-done
+for i in $(seq 0 $((workers - 1))); do start_worker "$i" "w$((i + 1))"; done
 sleep 2
-for i in $(seq "$workers"); do
-    kill -0 "${worker_pids[$((i - 1))]}" 2>/dev/null || die "worker w$i exited: $(tail -5 "$tmp/w$i.log")"
+for i in $(seq 0 $((workers - 1))); do
+    kill -0 "${wpids[$i]}" 2>/dev/null || die "worker ${wnames[$i]} exited: $(tail -5 "$tmp/${wnames[$i]}.log")"
 done
 
 # 5. The broadcast; planning cost = until `paperboy broadcast` returns (target count and the plan's insert).
-if [ "$unpaced" = 1 ]; then pace=(--capacity 10000000/s); elif [ -n "$capacity" ]; then pace=(--capacity "${capacity%/s}/s"); else pace=(--window "$window"); fi
-say "broadcasting edition $edition to $devices devices with $workers worker(s), ${pace[*]}"
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+if [ "$unpaced" = 1 ]; then pace=(--capacity 10000000/s); elif [ -n "$capacity" ]; then pace=(--capacity "$capacity/s"); else pace=(--window "${window_s}s"); fi
+extra=(--max-pushes 1)
+if [ "$wave2" = 1 ]; then
+    # Receipts estimated at 30,000 rows/s (with ANALYZE); wave 2 is due 2 min after them at the earliest.
+    if [ -z "$interval_s" ]; then
+        interval_s=$(( ( (window_s + devices * 2 / 3 / 30000 + 120 + 59) / 60 ) * 60 ))
+        [ "$interval_s" -ge 1200 ] || interval_s=1200
+    fi
+    extra=(--max-pushes 2 --wave-interval "${interval_s}s")
+fi
+say "broadcasting edition $edition to $devices devices with $workers worker(s), ${pace[*]} ${extra[*]}"
 busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 # PostgreSQL's CPU: the postmaster, its live children, and (cutime + cstime) the children it has reaped.
-pg_pid=$(head -1 "$(psql -X -Atc 'SHOW data_directory' 2>/dev/null)/postmaster.pid" 2>/dev/null || echo 0)
+pg_data=$(q 'SHOW data_directory' 2>/dev/null || true)
+pg_pid=$(head -1 "$pg_data/postmaster.pid" 2>/dev/null || echo 0)
 pg_ticks() {
     [ "$pg_pid" != 0 ] || { echo 0; return; }
-    cat /proc/[0-9]*/stat 2>/dev/null | awk -v p="$pg_pid" '$1 == p {s += $14 + $15 + $16 + $17} $4 == p {s += $14 + $15} END {print s + 0}'
+    # A process may exit between the glob and cat: cat then fails, which is no error here.
+    { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v p="$pg_pid" '$1 == p {s += $14 + $15 + $16 + $17} $4 == p {s += $14 + $15} END {print s + 0}'
 }
+# One line: time, the machine's busy ticks, then pid and ticks of the simulator and of PostgreSQL, then per
+# worker slot pid, ticks and peak RSS (kB). A pid changes when a process is restarted; 0 when there is none.
 sample() {
-    local line
-    line="$(now) $(busy_ticks) $(cpu_ticks "$sim") $(pg_ticks)"
-    for pid in "${worker_pids[@]}"; do
-        line+=" $(cpu_ticks "$pid") $(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)"
+    local line pid
+    line="$(now) $(busy_ticks) ${sim:-0} $(if [ -n "$sim" ]; then cpu_ticks "$sim"; else echo 0; fi) $pg_pid $(pg_ticks)"
+    for pid in "${wpids[@]}"; do
+        if [ "$pid" != 0 ]; then line+=" $pid $(cpu_ticks "$pid") $(peak_rss_kb "$pid")"; else line+=" 0 0 0"; fi
     done
     echo "$line" >> "$tmp/samples.txt"
 }
 : > "$tmp/samples.txt"
 t0=$(now)
 sample
-"$B" broadcast --edition "$edition" "${pace[@]}" --cohorts 16 --max-pushes 1 --jitter 1s --json > "$tmp/start.json" 2> "$tmp/start.err" \
+"$B" broadcast --edition "$edition" "${pace[@]}" --cohorts 16 "${extra[@]}" --jitter 1s --json > "$tmp/start.json" 2> "$tmp/start.err" \
     || die "paperboy broadcast failed: $(cat "$tmp/start.err")"
 t1=$(now)
 bid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/start.json")
+uuid_ok "$bid" || die "paperboy broadcast printed no broadcast id: $(cat "$tmp/start.json")"
+wave1_start=$(q "SELECT extract(epoch FROM starts_at) FROM broadcast_waves WHERE broadcast_id = '$bid' AND wave = 1") \
+    || die "cannot read wave 1's start"
+[ -n "$wave1_start" ] || die "broadcast $bid has no wave 1"
+meta t0 "$t0"; meta t1 "$t1"; meta bid "$bid"; meta wave1Start "$wave1_start"
 
-# 6. Poll until completed (at most window + 10 min); sample each worker's CPU ticks and RSS on the way.
-limit=$(python3 -c "print($t0 + $window_s + 600)")
-state=running
-while :; do
-    sleep 2
-    if python3 -c "import sys; sys.exit(0 if $(now) > $limit else 1)"; then
-        say "gave up: broadcast $bid still $state $((window_s + 600)) s after the start (the numbers below cover what was sent)"; break
+# 6. Stalls (--stall): injected from the polling loop below, which runs every 0.25 s.
+pg_as=() pg_bin="" pg_opts="" pg_log=""
+pg_prepare() {
+    [ -n "$pg_data" ] && [ -r "$pg_data/postmaster.opts" ] || die "--stall pg: cannot read PostgreSQL's data directory (SHOW data_directory gave '$pg_data'); it must be a local cluster this user can manage"
+    pg_bin=$(dirname "$(readlink "/proc/$pg_pid/exe")")
+    [ -x "$pg_bin/pg_ctl" ] || die "--stall pg: no pg_ctl beside the postmaster ($pg_bin)"
+    local owner; owner=$(stat -c %U "$pg_data")
+    if [ "$(id -un)" != "$owner" ]; then
+        [ "$(id -u)" = 0 ] || die "--stall pg: run me as $owner (the data directory's owner) or as root"
+        pg_as=(runuser -u "$owner" --)
     fi
-    for i in $(seq "$workers"); do
-        kill -0 "${worker_pids[$((i - 1))]}" 2>/dev/null || die "worker w$i exited during the broadcast: $(tail -5 "$tmp/w$i.log")"
+    # postmaster.opts: the server's command line; everything after the binary goes back to pg_ctl -o.
+    pg_opts=$(cut -d' ' -f2- "$pg_data/postmaster.opts")
+    pg_log="$(dirname "$pg_data")/server.log"
+    [ -e "$pg_log" ] || pg_log="$pg_data/bench-broadcast-restart.log"
+}
+pg_stop() { (cd / && "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_data" -m fast -w -t 60 stop) >> "$tmp/pg-stall.log" 2>&1; }
+pg_start() { (cd / && "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_data" -l "$pg_log" -w -t 60 -o "$pg_opts" start) >> "$tmp/pg-stall.log" 2>&1; }
+[ "$stall" != pg ] || pg_prepare
+
+stall_phase=none stall_begin="" stall_end="" grace_until_ms=0
+if [ -n "$stall" ]; then
+    stall_phase=pending
+    stall_due_ms=$(python3 -c "print(int(($wave1_start + $stall_at_s) * 1000))")
+fi
+retire() { # slot, exit status: after its process exited; peak RSS and ticks read just before
+    echo "${wnames[$1]} ${wpids[$1]} $2 $3 $4" >> "$tmp/retired.txt"
+}
+stall_begin_now() {
+    local pid=${wpids[0]} rc=0 hwm ticks
+    stall_begin=$(now)
+    case "$stall" in
+        sigstop) kill -STOP "$pid" || die "stall: SIGSTOP to ${wnames[0]} failed"; paused=("$pid") ;;
+        sigkill)
+            hwm=$(peak_rss_kb "$pid"); ticks=$(cpu_ticks "$pid")
+            kill -KILL "$pid" || die "stall: SIGKILL to ${wnames[0]} failed"
+            wait_exit "$pid" 10 || rc=$?
+            [ "$rc" = 137 ] || die "stall: ${wnames[0]} did not die of SIGKILL ($rc)"
+            retire 0 "$hwm" "$ticks" "$rc"; wpids[0]=0 ;;
+        restart)
+            hwm=$(peak_rss_kb "$pid"); ticks=$(cpu_ticks "$pid")
+            kill -TERM "$pid" || die "stall: SIGTERM to ${wnames[0]} failed"
+            wait_exit "$pid" 120 || rc=$?
+            [ "$rc" = 0 ] || die "stall: ${wnames[0]} did not drain and exit 0 within 120 s of SIGTERM ($rc): $(tail -5 "$tmp/${wnames[0]}.log")"
+            retire 0 "$hwm" "$ticks" "$rc"; wpids[0]=0 ;;
+        pg) grace_until_ms=$(( $(now_ms) + (stall_for_s + 60) * 1000 )); pg_down=1
+            pg_stop || die "stall: pg_ctl stop failed: $(tail -5 "$tmp/pg-stall.log")"
+            pg_pid=0 ;;
+        apns) stop_sim ;;
+        apns-sigstop) kill -STOP "$sim" || die "stall: SIGSTOP to apns-sim failed"; paused=("$sim") ;;
+    esac
+    say "stall $stall began $(python3 -c "print(f'{$stall_begin - $wave1_start:+.1f}')") s after wave 1's planned start"
+}
+stall_end_now() {
+    case "$stall" in
+        sigstop) kill -CONT "${wpids[0]}" || die "stall: SIGCONT to ${wnames[0]} failed"; paused=() ;;
+        restart) start_worker 0 w1r ;;
+        pg) pg_start || die "stall: PostgreSQL did not start again: $(tail -5 "$tmp/pg-stall.log")"
+            pg_down=0; pg_pid=$(head -1 "$pg_data/postmaster.pid"); grace_until_ms=$(( $(now_ms) + 20000 )) ;;
+        apns) start_sim "$sim_port"; [ "${endpoint##*:}" = "$sim_port" ] || die "stall: apns-sim came back on another port ($endpoint)" ;;
+        apns-sigstop) kill -CONT "$sim" || die "stall: SIGCONT to apns-sim failed"; paused=() ;;
+    esac
+    stall_end=$(now)
+    say "stall $stall ended $(python3 -c "print(f'{$stall_end - $wave1_start:+.1f}')") s after wave 1's planned start"
+}
+stall_tick() {
+    local t
+    t=$(now_ms)
+    if [ "$stall_phase" = pending ] && [ "$t" -ge "$stall_due_ms" ]; then
+        stall_begin_now
+        if [ "$stall" = sigkill ]; then stall_end=$stall_begin; stall_phase=done; else stall_phase=active; fi
+        stall_end_due_ms=$(python3 -c "print(int(($stall_begin + $stall_for_s) * 1000))")
+    elif [ "$stall_phase" = active ] && [ "$t" -ge "$stall_end_due_ms" ]; then
+        stall_end_now
+        stall_phase=done
+    fi
+}
+
+# The processes that must be running (a paused one counts; one being restarted does not).
+check_alive() {
+    local i
+    for i in "${!wpids[@]}"; do
+        [ "${wpids[$i]}" = 0 ] || kill -0 "${wpids[$i]}" 2>/dev/null || die "worker ${wnames[$i]} exited during the broadcast: $(tail -5 "$tmp/${wnames[$i]}.log")"
     done
-    kill -0 "$sim" 2>/dev/null || die "apns-sim exited during the broadcast: $(tail -5 "$tmp/sim.err")"
-    "$B" broadcast status "$bid" --json > "$tmp/status.json" 2> "$tmp/status.err" || { say "status failed: $(cat "$tmp/status.err")"; continue; }
-    state=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["state"])' "$tmp/status.json")
-    sample
-    [ "$state" = running ] || break
+    [ -z "$sim" ] || kill -0 "$sim" 2>/dev/null || die "apns-sim exited during the broadcast: $(tail -5 "$tmp/sim$sim_runs.err")"
+}
+# `broadcast status` of $1 into $2; non-zero when it failed (the old file stays).
+status_of() { timeout 60 "$B" broadcast status "$1" --json > "$2.new" 2> "$tmp/status.err" && mv "$2.new" "$2"; }
+# "state wave1-finished waves wave2-finished waveInterval" of a status file.
+summary() {
+    python3 - "$1" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+w = {x["wave"]: x for x in s.get("waves", [])}
+done = lambda n: "1" if n in w and w[n].get("finishedAt") else "0"
+print(s["state"], done(1), len(w), done(2), s.get("options", {}).get("waveInterval", 0))
+EOF
+}
+# One status of broadcast $bid: polled=1 and state, w1done, nwaves, w2done, interval_seen set, or polled=0
+# during a PostgreSQL stall; any other failure is fatal.
+failure=""
+state=running w1done=0 nwaves=0 w2done=0 interval_seen=0
+poll_status() {
+    local line
+    polled=0
+    check_alive
+    # While PostgreSQL is down `broadcast status` does not fail: it waits for a connection (until timeout).
+    if [ "$pg_down" = 1 ]; then return 0; fi
+    if status_of "$bid" "$tmp/status.json"; then
+        line=$(summary "$tmp/status.json") || die "cannot read the status of broadcast $bid: $(head -c 300 "$tmp/status.json")"
+        read -r state w1done nwaves w2done interval_seen <<< "$line"
+        polled=1
+    elif [ "$(now_ms)" -le "$grace_until_ms" ]; then
+        say "status failed during the PostgreSQL stall (expected): $(tail -1 "$tmp/status.err")"
+    else
+        die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+    fi
+}
+
+# 7. Wave 1: poll until it is finished (the broadcast completed, or its wave 1 finished with --wave2), at
+# most the window + max(120 s, 10 %) (+ the stall + 90 s; unpaced: max(600 s, 1 s per 5,000 devices)).
+if [ "$unpaced" = 1 ]; then slack=$(( devices / 5000 > 600 ? devices / 5000 : 600 )); else slack=$(( window_s / 10 > 120 ? window_s / 10 : 120 )); fi
+[ -z "$stall" ] || slack=$(( slack + stall_for_s + 90 ))
+limit_ms=$(python3 -c "print(int(($wave1_start + $window_s + $slack) * 1000))")
+next_poll=0
+while :; do
+    stall_tick
+    t=$(now_ms)
+    if [ "$t" -ge "$next_poll" ]; then
+        next_poll=$((t + 2000))
+        poll_status
+        if [ "$polled" = 1 ]; then
+            sample
+            case "$state" in running | completed) ;; *) failure="broadcast $bid ended $state before wave 1 was sent"; break ;; esac
+            if [ "$state" != running ] || { [ "$wave2" = 1 ] && [ "$w1done" = 1 ]; }; then break; fi
+        fi
+    fi
+    if [ "$t" -gt "$limit_ms" ]; then
+        failure="wave 1 of broadcast $bid not sent within its window + ${slack} s ($(( window_s + slack )) s after its planned start): $state"
+        break
+    fi
+    sleep 0.25
 done
 t_done=$(now)
+if [ "$stall_phase" = active ]; then stall_end_now; stall_phase=done; fi
+if [ "$stall_phase" = pending ] && [ -z "$failure" ]; then failure="wave 1 ended before the stall was due (--stall-at ${stall_at_s}s)"; fi
+if [ -n "$failure" ]; then
+    say "$failure; batches not done, and cohorts with keys left:"
+    q "SELECT 'batch ' || id || ' cohort ' || cohort || ' devices ' || devices || ' owner ' || lease_owner || ' leases ' || leases
+            || ' lease expires in ' || round(extract(epoch FROM lease_expires_at - now())::numeric, 1) || ' s'
+        FROM broadcast_batches WHERE broadcast_id = '$bid' AND done_at IS NULL ORDER BY id" >&2 || say "(cannot read the batches)"
+    q "SELECT 'cohort ' || cohort || ' planned ' || planned || ' sent ' || sent || ' keys left ' || (end_key - next_key)
+        FROM broadcast_cohorts WHERE broadcast_id = '$bid' AND wave = 1 AND (next_key < end_key OR sent < planned) ORDER BY cohort" >&2 || say "(cannot read the cohorts)"
+fi
 sample
-"$B" broadcast status "$bid" --json > "$tmp/status.json" 2>/dev/null || true
+status_of "$bid" "$tmp/status.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+cp "$tmp/status.json" "$tmp/status-wave1.json"
+meta tDone "$t_done"
+if [ -n "$stall" ]; then
+    meta stall "$stall"; meta stallAt "$stall_at_s"; meta stallFor "$stall_for_s"
+    meta stallBegin "${stall_begin:-}"; meta stallEnd "${stall_end:-}"
+fi
 
-# 7. Peak RSS and CPU just before stopping; SIGTERM the workers (they drain and exit 0), then the simulator.
+# 8. --wave2: receipts, wave 2 and the second broadcast.
+if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
+    line=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["waves"][0]["counts"]; print(c["planned"], c["accepted"])' "$tmp/status-wave1.json") \
+        || die "cannot read wave 1's counts"
+    read -r w1planned w1accepted <<< "$line"
+    say "wave 1 sent ($w1accepted of $w1planned accepted); BENCHMARK SHORTCUT: receipts (newData) for two thirds of wave 1's accepted deliveries (device_id % 3 <> 0) in one INSERT … SELECT with psql, then ANALYZE receipts (devices report through the API one by one)"
+    r0=$(now)
+    out=$(psql -X -v ON_ERROR_STOP=1 -c "INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
+        SELECT device_id, '$edition', 'newData', 1048576, 2.5 FROM deliveries
+        WHERE broadcast_id = '$bid' AND wave = 1 AND outcome = 'accepted' AND device_id % 3 <> 0
+        ON CONFLICT DO NOTHING" 2>&1) || die "inserting the receipts failed: $out"
+    [[ "$out" =~ INSERT\ 0\ ([0-9]+) ]] || die "unexpected answer to the receipts' INSERT: $out"
+    receipts=${BASH_REMATCH[1]}
+    [ "$receipts" -gt 0 ] || die "the receipts' INSERT inserted nothing"
+    r1=$(now)
+    q "ANALYZE receipts" || die "ANALYZE receipts failed"
+    r2=$(now)
+    say "$receipts receipts in $(python3 -c "print(f'{$r1 - $r0:.1f}')") s, ANALYZE $(python3 -c "print(f'{$r2 - $r1:.1f}')") s"
+    interval_used=$interval_s
+    if [ "$short_interval" = 1 ]; then
+        interval_used=$(python3 -c "import math; print(math.ceil($r2 + 60 - $wave1_start))")
+        out=$(psql -X -v ON_ERROR_STOP=1 -c "UPDATE broadcasts SET plan = jsonb_set(plan, '{waveInterval}', to_jsonb($interval_used::float8))
+            WHERE id = '$bid' AND state = 'running'" 2>&1) || die "rewriting the wave interval failed: $out"
+        [ "$out" = "UPDATE 1" ] || die "rewriting the wave interval: $out (the broadcast is no longer running?)"
+        poll_status
+        [ "$polled" = 1 ] && python3 -c "import sys; sys.exit(0 if abs(float('$interval_seen') - $interval_used) < 0.001 else 1)" \
+            || die "the status shows waveInterval $interval_seen after the rewrite, not $interval_used"
+        say "DATABASE SHORTCUT: the stored broadcast's waveInterval rewritten from ${interval_s} s to ${interval_used} s (wave 2 due 60 s after the receipts; the CLI's minimum is 20 min)"
+    fi
+    due=$(python3 -c "print($wave1_start + $interval_used)")
+    python3 -c "import sys; sys.exit(0 if $due >= $r2 + 59.5 else 1)" \
+        || die "the receipts were in $(python3 -c "print(f'{$r2 - $wave1_start:.0f}')") s after wave 1's start, less than a minute before wave 2 is due ($interval_used s): rerun with a longer --wave-interval (or --short-interval)"
+    meta receiptsInserted "$receipts"; meta receiptsSeconds "$(python3 -c "print($r1 - $r0)")"; meta analyzeSeconds "$(python3 -c "print($r2 - $r1)")"
+    meta receiptsDone "$r2"; meta intervalRequested "$interval_s"; meta intervalUsed "$interval_used"; meta shortInterval "$short_interval"
+    meta wave2Due "$due"; meta w1planned "$w1planned"; meta w1accepted "$w1accepted"
+
+    # The second broadcast, 60 s before wave 2 is due; meanwhile the processes are watched.
+    start2_ms=$(python3 -c "print(int(($due - 60) * 1000))")
+    while [ "$(now_ms)" -lt "$start2_ms" ]; do
+        poll_status
+        [ "$state" = running ] || die "broadcast $bid is $state before wave 2"
+        [ "$nwaves" = 1 ] || die "wave 2 started before it was due"
+        sleep 2
+    done
+    "$B" broadcast --edition "$edition2" --window "${second_window_s}s" --cohorts 16 --max-pushes 1 --jitter 1s --json \
+        > "$tmp/start2.json" 2> "$tmp/start2.err" || die "paperboy broadcast (second) failed: $(cat "$tmp/start2.err")"
+    bid2=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/start2.json")
+    uuid_ok "$bid2" || die "paperboy broadcast (second) printed no broadcast id: $(cat "$tmp/start2.json")"
+    second_start=$(q "SELECT extract(epoch FROM starts_at) FROM broadcast_waves WHERE broadcast_id = '$bid2' AND wave = 1") || die "cannot read the second broadcast's start"
+    say "second broadcast $bid2: $second_targets devices over ${second_window_s} s from $(python3 -c "print(f'{$second_start - $due:+.1f}')") s of wave 2's planned start"
+    meta bid2 "$bid2"; meta secondStart "$second_start"; meta secondWindow "$second_window_s"; meta secondTargets "$second_targets"
+
+    # Wave 2: started within max(300 s, 1 s per 20,000 devices) of its planned start; sent within its
+    # window + max(120 s, 10 %); then 30 s more of the second broadcast.
+    recount_bound=$(( devices / 20000 > 300 ? devices / 20000 : 300 ))
+    start_limit_ms=$(python3 -c "print(int(($due + $recount_bound) * 1000))")
+    w2_seen="" w2_done="" w2_limit_ms=0 state2=running polls=0
+    while :; do
+        polls=$((polls + 1))
+        poll_status
+        [ "$state" = running ] || [ "$state" = completed ] || { failure="broadcast $bid ended $state during wave 2"; break; }
+        t=$(now_ms)
+        if [ "$state" = completed ] && [ "$nwaves" -lt 2 ]; then failure="broadcast $bid completed without a wave 2"; break; fi
+        if [ -z "$w2_seen" ] && [ "$nwaves" -ge 2 ]; then
+            w2_seen=$(now)
+            line=$(q "SELECT planned, rate FROM broadcast_waves WHERE broadcast_id = '$bid' AND wave = 2") || die "cannot read wave 2"
+            read -r w2_planned w2_rate <<< "${line/|/ }"
+            w2_window=$(python3 -c "print(int($w2_planned / $w2_rate) + 1 if $w2_rate > 0 else 0)")
+            w2_limit_ms=$(python3 -c "print(int(($w2_seen + $w2_window + max(120, $w2_window / 10)) * 1000))")
+            say "wave 2 seen $(python3 -c "print(f'{$w2_seen - $due:+.1f}')") s after its planned start: $w2_planned devices at $w2_rate/s"
+        fi
+        if [ -z "$w2_seen" ] && [ "$t" -gt "$start_limit_ms" ]; then failure="wave 2 not started ${recount_bound} s after its planned start"; break; fi
+        if [ -n "$w2_seen" ] && [ -z "$w2_done" ] && { [ "$w2done" = 1 ] || [ "$state" = completed ]; }; then w2_done=$(now); fi
+        if [ -n "$w2_seen" ] && [ -z "$w2_done" ] && [ "$t" -gt "$w2_limit_ms" ]; then failure="wave 2 not sent within its window + slack"; break; fi
+        if [ $((polls % 5)) = 0 ]; then
+            status_of "$bid2" "$tmp/status2.json" || die "paperboy broadcast status (second) failed: $(cat "$tmp/status.err")"
+            state2=$(summary "$tmp/status2.json" | cut -d' ' -f1)
+            case "$state2" in running | completed) ;; *) failure="the second broadcast ended $state2"; break ;; esac
+        fi
+        if [ -n "$w2_done" ] && python3 -c "import sys; sys.exit(0 if $(now) >= $w2_seen + 30 else 1)"; then break; fi
+        sleep 1
+    done
+    for id in "$bid" "$bid2"; do
+        status_of "$id" "$tmp/final-$id.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+        if [ "$(summary "$tmp/final-$id.json" | cut -d' ' -f1)" = running ]; then
+            "$B" broadcast cancel "$id" >> "$tmp/setup.log" 2>&1 || die "cancelling broadcast $id failed: $(tail -3 "$tmp/setup.log")"
+            say "cancelled broadcast $id"
+        fi
+    done
+    sleep 2
+    status_of "$bid" "$tmp/status.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+    status_of "$bid2" "$tmp/status2.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+    meta wave2Seen "${w2_seen:-}"; meta wave2Done "${w2_done:-}"
+fi
+
+# 9. Peak RSS and CPU just before stopping; SIGTERM the workers (they drain and exit 0), then the simulator.
 worker_stats=()
-for pid in "${worker_pids[@]}"; do
-    worker_stats+=("$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status"):$(cpu_ticks "$pid")")
+for i in "${!wpids[@]}"; do
+    pid=${wpids[$i]}
+    [ "$pid" != 0 ] || continue
+    worker_stats+=("${wnames[$i]}:$i:$(peak_rss_kb "$pid"):$(cpu_ticks "$pid")")
 done
 worker_rcs=()
-for pid in "${worker_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-for pid in "${worker_pids[@]}"; do rc=0; wait_exit "$pid" 60 || rc=$?; worker_rcs+=("$rc"); done
-worker_pids=()
-kill -TERM "$sim"
-sim_rc=0; wait_exit "$sim" 30 || sim_rc=$?
-sim=""
-[ "$sim_rc" = 0 ] || die "apns-sim did not exit cleanly ($sim_rc): $(tail -3 "$tmp/sim.err")"
+for pid in "${wpids[@]}"; do [ "$pid" = 0 ] || kill -TERM "$pid" 2>/dev/null || true; done
+for pid in "${wpids[@]}"; do [ "$pid" = 0 ] && continue; rc=0; wait_exit "$pid" 60 || rc=$?; worker_rcs+=("$rc"); done
+wpids=()
+stop_sim
 
-python3 - "$tmp" "$devices" "$workers" "$window_s" "$unpaced" "$json" "$t0" "$t1" "$t_done" "$sim_launch" "$sim_listening" \
-    "$(getconf CLK_TCK)" "$seed_s" "$state" "${worker_stats[*]}" "${worker_rcs[*]}" <<'EOF'
-import datetime, json, math, sys
-(tmp, devices, workers, window_s, unpaced, as_json, t0, t1, t_done, sim_launch, sim_listening,
- hz, seed_s, state, worker_stats, worker_rcs) = sys.argv[1:]
+# --wave2: what the database says about wave 2 and the second broadcast (after the workers stopped).
+if [ "$wave2" = 1 ] && [ -n "${bid2:-}" ]; then
+    q "SELECT extract(epoch FROM starts_at), planned, rate, window_seconds FROM broadcast_waves WHERE broadcast_id = '$bid' AND wave = 2" \
+        > "$tmp/wave2.txt" || die "cannot read wave 2"
+    q "SELECT extract(epoch FROM sent_at) FROM deliveries WHERE broadcast_id = '$bid' AND wave = 2 AND outcome <> 'notSent' ORDER BY sent_at LIMIT 1" \
+        > "$tmp/wave2-first.txt" || die "cannot read wave 2's first push"
+    q "SELECT floor(extract(epoch FROM sent_at))::bigint AS s, count(*) FROM deliveries WHERE broadcast_id = '$bid' AND wave = 2 AND outcome <> 'notSent' GROUP BY 1 ORDER BY 1" \
+        > "$tmp/wave2-seconds.txt" || die "cannot read wave 2's sends per second"
+    q "SELECT extract(epoch FROM sent_at) FROM deliveries WHERE broadcast_id = '$bid2' AND outcome <> 'notSent' ORDER BY sent_at" \
+        > "$tmp/second-sends.txt" || die "cannot read the second broadcast's sends"
+    grep -h "wave started" "$tmp"/w*.log > "$tmp/wave-started.txt" 2>/dev/null || true
+fi
+
+python3 - "$tmp" "$devices" "$workers" "$window_s" "$unpaced" "$json" "$(getconf CLK_TCK)" "$seed_s" "$state" \
+    "${worker_stats[*]:-}" "${worker_rcs[*]:-}" "$failure" <<'EOF'
+import datetime, json, math, os, re, sys
+(tmp, devices, workers, window_s, unpaced, as_json, hz, seed_s, state, worker_stats, worker_rcs, failure) = sys.argv[1:]
 devices, workers, window_s, unpaced, as_json, hz = int(devices), int(workers), int(window_s), unpaced == "1", as_json == "1", int(hz)
-t0, t1, t_done, sim_launch, sim_listening = map(float, (t0, t1, t_done, sim_launch, sim_listening))
+meta = dict(line.rstrip("\n").split("=", 1) for line in open(f"{tmp}/meta.txt") if "=" in line)
+num = lambda key: float(meta[key]) if meta.get(key) else None
+t0, t1, t_done, wave1_start = num("t0"), num("t1"), num("tDone"), num("wave1Start")
+failures = [failure] if failure else []
 
 def when(text):
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
-lines = open(f"{tmp}/sim.out").read().split("\n", 1)
-sim = json.loads(lines[1])
-status = json.load(open(f"{tmp}/status.json"))
-start = json.load(open(f"{tmp}/start.json"))
-bins = sim["acceptsPerSecond"]
-# startedAt is printed to the second (truncated); the simulator started between its launch and its first line.
-# Its first line appeared (polled every 0.1 s) just after it started: the best estimate, kept within startedAt's second.
-started = when(sim["startedAt"])
-sim_start = min(max(started, sim_listening - 0.05), started + 0.999)
-nonzero = [i for i, n in enumerate(bins) if n]
-first, last = (nonzero[0], nonzero[-1]) if nonzero else (0, 0)
-inner = bins[first + 1:last]  # full seconds only: the first and last partial seconds dropped
-if not inner: inner = bins[first:last + 1]
-mean = sum(inner) / len(inner) if inner else 0
-peak = max(inner) if inner else 0
-ordered = sorted(inner)
-p99 = ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)] if ordered else 0
-low = min(inner) if inner else 0
-sd = math.sqrt(sum((x - mean) ** 2 for x in inner) / len(inner)) if inner else 0
-wave = status["waves"][0] if status.get("waves") else {}
+# The simulator's runs (two with --stall apns): each run's accepts per second, placed on the first run's
+# seconds. startedAt is printed to the second (truncated); the simulator started between its launch and its
+# first line. Its first line appeared (polled every 0.1 s) just after it started: the best estimate, kept
+# within startedAt's second.
+runs = []
+for line in open(f"{tmp}/sim-runs.txt"):
+    out, launch, listening = line.split()
+    text = open(out).read().split("\n", 1)
+    stats = json.loads(text[1])
+    started = when(stats["startedAt"])
+    runs.append((stats, min(max(started, float(listening) - 0.05), started + 0.999)))
+sim, sim_start = runs[0]
+bins = []
+accepted_sim, rejected_sim = 0, {}
+for stats, start in runs:
+    offset = round(start - sim_start)
+    for i, n in enumerate(stats["acceptsPerSecond"]):
+        k = i + offset
+        if k >= len(bins): bins.extend([0] * (k - len(bins) + 1))
+        bins[k] += n
+    accepted_sim += stats["accepted"]
+    for reason, n in stats.get("rejected", {}).items(): rejected_sim[reason] = rejected_sim.get(reason, 0) + n
+if rejected_sim:
+    failures.append(f"the simulator rejected requests: {rejected_sim}")
+bin_of = lambda t: math.floor(t - sim_start)
+
+status = json.load(open(f"{tmp}/status-wave1.json"))
+waves = {w["wave"]: w for w in status.get("waves", [])}
+wave = waves.get(1, {})
 plan_start = when(wave["startsAt"]) if wave else None
 planned_rate = wave.get("rate")
-finished = when(status["finishedAt"]) if status.get("finishedAt") else None
+finished = when(status["finishedAt"]) if status.get("finishedAt") else (when(wave["finishedAt"]) if wave.get("finishedAt") else None)
+# Wave 1's seconds: to its completion (with --wave2 the later seconds belong to wave 2).
+w1_last_bin = bin_of(t_done) if meta.get("bid2") else len(bins) - 1
+w1_bins = bins[:max(0, w1_last_bin) + 1]
+nonzero = [i for i, n in enumerate(w1_bins) if n]
+first, last = (nonzero[0], nonzero[-1]) if nonzero else (0, 0)
+inner = w1_bins[first + 1:last]  # full seconds only: the first and last partial seconds dropped
+if not inner: inner = w1_bins[first:last + 1]
+def rate_stats(series):
+    if not series: return {"seconds": 0, "mean": 0, "peak": 0, "p99": 0, "min": 0, "stdev": 0, "peakToMean": None}
+    mean = sum(series) / len(series)
+    ordered = sorted(series)
+    return {"seconds": len(series), "mean": round(mean, 1), "peak": max(series),
+            "p99": ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)], "min": min(series),
+            "stdev": round(math.sqrt(sum((x - mean) ** 2 for x in series) / len(series)), 1),
+            "peakToMean": round(max(series) / mean, 3) if mean else None}
+r = rate_stats(inner)
 first_push = sim_start + first - t0
 last_push_end = sim_start + last + 1 - t0
 planned_end = (plan_start - t0 + window_s) if plan_start else None
-workers_out = []
-for i, (item, rc) in enumerate(zip(worker_stats.split(), worker_rcs.split())):
-    hwm, ticks = item.split(":")
-    workers_out.append({"name": f"w{i + 1}", "peakRSSMB": round(int(hwm) / 1024, 1), "cpuSeconds": round(int(ticks) / hz, 1),
-                        "exitStatus": int(rc)})
-# CPU from the samples (every 2 s from T0 to completion): the machine's busy cores, the simulator's, each worker's.
+
+# CPU from the samples (every 2 s from T0 to wave 1's completion). A process column is (pid, ticks); when the
+# pid changes (a restart) the new process's ticks count from its start.
 samples = [list(map(float, l.split())) for l in open(f"{tmp}/samples.txt") if l.strip()]
-def cores(column):
-    a, b = samples[0], samples[-1]
-    mean = (b[column] - a[column]) / hz / max(0.001, b[0] - a[0])
-    best = max(((y[column] - x[column]) / hz / (y[0] - x[0]) for x, y in zip(samples, samples[1:]) if y[0] > x[0]), default=0)
-    return round(mean, 2), round(best, 2), round((b[column] - a[column]) / hz, 1)
-for w, out in enumerate(workers_out):
-    out["meanCores"], out["peakCores2s"], out["cpuSecondsDuringBroadcast"] = cores(4 + 2 * w)
-machine_cores = cores(1)
-sim_cores = cores(2)
-pg_cores = cores(3)
-totals = status.get("waves", [{}])[0].get("counts", {}) if status.get("waves") else {}
+def cores(pid_col, ticks_col):
+    total, best = 0.0, 0.0
+    for x, y in zip(samples, samples[1:]):
+        if y[pid_col] == 0 or y[0] <= x[0]: continue
+        same = y[pid_col] == x[pid_col] and y[ticks_col] >= x[ticks_col]
+        delta = y[ticks_col] - x[ticks_col] if same else y[ticks_col]
+        total += delta
+        if same: best = max(best, delta / hz / (y[0] - x[0]))
+    span = max(0.001, samples[-1][0] - samples[0][0])
+    return round(total / hz / span, 2), round(best, 2), round(total / hz, 1)
+# The machine's busy ticks have no pid: a constant column stands in.
+for s in samples: s.append(1.0)
+machine_cores = cores(len(samples[0]) - 1, 1)
+sim_cores = cores(2, 3)
+pg_cores = cores(4, 5)
+workers_out = []
+retired = [l.split() for l in open(f"{tmp}/retired.txt") if l.strip()]
+for name, pid, hwm, ticks, rc in retired:
+    workers_out.append({"name": name, "slot": None, "peakRSSMB": round(int(hwm) / 1024, 1), "cpuSeconds": round(int(ticks) / hz, 1),
+                        "exitStatus": int(rc), "stalled": True, "meanCores": None, "peakCores2s": None, "cpuSecondsDuringBroadcast": None})
+for item, rc in zip(worker_stats.split(), worker_rcs.split()):
+    name, slot, hwm, ticks = item.split(":")
+    workers_out.append({"name": name, "slot": int(slot), "peakRSSMB": round(int(hwm) / 1024, 1), "cpuSeconds": round(int(ticks) / hz, 1),
+                        "exitStatus": int(rc)})
+    if int(rc) != 0: failures.append(f"worker {name} exited {rc} after SIGTERM (not 0)")
+# Per slot: a restarted worker's slot counts both processes.
+for out in workers_out:
+    if out["slot"] is not None:
+        out["meanCores"], out["peakCores2s"], out["cpuSecondsDuringBroadcast"] = cores(6 + 3 * out["slot"], 7 + 3 * out["slot"])
+totals = wave.get("counts", {})
+recorded_accepted = sum(w.get("counts", {}).get("accepted", 0) for w in status.get("waves", []))
 result = {
-    "devices": devices, "workers": workers, "windowSeconds": window_s, "unpaced": unpaced, "state": status.get("state", state),
-    "acceptedAtSimulator": sim["accepted"], "rejectedAtSimulator": sim.get("rejected", {}),
+    "devices": devices, "workers": workers, "windowSeconds": window_s, "unpaced": unpaced,
+    "state": json.load(open(f"{tmp}/status.json")).get("state", state),
+    "acceptedAtSimulator": accepted_sim, "rejectedAtSimulator": rejected_sim,
     "broadcastCounts": {k: totals.get(k) for k in ("planned", "sent", "accepted", "rejected", "skipped")},
     "plannedRate": planned_rate,
-    "rate": {"seconds": len(inner), "mean": round(mean, 1), "peak": peak, "p99": p99, "min": low, "stdev": round(sd, 1),
-             "peakToMean": round(peak / mean, 3) if mean else None},
+    "rate": r,
     "planningSeconds": round(t1 - t0, 2),
     "planStartAfterT0": round(plan_start - t0, 2) if plan_start else None,
     "firstPushAfterT0": round(first_push, 1),
@@ -298,26 +773,176 @@ result = {
     "simulatorCores": {"mean": sim_cores[0], "busiest2s": sim_cores[1]},
     "postgresCores": {"mean": pg_cores[0], "busiest2s": pg_cores[1], "cpuSeconds": pg_cores[2]},
     "workersDetail": workers_out,
-    "simulatorPeakConcurrentStreams": sim.get("peakConcurrentStreams"),
-    "simulatorConnections": sim.get("connectionsOpened"),
-    "acceptsPerSecond": bins[first:last + 1],
+    "simulatorPeakConcurrentStreams": max(s.get("peakConcurrentStreams") or 0 for s, _ in runs),
+    "simulatorConnections": sum(s.get("connectionsOpened") or 0 for s, _ in runs),
+    "acceptsPerSecond": w1_bins[first:last + 1],
 }
+if planned_rate is not None and not unpaced and not meta.get("bid2") and not meta.get("stall") and accepted_sim != devices:
+    failures.append(f"the simulator accepted {accepted_sim} pushes for {devices} targets")
+lines = []
+
+# --stall
+if meta.get("stall"):
+    kind, begin, end = meta["stall"], num("stallBegin"), num("stallEnd")
+    done = totals.get("sent", 0) + sum(totals.get("skipped", {}).values())
+    stall = {"kind": kind, "atSeconds": int(meta["stallAt"]), "forSeconds": int(meta["stallFor"])}
+    if begin is not None:
+        b, e = bin_of(begin), bin_of(end)
+        after = w1_bins[max(b, first + 1):last]  # full seconds from the stall's start on
+        around = [[round(sim_start + k - wave1_start, 1), w1_bins[k]] for k in range(max(first, b - 5), min(last, e + 30) + 1)]
+        stall.update({
+            "beganAfterWave1Start": round(begin - wave1_start, 2), "endedAfterWave1Start": round(end - wave1_start, 2),
+            "seconds": round(end - begin, 2),
+            "busiestAfter": max(after) if after else None,
+            "busiestAfterOverPlan": round(max(after) / planned_rate, 3) if after and planned_rate else None,
+            "busiestOverall": r["peak"], "busiestOverallOverPlan": round(r["peak"] / planned_rate, 3) if planned_rate else None,
+            "secondsAround": around,
+        })
+    stall.update({
+        "everyTargetSent": done == totals.get("planned") and totals.get("sent") == totals.get("planned"),
+        "everyTargetAccepted": totals.get("accepted") == totals.get("planned"),
+        "extraAcceptsAtSimulator": accepted_sim - recorded_accepted,
+        "behindSeconds": wave.get("behindSeconds"),
+    })
+    result["stall"] = stall
+    how = {"sigstop": "w1 paused (SIGSTOP/SIGCONT)", "sigkill": "w1 killed (SIGKILL), not restarted: its batches wait for their leases",
+           "restart": "w1 SIGTERMed (drained, exit 0), started again as w1r", "pg": "PostgreSQL stopped (pg_ctl stop -m fast), started again",
+           "apns": "apns-sim SIGTERMed (connections refused), started again on its port", "apns-sigstop": "apns-sim paused (SIGSTOP/SIGCONT)"}[kind]
+    if begin is None:
+        lines.append(f"  stall {kind}: not injected")
+    else:
+        goal = lambda x: "met" if x is not None and x <= 1.10 else "NOT met"
+        lines.append(f"  stall {kind}: {how}, from +{stall['beganAfterWave1Start']} s to +{stall['endedAfterWave1Start']} s after wave 1's planned start")
+        lines.append(f"  plan {planned_rate:.1f}/s: busiest second from the stall on {stall['busiestAfter']} ({stall['busiestAfterOverPlan']} x plan),"
+                     f" overall {r['peak']} ({stall['busiestOverallOverPlan']} x plan); goal <= 1.10: {goal(stall['busiestAfterOverPlan'])} after the stall, {goal(stall['busiestOverallOverPlan'])} overall")
+        lines.append("  seconds around it (s after wave 1's planned start: accepts): " + ", ".join(f"{t:+.1f}: {n}" for t, n in stall["secondsAround"]))
+    lines.append(f"  status: planned {totals.get('planned')}, sent {totals.get('sent')}, accepted {totals.get('accepted')}, rejected {totals.get('rejected')},"
+                 f" skipped {totals.get('skipped')}: {'every target sent' if stall['everyTargetSent'] else 'NOT every target sent'}"
+                 f"{'' if stall['everyTargetAccepted'] else ' (not all accepted)'}; wave behind its plan by {stall['behindSeconds']} s")
+    lines.append(f"  simulator accepted {accepted_sim}: {stall['extraAcceptsAtSimulator']} beyond the accepts recorded (duplicates, or accepts recorded as fateUnknown)")
+
+# --wave2
+if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
+    due = num("wave2Due")
+    w2 = {}
+    row = open(f"{tmp}/wave2.txt").read().strip()
+    if row:
+        start, planned, rate, window = row.split("|")
+        w2 = {"plannedStart": float(start), "planned": int(planned), "rate": float(rate), "window": float(window)}
+    if w2 and abs(w2["plannedStart"] - due) > 0.5:
+        failures.append(f"wave 2's stored start is {w2['plannedStart'] - due:+.1f} s off the start expected from the interval")
+    due = w2.get("plannedStart", due)
+    first_text = open(f"{tmp}/wave2-first.txt").read().strip()
+    first2 = float(first_text) if first_text else None
+    started_logs = []
+    for line in open(f"{tmp}/wave-started.txt"):
+        if f"broadcast={meta['bid']}".lower() in line.lower() and re.search(r"\bwave=2\b", line):  # the log's UUIDs are upper case
+            started_logs.append(datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S%z").timestamp())
+    logged = min(started_logs) if started_logs else None
+    if w2 and logged is None: failures.append("no worker logged \"wave started\" for wave 2")
+    # Wave 2's own seconds (deliveries.sent_at), full seconds only.
+    own = [tuple(map(int, l.split("|"))) for l in open(f"{tmp}/wave2-seconds.txt") if l.strip()]
+    own_series = []
+    if own:
+        lo, hi = own[0][0], own[-1][0]
+        counts = dict(own)
+        own_series = [counts.get(s, 0) for s in range(lo + 1, hi)]
+    # At the simulator: wave 2's full seconds, the second broadcast's sends included.
+    sends2 = [float(l) for l in open(f"{tmp}/second-sends.txt") if l.strip()]
+    per_bin2 = {}
+    for t in sends2: per_bin2[bin_of(t)] = per_bin2.get(bin_of(t), 0) + 1
+    sim_first2 = None
+    if first2 is not None:
+        for k in range(max(0, bin_of(due) - 2), len(bins)):
+            if bins[k] - per_bin2.get(k, 0) >= 5:
+                sim_first2 = sim_start + k
+                break
+    sim_series = []
+    if own:
+        sim_series = [bins[k] for k in range(bin_of(own[0][0]) + 1, min(len(bins), bin_of(own[-1][0] + 1)))]
+    # The second broadcast around wave 2's start: per second, and the longest gap between two sends.
+    lo_t = due - 20
+    hi_t = (first2 if first2 else due) + 20
+    window_sends = [t for t in sends2 if lo_t <= t <= hi_t]
+    gaps = [(b - a, a) for a, b in zip(window_sends, window_sends[1:])]
+    longest = max(gaps) if gaps else (None, None)
+    rate2 = int(meta["secondTargets"]) / int(meta["secondWindow"])
+    per_second2 = [[s - math.floor(due), sum(1 for t in sends2 if s <= t < s + 1)] for s in range(math.floor(lo_t), math.floor(hi_t) + 1)]
+    status2 = json.load(open(f"{tmp}/status2.json"))
+    final = json.load(open(f"{tmp}/status.json"))
+    fw = {w["wave"]: w for w in final.get("waves", [])}
+    delay = (first2 - due) if first2 is not None else None
+    wave2 = {
+        "receipts": {"inserted": int(meta["receiptsInserted"]), "seconds": round(num("receiptsSeconds"), 2), "analyzeSeconds": round(num("analyzeSeconds"), 2),
+                     "how": "BENCHMARK SHORTCUT: one psql INSERT ... SELECT from wave 1's accepted deliveries (device_id % 3 <> 0), then ANALYZE receipts"},
+        "waveIntervalRequested": int(meta["intervalRequested"]), "waveIntervalUsed": int(meta["intervalUsed"]),
+        "intervalShortcut": meta.get("shortInterval") == "1",
+        "plannedStartAfterWave1Start": round(due - wave1_start, 1),
+        "plannedStartAfterReceipts": round(due - num("receiptsDone"), 1),
+        "waveStartedLoggedAfterPlannedStart": round(logged - due, 1) if logged else None,
+        "firstPushAfterPlannedStart": round(delay, 3) if delay is not None else None,
+        "firstPushAtSimulatorSecond": round(sim_first2 - due, 1) if sim_first2 else None,
+        "recountDelaySeconds": round(delay, 3) if delay is not None else None,
+        "goalMet": delay is not None and delay <= 30,
+        "planned": w2.get("planned"), "expectedPlanned": int(meta["w1planned"]) - int(meta["receiptsInserted"]),
+        "counts": fw.get(2, {}).get("counts"), "rate": w2.get("rate"),
+        "ownRate": rate_stats(own_series), "simulatorRate": rate_stats(sim_series),
+        "second": {"id": meta["bid2"], "devices": int(meta["secondTargets"]), "windowSeconds": int(meta["secondWindow"]), "rate": round(rate2, 2),
+                   "startAfterPlannedStart": round(num("secondStart") - due, 1), "state": status2.get("state"),
+                   "sent": sum(w["counts"]["sent"] for w in status2.get("waves", [])),
+                   "perSecondAroundWave2": per_second2,
+                   "longestGapSeconds": round(longest[0], 3) if longest[0] is not None else None,
+                   "longestGapAfterPlannedStart": round(longest[1] - due, 2) if longest[1] is not None else None,
+                   "gapWindow": [round(lo_t - due, 1), round(hi_t - due, 1)]},
+        "states": {"broadcast": final.get("state"), "second": status2.get("state")},
+    }
+    result["wave2"] = wave2
+    result["acceptsPerSecondFromWave1Start"] = bins[max(0, bin_of(wave1_start)):]
+    if w2.get("planned") is None: failures.append("no wave 2")
+    s2 = wave2["second"]
+    sgn = lambda x: f"{x + 0.0:+}" if x is not None else "n/a"  # + 0.0: no -0.0
+    o = wave2["ownRate"]; sr = wave2["simulatorRate"]
+    lines.append(f"  wave 2 due +{wave2['plannedStartAfterWave1Start']} s after wave 1's start (interval {wave2['waveIntervalUsed']} s"
+                 + (f", DATABASE SHORTCUT: the stored interval rewritten from {wave2['waveIntervalRequested']} s" if wave2["intervalShortcut"] else "")
+                 + f"), {wave2['plannedStartAfterReceipts']} s after the receipts")
+    lines.append(f"  receipts: {wave2['receipts']['inserted']} in {wave2['receipts']['seconds']} s + ANALYZE {wave2['receipts']['analyzeSeconds']} s"
+                 " (BENCHMARK SHORTCUT: one psql INSERT ... SELECT, not the API)")
+    lines.append(f"  recount: \"wave started\" logged {sgn(wave2['waveStartedLoggedAfterPlannedStart'])} s after the planned start (log: 1 s resolution);"
+                 f" first wave-2 push {sgn(wave2['firstPushAfterPlannedStart'])} s (deliveries.sent_at), at the simulator in the second from {sgn(wave2['firstPushAtSimulatorSecond'])} s;"
+                 f" recount delay {wave2['recountDelaySeconds']} s (goal <= 30 s: {'met' if wave2['goalMet'] else 'NOT met'})")
+    lines.append(f"  wave 2: planned {wave2['planned']} (wave 1's {meta['w1planned']} - receipts = {wave2['expectedPlanned']}), counts {wave2['counts']}, plan {w2.get('rate', 0):.1f}/s;"
+                 f" its own sends (deliveries.sent_at) mean {o['mean']}/s peak {o['peak']}/s peak/mean {o['peakToMean']} over {o['seconds']} full s;"
+                 f" at the simulator (the second broadcast included) mean {sr['mean']}/s peak {sr['peak']}/s peak/mean {sr['peakToMean']}")
+    lines.append(f"  second broadcast: {s2['devices']} devices over {s2['windowSeconds']} s ({s2['rate']}/s) from {s2['startAfterPlannedStart']:+} s, {s2['state']}, sent {s2['sent']};"
+                 f" longest gap between two sends from {s2['gapWindow'][0]:+} to {s2['gapWindow'][1]:+} s: {s2['longestGapSeconds']} s (after the send at {sgn(s2['longestGapAfterPlannedStart'])} s)")
+    lines.append("  its sends per second (s after wave 2's planned start: sends; deliveries.sent_at): " + ", ".join(f"{s:+d}: {n}" for s, n in per_second2))
+
+result["failures"] = failures
 json.dump(result, open(f"{tmp}/result.json", "w"))
+open(f"{tmp}/failures.txt", "w").write("".join(f + "\n" for f in failures))
 if as_json:
     print(json.dumps(result, indent=2))
 else:
-    r = result["rate"]
     mode = "unpaced" if unpaced else f"window {window_s}s"
-    print(f"devices {devices} workers {workers} {mode}: {result['state']}, accepted {sim['accepted']}"
-          + (" (!= devices)" if sim["accepted"] != devices else "")
+    print(f"devices {devices} workers {workers} {mode}: {result['state']}, accepted {accepted_sim}"
+          + (" (!= devices)" if accepted_sim != devices and not meta.get("bid2") else "")
           + f", rate mean {r['mean']:.0f}/s peak {r['peak']}/s p99 {r['p99']}/s min {r['min']}/s peak/mean {r['peakToMean']}"
-          + f" over {r['seconds']} full s" + (f" (planned {planned_rate:.1f}/s)" if planned_rate else ""))
+          + f" over {r['seconds']} full s" + (f" (planned {planned_rate:.1f}/s)" if planned_rate else "") + (" [wave 1]" if meta.get("bid2") else ""))
     print(f"  planning {result['planningSeconds']} s, plan start +{result['planStartAfterT0']} s, first push in [+{result['firstPushAfterT0']}, +{result['firstPushAfterT0'] + 1:.1f}) s,"
           f" last push by +{result['lastPushAfterT0']} s (planned end +{result['plannedEndAfterT0']} s, late by at most {result['lateBy']} s),"
           f" completed +{result['finishedAfterT0']} s after start (times at the simulator: 1 s resolution)")
     for w in workers_out:
+        if w.get("stalled"):
+            print(f"  worker {w['name']} (stalled; read when it was stopped): peak RSS {w['peakRSSMB']} MB, CPU {w['cpuSeconds']} s, exit {w['exitStatus']}")
+            continue
         print(f"  worker {w['name']}: peak RSS {w['peakRSSMB']} MB, CPU {w['cpuSeconds']} s (mean {w['meanCores']} cores,"
               f" busiest 2 s {w['peakCores2s']} cores), exit {w['exitStatus']}")
-    print(f"  CPU from start to completion: machine {machine_cores[0]} cores busy (busiest 2 s {machine_cores[1]}) of {__import__('os').cpu_count()},"
+    print(f"  CPU from start to {'wave 1' + chr(39) + 's end' if meta.get('bid2') else 'completion'}: machine {machine_cores[0]} cores busy (busiest 2 s {machine_cores[1]}) of {os.cpu_count()},"
           f" simulator {sim_cores[0]}, PostgreSQL {pg_cores[0]} ({pg_cores[2]} s); seeding took {seed_s} s")
+    for line in lines: print(line)
+    for f in failures: print(f"  FAILED: {f}")
 EOF
+if [ -s "$tmp/failures.txt" ]; then
+    while read -r line; do say "error: $line"; done < "$tmp/failures.txt"
+    exit 1
+fi
