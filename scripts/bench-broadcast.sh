@@ -777,7 +777,13 @@ result = {
     "simulatorConnections": sum(s.get("connectionsOpened") or 0 for s, _ in runs),
     "acceptsPerSecond": w1_bins[first:last + 1],
 }
-if planned_rate is not None and not unpaced and not meta.get("bid2") and not meta.get("stall") and accepted_sim != devices:
+skipped1 = sum(totals.get("skipped", {}).values())
+if skipped1:
+    failures.append(f"wave 1 skipped {skipped1} of its {totals.get('planned')} targets: {totals.get('skipped')} (hourlyBudget: they had pushes"
+                    " within the hour, e.g. from an earlier run on this database); the rates are not the plan's")
+if not meta.get("stall") and totals and totals.get("accepted") != totals.get("planned"):
+    failures.append(f"wave 1: {totals.get('accepted')} of {totals.get('planned')} targets accepted (rejected: {totals.get('rejected')})")
+if not meta.get("bid2") and not meta.get("stall") and accepted_sim != devices:
     failures.append(f"the simulator accepted {accepted_sim} pushes for {devices} targets")
 lines = []
 
@@ -866,6 +872,9 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
     window_sends = [t for t in sends2 if lo_t <= t <= hi_t]
     gaps = [(b - a, a) for a, b in zip(window_sends, window_sends[1:])]
     longest = max(gaps) if gaps else (None, None)
+    # For comparison: the longest gap before that, from 5 s after the second broadcast's first send.
+    before = [t for t in sends2 if t < lo_t and sends2 and t >= sends2[0] + 5]
+    longest_before = max((b - a for a, b in zip(before, before[1:])), default=None)
     rate2 = int(meta["secondTargets"]) / int(meta["secondWindow"])
     per_second2 = [[s - math.floor(due), sum(1 for t in sends2 if s <= t < s + 1)] for s in range(math.floor(lo_t), math.floor(hi_t) + 1)]
     status2 = json.load(open(f"{tmp}/status2.json"))
@@ -893,12 +902,16 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
                    "perSecondAroundWave2": per_second2,
                    "longestGapSeconds": round(longest[0], 3) if longest[0] is not None else None,
                    "longestGapAfterPlannedStart": round(longest[1] - due, 2) if longest[1] is not None else None,
+                   "longestGapBefore": round(longest_before, 3) if longest_before is not None else None,
                    "gapWindow": [round(lo_t - due, 1), round(hi_t - due, 1)]},
         "states": {"broadcast": final.get("state"), "second": status2.get("state")},
     }
     result["wave2"] = wave2
     result["acceptsPerSecondFromWave1Start"] = bins[max(0, bin_of(wave1_start)):]
     if w2.get("planned") is None: failures.append("no wave 2")
+    recorded = sum(w["counts"]["accepted"] for st in (final, status2) for w in st.get("waves", []))
+    if accepted_sim != recorded:
+        failures.append(f"the simulator accepted {accepted_sim} pushes, the two broadcasts recorded {recorded} accepted")
     s2 = wave2["second"]
     sgn = lambda x: f"{x + 0.0:+}" if x is not None else "n/a"  # + 0.0: no -0.0
     o = wave2["ownRate"]; sr = wave2["simulatorRate"]
@@ -914,7 +927,8 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
                  f" its own sends (deliveries.sent_at) mean {o['mean']}/s peak {o['peak']}/s peak/mean {o['peakToMean']} over {o['seconds']} full s;"
                  f" at the simulator (the second broadcast included) mean {sr['mean']}/s peak {sr['peak']}/s peak/mean {sr['peakToMean']}")
     lines.append(f"  second broadcast: {s2['devices']} devices over {s2['windowSeconds']} s ({s2['rate']}/s) from {s2['startAfterPlannedStart']:+} s, {s2['state']}, sent {s2['sent']};"
-                 f" longest gap between two sends from {s2['gapWindow'][0]:+} to {s2['gapWindow'][1]:+} s: {s2['longestGapSeconds']} s (after the send at {sgn(s2['longestGapAfterPlannedStart'])} s)")
+                 f" longest gap between two sends from {s2['gapWindow'][0]:+} to {s2['gapWindow'][1]:+} s: {s2['longestGapSeconds']} s (after the send at {sgn(s2['longestGapAfterPlannedStart'])} s);"
+                 f" before {s2['gapWindow'][0]:+} s its longest was {s2['longestGapBefore']} s")
     lines.append("  its sends per second (s after wave 2's planned start: sends; deliveries.sent_at): " + ", ".join(f"{s:+d}: {n}" for s, n in per_second2))
 
 result["failures"] = failures
