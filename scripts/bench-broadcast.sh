@@ -491,8 +491,21 @@ check_alive() {
     done
     [ -z "$sim" ] || kill -0 "$sim" 2>/dev/null || die "apns-sim exited during the broadcast: $(tail -5 "$tmp/sim$sim_runs.err")"
 }
-# `broadcast status` of $1 into $2; non-zero when it failed (the old file stays).
-status_of() { timeout 60 "$B" broadcast status "$1" --json > "$2.new" 2> "$tmp/status.err" && mv "$2.new" "$2"; }
+# `broadcast status` of $1 into $2 within $3 s (default 60); non-zero when it failed (the old file stays).
+status_of() { timeout "${3:-60}" "$B" broadcast status "$1" --json > "$2.new" 2> "$tmp/status.err" && mv "$2.new" "$2"; }
+# After the receipts, broadcast $bid's state, waves and whether wave 2 finished, read from its tables: `broadcast
+# status` counts its receipts per wave with one deliveries probe per receipt (RequestStatements.
+# receiptsPerCohort), millions at 10 M devices, too heavy to poll while the recount and wave 2 are measured.
+poll_waves() {
+    local line
+    check_alive
+    line=$(q "SELECT b.state, count(w.wave), coalesce(bool_or(w.wave = 2 AND w.finished_at IS NOT NULL), false)
+        FROM broadcasts b LEFT JOIN broadcast_waves w ON w.broadcast_id = b.id WHERE b.id = '$bid' GROUP BY b.state") \
+        || die "cannot read broadcast $bid's waves"
+    IFS='|' read -r state nwaves w2done <<< "$line"
+    [ "$state" != planned ] || state=running
+    if [ "$w2done" = t ]; then w2done=1; else w2done=0; fi
+}
 # "state wave1-finished waves wave2-finished waveInterval" of a status file.
 summary() {
     python3 - "$1" <<'EOF'
@@ -592,8 +605,10 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
         out=$(psql -X -v ON_ERROR_STOP=1 -c "UPDATE broadcasts SET plan = jsonb_set(plan, '{waveInterval}', to_jsonb($interval_used::float8))
             WHERE id = '$bid' AND state = 'running'" 2>&1) || die "rewriting the wave interval failed: $out"
         [ "$out" = "UPDATE 1" ] || die "rewriting the wave interval: $out (the broadcast is no longer running?)"
-        poll_status
-        [ "$polled" = 1 ] && python3 -c "import sys; sys.exit(0 if abs(float('$interval_seen') - $interval_used) < 0.001 else 1)" \
+        # Once: the status decodes the stored options as the workers do (at 10 M this status takes a while).
+        status_of "$bid" "$tmp/status.json" 600 || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+        interval_seen=$(summary "$tmp/status.json" | cut -d' ' -f5)
+        python3 -c "import sys; sys.exit(0 if abs(float('$interval_seen') - $interval_used) < 0.001 else 1)" \
             || die "the status shows waveInterval $interval_seen after the rewrite, not $interval_used"
         say "DATABASE SHORTCUT: the stored broadcast's waveInterval rewritten from ${interval_s} s to ${interval_used} s (wave 2 due count-ahead ${count_ahead_s} s + 60 s after the receipts; the CLI's minimum is 20 min)"
     fi
@@ -607,7 +622,7 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
     # The second broadcast, 60 s before wave 2's audience is due to be counted; meanwhile the processes are watched.
     start2_ms=$(python3 -c "print(int(($due - $count_ahead_s - 60) * 1000))")
     while [ "$(now_ms)" -lt "$start2_ms" ]; do
-        poll_status
+        poll_waves
         [ "$state" = running ] || die "broadcast $bid is $state before wave 2"
         [ "$nwaves" = 1 ] || die "wave 2 started before it was due"
         sleep 2
@@ -637,7 +652,7 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
             [ "$n" -le "$count_most" ] || count_most=$n
         fi
         if [ $((polls % 2)) = 1 ]; then sleep 0.5; continue; fi
-        poll_status
+        poll_waves
         [ "$state" = running ] || [ "$state" = completed ] || { failure="broadcast $bid ended $state during wave 2"; break; }
         t=$(now_ms)
         if [ "$state" = completed ] && [ "$nwaves" -lt 2 ]; then failure="broadcast $bid completed without a wave 2"; break; fi
@@ -661,15 +676,15 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
         sleep 0.5
     done
     for id in "$bid" "$bid2"; do
-        status_of "$id" "$tmp/final-$id.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+        status_of "$id" "$tmp/final-$id.json" 600 || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
         if [ "$(summary "$tmp/final-$id.json" | cut -d' ' -f1)" = running ]; then
             "$B" broadcast cancel "$id" >> "$tmp/setup.log" 2>&1 || die "cancelling broadcast $id failed: $(tail -3 "$tmp/setup.log")"
             say "cancelled broadcast $id"
         fi
     done
     sleep 2
-    status_of "$bid" "$tmp/status.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
-    status_of "$bid2" "$tmp/status2.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+    status_of "$bid" "$tmp/status.json" 600 || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+    status_of "$bid2" "$tmp/status2.json" 600 || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
     meta wave2Seen "${w2_seen:-}"; meta wave2Done "${w2_done:-}"
     meta countFirstSeen "$count_first"; meta countLastSeen "$count_last"; meta countMostAtOnce "$count_most"
 fi
