@@ -21,26 +21,32 @@
 #                 running are cancelled first (a benchmark database only). With --wave2 it also adds (once)
 #                 app com.example.second, its publication `second` and its devices, and leaves the receipts
 #   --json        print the result as one JSON object on standard output (progress goes to standard error)
-#   --wave2       the broadcast gets --max-pushes 2 and a wave interval that puts wave 2 just after wave 1
-#                 (max(20m, the window + the receipts' estimated time + 2 min), whole minutes). When wave 1
-#                 is sent (status: wave 1 finished), receipts (newData) for two thirds of wave 1's accepted
-#                 deliveries (device_id % 3 <> 0) are inserted with psql in one INSERT … SELECT, then
-#                 ANALYZE receipts: a BENCHMARK SHORTCUT (devices report through the API one by one). A
-#                 second broadcast (app com.example.second, --second-devices devices seeded up front, paced
-#                 over --second-window) starts 60 s before wave 2's planned start. Measured: the planned
-#                 start (broadcast_waves.starts_at), the workers' "wave started" log line (1 s resolution),
-#                 the first wave-2 push (deliveries.sent_at; and its second at the simulator), recount delay
-#                 = first wave-2 push - planned start; the second broadcast's sends per second (from
-#                 deliveries.sent_at: the simulator counts all topics together) and its longest gap between
-#                 two sends around wave 2's start; wave 2's peak/mean (its own, from deliveries.sent_at, and
-#                 at the simulator, the second broadcast included). Ends when wave 2 is sent and 30 s have
-#                 passed since its first push: what is still running is cancelled.
+#   --wave2       the broadcast gets --max-pushes 2 and a wave interval that puts wave 2 just after wave 1:
+#                 max(20m, the window + the receipts' estimated time + the workers' count-ahead + 2 min),
+#                 whole minutes. When wave 1 is sent (status: wave 1 finished), receipts (newData) for two
+#                 thirds of wave 1's accepted deliveries (device_id % 3 <> 0) are inserted with psql in one
+#                 INSERT … SELECT, then ANALYZE receipts: a BENCHMARK SHORTCUT (devices report through the API
+#                 one by one). Workers that have --count-ahead (read from WORKER_ARGS, else from
+#                 `paperboy worker --help`) count wave 2's audience that long before its start; it must come
+#                 30 s after the receipts at least (else the run stops). A second broadcast (app
+#                 com.example.second, devices seeded up front) starts 60 s before the count is due. Measured:
+#                 the planned start (broadcast_waves.starts_at); the count (its statement seen in
+#                 pg_stat_activity, polled every 0.5 s: from, to, how many at once); the workers' "wave started"
+#                 log line (1 s resolution); the first wave-2 push (deliveries.sent_at; and its second at the
+#                 simulator); recount delay = first wave-2 push - planned start (goal ≤ 30 s); the second
+#                 broadcast's sends per second (deliveries.sent_at: the simulator counts all topics together)
+#                 and its longest gap between two sends from 20 s before the count to 20 s after wave 2's first
+#                 push (and, for comparison, before that); wave 2's peak/mean (its own, from
+#                 deliveries.sent_at, and at the simulator, the second broadcast included). Ends when wave 2 is
+#                 sent and 30 s have passed since its start: what is still running is cancelled. Fails when
+#                 wave 2's plan is not wave 1's targets minus the receipts, or the simulator's accepts differ
+#                 from the recorded ones. Small runs: add --short-interval and WORKER_ARGS="--count-ahead 30s"
 #   --wave-interval D  with --wave2: this wave interval instead (at least 20m, the CLI's minimum)
 #   --short-interval   with --wave2: once the receipts are in, rewrite the stored broadcast's waveInterval
-#                 (broadcasts.plan) so that wave 2 is due 60 s later: a DATABASE SHORTCUT for small runs,
-#                 whose window is far below the CLI's 20-minute minimum (the recount does not depend on it)
-#   --second-devices N  with --wave2: the second broadcast's devices (default 6000)
-#   --second-window D   with --wave2: the second broadcast's window (default 300s, from 60 s before wave 2)
+#                 (broadcasts.plan) so that wave 2 is due count-ahead + 60 s later: a DATABASE
+#                 SHORTCUT for small runs, whose window is far below the CLI's 20-minute minimum
+#   --second-devices N  with --wave2: the second broadcast's devices (default 20 per second of its window)
+#   --second-window D   with --wave2: the second broadcast's window (default count-ahead + 300 s)
 #   --stall KIND  one fault during wave 1, --stall-for long, --stall-at after wave 1's planned start:
 #                 sigstop   worker w1 paused with SIGSTOP, then SIGCONT
 #                 sigkill   worker w1 killed with SIGKILL and not restarted (needs --workers 2): its batches
@@ -78,7 +84,7 @@ seconds_of() {
 }
 
 devices=100000 window=5m workers="" unpaced=0 json=0 capacity="" reuse=0
-wave2=0 wave_interval="" short_interval=0 second_devices=6000 second_window=300s
+wave2=0 wave_interval="" short_interval=0 second_devices="" second_window=""
 stall="" stall_at="" stall_for=10s
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -118,9 +124,12 @@ fi
 if [ "$wave2" = 0 ]; then
     [ -z "$wave_interval" ] && [ "$short_interval" = 0 ] || bad "--wave-interval and --short-interval go with --wave2"
 fi
-[[ "$second_devices" =~ ^[1-9][0-9]*$ ]] || bad "--second-devices: '$second_devices' is not a positive integer"
-second_window_s=$(seconds_of --second-window "$second_window")
-[ "$second_window_s" -ge 60 ] || bad "--second-window: at least 60s (it starts 60 s before wave 2)"
+[ -z "$second_devices" ] || [[ "$second_devices" =~ ^[1-9][0-9]*$ ]] || bad "--second-devices: '$second_devices' is not a positive integer"
+second_window_s=""
+if [ -n "$second_window" ]; then
+    second_window_s=$(seconds_of --second-window "$second_window")
+    [ "$second_window_s" -ge 60 ] || bad "--second-window: at least 60s"
+fi
 interval_s=""
 if [ -n "$wave_interval" ]; then
     interval_s=$(seconds_of --wave-interval "$wave_interval")
@@ -152,6 +161,30 @@ B=${PAPERBOY_BIN:-.build-release/release/paperboy}
 [ -x "$B" ] || { echo "bench-broadcast: no $B: build it with swift build -c release --scratch-path .build-release --product paperboy" >&2; exit 1; }
 : "${DATABASE_URL:?run me under scripts/with-postgres.sh or set DATABASE_URL}"
 for tool in python3 openssl psql; do command -v "$tool" >/dev/null || { echo "bench-broadcast: needs $tool" >&2; exit 1; }; done
+# --wave2: a worker with --count-ahead counts a follow-up wave's audience that long before the wave's start
+# (WORKER_ARGS' value, else the worker's default); one without counts at the start (0).
+count_ahead_s=0
+if [ "$wave2" = 1 ]; then
+    worker_help=$("$B" worker --help 2>&1 | tr '\n' ' ') || bad "$B worker --help failed"
+    if [[ "$worker_help" == *"--count-ahead <duration>"* ]]; then
+        ca=""
+        set -- ${WORKER_ARGS:-}
+        while [ $# -gt 0 ]; do
+            case "$1" in --count-ahead) ca=${2:-}; shift ;; --count-ahead=*) ca=${1#*=} ;; esac
+            shift
+        done
+        if [ -z "$ca" ]; then
+            rest=${worker_help##*--count-ahead <duration>}
+            [[ "$rest" =~ \(default:\ ([^\)]*)\) ]] || bad "cannot read the worker's default --count-ahead from its --help"
+            ca=${BASH_REMATCH[1]}
+        fi
+        count_ahead_s=$(seconds_of --count-ahead "$ca")
+    fi
+    # The second broadcast starts 60 s before the count is due and lasts until 4 min after wave 2's start, at
+    # 20 sends a second unless told otherwise.
+    [ -n "$second_window_s" ] || second_window_s=$(( count_ahead_s + 300 ))
+    [ -n "$second_devices" ] || second_devices=$(( second_window_s * 20 ))
+fi
 
 say() { echo "bench-broadcast: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -331,9 +364,10 @@ done
 if [ "$unpaced" = 1 ]; then pace=(--capacity 10000000/s); elif [ -n "$capacity" ]; then pace=(--capacity "$capacity/s"); else pace=(--window "${window_s}s"); fi
 extra=(--max-pushes 1)
 if [ "$wave2" = 1 ]; then
-    # Receipts estimated at 30,000 rows/s (with ANALYZE); wave 2 is due 2 min after them at the earliest.
+    # Receipts estimated at 30,000 rows/s (with ANALYZE); wave 2's audience is counted (--count-ahead before
+    # its start) 2 min after them at the earliest.
     if [ -z "$interval_s" ]; then
-        interval_s=$(( ( (window_s + devices * 2 / 3 / 30000 + 120 + 59) / 60 ) * 60 ))
+        interval_s=$(( ( (window_s + devices * 2 / 3 / 30000 + count_ahead_s + 120 + 59) / 60 ) * 60 ))
         [ "$interval_s" -ge 1200 ] || interval_s=1200
     fi
     extra=(--max-pushes 2 --wave-interval "${interval_s}s")
@@ -457,8 +491,21 @@ check_alive() {
     done
     [ -z "$sim" ] || kill -0 "$sim" 2>/dev/null || die "apns-sim exited during the broadcast: $(tail -5 "$tmp/sim$sim_runs.err")"
 }
-# `broadcast status` of $1 into $2; non-zero when it failed (the old file stays).
-status_of() { timeout 60 "$B" broadcast status "$1" --json > "$2.new" 2> "$tmp/status.err" && mv "$2.new" "$2"; }
+# `broadcast status` of $1 into $2 within $3 s (default 60); non-zero when it failed (the old file stays).
+status_of() { timeout "${3:-60}" "$B" broadcast status "$1" --json > "$2.new" 2> "$tmp/status.err" && mv "$2.new" "$2"; }
+# After the receipts, broadcast $bid's state, waves and whether wave 2 finished, read from its tables: `broadcast
+# status` counts its receipts per wave with one deliveries probe per receipt (RequestStatements.
+# receiptsPerCohort), millions at 10 M devices, too heavy to poll while the recount and wave 2 are measured.
+poll_waves() {
+    local line
+    check_alive
+    line=$(q "SELECT b.state, count(w.wave), coalesce(bool_or(w.wave = 2 AND w.finished_at IS NOT NULL), false)
+        FROM broadcasts b LEFT JOIN broadcast_waves w ON w.broadcast_id = b.id WHERE b.id = '$bid' GROUP BY b.state") \
+        || die "cannot read broadcast $bid's waves"
+    IFS='|' read -r state nwaves w2done <<< "$line"
+    [ "$state" != planned ] || state=running
+    if [ "$w2done" = t ]; then w2done=1; else w2done=0; fi
+}
 # "state wave1-finished waves wave2-finished waveInterval" of a status file.
 summary() {
     python3 - "$1" <<'EOF'
@@ -554,26 +601,28 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
     say "$receipts receipts in $(python3 -c "print(f'{$r1 - $r0:.1f}')") s, ANALYZE $(python3 -c "print(f'{$r2 - $r1:.1f}')") s"
     interval_used=$interval_s
     if [ "$short_interval" = 1 ]; then
-        interval_used=$(python3 -c "import math; print(math.ceil($r2 + 60 - $wave1_start))")
+        interval_used=$(python3 -c "import math; print(math.ceil($r2 + $count_ahead_s + 60 - $wave1_start))")
         out=$(psql -X -v ON_ERROR_STOP=1 -c "UPDATE broadcasts SET plan = jsonb_set(plan, '{waveInterval}', to_jsonb($interval_used::float8))
             WHERE id = '$bid' AND state = 'running'" 2>&1) || die "rewriting the wave interval failed: $out"
         [ "$out" = "UPDATE 1" ] || die "rewriting the wave interval: $out (the broadcast is no longer running?)"
-        poll_status
-        [ "$polled" = 1 ] && python3 -c "import sys; sys.exit(0 if abs(float('$interval_seen') - $interval_used) < 0.001 else 1)" \
+        # Once: the status decodes the stored options as the workers do (at 10 M this status takes a while).
+        status_of "$bid" "$tmp/status.json" 600 || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+        interval_seen=$(summary "$tmp/status.json" | cut -d' ' -f5)
+        python3 -c "import sys; sys.exit(0 if abs(float('$interval_seen') - $interval_used) < 0.001 else 1)" \
             || die "the status shows waveInterval $interval_seen after the rewrite, not $interval_used"
-        say "DATABASE SHORTCUT: the stored broadcast's waveInterval rewritten from ${interval_s} s to ${interval_used} s (wave 2 due 60 s after the receipts; the CLI's minimum is 20 min)"
+        say "DATABASE SHORTCUT: the stored broadcast's waveInterval rewritten from ${interval_s} s to ${interval_used} s (wave 2 due count-ahead ${count_ahead_s} s + 60 s after the receipts; the CLI's minimum is 20 min)"
     fi
     due=$(python3 -c "print($wave1_start + $interval_used)")
-    python3 -c "import sys; sys.exit(0 if $due >= $r2 + 59.5 else 1)" \
-        || die "the receipts were in $(python3 -c "print(f'{$r2 - $wave1_start:.0f}')") s after wave 1's start, less than a minute before wave 2 is due ($interval_used s): rerun with a longer --wave-interval (or --short-interval)"
+    python3 -c "import sys; sys.exit(0 if $due >= $r2 + 59.5 and $due - $count_ahead_s >= $r2 + 29.5 else 1)" \
+        || die "the receipts were in $(python3 -c "print(f'{$r2 - $wave1_start:.0f}')") s after wave 1's start: less than a minute before wave 2 is due ($interval_used s), or less than 30 s before its audience is counted (count-ahead ${count_ahead_s} s); rerun with a longer --wave-interval (or --short-interval)"
     meta receiptsInserted "$receipts"; meta receiptsSeconds "$(python3 -c "print($r1 - $r0)")"; meta analyzeSeconds "$(python3 -c "print($r2 - $r1)")"
     meta receiptsDone "$r2"; meta intervalRequested "$interval_s"; meta intervalUsed "$interval_used"; meta shortInterval "$short_interval"
-    meta wave2Due "$due"; meta w1planned "$w1planned"; meta w1accepted "$w1accepted"
+    meta wave2Due "$due"; meta w1planned "$w1planned"; meta w1accepted "$w1accepted"; meta countAhead "$count_ahead_s"
 
-    # The second broadcast, 60 s before wave 2 is due; meanwhile the processes are watched.
-    start2_ms=$(python3 -c "print(int(($due - 60) * 1000))")
+    # The second broadcast, 60 s before wave 2's audience is due to be counted; meanwhile the processes are watched.
+    start2_ms=$(python3 -c "print(int(($due - $count_ahead_s - 60) * 1000))")
     while [ "$(now_ms)" -lt "$start2_ms" ]; do
-        poll_status
+        poll_waves
         [ "$state" = running ] || die "broadcast $bid is $state before wave 2"
         [ "$nwaves" = 1 ] || die "wave 2 started before it was due"
         sleep 2
@@ -590,10 +639,20 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
     # window + max(120 s, 10 %); then 30 s more of the second broadcast.
     recount_bound=$(( devices / 20000 > 300 ? devices / 20000 : 300 ))
     start_limit_ms=$(python3 -c "print(int(($due + $recount_bound) * 1000))")
-    w2_seen="" w2_done="" w2_limit_ms=0 state2=running polls=0
+    w2_seen="" w2_done="" w2_limit_ms=0 state2=running polls=0 count_first="" count_last="" count_most=0
+    # The audience count, seen in pg_stat_activity every 0.5 s: the statement CohortRepository.counts runs.
+    count_sql="SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE 'SELECT %, count(*) FROM devices d WHERE %'"
     while :; do
         polls=$((polls + 1))
-        poll_status
+        n=$(q "$count_sql") || die "cannot read pg_stat_activity"
+        if [ "$n" -gt 0 ]; then
+            t=$(now); [ -n "$count_first" ] || count_first=$t; count_last=$t
+            q "SELECT '$t', pid, client_port, now() - query_start, left(query, 100) FROM pg_stat_activity WHERE state = 'active'
+                AND pid <> pg_backend_pid() AND query LIKE 'SELECT %, count(*) FROM devices d WHERE %'" >> "$tmp/counts-seen.txt" || true
+            [ "$n" -le "$count_most" ] || count_most=$n
+        fi
+        if [ $((polls % 2)) = 1 ]; then sleep 0.5; continue; fi
+        poll_waves
         [ "$state" = running ] || [ "$state" = completed ] || { failure="broadcast $bid ended $state during wave 2"; break; }
         t=$(now_ms)
         if [ "$state" = completed ] && [ "$nwaves" -lt 2 ]; then failure="broadcast $bid completed without a wave 2"; break; fi
@@ -608,25 +667,26 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
         if [ -z "$w2_seen" ] && [ "$t" -gt "$start_limit_ms" ]; then failure="wave 2 not started ${recount_bound} s after its planned start"; break; fi
         if [ -n "$w2_seen" ] && [ -z "$w2_done" ] && { [ "$w2done" = 1 ] || [ "$state" = completed ]; }; then w2_done=$(now); fi
         if [ -n "$w2_seen" ] && [ -z "$w2_done" ] && [ "$t" -gt "$w2_limit_ms" ]; then failure="wave 2 not sent within its window + slack"; break; fi
-        if [ $((polls % 5)) = 0 ]; then
+        if [ $((polls % 10)) = 0 ]; then
             status_of "$bid2" "$tmp/status2.json" || die "paperboy broadcast status (second) failed: $(cat "$tmp/status.err")"
             state2=$(summary "$tmp/status2.json" | cut -d' ' -f1)
             case "$state2" in running | completed) ;; *) failure="the second broadcast ended $state2"; break ;; esac
         fi
         if [ -n "$w2_done" ] && python3 -c "import sys; sys.exit(0 if $(now) >= $w2_seen + 30 else 1)"; then break; fi
-        sleep 1
+        sleep 0.5
     done
     for id in "$bid" "$bid2"; do
-        status_of "$id" "$tmp/final-$id.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+        status_of "$id" "$tmp/final-$id.json" 600 || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
         if [ "$(summary "$tmp/final-$id.json" | cut -d' ' -f1)" = running ]; then
             "$B" broadcast cancel "$id" >> "$tmp/setup.log" 2>&1 || die "cancelling broadcast $id failed: $(tail -3 "$tmp/setup.log")"
             say "cancelled broadcast $id"
         fi
     done
     sleep 2
-    status_of "$bid" "$tmp/status.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
-    status_of "$bid2" "$tmp/status2.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+    status_of "$bid" "$tmp/status.json" 600 || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
+    status_of "$bid2" "$tmp/status2.json" 600 || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
     meta wave2Seen "${w2_seen:-}"; meta wave2Done "${w2_done:-}"
+    meta countFirstSeen "$count_first"; meta countLastSeen "$count_last"; meta countMostAtOnce "$count_most"
 fi
 
 # 9. Peak RSS and CPU just before stopping; SIGTERM the workers (they drain and exit 0), then the simulator.
@@ -777,7 +837,13 @@ result = {
     "simulatorConnections": sum(s.get("connectionsOpened") or 0 for s, _ in runs),
     "acceptsPerSecond": w1_bins[first:last + 1],
 }
-if planned_rate is not None and not unpaced and not meta.get("bid2") and not meta.get("stall") and accepted_sim != devices:
+skipped1 = sum(totals.get("skipped", {}).values())
+if skipped1:
+    failures.append(f"wave 1 skipped {skipped1} of its {totals.get('planned')} targets: {totals.get('skipped')} (hourlyBudget: they had pushes"
+                    " within the hour, e.g. from an earlier run on this database); the rates are not the plan's")
+if not meta.get("stall") and totals and totals.get("accepted") != totals.get("planned"):
+    failures.append(f"wave 1: {totals.get('accepted')} of {totals.get('planned')} targets accepted (rejected: {totals.get('rejected')})")
+if not meta.get("bid2") and not meta.get("stall") and accepted_sim != devices:
     failures.append(f"the simulator accepted {accepted_sim} pushes for {devices} targets")
 lines = []
 
@@ -860,14 +926,24 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
     sim_series = []
     if own:
         sim_series = [bins[k] for k in range(bin_of(own[0][0]) + 1, min(len(bins), bin_of(own[-1][0] + 1)))]
-    # The second broadcast around wave 2's start: per second, and the longest gap between two sends.
-    lo_t = due - 20
-    hi_t = (first2 if first2 else due) + 20
+    # The audience count: due countAhead before the start; seen in pg_stat_activity (0.5 s polls).
+    count_ahead = int(meta.get("countAhead") or 0)
+    count_due = due - count_ahead
+    count_first, count_last = num("countFirstSeen"), num("countLastSeen")
+    # The second broadcast from 20 s before the count is due to 20 s after the later of wave 2's first push
+    # and the count's end: per second, and the longest gap between two sends.
+    lo_t = count_due - 20
+    hi_t = max(first2 if first2 else due, count_last or 0) + 20
     window_sends = [t for t in sends2 if lo_t <= t <= hi_t]
     gaps = [(b - a, a) for a, b in zip(window_sends, window_sends[1:])]
     longest = max(gaps) if gaps else (None, None)
+    # For comparison: the longest gap before that, from 5 s after the second broadcast's first send.
+    before = [t for t in sends2 if t < lo_t and sends2 and t >= sends2[0] + 5]
+    longest_before = max((b - a for a, b in zip(before, before[1:])), default=None)
     rate2 = int(meta["secondTargets"]) / int(meta["secondWindow"])
-    per_second2 = [[s - math.floor(due), sum(1 for t in sends2 if s <= t < s + 1)] for s in range(math.floor(lo_t), math.floor(hi_t) + 1)]
+    sends_by_second = {}
+    for t in sends2: sends_by_second[math.floor(t)] = sends_by_second.get(math.floor(t), 0) + 1
+    per_second2 = [[s - math.floor(due), sends_by_second.get(s, 0)] for s in range(math.floor(lo_t), math.floor(hi_t) + 1)]
     status2 = json.load(open(f"{tmp}/status2.json"))
     final = json.load(open(f"{tmp}/status.json"))
     fw = {w["wave"]: w for w in final.get("waves", [])}
@@ -878,6 +954,11 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
         "waveIntervalRequested": int(meta["intervalRequested"]), "waveIntervalUsed": int(meta["intervalUsed"]),
         "intervalShortcut": meta.get("shortInterval") == "1",
         "plannedStartAfterWave1Start": round(due - wave1_start, 1),
+        "countAheadSeconds": count_ahead,
+        "countDueAfterReceipts": round(count_due - num("receiptsDone"), 1),
+        "countSeenAfterPlannedStart": [round(count_first - due, 1), round(count_last - due, 1)] if count_first else None,
+        "countSeenSeconds": round(count_last - count_first, 1) if count_first else None,
+        "countsAtOnceMost": int(meta.get("countMostAtOnce") or 0),
         "plannedStartAfterReceipts": round(due - num("receiptsDone"), 1),
         "waveStartedLoggedAfterPlannedStart": round(logged - due, 1) if logged else None,
         "firstPushAfterPlannedStart": round(delay, 3) if delay is not None else None,
@@ -893,18 +974,29 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
                    "perSecondAroundWave2": per_second2,
                    "longestGapSeconds": round(longest[0], 3) if longest[0] is not None else None,
                    "longestGapAfterPlannedStart": round(longest[1] - due, 2) if longest[1] is not None else None,
+                   "longestGapBefore": round(longest_before, 3) if longest_before is not None else None,
                    "gapWindow": [round(lo_t - due, 1), round(hi_t - due, 1)]},
         "states": {"broadcast": final.get("state"), "second": status2.get("state")},
     }
     result["wave2"] = wave2
     result["acceptsPerSecondFromWave1Start"] = bins[max(0, bin_of(wave1_start)):]
     if w2.get("planned") is None: failures.append("no wave 2")
+    elif w2["planned"] != wave2["expectedPlanned"]:
+        failures.append(f"wave 2 was planned for {w2['planned']} devices, not the {wave2['expectedPlanned']} of wave 1 without a receipt"
+                        " (its audience counted before the receipts were in?)")
+    recorded = sum(w["counts"]["accepted"] for st in (final, status2) for w in st.get("waves", []))
+    if accepted_sim != recorded:
+        failures.append(f"the simulator accepted {accepted_sim} pushes, the two broadcasts recorded {recorded} accepted")
     s2 = wave2["second"]
     sgn = lambda x: f"{x + 0.0:+}" if x is not None else "n/a"  # + 0.0: no -0.0
     o = wave2["ownRate"]; sr = wave2["simulatorRate"]
     lines.append(f"  wave 2 due +{wave2['plannedStartAfterWave1Start']} s after wave 1's start (interval {wave2['waveIntervalUsed']} s"
                  + (f", DATABASE SHORTCUT: the stored interval rewritten from {wave2['waveIntervalRequested']} s" if wave2["intervalShortcut"] else "")
                  + f"), {wave2['plannedStartAfterReceipts']} s after the receipts")
+    cs = wave2["countSeenAfterPlannedStart"]
+    lines.append(f"  audience count due {sgn(-count_ahead)} s of the planned start (worker --count-ahead {count_ahead} s; {wave2['countDueAfterReceipts']} s after the receipts);"
+                 + (f" seen running in pg_stat_activity from {sgn(cs[0])} to {sgn(cs[1])} s ({wave2['countSeenSeconds']} s, 0.5 s polls),"
+                    f" {wave2['countsAtOnceMost']} at once at most" if cs else " not seen in pg_stat_activity (shorter than its 0.5 s polls)"))
     lines.append(f"  receipts: {wave2['receipts']['inserted']} in {wave2['receipts']['seconds']} s + ANALYZE {wave2['receipts']['analyzeSeconds']} s"
                  " (BENCHMARK SHORTCUT: one psql INSERT ... SELECT, not the API)")
     lines.append(f"  recount: \"wave started\" logged {sgn(wave2['waveStartedLoggedAfterPlannedStart'])} s after the planned start (log: 1 s resolution);"
@@ -914,8 +1006,14 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
                  f" its own sends (deliveries.sent_at) mean {o['mean']}/s peak {o['peak']}/s peak/mean {o['peakToMean']} over {o['seconds']} full s;"
                  f" at the simulator (the second broadcast included) mean {sr['mean']}/s peak {sr['peak']}/s peak/mean {sr['peakToMean']}")
     lines.append(f"  second broadcast: {s2['devices']} devices over {s2['windowSeconds']} s ({s2['rate']}/s) from {s2['startAfterPlannedStart']:+} s, {s2['state']}, sent {s2['sent']};"
-                 f" longest gap between two sends from {s2['gapWindow'][0]:+} to {s2['gapWindow'][1]:+} s: {s2['longestGapSeconds']} s (after the send at {sgn(s2['longestGapAfterPlannedStart'])} s)")
-    lines.append("  its sends per second (s after wave 2's planned start: sends; deliveries.sent_at): " + ", ".join(f"{s:+d}: {n}" for s, n in per_second2))
+                 f" longest gap between two sends from {sgn(s2['gapWindow'][0])} to {sgn(s2['gapWindow'][1])} s: {s2['longestGapSeconds']} s (after the send at {sgn(s2['longestGapAfterPlannedStart'])} s);"
+                 f" before {sgn(s2['gapWindow'][0])} s its longest was {s2['longestGapBefore']} s")
+    runs2 = []  # equal seconds in a row, compressed
+    for sec, n in per_second2:
+        if runs2 and runs2[-1][2] == n and runs2[-1][1] == sec - 1: runs2[-1][1] = sec
+        else: runs2.append([sec, sec, n])
+    lines.append("  its sends per second (s after wave 2's planned start: sends; deliveries.sent_at): "
+                 + ", ".join(f"{a:+d}: {n}" if a == b else f"{a:+d}..{b:+d}: {n} each" for a, b, n in runs2))
 
 result["failures"] = failures
 json.dump(result, open(f"{tmp}/result.json", "w"))
