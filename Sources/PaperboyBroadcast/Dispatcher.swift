@@ -220,18 +220,17 @@ public final class Dispatcher: Service {
     }
 
     private func lease(now: Date) async throws -> LeasedBatch? {
-        let (repository, configuration, logger) = (self.repository, self.configuration, self.logger)
         let excluding = held.withLock { Array($0.keys) }
         let batch = try await database {
-            try await repository.lease(
-                owner: configuration.owner,
+            try await self.repository.lease(
+                owner: self.configuration.owner,
                 now: now,
-                lookahead: configuration.lookahead.seconds,
-                duration: configuration.leaseDuration.seconds,
-                batchDuration: configuration.batchDuration.seconds,
-                maxBatchSize: configuration.maxBatchSize,
+                lookahead: self.configuration.lookahead.seconds,
+                duration: self.configuration.leaseDuration.seconds,
+                batchDuration: self.configuration.batchDuration.seconds,
+                maxBatchSize: self.configuration.maxBatchSize,
                 excluding: excluding,
-                logger: logger
+                logger: self.logger
             )
         }
         if let batch { held.withLock { $0[batch.id] = HeldBatch(batch: batch) } }
@@ -245,9 +244,8 @@ public final class Dispatcher: Service {
         while !stopping.isSet && !Task.isCancelled {
             let now = clock.now()
             do {
-                let (advancer, repository, logger) = (self.advancer, self.repository, self.logger)
-                log(try await answered(within: configuration.advancePatience) { try await advancer.advance(now: now, logger: logger) })
-                metrics.tick(now: now, running: try await database { try await repository.runningTotals(logger: logger) })
+                log(try await answered(within: configuration.advancePatience) { try await self.advancer.advance(now: now, logger: self.logger) })
+                metrics.tick(now: now, running: try await database { try await self.repository.runningTotals(logger: self.logger) })
             } catch {
                 logger.error("could not advance broadcasts", metadata: [LogKey.error: "\(String(reflecting: error))"])
             }
@@ -270,14 +268,14 @@ public final class Dispatcher: Service {
             }
             let batches = held.withLock { $0.values.filter { !$0.lost }.map(\.batch) }
             do {
-                let (repository, configuration, logger, now) = (self.repository, self.configuration, self.logger, clock.now())
+                let now = clock.now()
                 let renewal = try await database {
-                    try await repository.renew(
+                    try await self.repository.renew(
                         batches,
-                        owner: configuration.owner,
-                        duration: configuration.leaseDuration.seconds,
+                        owner: self.configuration.owner,
+                        duration: self.configuration.leaseDuration.seconds,
                         now: now,
-                        logger: logger
+                        logger: self.logger
                     )
                 }
                 let still = renewal.held
@@ -316,9 +314,9 @@ public final class Dispatcher: Service {
         logger[metadataKey: LogKey.batch] = "\(batch.id)"
         do {
             let started = ContinuousClock.now
-            let (repository, channels, now, logger) = (self.repository, self.channels, clock.now(), logger)
-            let targets = try await database { try await repository.targets(of: batch, now: now, logger: logger) }
-            let channel = try await database { try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger) }
+            let (now, logger) = (clock.now(), logger)
+            let targets = try await database { try await self.repository.targets(of: batch, now: now, logger: logger) }
+            let channel = try await database { try await self.channels.channel(appID: batch.appID, environment: batch.environment, logger: logger) }
             let notifications = try await database { try await self.notifications(for: batch, logger: logger) }
             let read = ContinuousClock.now
             var outcomes: [BatchOutcome] = []
@@ -379,8 +377,8 @@ public final class Dispatcher: Service {
         logger.error("the broadcast cannot be sent; it ends as failed", metadata: [LogKey.reason: "\(reason)"])
         metrics.batch([], kind: batch.kind.rawValue, result: "failed")
         do {
-            let (repository, now) = (self.repository, clock.now())
-            if try await database({ try await repository.fail(id: batch.broadcastID, reason: reason, now: now, logger: logger) }) {
+            let now = clock.now()
+            if try await database({ try await self.repository.fail(id: batch.broadcastID, reason: reason, now: now, logger: logger) }) {
                 metrics.failed(cause: cause)
             }
         } catch {
@@ -507,9 +505,16 @@ public final class Dispatcher: Service {
     private func reclaim(_ batch: LeasedBatch, from index: Int, remaining: Int, logger: Logger) async throws -> Date? {
         try await retrying("could not claim a new slot for a late batch; trying again", logger: logger, until: nil) {
             if self.held.withLock({ $0[batch.id]?.lost ?? true }) { return nil }
-            let (repository, owner, now) = (self.repository, self.configuration.owner, self.clock.now())
+            let now = self.clock.now()
             return try await self.database {
-                try await repository.reclaimSlot(batch, from: index, remaining: remaining, owner: owner, now: now, logger: logger)
+                try await self.repository.reclaimSlot(
+                    batch,
+                    from: index,
+                    remaining: remaining,
+                    owner: self.configuration.owner,
+                    now: now,
+                    logger: logger
+                )
             }
         }
     }
@@ -519,8 +524,10 @@ public final class Dispatcher: Service {
     private func recordRetrying(_ batch: LeasedBatch, outcomes: [BatchOutcome], logger: Logger) async throws -> Bool {
         let giveUp = clock.now().addingTimeInterval(configuration.recordPatience.seconds)
         return try await retrying("could not record a batch; trying again", logger: logger, until: giveUp) {
-            let (repository, owner, now) = (self.repository, self.configuration.owner, self.clock.now())
-            return try await self.database { try await repository.record(batch, outcomes: outcomes, owner: owner, now: now, logger: logger) }
+            let now = self.clock.now()
+            return try await self.database {
+                try await self.repository.record(batch, outcomes: outcomes, owner: self.configuration.owner, now: now, logger: logger)
+            }
         }
     }
 
