@@ -38,6 +38,12 @@ public final class APNsClient: Sendable {
         public var maximumStreamsPerConnection: Int = 1000
         /// From a request's write to its answer; then its fate is unknown and its stream is cancelled.
         public var requestTimeout: Duration = .seconds(10)
+        /// A connection with requests outstanding that answers nothing for this long, or for four times the
+        /// recent answer time if that is longer (at most ``requestTimeout``), is stalled: it takes no new
+        /// requests until it answers again, and while every connection is stalled the client is
+        /// ``APNsClient/isUnreachable``. An APNs that hangs keeps its connections open and takes in what is
+        /// written, then processes it all at once when it is back: this bounds that burst.
+        public var stalledAfter: Duration = .milliseconds(500)
         public var connectTimeout: Duration = .seconds(10)
         /// How long a request may wait for a connection and a free stream before it fails as not sent.
         public var maximumWait: Duration = .seconds(60)
@@ -107,6 +113,7 @@ public final class APNsClient: Sendable {
                 maximumResends: configuration.maximumResends,
                 reconnectInitialBackoff: TimeAmount(configuration.reconnectInitialBackoff),
                 reconnectMaximumBackoff: TimeAmount(configuration.reconnectMaximumBackoff),
+                stalledAfter: TimeAmount(configuration.stalledAfter),
                 timing: .init(
                     requestTimeout: TimeAmount(configuration.requestTimeout),
                     pingInterval: TimeAmount(configuration.pingInterval),
@@ -142,10 +149,15 @@ public final class APNsClient: Sendable {
         await send([APNsDelivery(notification, to: token, topic: topic)])[0].outcome
     }
 
-    /// True while APNs cannot be reached (connection attempts fail, no connection is ready). A sender that
-    /// paces its requests waits for it instead of queueing them: queued requests all go out at once when
-    /// APNs is back.
+    /// True while APNs cannot be reached (connection attempts fail, no connection is ready) or does not
+    /// answer (every open connection stalled: see ``Configuration/stalledAfter``). A sender that paces its
+    /// requests waits for it instead of queueing them: queued requests all go out at once when APNs is back.
     public var isUnreachable: Bool { pool.isUnreachable }
+
+    /// How long a connection with requests outstanding may answer nothing before it is stalled, now: see
+    /// ``Configuration/stalledAfter``. Requests written to an APNs that hangs are processed when it is back,
+    /// about this long's worth at the sender's rate; a paced sender resuming after it waits as long.
+    public var silenceLimit: Duration { .nanoseconds(pool.silenceLimit.nanoseconds) }
 
     /// Sends many notifications at once and returns their results in the same order.
     ///

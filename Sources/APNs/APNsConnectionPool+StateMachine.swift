@@ -86,6 +86,12 @@ extension APNsConnectionPool {
             var ended = false
             /// Closed by the pool because TLS and HTTP/2 were not up within the connect timeout.
             var handshakeTimedOut = false
+            /// While requests are outstanding on it: since when it has answered nothing (the later of its
+            /// last answer and the moment it got work while idle). Nil while idle; kept when its last request
+            /// ends unanswered while it is stalled (it is closed then).
+            var silentSince: NIODeadline?
+            /// Closed by the pool because it stalled and its requests ended unanswered.
+            var closedAsStalled = false
         }
 
         /// A connection that ends this soon after becoming ready, before answering anything, counts as a
@@ -104,6 +110,9 @@ extension APNsConnectionPool {
         private(set) var isShutdown = false
         /// The moment the pool's timer is armed for.
         private var timerDeadline: NIODeadline?
+        /// The time from a request's entry into the pool to its answer, smoothed (1/8 of each new sample, as
+        /// TCP smooths round-trip times). Nil until the first answer.
+        private(set) var smoothedAnswerTime: TimeAmount?
 
         init(configuration: Configuration) {
             self.configuration = configuration
@@ -111,10 +120,32 @@ extension APNsConnectionPool {
 
         // MARK: Questions
 
-        /// True while the endpoint cannot be reached: the last connection attempts failed and no connection
-        /// is ready.
-        var isUnreachable: Bool {
-            consecutiveFailures > 0 && !entries.values.contains { $0.ready && !$0.draining }
+        /// True while the endpoint cannot be reached or does not answer: no ready connection takes requests,
+        /// and either the last connection attempts failed or the connections are stalled.
+        func isUnreachable(now: NIODeadline) -> Bool {
+            if entries.values.contains(where: { $0.ready && !$0.draining && !$0.closedAsStalled && !isStalled($0, now: now) }) { return false }
+            return consecutiveFailures > 0 || entries.values.contains { isStalled($0, now: now) }
+                || waiting.first.map { now - $0.enqueuedAt >= silenceLimit } ?? false
+        }
+
+        /// How long a connection with requests outstanding may answer nothing before it counts as stalled:
+        /// four times the smoothed answer time, at least ``Configuration/stalledAfter``, at most the request
+        /// timeout (then its requests time out anyway). Before the first answer, the request timeout: a slow
+        /// endpoint is not taken for a stalled one.
+        ///
+        /// A stalled connection takes no new requests until it answers again. An endpoint that hangs (a
+        /// paused process, a black-holed path) keeps connections open and accepts what is written, then
+        /// processes it all at once when it is back; this bounds that backlog to about this long at the
+        /// caller's rate, where without it the caller would keep writing until the request timeout.
+        var silenceLimit: TimeAmount {
+            guard let smoothedAnswerTime else { return configuration.timing.requestTimeout }
+            return min(max(.nanoseconds(smoothedAnswerTime.nanoseconds * 4), configuration.stalledAfter), configuration.timing.requestTimeout)
+        }
+
+        /// Whether the connection is stalled: requests outstanding and no answer for ``silenceLimit``.
+        private func isStalled(_ entry: Entry, now: NIODeadline) -> Bool {
+            guard let silentSince = entry.silentSince else { return false }
+            return now - silentSince >= silenceLimit
         }
 
         /// Requests handed to connections and not yet finished.
@@ -149,9 +180,9 @@ extension APNsConnectionPool {
                 return actions
             }
             var index = requests.startIndex
-            while index < requests.endIndex, let (id, entry) = freeConnection() {
+            while index < requests.endIndex, let (id, entry) = freeConnection(now: now) {
                 let take = min(entry.limit - entry.assigned, requests.endIndex - index)
-                entries[id]!.assigned += take
+                assign(take, to: id, now: now)
                 actions.enqueue.append(Handover(connectionID: id, connection: entry.connection, requests: Array(requests[index..<(index + take)])))
                 index += take
             }
@@ -269,24 +300,39 @@ extension APNsConnectionPool {
         mutating func requestFinished(on id: Int, _ request: Request, result: APNsWireResult, now: NIODeadline) -> Finished {
             if case .resend = result {
                 var actions = Actions()
-                entries[id]?.assigned -= 1
+                release(1, from: id, now: now)
                 requeue([request], &actions)
                 dispatchWaiting(now: now, &actions)
                 armTimer(now: now, &actions)
                 return .actions(actions)
             }
             guard let entry = entries[id] else { return .none }
-            if !entry.answered, case .response = result {
-                // The connection works: connects after it start from the initial backoff again.
-                entries[id]!.answered = true
-                consecutiveFailures = 0
+            if case .response = result {
+                if !entry.answered {
+                    // The connection works: connects after it start from the initial backoff again.
+                    entries[id]!.answered = true
+                    consecutiveFailures = 0
+                }
+                entries[id]!.silentSince = now
+                let sample = now - request.enqueuedAt
+                smoothedAnswerTime = smoothedAnswerTime.map { .nanoseconds($0.nanoseconds + (sample.nanoseconds - $0.nanoseconds) / 8) } ?? sample
             }
             // The freed stream goes straight to the next waiting request on this connection (`assigned`
-            // still counts the finished one).
-            if !entry.draining, entry.assigned <= entry.limit, let next = waiting.popFirst() {
+            // still counts the finished one), unless the connection is stalled: a request that has waited
+            // goes to a connection that answers.
+            if !entry.draining, entry.assigned <= entry.limit, !isStalled(entries[id]!, now: now), let next = waiting.popFirst() {
                 return .handOver(next, to: entry.connection)
             }
-            entries[id]!.assigned -= 1
+            release(1, from: id, now: now)
+            if entries[id]!.assigned == 0, entries[id]!.silentSince != nil, !entries[id]!.closedAsStalled {
+                // Stalled, and its last request ended unanswered (timed out): it would look idle and take
+                // requests again, which a hung server only buffers. It is closed; the next connection is up
+                // only once the server completes a handshake, and requests wait meanwhile (unreachable).
+                entries[id]!.closedAsStalled = true
+                var actions = Actions()
+                actions.close.append(entry.connection)
+                return .actions(actions)
+            }
             return .none
         }
 
@@ -296,7 +342,7 @@ extension APNsConnectionPool {
             var actions = Actions()
             recordEnd(of: id, now: now)
             entries[id]?.draining = true
-            entries[id]?.assigned -= resend.count
+            release(resend.count, from: id, now: now)
             requeue(resend, &actions)
             dispatchWaiting(now: now, &actions)
             armTimer(now: now, &actions)
@@ -319,10 +365,11 @@ extension APNsConnectionPool {
 
         // MARK: Choosing and opening connections
 
-        /// The ready connection with a free stream and the fewest requests.
-        private func freeConnection() -> (Int, Entry)? {
+        /// The ready connection with a free stream and the fewest requests, stalled ones aside.
+        private func freeConnection(now: NIODeadline) -> (Int, Entry)? {
             var best: (Int, Entry)?
-            for (id, entry) in entries where entry.ready && !entry.draining && entry.assigned < entry.limit {
+            for (id, entry) in entries
+            where entry.ready && !entry.draining && !entry.closedAsStalled && entry.assigned < entry.limit && !isStalled(entry, now: now) {
                 if best == nil || entry.assigned < best!.1.assigned || (entry.assigned == best!.1.assigned && id < best!.0) {
                     best = (id, entry)
                 }
@@ -345,12 +392,26 @@ extension APNsConnectionPool {
 
         /// Hands waiting requests to connections with free streams, and opens a connection if they still wait.
         private mutating func dispatchWaiting(now: NIODeadline, _ actions: inout Actions) {
-            while !waiting.isEmpty, let (id, entry) = freeConnection() {
+            while !waiting.isEmpty, let (id, entry) = freeConnection(now: now) {
                 let request = waiting.removeFirst()
-                entries[id]!.assigned += 1
+                assign(1, to: id, now: now)
                 actions.hand(request, to: id, entry.connection)
             }
             startConnectionIfNeeded(now: now, &actions)
+        }
+
+        /// `count` more requests on connection `id`; an idle connection starts its silence now.
+        private mutating func assign(_ count: Int, to id: Int, now: NIODeadline) {
+            guard count > 0 else { return }
+            if entries[id]!.assigned == 0 { entries[id]!.silentSince = now }
+            entries[id]!.assigned += count
+        }
+
+        /// `count` requests fewer on connection `id`; an idle connection is not silent, unless it stalled.
+        private mutating func release(_ count: Int, from id: Int, now: NIODeadline) {
+            guard entries[id] != nil else { return }
+            entries[id]!.assigned -= count
+            if entries[id]!.assigned <= 0 && !isStalled(entries[id]!, now: now) { entries[id]!.silentSince = nil }
         }
 
         /// Requeues requests that a connection did not process, ahead of newer ones; gives up on one that

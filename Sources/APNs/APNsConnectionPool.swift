@@ -31,6 +31,9 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         var maximumResends: Int
         var reconnectInitialBackoff: TimeAmount
         var reconnectMaximumBackoff: TimeAmount
+        /// The least silence after which a connection with requests outstanding counts as stalled
+        /// (``StateMachine/silenceLimit``).
+        var stalledAfter: TimeAmount = .milliseconds(500)
         var timing: APNsConnectionHandler.Timing
     }
 
@@ -90,10 +93,16 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         state.withLock { $0.sampler = sampler }
     }
 
-    /// True while the endpoint cannot be reached: the last connection attempts failed and no connection is
-    /// ready. Requests submitted meanwhile wait (up to `maximumWait`) and all go out when it is back.
+    /// True while the endpoint cannot be reached or does not answer: no ready connection takes requests, and
+    /// either the last connection attempts failed or the open connections are stalled. Requests submitted
+    /// meanwhile wait (up to `maximumWait`) and all go out when it is back.
     var isUnreachable: Bool {
-        state.withLock { $0.machine.isUnreachable }
+        state.withLock { $0.machine.isUnreachable(now: .now()) }
+    }
+
+    /// How long a connection with requests outstanding may answer nothing before it is stalled.
+    var silenceLimit: TimeAmount {
+        state.withLock { $0.machine.silenceLimit }
     }
 
     /// `count` fresh request ids, the first of a consecutive range.

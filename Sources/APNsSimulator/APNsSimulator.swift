@@ -130,6 +130,9 @@ public final class APNsSimulator: Sendable {
         var group: MultiThreadedEventLoopGroup?
         var listener: (any Channel)?
         var port: Int = 0
+        /// The open connections, for ``freeze()``.
+        var connections: [ObjectIdentifier: any Channel] = [:]
+        var frozen = false
     }
 
     public let configuration: Configuration
@@ -167,8 +170,15 @@ public final class APNsSimulator: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+            .childChannelInitializer { [weak self] channel in
+                let id = ObjectIdentifier(channel)
+                let frozen = self?.running.withLock { running in
+                    running.connections[id] = channel
+                    return running.frozen
+                }
+                channel.closeFuture.whenComplete { [weak self] _ in _ = self?.running.withLock { $0.connections.removeValue(forKey: id) } }
+                return channel.eventLoop.makeCompletedFuture {
+                    if frozen == true { try channel.syncOptions?.setOption(.autoRead, value: false) }
                     try APNsSimulatorConnection.configure(channel, rules: rules, tls: tlsContext)
                 }
             }
@@ -202,6 +212,28 @@ public final class APNsSimulator: Sendable {
         }
         try? await listener?.close()
         try await group?.shutdownGracefully()
+    }
+
+    /// Hangs as a paused process does: reads nothing more from any connection and accepts no new one (the
+    /// kernel still completes TCP handshakes into the backlog), so what clients write waits in socket
+    /// buffers; answers to requests already read still go out. ``thaw()`` reads it all at once.
+    public func freeze() async {
+        await setReading(false)
+    }
+
+    /// Ends ``freeze()``: reads and processes what waited, and accepts connections again.
+    public func thaw() async {
+        await setReading(true)
+    }
+
+    private func setReading(_ reading: Bool) async {
+        let channels = running.withLock { running in
+            running.frozen = !reading
+            return Array(running.connections.values) + (running.listener.map { [$0] } ?? [])
+        }
+        for channel in channels {
+            try? await channel.setOption(.autoRead, value: reading).get()
+        }
     }
 
     public func stats() -> Stats { ledger.stats() }

@@ -324,7 +324,9 @@ public final class Dispatcher: Service {
             var slotStart = batch.slotStart
             for round in 0...configuration.notSentRounds where !pending.isEmpty {
                 if round > 0 {
-                    guard let start = try await reclaim(batch, from: pending[0], remaining: pending.count, logger: logger) else { break }
+                    guard let start = try await reclaim(batch, from: pending[0], remaining: pending.count, notBefore: nil, logger: logger) else {
+                        break
+                    }
                     slotStart = start
                 }
                 let last = round == configuration.notSentRounds
@@ -407,6 +409,8 @@ public final class Dispatcher: Service {
             var settled: [BatchOutcome] = []
             var stopped = false
             var waitedForAPNs = false
+            /// Set when the batch waited for APNs: the rest goes out in a new slot that starts no earlier than this.
+            var resumeNotBefore: Date?
             while position < positions.count {
                 var end = position + 1
                 while end < positions.count && due(end).timeIntervalSince(due(position)) < configuration.tick.seconds { end += 1 }
@@ -431,6 +435,12 @@ public final class Dispatcher: Service {
                     // Requests sent now would wait in the client and all go out the moment APNs is back: wait
                     // for it here instead, then the devices that fell due take the wave's next free slot.
                     waitedForAPNs = true
+                    logger.warning(
+                        "APNs is unreachable or not answering; the batch holds its sends until it is back",
+                        metadata: [LogKey.batch: "\(batch.id)"]
+                    )
+                    // Read now: answers that come in when APNs is back, seconds late, raise it for a moment.
+                    let silenceLimit = channel.client.silenceLimit
                     let giveUp = clock.now().addingTimeInterval(configuration.unreachablePatience.seconds)
                     while channel.client.isUnreachable && clock.now() < giveUp
                         && held.withLock({ $0[batch.id].map { !$0.lost && !$0.cancelled } ?? false })
@@ -441,18 +451,31 @@ public final class Dispatcher: Service {
                             break
                         }
                     }
+                    // An APNs that hung (connections open, nothing answered) processes what was written to it
+                    // before the client saw the silence all at once when it is back: about the silence limit's
+                    // worth of the rate. The rest of the batch waits as long again, so that this backlog and
+                    // the paced sends do not fall in the same second.
+                    resumeNotBefore = clock.now().addingTimeInterval(silenceLimit.seconds)
                     continue
                 }
                 waitedForAPNs = waitedForAPNs && channel.client.isUnreachable
-                if clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance.seconds {
-                    // Behind the slot: the rest takes the wave's next free slot, after the work claimed
-                    // meanwhile, so the backlog never goes out faster than the plan.
+                if resumeNotBefore != nil || clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance.seconds {
+                    // Behind the slot, or back after APNs was away: the rest takes the wave's next free slot,
+                    // after the work claimed meanwhile, so the backlog never goes out faster than the plan.
                     do {
-                        guard let start = try await reclaim(batch, from: positions[position], remaining: positions.count - position, logger: logger)
+                        guard
+                            let start = try await reclaim(
+                                batch,
+                                from: positions[position],
+                                remaining: positions.count - position,
+                                notBefore: resumeNotBefore,
+                                logger: logger
+                            )
                         else {
                             stopped = true
                             break
                         }
+                        resumeNotBefore = nil
                         metrics.late(by: start.timeIntervalSince(instant))
                         slot = (start, position)
                     } catch {
@@ -500,12 +523,13 @@ public final class Dispatcher: Service {
         }
     }
 
-    /// A new slot for the rest of a batch; nil when its lease was lost. Retried while the database is
-    /// unreachable: sending on without a slot would be the burst pacing exists to prevent.
-    private func reclaim(_ batch: LeasedBatch, from index: Int, remaining: Int, logger: Logger) async throws -> Date? {
+    /// A new slot for the rest of a batch, starting no earlier than `notBefore`; nil when its lease was lost.
+    /// Retried while the database is unreachable: sending on without a slot would be the burst pacing exists
+    /// to prevent.
+    private func reclaim(_ batch: LeasedBatch, from index: Int, remaining: Int, notBefore: Date?, logger: Logger) async throws -> Date? {
         try await retrying("could not claim a new slot for a late batch; trying again", logger: logger, until: nil) {
             if self.held.withLock({ $0[batch.id]?.lost ?? true }) { return nil }
-            let now = self.clock.now()
+            let now = max(self.clock.now(), notBefore ?? .distantPast)
             return try await self.database {
                 try await self.repository.reclaimSlot(
                     batch,

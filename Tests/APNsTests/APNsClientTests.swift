@@ -325,10 +325,21 @@ struct APNsClientTests {
             },
             { simulator, client in
                 #expect(await client.send(Self.notification, to: Self.token(1), topic: Self.topic).isAccepted)
+                // Other requests are answered on the connection meanwhile, every 50 ms: it is not stalled (a
+                // connection whose requests all time out unanswered is closed, see the pool's tests).
+                let others = Task {
+                    var accepted = 0
+                    for index in 0..<36 {
+                        if await client.send(Self.notification, to: Self.token(index, prefix: "1"), topic: Self.topic).isAccepted { accepted += 1 }
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                    return accepted
+                }
                 let late = await client.send((0..<40).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "5"), topic: Self.topic) })
                 #expect(late.allSatisfy { if case .fateUnknown(let error) = $0.outcome { error.code == .timedOut } else { false } })
                 // Until every late answer has arrived.
                 try await Task.sleep(for: .milliseconds(1500))
+                #expect(await others.value == 36)
                 let answers = await client.send((0..<20).map { APNsDelivery(Self.notification, to: Self.token($0, prefix: "b"), topic: Self.topic) })
                 for answer in answers {
                     #expect(answer.outcome.rejection?.reason == .badDeviceToken, "\(answer.outcome)")

@@ -131,7 +131,7 @@ struct APNsConnectionPoolTests {
         var machine = Self.machine()
         #expect(machine.submit(Self.requests("a"), now: Self.t0).connect == 1)
         #expect(machine.connectFailed(1, error: "connection refused", now: Self.t0).timer == .schedule(Self.at(100)))
-        #expect(machine.isUnreachable)
+        #expect(machine.isUnreachable(now: Self.t0))
         #expect(machine.submit(Self.requests("b", at: Self.at(50)), now: Self.at(50)).connect == nil, "within the backoff")
         #expect(machine.timerFired(now: Self.at(100)).connect == 2)
         #expect(machine.connectFailed(2, error: "connection refused", now: Self.at(100)).timer == .schedule(Self.at(300)))
@@ -141,7 +141,7 @@ struct APNsConnectionPoolTests {
         #expect(machine.connectFailed(4, error: "connection refused", now: Self.at(700)).timer == .schedule(Self.at(1_100)), "400 ms is the maximum")
         #expect(machine.timerFired(now: Self.at(1_100)).connect == 5)
         #expect(Self.handed(Self.ready(&machine, 5, limit: 10, at: Self.at(1_200))) == ["c5": ["a", "b"]])
-        #expect(!machine.isUnreachable)
+        #expect(!machine.isUnreachable(now: Self.at(1_200)))
         _ = machine.requestFinished(on: 5, Self.requests("a")[0], result: Self.answered, now: Self.at(1_300))
         _ = machine.connectionClosed(5, resend: [], now: Self.at(5_000))
         #expect(machine.submit(Self.requests("c", at: Self.at(5_000)), now: Self.at(5_000)).connect == 6, "a connection that worked: no backoff")
@@ -157,7 +157,7 @@ struct APNsConnectionPoolTests {
         let away = machine.connectionGoingAway(1, resend: Self.requests("a"), now: Self.at(5))
         #expect(away.connect == nil, "backing off")
         #expect(away.timer == .schedule(Self.at(105)))
-        #expect(machine.isUnreachable)
+        #expect(machine.isUnreachable(now: Self.at(5)))
         _ = machine.connectionClosed(1, resend: [], now: Self.at(6))
         #expect(machine.timerFired(now: Self.at(105)).connect == 2)
         _ = Self.ready(&machine, 2, limit: 10, at: Self.at(110))
@@ -178,7 +178,7 @@ struct APNsConnectionPoolTests {
         _ = machine.submit(Self.requests("b"), now: Self.at(2_500))
         let closed = machine.connectionClosed(1, resend: Self.requests("a"), now: Self.at(3_000))
         #expect(closed.connect == 2)
-        #expect(!machine.isUnreachable)
+        #expect(!machine.isUnreachable(now: Self.at(3_000)))
         #expect(Self.handed(Self.ready(&machine, 2, limit: 10, at: Self.at(3_100))) == ["c2": ["a", "b"]], "the unwritten request first")
     }
 
@@ -259,14 +259,90 @@ struct APNsConnectionPoolTests {
         _ = machine.submit(Self.requests("a", "b", "c"), now: Self.t0)
         _ = Self.ready(&machine, 1, limit: 2)
         _ = Self.ready(&machine, 2, limit: 2)
-        _ = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(10))
+        // Answers take about 3 s here, so that c, unanswered on c2, is not yet a stall (``stall()``).
+        _ = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(2_900))
         let away = machine.connectionGoingAway(1, resend: Self.requests("b"), now: Self.at(3_000))
         #expect(Self.handed(away) == ["c2": ["b"]])
         #expect(away.connect == nil, "nothing waits")
-        #expect(!machine.isUnreachable, "c1 answered and lasted")
+        #expect(!machine.isUnreachable(now: Self.at(3_000)), "c1 answered and lasted")
         let more = machine.submit(Self.requests("d", "e", at: Self.at(3_001)), now: Self.at(3_001))
         #expect(Self.handed(more).isEmpty, "c2 is full, c1 draining")
         #expect(more.connect == 3, "a draining connection does not count against the limit")
+    }
+
+    // MARK: Stalls (an endpoint that keeps connections open and answers nothing)
+
+    static let timedOut = APNsWireResult.fateUnknown(APNsTransportError(.timedOut, "no answer within 10000 ms"))
+
+    @Test("the silence limit: the request timeout before any answer, then 4 × the smoothed answer time, at least stalledAfter")
+    func silenceLimit() {
+        var machine = Self.machine()
+        #expect(machine.silenceLimit == .seconds(10), "no answer yet: a slow endpoint is not taken for a hung one")
+        _ = machine.submit(Self.requests("a", "b", "c"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 10)
+        _ = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(20))
+        #expect(machine.smoothedAnswerTime == .milliseconds(20))
+        #expect(machine.silenceLimit == .milliseconds(500), "4 × 20 ms is below the floor")
+        _ = machine.requestFinished(on: 1, Self.requests("b")[0], result: Self.answered, now: Self.at(1_620))
+        #expect(machine.smoothedAnswerTime == .milliseconds(220), "20 + (1620 - 20) / 8")
+        #expect(machine.silenceLimit == .milliseconds(880))
+        _ = machine.requestFinished(on: 1, Self.requests("c")[0], result: Self.timedOut, now: Self.at(10_000))
+        #expect(machine.smoothedAnswerTime == .milliseconds(220), "a request that timed out is no answer time")
+    }
+
+    @Test(
+        "a connection with requests outstanding and no answer for the silence limit stalls: it takes nothing new, the pool is unreachable, and its answer ends it"
+    )
+    func stall() {
+        var machine = Self.machine(connections: 1)
+        _ = machine.submit(Self.requests("a"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 100)
+        _ = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(10))
+        #expect(machine.silenceLimit == .milliseconds(500))
+        #expect(!machine.isUnreachable(now: Self.at(5_000)), "an idle connection is not silent, however long")
+
+        #expect(Self.handed(machine.submit(Self.requests("b", at: Self.at(5_000)), now: Self.at(5_000))) == ["c1": ["b"]])
+        #expect(!machine.isUnreachable(now: Self.at(5_499)))
+        #expect(machine.isUnreachable(now: Self.at(5_500)), "b unanswered for 500 ms")
+        let held = machine.submit(Self.requests("c", at: Self.at(5_600)), now: Self.at(5_600))
+        #expect(held.enqueue.isEmpty, "a stalled connection takes no new request")
+        #expect(held.connect == nil, "one connection is the limit")
+        #expect(machine.waitingCount == 1)
+
+        guard case .handOver(let next, "c1") = machine.requestFinished(on: 1, Self.requests("b")[0], result: Self.answered, now: Self.at(8_000))
+        else {
+            Issue.record("the answering connection did not take c")
+            return
+        }
+        #expect(next.name == "c")
+        #expect(!machine.isUnreachable(now: Self.at(8_000)), "it answered: no longer stalled")
+    }
+
+    @Test(
+        "a stalled connection whose last request ends unanswered is closed; requests then waiting longer than the silence limit keep the pool unreachable"
+    )
+    func stalledConnectionClosed() {
+        var machine = Self.machine(connections: 1)
+        _ = machine.submit(Self.requests("a"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 100)
+        _ = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(10))
+        _ = machine.submit(Self.requests("b", at: Self.at(1_000)), now: Self.at(1_000))
+        guard case .actions(let actions) = machine.requestFinished(on: 1, Self.requests("b")[0], result: Self.timedOut, now: Self.at(11_000))
+        else {
+            Issue.record("the stalled connection was not closed")
+            return
+        }
+        #expect(actions.close == ["c1"])
+        #expect(machine.isUnreachable(now: Self.at(11_000)), "idle, but it never answered b: still stalled until it closes")
+        let waiting = machine.submit(Self.requests("c", at: Self.at(11_001)), now: Self.at(11_001))
+        #expect(waiting.enqueue.isEmpty, "not to the connection being closed")
+        _ = machine.connectionClosed(1, resend: [], now: Self.at(11_002))
+        #expect(!machine.isUnreachable(now: Self.at(11_002)), "c has just begun to wait")
+        #expect(machine.isUnreachable(now: Self.at(11_501)), "c waited 500 ms with no connection up: a hung server's handshake")
+        _ = machine.timerFired(now: Self.at(11_600))
+        let up = Self.ready(&machine, 2, limit: 100, at: Self.at(12_000))
+        #expect(Self.handed(up) == ["c2": ["c"]])
+        #expect(!machine.isUnreachable(now: Self.at(12_000)))
     }
 
     @Test("shutdown fails the waiting requests, drains every connection, and fails what comes after at once")

@@ -213,6 +213,54 @@ struct FaultTests {
         }
     }
 
+    /// APNs hangs for 10 s mid-broadcast (the simulator reads nothing, as a paused process would): its
+    /// connections stay open and take in what is written, and process it all at once when it is back. The
+    /// client sees the silence (``APNsClient/Configuration/stalledAfter``) and the worker holds its sends, so
+    /// only about that long's worth of the rate waits in the socket buffers; the rest of the backlog goes out
+    /// after it at the plan's rate. Before, the worker wrote on for the whole stall and the simulator got
+    /// several seconds' worth in its first second back (4.6 to 6.6 times the rate at 1,000/s).
+    @Test(
+        "APNs hanging for 10 s mid-broadcast (connections open, nothing read): the worker stops writing once the connections fall silent; when APNs is back no second exceeds the plan's rate",
+        .timeLimit(.minutes(2))
+    )
+    func apnsHangIsCaughtUpAtThePlansRate() async throws {
+        let devices = 2000
+        let window = 20.0
+        try await FaultRig.with { rig in
+            try await Self.withSimulator { simulator in
+                let tokens = try await rig.seed(devices)
+                let id = try await rig.startBroadcast(window: window, cohorts: 1)
+                let worker = try rig.worker("apns-hang", endpoint: simulator.url)
+                defer { worker.stop() }
+                try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 4 }
+                await simulator.freeze()
+                let acceptedAtFreeze = simulator.stats().accepted
+                try await Task.sleep(for: .seconds(10))
+                #expect(simulator.stats().accepted - acceptedAtFreeze < 10, "the frozen simulator read nothing")
+                #expect(worker.isRunning, "the worker survives APNs hanging")
+                await simulator.thaw()
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
+
+                print(
+                    "[fault] APNs hung 10 s: accepted at freeze \(acceptedAtFreeze)/\(devices); per second \(simulator.stats().acceptsPerSecond); worker logged \(worker.problemLines.count) warnings/errors: \(worker.problemLines.prefix(8))"
+                )
+                Self.expectPaced(simulator, rate: Double(devices) / window, "when APNs was back")
+                let deliveries = try await rig.deliveries(id)
+                // Requests written before the silence was seen time out in the client (10 s) about when the
+                // simulator reads them: APNs has them, the ledger says fateUnknown; none is sent twice.
+                Self.expectSends(
+                    tokens: tokens,
+                    counts: simulator.acceptedCounts(),
+                    leases: try await rig.leasesByToken(id),
+                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" }
+                )
+                #expect(progress.waves[0].counts.sent == devices)
+            }
+        }
+    }
+
     /// Two workers share the broadcast; one is killed. Its batches are taken over when their leases lapse
     /// (3 s) and go out in the wave's next free slots, not on top of the survivor's sends.
     @Test(
