@@ -73,11 +73,14 @@ public struct WaveAudience: Sendable, Equatable {
     // LATERAL … OFFSET 0 holds the planner to that order, and `OFFSET 0` keeps each EXISTS a probe per
     // device: otherwise it may read all the edition's rows into a hash, for a batch of a few hundred.
     // `$5 = 1` folds to true for wave 1 (each statement is planned with its values), so wave 1 reads the
-    // broadcast index alone.
+    // broadcast index alone. The edition is compared as `(SELECT $4::uuid)`, a value the planner does not
+    // see: with the value, this morning's edition, newer than the statistics, looks as if it had one receipt,
+    // and the probe may read all of its receipts by edition for every device (at 10 M devices a later wave
+    // never finished). Unseen, it is estimated as an average edition, and only the primary key fits.
     static let condition = """
         d.app_id = $1 AND d.environment = $2 AND d.active AND d.auto_download AND $3 = ANY (d.subscriptions)
         AND ($5 = 1 OR NOT EXISTS (
-            SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = $4 AND r.result <> 'failed' OFFSET 0))
+            SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = (SELECT $4::uuid) AND r.result <> 'failed' OFFSET 0))
         AND ($5 = 1 OR $6 OR (
             SELECT count(*) FROM broadcasts xb CROSS JOIN LATERAL (
                 SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background AND x.outcome <> 'notSent' OFFSET 0) x

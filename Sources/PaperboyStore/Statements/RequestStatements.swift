@@ -295,21 +295,24 @@ public enum RequestStatements {
         """
     }
 
+    // The edition as `(SELECT …)`, a value the planner does not see: see `WaveAudience.condition`.
     static func findReceipt(deviceID: Int64, editionID: UUID) -> PostgresQuery {
-        "SELECT result, bytes, seconds, received_at FROM receipts WHERE device_id = \(deviceID) AND edition_id = \(editionID)"
+        "SELECT result, bytes, seconds, received_at FROM receipts WHERE device_id = \(deviceID) AND edition_id = (SELECT \(editionID)::uuid)"
     }
 
     static func receiptCounts(editionID: UUID) -> PostgresQuery {
         "SELECT result, count(*) FROM receipts WHERE edition_id = \(editionID) GROUP BY result"
     }
 
+    // The broadcast as `(SELECT …)`, a value the planner does not see (a running broadcast is newer than the
+    // statistics): see `WaveAudience.condition`.
     static func receiptsPerCohort(broadcastID: UUID, editionID: UUID) -> PostgresQuery {
         """
         SELECT last.wave, last.cohort, r.result, count(*)
         FROM receipts r
         JOIN LATERAL (
             SELECT x.wave, x.cohort FROM deliveries x
-            WHERE x.device_id = r.device_id AND x.broadcast_id = \(broadcastID) ORDER BY x.wave DESC LIMIT 1
+            WHERE x.device_id = r.device_id AND x.broadcast_id = (SELECT \(broadcastID)::uuid) ORDER BY x.wave DESC LIMIT 1
         ) last ON true
         WHERE r.edition_id = \(editionID)
         GROUP BY 1, 2, 3
