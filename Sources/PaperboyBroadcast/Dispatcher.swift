@@ -310,7 +310,7 @@ public final class Dispatcher: Service {
     private func send(_ batch: LeasedBatch) async -> [BatchOutcome] {
         defer { held.withLock { _ = $0.removeValue(forKey: batch.id) } }
         var logger = logger
-        logger[metadataKey: LogKey.broadcast] = "\(batch.broadcastID)"
+        logger[metadataKey: LogKey.broadcast] = "\(batch.broadcastID.uuidString.lowercased())"
         logger[metadataKey: LogKey.batch] = "\(batch.id)"
         do {
             let started = ContinuousClock.now
@@ -598,16 +598,20 @@ public final class Dispatcher: Service {
                 logger.notice(
                     "wave started",
                     metadata: [
-                        LogKey.broadcast: "\(broadcast)", LogKey.wave: "\(wave)", LogKey.kind: "\(kind.rawValue)", LogKey.planned: "\(planned)",
+                        LogKey.broadcast: "\(broadcast.uuidString.lowercased())", LogKey.wave: "\(wave)", LogKey.kind: "\(kind.rawValue)",
+                        LogKey.planned: "\(planned)",
                         LogKey.start: "\(start)",
                     ]
                 )
             case .waveFinished(let broadcast, let wave):
-                logger.info("wave finished", metadata: [LogKey.broadcast: "\(broadcast)", LogKey.wave: "\(wave)"])
+                logger.info("wave finished", metadata: [LogKey.broadcast: "\(broadcast.uuidString.lowercased())", LogKey.wave: "\(wave)"])
             case .completed(let broadcast):
-                logger.notice("broadcast completed", metadata: [LogKey.broadcast: "\(broadcast)"])
+                logger.notice("broadcast completed", metadata: [LogKey.broadcast: "\(broadcast.uuidString.lowercased())"])
             case .expired(let broadcast):
-                logger.warning("broadcast expired at the edition's deadline with devices left", metadata: [LogKey.broadcast: "\(broadcast)"])
+                logger.warning(
+                    "broadcast expired at the edition's deadline with devices left",
+                    metadata: [LogKey.broadcast: "\(broadcast.uuidString.lowercased())"]
+                )
             }
         }
     }

@@ -56,7 +56,7 @@ extension BroadcastRepository {
             logger.notice(
                 "took over an expired batch",
                 metadata: [
-                    LogKey.batch: "\(taken.id)", LogKey.broadcast: "\(taken.broadcastID)", LogKey.leases: "\(taken.leases)",
+                    LogKey.batch: "\(taken.id)", LogKey.broadcast: "\(taken.broadcastID.uuidString.lowercased())", LogKey.leases: "\(taken.leases)",
                     LogKey.slot: "\(taken.slotStart)",
                 ]
             )
