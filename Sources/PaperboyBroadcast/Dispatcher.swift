@@ -116,7 +116,12 @@ public final class Dispatcher: Service {
         logger: Logger
     ) {
         self.repository = repository
-        self.advancer = WaveAdvancer(repository: repository, countAhead: configuration.countAhead.seconds)
+        self.advancer = WaveAdvancer(
+            repository: repository,
+            countAhead: configuration.countAhead.seconds,
+            owner: configuration.owner,
+            claimSeconds: min(configuration.advancePatience, .seconds(600)).seconds
+        )
         self.editions = editions
         self.channels = channels
         self.configuration = configuration

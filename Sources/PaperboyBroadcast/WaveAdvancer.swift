@@ -14,19 +14,29 @@ public enum BroadcastEvent: Sendable, Equatable {
 
 /// Moves running broadcasts along by ``WavePolicy``: reads each one's rows under its lock, asks the policy,
 /// and carries out what it says. Any worker may run it; a broadcast another worker is advancing is skipped.
+///
+/// A later wave's audience is counted by one worker for all: it claims the count in the database, counts
+/// outside any lock, and stores the counts; the others read them (minutes of database work at 10 million
+/// devices, which every worker used to repeat at the same time). A claim lapses after `claimSeconds`, so a
+/// worker that dies while counting delays the wave by that long at most.
 struct WaveAdvancer: Sendable {
     let repository: BroadcastRepository
     let cohorts: CohortRepository
     /// How long before a wave's start its audience is counted (``WavePolicy``).
     let countAhead: TimeInterval
-    /// Counts taken ahead of a wave's start, kept until the wave starts (this process's: another worker
-    /// that advances the broadcast counts for itself).
+    /// This worker's name on its count claims.
+    let owner: String
+    /// How long a count claim holds (wall-clock seconds, the database's clock).
+    let claimSeconds: Double
+    /// Counts taken or read ahead of a wave's start, kept until the wave starts.
     private let counted = CountsAhead()
 
-    init(repository: BroadcastRepository, countAhead: TimeInterval = 0) {
+    init(repository: BroadcastRepository, countAhead: TimeInterval = 0, owner: String = "advancer", claimSeconds: Double = 600) {
         self.repository = repository
         self.cohorts = CohortRepository(client: repository.client)
         self.countAhead = countAhead
+        self.owner = owner
+        self.claimSeconds = claimSeconds
     }
 
     /// Advances every running broadcast once.
@@ -44,6 +54,7 @@ struct WaveAdvancer: Sendable {
     /// lock and the step runs again with them (a few times at most, when other workers move it meanwhile).
     func advance(_ id: UUID, now: Date, logger: Logger) async throws -> [BroadcastEvent] {
         var events: [BroadcastEvent] = []
+        var readStored = false
         for _ in 0..<3 {
             let counts = counted.get(id)
             let step = try await repository.withLockedBroadcast(id, logger: logger) { [countAhead] locked in
@@ -54,9 +65,39 @@ struct WaveAdvancer: Sendable {
             events += step.events
             if step.events.contains(where: \.endsCounting) { counted.set(id, nil) }
             guard let request = step.countRequest else { return events }
-            counted.set(id, try await count(request, of: step.broadcast, now: now, logger: logger))
+            // Counts another worker stored, if newer than this worker's: the policy judges whether they will do.
+            if !readStored {
+                readStored = true
+                if let stored = try await repository.storedCounts(broadcastID: id, wave: request.wave, logger: logger),
+                    stored.countedAt > (counts?.countedAt ?? .distantPast)
+                {
+                    counted.set(id, Self.counts(stored, afterWave: request.wave - 1))
+                    continue
+                }
+            }
+            // Another worker is counting: its counts are read on a later round.
+            guard try await repository.claimCount(broadcastID: id, wave: request.wave, owner: owner, seconds: claimSeconds, logger: logger)
+            else { return events }
+            let fresh = try await count(request, of: step.broadcast, now: now, logger: logger)
+            try await repository.storeCounts(Self.stored(fresh, at: now), broadcastID: id, wave: request.wave, owner: owner, logger: logger)
+            counted.set(id, fresh)
         }
         return events
+    }
+
+    static func counts(_ stored: BroadcastRepository.StoredCounts, afterWave: Int) -> WavePolicy.Counts {
+        var perCohort: [BroadcastProgress.Wave.Kind: [Int]] = [:]
+        for (kind, counts) in stored.perCohort {
+            if let kind = BroadcastProgress.Wave.Kind(rawValue: kind) { perCohort[kind] = counts }
+        }
+        return WavePolicy.Counts(afterWave: afterWave, perCohort: perCohort, countedAt: stored.countedAt)
+    }
+
+    static func stored(_ counts: WavePolicy.Counts, at now: Date) -> BroadcastRepository.StoredCounts {
+        BroadcastRepository.StoredCounts(
+            perCohort: Dictionary(uniqueKeysWithValues: counts.perCohort.map { ($0.key.rawValue, $0.value) }),
+            countedAt: counts.countedAt ?? now
+        )
     }
 
     /// What one locked step did, and the counts it needs next, if any.

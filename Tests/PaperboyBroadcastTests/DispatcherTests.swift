@@ -54,6 +54,68 @@ struct DispatcherTests {
         }
     }
 
+    @Test("a later wave is counted by one worker, which stores the counts; another worker starts the wave from them without counting again")
+    func laterWaveCountedOnce() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(40)
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+            let started = try await fixture.repository.start(
+                editionID: edition.id,
+                environment: .production,
+                options: Self.options(maxPushes: 2),
+                origin: "test",
+                now: t0,
+                logger: fixture.logger
+            )
+            let id = started.broadcast.id
+            let start = started.broadcast.start
+            let first = fixture.dispatcher(owner: "first")
+            #expect(try await fixture.step(at: start.addingTimeInterval(10 * Self.minute + 5), first).sent == 40)
+            for token in fixture.tokens.prefix(10) { try await fixture.receipt(token, edition: edition) }
+
+            // Within --count-ahead (5 minutes) of wave 2's start (30 minutes): "first" counts and stores the counts.
+            _ = try await fixture.step(at: start.addingTimeInterval(26 * Self.minute), first)
+            let stored = try #require(try await fixture.repository.storedCounts(broadcastID: id, wave: 2, logger: fixture.logger))
+            #expect(stored.perCohort["background"]?.reduce(0, +) == 30, "40 targets, 10 receipts")
+
+            // What another worker starts the wave from is the stored counts: changed here, they show in its plan.
+            try await fixture.db.client.query(
+                "UPDATE broadcast_counts SET counts = '{\"background\": [1, 1, 1, 1]}' WHERE broadcast_id = \(id) AND wave = 2",
+                logger: fixture.logger
+            )
+            let second = fixture.dispatcher(owner: "second")
+            let report = try await fixture.step(at: start.addingTimeInterval(30 * Self.minute + 1), second)
+            let wave2 = report.events.first { if case .waveStarted(_, 2, _, _, _) = $0 { true } else { false } }
+            guard case .waveStarted(_, _, _, let planned, _) = wave2 else {
+                Issue.record("\"second\" did not start wave 2: \(report.events)")
+                return
+            }
+            #expect(planned == 4, "\"second\" planned wave 2 from the stored counts, not from a count of its own (30)")
+
+            // Claims: one worker at a time until its counts are stored or the claim lapses.
+            let repository = fixture.repository
+            #expect(try await repository.claimCount(broadcastID: id, wave: 3, owner: "a", seconds: 60, logger: fixture.logger))
+            #expect(try await !repository.claimCount(broadcastID: id, wave: 3, owner: "b", seconds: 60, logger: fixture.logger))
+            #expect(try await repository.claimCount(broadcastID: id, wave: 3, owner: "a", seconds: 60, logger: fixture.logger), "its own claim again")
+            let countedAt = Date(timeIntervalSince1970: 1_800_000_000)
+            let counts = BroadcastRepository.StoredCounts(perCohort: ["background": [2, 2, 2, 2]], countedAt: countedAt)
+            try await repository.storeCounts(counts, broadcastID: id, wave: 3, owner: "b", logger: fixture.logger)
+            #expect(try await repository.storedCounts(broadcastID: id, wave: 3, logger: fixture.logger) == nil, "not b's claim: not stored")
+            try await repository.storeCounts(counts, broadcastID: id, wave: 3, owner: "a", logger: fixture.logger)
+            #expect(try await repository.storedCounts(broadcastID: id, wave: 3, logger: fixture.logger) == counts)
+            #expect(
+                try await repository.claimCount(broadcastID: id, wave: 3, owner: "b", seconds: 60, logger: fixture.logger),
+                "stored: anyone may count again (when the counts are too old)"
+            )
+            try await fixture.db.client.query(
+                "UPDATE broadcast_counts SET counting_until = now() - interval '1 second' WHERE broadcast_id = \(id) AND wave = 3",
+                logger: fixture.logger
+            )
+            #expect(try await repository.claimCount(broadcastID: id, wave: 3, owner: "c", seconds: 60, logger: fixture.logger), "b's claim lapsed")
+        }
+    }
+
     @Test("wave 1 reaches every target once at the plan's pace; later waves only devices without a receipt; then it completes")
     func wavesFollowReceipts() async throws {
         let t0 = Date()
