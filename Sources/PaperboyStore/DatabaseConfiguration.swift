@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import NIOCore
 import NIOSSL
 import PostgresNIO
 
@@ -108,6 +110,51 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
+    /// Opens one connection and closes it again, trying for up to `patience`: a command fails with the reason
+    /// (refused, no such database, authentication) instead of waiting, as `PostgresClient`'s pool does, for a
+    /// connection for ever.
+    /// - Throws: ``DatabaseUnreachable``.
+    public func checkReachable(patience: Duration = .seconds(15), logger: Logger) async throws {
+        var connection = PostgresConnection.Configuration(
+            host: host,
+            port: port,
+            username: username,
+            password: password,
+            database: database,
+            tls: .disable
+        )
+        switch tls {
+        case .disable: break
+        case .prefer: connection.tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case .require: connection.tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+        connection.options.connectTimeout = TimeAmount(min(connectTimeout, patience))
+        let clock = ContinuousClock()
+        let giveUp = clock.now + patience
+        while true {
+            do {
+                let opened = try await PostgresConnection.connect(configuration: connection, id: 0, logger: logger)
+                try? await opened.close()
+                return
+            } catch {
+                // The server answered (no such database, authentication failed): waiting will not change that.
+                let answered = (error as? PSQLError)?.serverInfo != nil
+                guard !answered, clock.now + .seconds(1) < giveUp else {
+                    throw DatabaseUnreachable(database: description, reason: Self.reason(error), patience: answered ? nil : patience)
+                }
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// What went wrong, in words: the server's message (no such database, authentication failed) or the network's.
+    static func reason(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let message = error.serverInfo?[.message] { return message }
+        if let underlying = error.underlying { return "\(underlying)" }
+        return "\(error.code)"
+    }
+
     public var description: String {
         "postgres://\(username)\(password == nil ? "" : ":***")@\(host):\(port)/\(database)"
     }
@@ -117,4 +164,16 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
 public struct DatabaseConfigurationError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { message }
+}
+
+/// The database could not be reached within the patience given.
+public struct DatabaseUnreachable: Error, CustomStringConvertible {
+    public var database: String
+    public var reason: String
+    /// How long it was tried; nil when the server refused at once.
+    public var patience: Duration?
+
+    public var description: String {
+        "cannot connect to PostgreSQL at \(database)\(patience.map { " (tried for \($0.components.seconds) s)" } ?? ""): \(reason)"
+    }
 }

@@ -34,7 +34,9 @@ struct DatabaseOptions: ParsableArguments {
     }
 }
 
-/// Runs `body` with a running client for `configuration`, closing it afterwards.
+/// Runs `body` with a running client for `configuration`, closing it afterwards. A database that cannot be
+/// reached within 15 s fails the command with the reason, naming the database (the client's pool would wait
+/// for a connection for ever, and the command would hang without a word).
 func withDatabase<Result: Sendable>(
     _ configuration: DatabaseConfiguration,
     logger: Logger,
@@ -43,6 +45,11 @@ func withDatabase<Result: Sendable>(
     // The pool warns when a query waits for run() to start, which in a short command is only noise.
     var background = logger
     background.logLevel = .error
+    do {
+        try await configuration.checkReachable(logger: background)
+    } catch let error as DatabaseUnreachable {
+        throw CommandError("\(error.description); is it running, and are --database-url / DATABASE_URL right?")
+    }
     let client = configuration.makeClient(logger: background)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await client.run() }
