@@ -9,7 +9,7 @@
 # Usage: scripts/with-postgres.sh scripts/bench-broadcast.sh [--devices N] [--window 5m] [--workers 1|2]
 #            [--capacity R] [--unpaced] [--reuse] [--json]
 #            [--wave2 [--wave-interval D] [--short-interval] [--second-devices N] [--second-window D]]
-#            [--stall KIND [--stall-at D] [--stall-for D]]
+#            [--stall KIND [--stall-at D] [--stall-for D] [--stop-after D]]
 #   --devices N   seeded devices, all targets (default 100000)
 #   --window W    wave 1's window, e.g. 30s, 5m (default 5m); ignored with --unpaced
 #   --workers K   worker processes (default 1; 2 with --wave2 or --stall)
@@ -62,14 +62,31 @@
 #                 Reported: the busiest second from the stall's start on and overall, each / the plan's rate
 #                 (goal ≤ 1.10), the seconds around the stall, the status counts (every target sent?), and
 #                 the accepts at the simulator beyond those recorded (duplicates, or fateUnknown accepts)
-#   --stall-at D  when, after wave 1's planned start (default 40 % of the window)
+#   --stall-at D  when, after wave 1's planned start (default 40 % of the window, also with --stop-after: at
+#                 10,000,000 devices and 10,000/s pass e.g. --stall-at 60s, or the run lasts 400 s + the rest)
 #   --stall-for D how long (default 10s)
+#   --stop-after D  with --stall: stop wave 1 D after the stall ended (sigkill, which has no end: after its begin
+#                 + the workers' --lease, when its batches are taken over; WORKER_ARGS' --lease, else the
+#                 worker's default) instead of waiting for the whole wave (about 900 s at 10,000,000 devices and
+#                 10,000/s): the broadcast is cancelled (`paperboy broadcast cancel`); the workers see it at
+#                 their next lease renewal (a third of the lease) and record their held batches, the rest of
+#                 each as skipped (cancelled); the script waits until none of its batches is held, at most
+#                 max(40 s, the lease + 10 s), and a batch still held then fails the run (the counts would be
+#                 incomplete). The report says STOPPED EARLY and when; its rates and the busiest second from the
+#                 stall on cover the full seconds before the cancel's second (that second and the sends in flight
+#                 after it until the workers saw the cancel are reported apart, not counted); "sent S of P
+#                 before the workers stopped" replaces "every target sent"; skips as cancelled do not fail the
+#                 run; the simulator's accepts are compared with the recorded ones as without it, and fewer than
+#                 recorded fail the run. Stall, stop and the wave's end must be due in that order: --stall-at +
+#                 --stall-for (sigkill: the lease) + D below the window. Choose D long enough for the catch-up
+#                 after the stall, e.g. 120s
 #   env: PAPERBOY_BIN (default .build-release/release/paperboy), BENCH_KEEP=DIR (keep the logs there),
 #        WORKER_LOG_LEVEL (the workers' LOG_LEVEL, default warning, notice with --wave2; debug logs every
 #        batch's timings), WORKER_ARGS (more `paperboy worker` flags, e.g. "--max-batch 2000"; for experiments)
 # Any failed step (a command, a status request outside a PostgreSQL stall, a worker or the simulator
-# exiting, a simulator rejection, wave 1 or 2 not done within a bound derived from its window) makes the
-# script exit non-zero; when the broadcast ran, the numbers are printed first.
+# exiting, a simulator rejection, wave 1 or 2 not done within a bound derived from its window, with
+# --stop-after a batch still held after the cancel) makes the script exit non-zero; when the broadcast ran,
+# the numbers are printed first.
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -85,7 +102,7 @@ seconds_of() {
 
 devices=100000 window=5m workers="" unpaced=0 json=0 capacity="" reuse=0
 wave2=0 wave_interval="" short_interval=0 second_devices="" second_window=""
-stall="" stall_at="" stall_for=10s
+stall="" stall_at="" stall_for=10s stop_after=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --devices) devices=${2:?--devices needs a number}; shift 2 ;;
@@ -103,6 +120,7 @@ while [ $# -gt 0 ]; do
         --stall) stall=${2:?--stall needs a kind: sigstop, sigkill, restart, pg, apns, apns-sigstop}; shift 2 ;;
         --stall-at) stall_at=${2:?--stall-at needs a duration}; shift 2 ;;
         --stall-for) stall_for=${2:?--stall-for needs a duration}; shift 2 ;;
+        --stop-after) stop_after=${2:?--stop-after needs a duration}; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) bad "unknown argument '$1' (see --help)" ;;
     esac
@@ -151,6 +169,12 @@ if [ -n "$stall" ]; then
     [ "$stall_at_s" -lt "$window_s" ] || bad "--stall-at ${stall_at_s}s is not within wave 1's ${window_s}s window"
     [ "$stall_for_s" -ge 1 ] || bad "--stall-for: at least 1s"
 fi
+stop_after_s=""
+if [ -n "$stop_after" ]; then
+    [ -n "$stall" ] || bad "--stop-after goes with --stall"
+    stop_after_s=$(seconds_of --stop-after "$stop_after")
+    [ "$stop_after_s" -ge 1 ] || bad "--stop-after: at least 1s"
+fi
 worker_log_level=${WORKER_LOG_LEVEL:-warning}
 if [ "$wave2" = 1 ]; then
     worker_log_level=${WORKER_LOG_LEVEL:-notice}
@@ -184,6 +208,31 @@ if [ "$wave2" = 1 ]; then
     # 20 sends a second unless told otherwise.
     [ -n "$second_window_s" ] || second_window_s=$(( count_ahead_s + 300 ))
     [ -n "$second_devices" ] || second_devices=$(( second_window_s * 20 ))
+fi
+# --stop-after: the workers' lease (WORKER_ARGS' --lease, else the worker's default): a SIGKILLed worker's
+# batches are taken over at most that long after its death, and the workers see a cancel within a third of it.
+lease_s=""
+if [ -n "$stop_after_s" ]; then
+    worker_help=$("$B" worker --help 2>&1 | tr '\n' ' ') || bad "$B worker --help failed"
+    lease=""
+    # shellcheck disable=SC2086 # WORKER_ARGS is a list of flags
+    set -- ${WORKER_ARGS:-}
+    while [ $# -gt 0 ]; do
+        case "$1" in --lease) lease=${2:-}; shift ;; --lease=*) lease=${1#*=} ;; esac
+        shift
+    done
+    if [ -z "$lease" ]; then
+        rest=${worker_help##*--lease <duration>}
+        [[ "$rest" =~ \(default:\ ([^\)]*)\) ]] || bad "cannot read the worker's default --lease from its --help"
+        lease=${BASH_REMATCH[1]}
+    fi
+    lease_s=$(seconds_of --lease "$lease")
+fi
+# --stop-after: due D after the stall's end (sigkill: its begin + the lease), after wave 1's planned start.
+stop_due_s() { echo $(( stall_at_s + $(if [ "$stall" = sigkill ]; then echo "$lease_s"; else echo "$stall_for_s"; fi) + stop_after_s )); }
+stop_late() { echo "--stop-after ${stop_after_s}s: the stop would be due $(stop_due_s) s after wave 1's planned start (--stall-at + $(if [ "$stall" = sigkill ]; then echo "the ${lease_s} s lease"; else echo "--stall-for"; fi) + ${stop_after_s} s), not within its ${window_s}s window: leave --stop-after out, or pass an earlier --stall-at"; }
+if [ -n "$stop_after_s" ] && [ "$reuse" = 0 ]; then
+    [ "$(stop_due_s)" -lt "$window_s" ] || bad "$(stop_late)"
 fi
 
 say() { echo "bench-broadcast: $*" >&2; }
@@ -290,6 +339,7 @@ if [ "$reuse" = 1 ]; then
     if [ -n "$stall" ]; then
         [ -n "$stall_at" ] || stall_at_s=$(( window_s * 2 / 5 ))
         [ "$stall_at_s" -lt "$window_s" ] || die "--stall-at ${stall_at_s}s is not within wave 1's ${window_s}s window"
+        [ -z "$stop_after_s" ] || [ "$(stop_due_s)" -lt "$window_s" ] || die "$(stop_late)"
     fi
 else
     "$B" migrate >> "$tmp/setup.log" 2>&1 || die "paperboy migrate failed: $(tail -3 "$tmp/setup.log")"
@@ -537,8 +587,26 @@ poll_status() {
     fi
 }
 
+# --stop-after: cancels broadcast $bid (stopped=1, stop_at just before the cancel, stop_cancelled when it
+# returned). When the cancel fails because wave 1 completed meanwhile, stopped stays 0 and state is completed.
+stopped=0 stop_due_ms="" stop_from="" stop_at="" stop_cancelled=""
+stop_now() {
+    stop_at=$(now)
+    if "$B" broadcast cancel "$bid" >> "$tmp/setup.log" 2>&1; then
+        stop_cancelled=$(now); stopped=1
+        say "--stop-after ${stop_after_s}s: broadcast $bid cancelled $(python3 -c "print(f'{$stop_at - $wave1_start:+.1f}')") s after wave 1's planned start"
+        return 0
+    fi
+    status_of "$bid" "$tmp/status.json" || die "cancelling broadcast $bid failed: $(tail -3 "$tmp/setup.log"); then its status failed: $(cat "$tmp/status.err")"
+    state=$(summary "$tmp/status.json" | cut -d' ' -f1)
+    [ "$state" = completed ] || die "cancelling broadcast $bid failed ($state): $(tail -3 "$tmp/setup.log")"
+    say "--stop-after ${stop_after_s}s: not stopped, wave 1 completed just before the stop"
+    stop_at=""
+}
+
 # 7. Wave 1: poll until it is finished (the broadcast completed, or its wave 1 finished with --wave2), at
 # most the window + max(120 s, 10 %) (+ the stall + 90 s; unpaced: max(600 s, 1 s per 5,000 devices)).
+# --stop-after: or until D after the stall's end (sigkill: its begin + the lease), when it is cancelled.
 if [ "$unpaced" = 1 ]; then slack=$(( devices / 5000 > 600 ? devices / 5000 : 600 )); else slack=$(( window_s / 10 > 120 ? window_s / 10 : 120 )); fi
 [ -z "$stall" ] || slack=$(( slack + stall_for_s + 90 ))
 limit_ms=$(python3 -c "print(int(($wave1_start + $window_s + $slack) * 1000))")
@@ -546,6 +614,14 @@ next_poll=0
 while :; do
     stall_tick
     t=$(now_ms)
+    if [ -n "$stop_after_s" ] && [ "$stall_phase" = "done" ]; then
+        if [ -z "$stop_due_ms" ]; then
+            stop_from=$stall_end
+            [ "$stall" != sigkill ] || stop_from=$(python3 -c "print($stall_begin + $lease_s)")
+            stop_due_ms=$(python3 -c "print(int(($stop_from + $stop_after_s) * 1000))")
+        fi
+        if [ "$t" -ge "$stop_due_ms" ]; then stop_now; break; fi
+    fi
     if [ "$t" -ge "$next_poll" ]; then
         next_poll=$((t + 2000))
         poll_status
@@ -563,6 +639,34 @@ while :; do
 done
 t_done=$(now)
 if [ "$stall_phase" = active ]; then stall_end_now; stall_phase=done; fi
+# --stop-after: the workers see the cancel at their next lease renewal and record their held batches (the
+# devices not sent yet as skipped, cancelled); wait until none of the broadcast's batches is held.
+if [ "$stopped" = 1 ]; then
+    drain_limit_s=$(( lease_s + 10 > 40 ? lease_s + 10 : 40 ))
+    held=""
+    while :; do
+        check_alive
+        held=$(q "SELECT count(*) FROM broadcast_batches WHERE broadcast_id = '$bid' AND done_at IS NULL AND lease_expires_at > now()") \
+            || die "cannot count broadcast $bid's held batches"
+        [ "$held" != 0 ] || break
+        python3 -c "import sys; sys.exit(0 if $(now) < $stop_cancelled + $drain_limit_s else 1)" || break
+        sleep 0.5
+    done
+    drain_s=$(python3 -c "print(round($(now) - $stop_cancelled, 1))")
+    line=$(q "SELECT count(*), coalesce(sum(devices), 0) FROM broadcast_batches WHERE broadcast_id = '$bid' AND done_at IS NULL") \
+        || die "cannot count broadcast $bid's unrecorded batches"
+    IFS='|' read -r unrecorded unrecorded_devices <<< "$line"
+    if [ "$held" = 0 ]; then
+        say "--stop-after: the workers recorded their batches ${drain_s} s after the cancel ($unrecorded batches of $unrecorded_devices devices never recorded, their leases lapsed)"
+    elif [ -z "$failure" ]; then
+        failure="--stop-after: $held batches of broadcast $bid still held ${drain_s} s after the cancel: the recorded counts are incomplete"
+    fi
+    meta drainSeconds "$drain_s"; meta heldAfterDrain "$held"; meta unrecordedBatches "$unrecorded"; meta unrecordedDevices "$unrecorded_devices"
+fi
+if [ -n "$stop_after_s" ]; then
+    meta stopAfter "$stop_after_s"; meta stopped "$stopped"; meta stopFrom "$stop_from"; meta stopAt "$stop_at"
+    meta stopCancelled "$stop_cancelled"; meta lease "$lease_s"
+fi
 if [ "$stall_phase" = pending ] && [ -z "$failure" ]; then failure="wave 1 ended before the stall was due (--stall-at ${stall_at_s}s)"; fi
 if [ -n "$failure" ]; then
     say "$failure; batches not done, and cohorts with keys left:"
@@ -724,6 +828,9 @@ meta = dict(line.rstrip("\n").split("=", 1) for line in open(f"{tmp}/meta.txt") 
 num = lambda key: float(meta[key]) if meta.get(key) else None
 t0, t1, t_done, wave1_start = num("t0"), num("t1"), num("tDone"), num("wave1Start")
 failures = [failure] if failure else []
+# --stop-after: the broadcast was cancelled at stop_at, before wave 1 was sent (None: not stopped).
+stopped = meta.get("stopped") == "1"
+stop_at = num("stopAt") if stopped else None
 
 def when(text):
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
@@ -762,6 +869,9 @@ planned_rate = wave.get("rate")
 finished = when(status["finishedAt"]) if status.get("finishedAt") else (when(wave["finishedAt"]) if wave.get("finishedAt") else None)
 # Wave 1's seconds: to its completion (with --wave2 the later seconds belong to wave 2).
 w1_last_bin = bin_of(t_done) if meta.get("bid2") else len(bins) - 1
+# Stopped early: wave 1's seconds end with the cancel's, dropped below as a partial last second; the sends in
+# flight after it (until the workers saw the cancel) are reported apart.
+if stopped: w1_last_bin = min(w1_last_bin, bin_of(stop_at))
 w1_bins = bins[:max(0, w1_last_bin) + 1]
 nonzero = [i for i, n in enumerate(w1_bins) if n]
 first, last = (nonzero[0], nonzero[-1]) if nonzero else (0, 0)
@@ -814,9 +924,10 @@ for out in workers_out:
         out["meanCores"], out["peakCores2s"], out["cpuSecondsDuringBroadcast"] = cores(6 + 3 * out["slot"], 7 + 3 * out["slot"])
 totals = wave.get("counts", {})
 recorded_accepted = sum(w.get("counts", {}).get("accepted", 0) for w in status.get("waves", []))
+state_now = json.load(open(f"{tmp}/status.json")).get("state", state)
 result = {
     "devices": devices, "workers": workers, "windowSeconds": window_s, "unpaced": unpaced,
-    "state": json.load(open(f"{tmp}/status.json")).get("state", state),
+    "state": state_now,
     "acceptedAtSimulator": accepted_sim, "rejectedAtSimulator": rejected_sim,
     "broadcastCounts": {k: totals.get(k) for k in ("planned", "sent", "accepted", "rejected", "skipped")},
     "plannedRate": planned_rate,
@@ -826,7 +937,7 @@ result = {
     "firstPushAfterT0": round(first_push, 1),
     "lastPushAfterT0": round(last_push_end, 1),
     "plannedEndAfterT0": round(planned_end, 1) if planned_end is not None else None,
-    "lateBy": round(last_push_end - planned_end, 1) if planned_end is not None else None,
+    "lateBy": round(last_push_end - planned_end, 1) if planned_end is not None and not stopped else None,
     "finishedAfterT0": round(finished - t0, 1) if finished else None,
     "seedSeconds": float(seed_s),
     "machineBusyCores": {"mean": machine_cores[0], "busiest2s": machine_cores[1]},
@@ -837,7 +948,9 @@ result = {
     "simulatorConnections": sum(s.get("connectionsOpened") or 0 for s, _ in runs),
     "acceptsPerSecond": w1_bins[first:last + 1],
 }
-skipped1 = sum(totals.get("skipped", {}).values())
+# Stopped early: the devices of the held batches not sent yet are skipped as cancelled, by design.
+skipped_cancelled = totals.get("skipped", {}).get("cancelled", 0) if stopped else 0
+skipped1 = sum(totals.get("skipped", {}).values()) - skipped_cancelled
 if skipped1:
     failures.append(f"wave 1 skipped {skipped1} of its {totals.get('planned')} targets: {totals.get('skipped')} (hourlyBudget: they had pushes"
                     " within the hour, e.g. from an earlier run on this database); the rates are not the plan's")
@@ -847,6 +960,47 @@ if not meta.get("bid2") and not meta.get("stall") and accepted_sim != devices:
     failures.append(f"the simulator accepted {accepted_sim} pushes for {devices} targets")
 lines = []
 
+# --stop-after
+if meta.get("stopAfter"):
+    stop = {"stopAfterSeconds": int(meta["stopAfter"]), "stopped": stopped, "leaseSeconds": int(meta["lease"])}
+    if stopped:
+        k = bin_of(stop_at)
+        tail = bins[k + 1:]
+        while tail and tail[-1] == 0: tail.pop()
+        planned1, sent1 = totals.get("planned", 0), totals.get("sent", 0)
+        stop.update({
+            "from": "the stall's begin + the lease" if meta.get("stall") == "sigkill" else "the stall's end",
+            "fromAfterWave1Start": round(num("stopFrom") - wave1_start, 2),
+            "cancelledAt": datetime.datetime.fromtimestamp(stop_at, datetime.timezone.utc).isoformat(timespec="milliseconds"),
+            "cancelAfterWave1Start": round(stop_at - wave1_start, 2), "cancelAfterT0": round(stop_at - t0, 2),
+            "cancelReturnedAfterWave1Start": round(num("stopCancelled") - wave1_start, 2),
+            "plannedEndAfterWave1Start": window_s,
+            "measuredUntilAfterWave1Start": round(sim_start + last - wave1_start, 1),  # the counted seconds end here
+            "planned": planned1, "sentBeforeStop": sent1, "acceptedBeforeStop": totals.get("accepted", 0),
+            "skippedCancelled": skipped_cancelled,
+            "neitherSentNorSkipped": planned1 - sent1 - sum(totals.get("skipped", {}).values()),
+            "drainSeconds": float(meta["drainSeconds"]), "heldAfterDrain": int(meta["heldAfterDrain"]),
+            "unrecordedBatches": int(meta["unrecordedBatches"]), "unrecordedDevices": int(meta["unrecordedDevices"]),
+            "cancelSecondAccepts": bins[k] if k < len(bins) else 0,
+            "afterCancelSecond": {"accepts": sum(tail), "seconds": len(tail), "busiest": max(tail) if tail else None,
+                                  "busiestOverPlan": round(max(tail) / planned_rate, 3) if tail and planned_rate else None,
+                                  "acceptsPerSecond": tail},
+        })
+    else:
+        stop["why"] = failure or ("wave 1 completed before the stop was due" if state_now == "completed" else f"wave 1 ended {state_now}")
+    result["stoppedEarly"] = stop
+    if stopped:
+        a = stop["afterCancelSecond"]
+        lines.append(f"  STOPPED EARLY (--stop-after {stop['stopAfterSeconds']}s): broadcast cancelled +{stop['cancelAfterWave1Start']} s after wave 1's planned start"
+                     f" ({stop['cancelledAt']}; {stop['stopAfterSeconds']} s after {stop['from']} at +{stop['fromAfterWave1Start']} s; its planned end +{window_s} s),"
+                     f" +{stop['cancelAfterT0']} s after start; sent {stop['sentBeforeStop']} of {stop['planned']} before the workers stopped;"
+                     f" the workers recorded their batches {stop['drainSeconds']} s after the cancel ({stop['unrecordedBatches']} batches of {stop['unrecordedDevices']} devices never recorded)")
+        lines.append(f"  rates and busiest seconds counted to +{stop['measuredUntilAfterWave1Start']} s (full seconds only); not counted: the cancel's second"
+                     f" ({stop['cancelSecondAccepts']} accepts) and {a['accepts']} accepts in {a['seconds']} s after it, sent until the workers saw the cancel"
+                     f" (busiest {a['busiest']}, {a['busiestOverPlan']} x plan)")
+    else:
+        lines.append(f"  --stop-after {stop['stopAfterSeconds']}s: NOT stopped early ({stop['why']})")
+
 # --stall
 if meta.get("stall"):
     kind, begin, end = meta["stall"], num("stallBegin"), num("stallEnd")
@@ -854,7 +1008,7 @@ if meta.get("stall"):
     stall = {"kind": kind, "atSeconds": int(meta["stallAt"]), "forSeconds": int(meta["stallFor"])}
     if begin is not None:
         b, e = bin_of(begin), bin_of(end)
-        after = w1_bins[max(b, first + 1):last]  # full seconds from the stall's start on
+        after = w1_bins[max(b, first + 1):last]  # full seconds from the stall's start on (stopped early: to the cancel's second)
         around = [[round(sim_start + k - wave1_start, 1), w1_bins[k]] for k in range(max(first, b - 5), min(last, e + 30) + 1)]
         stall.update({
             "beganAfterWave1Start": round(begin - wave1_start, 2), "endedAfterWave1Start": round(end - wave1_start, 2),
@@ -870,6 +1024,11 @@ if meta.get("stall"):
         "extraAcceptsAtSimulator": accepted_sim - recorded_accepted,
         "behindSeconds": wave.get("behindSeconds"),
     })
+    if stopped:
+        # Not every target was meant to be sent: the pushes sent before the stop must have been accepted.
+        stall["everySentAccepted"] = totals.get("accepted") == totals.get("sent")
+        if stall["extraAcceptsAtSimulator"] < 0:
+            failures.append(f"the simulator accepted {accepted_sim} pushes, fewer than the {recorded_accepted} recorded accepted")
     result["stall"] = stall
     how = {"sigstop": "w1 paused (SIGSTOP/SIGCONT)", "sigkill": "w1 killed (SIGKILL), not restarted: its batches wait for their leases",
            "restart": "w1 SIGTERMed (drained, exit 0), started again as w1r", "pg": "PostgreSQL stopped (pg_ctl stop -m fast), started again",
@@ -879,12 +1038,19 @@ if meta.get("stall"):
     else:
         goal = lambda x: "met" if x is not None and x <= 1.10 else "NOT met"
         lines.append(f"  stall {kind}: {how}, from +{stall['beganAfterWave1Start']} s to +{stall['endedAfterWave1Start']} s after wave 1's planned start")
-        lines.append(f"  plan {planned_rate:.1f}/s: busiest second from the stall on {stall['busiestAfter']} ({stall['busiestAfterOverPlan']} x plan),"
+        lines.append(f"  plan {planned_rate:.1f}/s: busiest second from the stall on{' to the stop' if stopped else ''} {stall['busiestAfter']} ({stall['busiestAfterOverPlan']} x plan),"
                      f" overall {r['peak']} ({stall['busiestOverallOverPlan']} x plan); goal <= 1.10: {goal(stall['busiestAfterOverPlan'])} after the stall, {goal(stall['busiestOverallOverPlan'])} overall")
         lines.append("  seconds around it (s after wave 1's planned start: accepts): " + ", ".join(f"{t:+.1f}: {n}" for t, n in stall["secondsAround"]))
-    lines.append(f"  status: planned {totals.get('planned')}, sent {totals.get('sent')}, accepted {totals.get('accepted')}, rejected {totals.get('rejected')},"
-                 f" skipped {totals.get('skipped')}: {'every target sent' if stall['everyTargetSent'] else 'NOT every target sent'}"
-                 f"{'' if stall['everyTargetAccepted'] else ' (not all accepted)'}; wave behind its plan by {stall['behindSeconds']} s")
+    if stopped:
+        st = result["stoppedEarly"]
+        lines.append(f"  status: planned {totals.get('planned')}, sent {totals.get('sent')}, accepted {totals.get('accepted')}, rejected {totals.get('rejected')},"
+                     f" skipped {totals.get('skipped')}: STOPPED EARLY, sent {st['sentBeforeStop']} of {st['planned']} before the workers stopped"
+                     f" ({st['skippedCancelled']} skipped as cancelled, {st['neitherSentNorSkipped']} neither sent nor skipped)"
+                     f"{'' if stall['everySentAccepted'] else ' (not all sent accepted)'}; wave behind its plan by {stall['behindSeconds']} s")
+    else:
+        lines.append(f"  status: planned {totals.get('planned')}, sent {totals.get('sent')}, accepted {totals.get('accepted')}, rejected {totals.get('rejected')},"
+                     f" skipped {totals.get('skipped')}: {'every target sent' if stall['everyTargetSent'] else 'NOT every target sent'}"
+                     f"{'' if stall['everyTargetAccepted'] else ' (not all accepted)'}; wave behind its plan by {stall['behindSeconds']} s")
     lines.append(f"  simulator accepted {accepted_sim}: {stall['extraAcceptsAtSimulator']} beyond the accepts recorded (duplicates, or accepts recorded as fateUnknown)")
 
 # --wave2
@@ -1022,20 +1188,25 @@ if as_json:
     print(json.dumps(result, indent=2))
 else:
     mode = "unpaced" if unpaced else f"window {window_s}s"
-    print(f"devices {devices} workers {workers} {mode}: {result['state']}, accepted {accepted_sim}"
-          + (" (!= devices)" if accepted_sim != devices and not meta.get("bid2") else "")
+    print(f"devices {devices} workers {workers} {mode}: {result['state']}" + (" (STOPPED EARLY)" if stopped else "") + f", accepted {accepted_sim}"
+          + ((f" (stopped early: {totals.get('sent')} of {devices} sent)" if stopped else " (!= devices)") if accepted_sim != devices and not meta.get("bid2") else "")
           + f", rate mean {r['mean']:.0f}/s peak {r['peak']}/s p99 {r['p99']}/s min {r['min']}/s peak/mean {r['peakToMean']}"
-          + f" over {r['seconds']} full s" + (f" (planned {planned_rate:.1f}/s)" if planned_rate else "") + (" [wave 1]" if meta.get("bid2") else ""))
-    print(f"  planning {result['planningSeconds']} s, plan start +{result['planStartAfterT0']} s, first push in [+{result['firstPushAfterT0']}, +{result['firstPushAfterT0'] + 1:.1f}) s,"
-          f" last push by +{result['lastPushAfterT0']} s (planned end +{result['plannedEndAfterT0']} s, late by at most {result['lateBy']} s),"
-          f" completed +{result['finishedAfterT0']} s after start (times at the simulator: 1 s resolution)")
+          + f" over {r['seconds']} full s" + (" before the stop" if stopped else "") + (f" (planned {planned_rate:.1f}/s)" if planned_rate else "") + (" [wave 1]" if meta.get("bid2") else ""))
+    if stopped:
+        print(f"  planning {result['planningSeconds']} s, plan start +{result['planStartAfterT0']} s, first push in [+{result['firstPushAfterT0']}, +{result['firstPushAfterT0'] + 1:.1f}) s,"
+              f" last push before the stop by +{result['lastPushAfterT0']} s (planned end +{result['plannedEndAfterT0']} s not reached: STOPPED EARLY),"
+              f" cancelled +{result['finishedAfterT0']} s after start (times at the simulator: 1 s resolution)")
+    else:
+        print(f"  planning {result['planningSeconds']} s, plan start +{result['planStartAfterT0']} s, first push in [+{result['firstPushAfterT0']}, +{result['firstPushAfterT0'] + 1:.1f}) s,"
+              f" last push by +{result['lastPushAfterT0']} s (planned end +{result['plannedEndAfterT0']} s, late by at most {result['lateBy']} s),"
+              f" completed +{result['finishedAfterT0']} s after start (times at the simulator: 1 s resolution)")
     for w in workers_out:
         if w.get("stalled"):
             print(f"  worker {w['name']} (stalled; read when it was stopped): peak RSS {w['peakRSSMB']} MB, CPU {w['cpuSeconds']} s, exit {w['exitStatus']}")
             continue
         print(f"  worker {w['name']}: peak RSS {w['peakRSSMB']} MB, CPU {w['cpuSeconds']} s (mean {w['meanCores']} cores,"
               f" busiest 2 s {w['peakCores2s']} cores), exit {w['exitStatus']}")
-    print(f"  CPU from start to {'wave 1' + chr(39) + 's end' if meta.get('bid2') else 'completion'}: machine {machine_cores[0]} cores busy (busiest 2 s {machine_cores[1]}) of {os.cpu_count()},"
+    print(f"  CPU from start to {'wave 1' + chr(39) + 's end' if meta.get('bid2') else 'the stop and the drain' if stopped else 'completion'}: machine {machine_cores[0]} cores busy (busiest 2 s {machine_cores[1]}) of {os.cpu_count()},"
           f" simulator {sim_cores[0]}, PostgreSQL {pg_cores[0]} ({pg_cores[2]} s); seeding took {seed_s} s")
     for line in lines: print(line)
     for f in failures: print(f"  FAILED: {f}")
