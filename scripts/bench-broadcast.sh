@@ -1068,7 +1068,7 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
     first2 = float(first_text) if first_text else None
     started_logs = []
     for line in open(f"{tmp}/wave-started.txt"):
-        if f"broadcast={meta['bid']}".lower() in line.lower() and re.search(r"\bwave=2\b", line):  # the log's UUIDs are upper case
+        if f"broadcast={meta['bid']}".lower() in line.lower() and re.search(r"\bwave=2\b", line):  # case-insensitive: logs before 504b113 wrote UUIDs in upper case
             started_logs.append(datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S%z").timestamp())
     logged = min(started_logs) if started_logs else None
     if w2 and logged is None: failures.append("no worker logged \"wave started\" for wave 2")
