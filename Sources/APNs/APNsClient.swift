@@ -157,7 +157,7 @@ public final class APNsClient: Sendable {
     /// How long a connection with requests outstanding may answer nothing before it is stalled, now: see
     /// ``Configuration/stalledAfter``. Requests written to an APNs that hangs are processed when it is back,
     /// about this long's worth at the sender's rate; a paced sender resuming after it waits as long.
-    public var silenceLimit: Duration { .nanoseconds(pool.silenceLimit.nanoseconds) }
+    public var silenceLimit: Duration { Duration(pool.silenceLimit) }
 
     /// Sends many notifications at once and returns their results in the same order.
     ///

@@ -123,7 +123,7 @@ extension APNsConnectionPool {
         /// True while the endpoint cannot be reached or does not answer: no ready connection takes requests,
         /// and either the last connection attempts failed or the connections are stalled.
         func isUnreachable(now: NIODeadline) -> Bool {
-            if entries.values.contains(where: { $0.ready && !$0.draining && !$0.closedAsStalled && !isStalled($0, now: now) }) { return false }
+            if entries.values.contains(where: { takesRequests($0, now: now) }) { return false }
             return consecutiveFailures > 0 || entries.values.contains { isStalled($0, now: now) }
                 || waiting.first.map { now - $0.enqueuedAt >= silenceLimit } ?? false
         }
@@ -140,6 +140,11 @@ extension APNsConnectionPool {
         var silenceLimit: TimeAmount {
             guard let smoothedAnswerTime else { return configuration.timing.requestTimeout }
             return min(max(.nanoseconds(smoothedAnswerTime.nanoseconds * 4), configuration.stalledAfter), configuration.timing.requestTimeout)
+        }
+
+        /// Whether the connection may be given requests (streams aside): ready, not going away, not stalled.
+        private func takesRequests(_ entry: Entry, now: NIODeadline) -> Bool {
+            entry.ready && !entry.draining && !entry.closedAsStalled && !isStalled(entry, now: now)
         }
 
         /// Whether the connection is stalled: requests outstanding and no answer for ``silenceLimit``.
@@ -368,8 +373,7 @@ extension APNsConnectionPool {
         /// The ready connection with a free stream and the fewest requests, stalled ones aside.
         private func freeConnection(now: NIODeadline) -> (Int, Entry)? {
             var best: (Int, Entry)?
-            for (id, entry) in entries
-            where entry.ready && !entry.draining && !entry.closedAsStalled && entry.assigned < entry.limit && !isStalled(entry, now: now) {
+            for (id, entry) in entries where entry.assigned < entry.limit && takesRequests(entry, now: now) {
                 if best == nil || entry.assigned < best!.1.assigned || (entry.assigned == best!.1.assigned && id < best!.0) {
                     best = (id, entry)
                 }

@@ -33,7 +33,7 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         var reconnectMaximumBackoff: TimeAmount
         /// The least silence after which a connection with requests outstanding counts as stalled
         /// (``StateMachine/silenceLimit``).
-        var stalledAfter: TimeAmount = .milliseconds(500)
+        var stalledAfter: TimeAmount
         var timing: APNsConnectionHandler.Timing
     }
 

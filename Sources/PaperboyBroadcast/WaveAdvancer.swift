@@ -31,7 +31,7 @@ struct WaveAdvancer: Sendable {
     /// Counts taken or read ahead of a wave's start, kept until the wave starts.
     private let counted = CountsAhead()
 
-    init(repository: BroadcastRepository, countAhead: TimeInterval = 0, owner: String = "advancer", claimSeconds: Double = 600) {
+    init(repository: BroadcastRepository, countAhead: TimeInterval, owner: String, claimSeconds: Double) {
         self.repository = repository
         self.cohorts = CohortRepository(client: repository.client)
         self.countAhead = countAhead

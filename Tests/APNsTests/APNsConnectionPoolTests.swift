@@ -35,6 +35,7 @@ struct APNsConnectionPoolTests {
                 maximumResends: maximumResends,
                 reconnectInitialBackoff: .milliseconds(100),
                 reconnectMaximumBackoff: .milliseconds(400),
+                stalledAfter: .milliseconds(500),
                 timing: .init(requestTimeout: .seconds(10), pingInterval: .seconds(60), pingTimeout: .seconds(10))
             )
         )
