@@ -50,11 +50,28 @@ let package = Package(
             dependencies: ["PaperboyCore"],
             swiftSettings: swiftSettings
         ),
+        // The HTTP/2 machinery both push providers share: connections that keep under the server's stream limit,
+        // a pool that sends again what a server did not process, spots stalls and reconnects with backoff. No
+        // provider's rules: APNs and FCM build their requests and read their answers.
+        .target(
+            name: "PushTransport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The APNs provider: token-auth keys and provider tokens, reasons, notification payloads, and the
         // HTTP/2 client (connections, pool, retries). No database.
         .target(
             name: "APNs",
             dependencies: [
+                "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -184,6 +201,7 @@ let package = Package(
                 "PaperboyCore",
                 "PaperboyText",
                 "APNs",
+                "PushTransport",
                 "APNsSimulator",
                 "EmbeddedPostgres",
                 "PaperboyStore",
@@ -237,10 +255,22 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "PushTransportTests",
+            dependencies: [
+                "PushTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "APNsTests",
             dependencies: [
                 "APNs",
                 "APNsSimulator",
+                "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

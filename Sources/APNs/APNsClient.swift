@@ -5,6 +5,7 @@ import NIOCore
 import NIOHPACK
 import NIOPosix
 import NIOSSL
+import PushTransport
 import Synchronization
 
 /// Sends notifications to one APNs endpoint with one signing key: a pool of HTTP/2 connections, the
@@ -67,7 +68,7 @@ public final class APNsClient: Sendable {
 
     public let configuration: Configuration
     private let tokens: any APNsProviderTokenSource
-    private let pool: APNsConnectionPool
+    private let pool: PushConnectionPool
     private let metrics: APNsMetrics
     private let authority: String
     private let scheme: String
@@ -102,9 +103,10 @@ public final class APNsClient: Sendable {
         self.metrics = metrics
         self.authority = configuration.endpoint.authority
         self.scheme = configuration.endpoint.usesTLS ? "https" : "http"
-        self.pool = try APNsConnectionPool(
+        self.pool = try PushConnectionPool(
             configuration: .init(
-                endpoint: configuration.endpoint,
+                service: "APNs",
+                endpoint: configuration.endpoint.transport,
                 connections: max(1, configuration.connections),
                 initialStreamLimit: max(1, configuration.initialStreamLimit),
                 streamCap: max(1, configuration.maximumStreamsPerConnection),
@@ -122,7 +124,7 @@ public final class APNsClient: Sendable {
             ),
             tls: configuration.tls,
             group: eventLoopGroup,
-            metrics: metrics,
+            metrics: metrics.connections,
             logger: logger
         )
     }
@@ -270,7 +272,7 @@ public final class APNsClient: Sendable {
         let authorization = "bearer " + providerToken
         return await withUnsafeContinuation { continuation in
             let collector = BatchCollector(count: deliveries.count, continuation: continuation)
-            var requests: [APNsWireRequest] = []
+            var requests: [PushWireRequest] = []
             requests.reserveCapacity(deliveries.count)
             let now = NIODeadline.now()
             let firstID = pool.makeRequestIDs(count: deliveries.count)
@@ -284,7 +286,7 @@ public final class APNsClient: Sendable {
                     lastBody = ByteBuffer(bytes: payload)
                 }
                 requests.append(
-                    APNsWireRequest(
+                    PushWireRequest(
                         id: firstID + UInt64(position),
                         headers: headers(delivery, authorization: authorization),
                         body: lastBody,
@@ -315,9 +317,10 @@ public final class APNsClient: Sendable {
         return headers
     }
 
-    private static func outcome(of result: APNsWireResult) -> APNsOutcome {
+    private static func outcome(of result: PushWireResult) -> APNsOutcome {
         switch result {
-        case .response(let status, let apnsID, let body):
+        case .response(let status, let headers, let body):
+            let apnsID = headers.first(name: "apns-id")
             if status == 200 { return .accepted(apnsID: apnsID ?? "") }
             let answer = body.flatMap { try? JSONDecoder().decode(ErrorBody.self, from: Data($0.readableBytesView)) }
             return .rejected(

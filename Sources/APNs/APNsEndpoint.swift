@@ -1,3 +1,5 @@
+import PushTransport
+
 /// Where notifications go: Apple's production or development (sandbox) service, or any server that speaks
 /// the APNs protocol, such as Paperboy's simulator.
 public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
@@ -25,58 +27,26 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
         case "production": self = .production
         case "sandbox", "development": self = .sandbox
         default:
-            let usesTLS: Bool
-            let rest: Substring
-            if text.hasPrefix("https://") {
-                usesTLS = true
-                rest = text.dropFirst("https://".count)
-            } else if text.hasPrefix("http://") {
-                usesTLS = false
-                rest = text.dropFirst("http://".count)
-            } else {
-                throw APNsEndpointError(text: text, problem: "must be production, sandbox, https://host:port or http://host:port")
+            do {
+                let endpoint = try PushEndpoint(url: text)
+                self.init(host: endpoint.host, port: endpoint.port, usesTLS: endpoint.usesTLS)
+            } catch {
+                throw APNsEndpointError(
+                    text: text,
+                    problem: text.hasPrefix("https://") || text.hasPrefix("http://")
+                        ? error.problem : "must be production, sandbox, https://host:port or http://host:port"
+                )
             }
-            let authority = rest.hasSuffix("/") ? rest.dropLast() : rest
-            guard !authority.contains("/") else { throw APNsEndpointError(text: text, problem: "must not have a path") }
-            let host: Substring
-            let portText: Substring?
-            if authority.hasPrefix("[") {
-                // [::1]:2197
-                guard let close = authority.firstIndex(of: "]") else { throw APNsEndpointError(text: text, problem: "has an unclosed [") }
-                host = authority[authority.index(after: authority.startIndex)..<close]
-                let after = authority[authority.index(after: close)...]
-                portText = after.isEmpty ? nil : (after.hasPrefix(":") ? after.dropFirst() : nil)
-                if !after.isEmpty && portText == nil { throw APNsEndpointError(text: text, problem: "has text after the host") }
-            } else if let colon = authority.lastIndex(of: ":") {
-                host = authority[..<colon]
-                portText = authority[authority.index(after: colon)...]
-            } else {
-                host = authority
-                portText = nil
-            }
-            guard !host.isEmpty else { throw APNsEndpointError(text: text, problem: "has no host") }
-            let port: Int
-            if let portText {
-                guard let value = Int(portText), (1...65535).contains(value) else {
-                    throw APNsEndpointError(text: text, problem: "has a bad port '\(portText)'")
-                }
-                port = value
-            } else if usesTLS {
-                port = 443
-            } else {
-                throw APNsEndpointError(text: text, problem: "needs a port (http:// is for local simulators)")
-            }
-            self.init(host: String(host), port: port, usesTLS: usesTLS)
         }
     }
 
-    /// The `:authority` of requests.
-    var authority: String {
-        let bracketed = host.contains(":") ? "[\(host)]" : host
-        return (usesTLS && port == 443) ? bracketed : "\(bracketed):\(port)"
-    }
+    /// Where the connections go.
+    var transport: PushEndpoint { PushEndpoint(host: host, port: port, usesTLS: usesTLS) }
 
-    public var description: String { "\(usesTLS ? "https" : "http")://\(authority)" }
+    /// The `:authority` of requests.
+    var authority: String { transport.authority }
+
+    public var description: String { transport.description }
 }
 
 /// An endpoint text that cannot be used.

@@ -1,4 +1,5 @@
 import Foundation
+import PushTransport
 
 /// What became of one notification.
 public enum APNsOutcome: Sendable, Equatable {
@@ -38,28 +39,9 @@ public struct APNsRejection: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(status) \(reason)" }
 }
 
-/// A failure of the connection rather than an answer of APNs.
-public struct APNsTransportError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: String, Sendable, Equatable {
-        /// The connection closed (or the server reset the stream) after the request was written.
-        case connectionLost
-        /// No answer within the request timeout.
-        case timedOut
-        /// No connection to the endpoint could be made before the request's wait limit.
-        case connectFailed
-        /// The client was shut down.
-        case shutdown
-    }
+/// Why a notification was not sent or its fate is unknown: the transport's words (``PushTransportError``).
+public typealias APNsTransportError = PushTransportError
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
-
-    static let clientShutDown = APNsTransportError(.shutdown, "the APNs client was shut down")
+extension PushTransportError {
+    static let clientShutDown = PushTransportError(.shutdown, "the APNs client was shut down")
 }

@@ -2,6 +2,7 @@ import APNs
 import ArgumentParser
 import Foundation
 import Logging
+import PushTransport
 
 /// `paperboy push`: one background notification to each token, each outcome printed. The tool an
 /// operator uses to check a device token or a key.

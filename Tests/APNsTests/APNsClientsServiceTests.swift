@@ -3,6 +3,7 @@ import APNsSimulator
 import Crypto
 import Logging
 import MetricsTestKit
+import PushTransport
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import Synchronization

@@ -8,7 +8,7 @@
 ///   stream above `lastStreamID`) and must go out again on another connection?
 /// - after the connection drops: which requests were never written (send again) and which were written
 ///   but unanswered, whose fate is unknown (report, never silently resend or lose)?
-public struct APNsConnectionState<RequestID: Hashable & Sendable>: Sendable {
+public struct PushConnectionState<RequestID: Hashable & Sendable>: Sendable {
     private enum Progress: Equatable {
         /// Holds a stream slot; headers not yet written.
         case reserved

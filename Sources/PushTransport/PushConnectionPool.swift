@@ -5,13 +5,13 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-/// The HTTP/2 connections to one APNs endpoint, and the requests waiting for a stream.
+/// The HTTP/2 connections to one push service endpoint (APNs, FCM), and the requests waiting for a stream.
 ///
 /// A request goes to the open connection with the fewest streams in use, if one has a stream free
 /// under the server's `SETTINGS_MAX_CONCURRENT_STREAMS`; otherwise it waits in FIFO order. Waiting is
 /// the back-pressure: the pool never fails a request for being busy, and a caller's next request
 /// starts only when the previous one is answered. Connections open on demand up to
-/// ``APNsClient/Configuration/connections``, and again after failures with a doubling backoff.
+/// ``Configuration/connections``, and again after failures with a doubling backoff.
 ///
 /// Requests that a connection did not process (GOAWAY above the last stream id, REFUSED_STREAM, never
 /// written) come back here and go out on another connection; requests whose fate is unknown go to their
@@ -20,30 +20,64 @@ import Synchronization
 /// The decisions are ``StateMachine``'s; this class does the I/O: it feeds the state machine what
 /// happens (requests, connections up, ready, going away, closed, the timer) under its lock, and does what
 /// it answers (hand requests to connections, open or close one, fail requests, set the timer).
-final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
-    struct Configuration: Sendable {
-        var endpoint: APNsEndpoint
-        var connections: Int
-        var initialStreamLimit: Int
-        var streamCap: Int
-        var connectTimeout: TimeAmount
-        var maximumWait: TimeAmount
-        var maximumResends: Int
-        var reconnectInitialBackoff: TimeAmount
-        var reconnectMaximumBackoff: TimeAmount
+package final class PushConnectionPool: PushConnectionDelegate, Sendable {
+    package struct Configuration: Sendable {
+        /// The service's name in messages ("APNs", "FCM"); lower-cased, the prefix of log metadata keys.
+        package var service: String
+        package var endpoint: PushEndpoint
+        package var connections: Int
+        /// Streams per connection before the server's first SETTINGS says how many it allows.
+        package var initialStreamLimit: Int
+        /// The most streams per connection, whatever the server allows.
+        package var streamCap: Int
+        package var connectTimeout: TimeAmount
+        /// How long a request may wait for a connection and a free stream before it fails as not sent.
+        package var maximumWait: TimeAmount
+        /// How often a request the server did not process is sent again on another connection.
+        package var maximumResends: Int
+        package var reconnectInitialBackoff: TimeAmount
+        package var reconnectMaximumBackoff: TimeAmount
         /// The least silence after which a connection with requests outstanding counts as stalled
         /// (``StateMachine/silenceLimit``).
-        var stalledAfter: TimeAmount
-        var timing: APNsConnectionHandler.Timing
+        package var stalledAfter: TimeAmount
+        package var timing: PushConnectionTiming
+
+        package init(
+            service: String,
+            endpoint: PushEndpoint,
+            connections: Int,
+            initialStreamLimit: Int,
+            streamCap: Int,
+            connectTimeout: TimeAmount,
+            maximumWait: TimeAmount,
+            maximumResends: Int,
+            reconnectInitialBackoff: TimeAmount,
+            reconnectMaximumBackoff: TimeAmount,
+            stalledAfter: TimeAmount,
+            timing: PushConnectionTiming
+        ) {
+            self.service = service
+            self.endpoint = endpoint
+            self.connections = connections
+            self.initialStreamLimit = initialStreamLimit
+            self.streamCap = streamCap
+            self.connectTimeout = connectTimeout
+            self.maximumWait = maximumWait
+            self.maximumResends = maximumResends
+            self.reconnectInitialBackoff = reconnectInitialBackoff
+            self.reconnectMaximumBackoff = reconnectMaximumBackoff
+            self.stalledAfter = stalledAfter
+            self.timing = timing
+        }
     }
 
     /// A connection as the pool acts on it: its handler (used on its event loop) and its channel.
     struct Connection: Sendable {
-        let handler: NIOLoopBound<APNsConnectionHandler>
+        let handler: NIOLoopBound<PushConnectionHandler>
         let channel: any Channel
     }
 
-    private typealias Machine = StateMachine<APNsWireRequest, Connection>
+    private typealias Machine = StateMachine<PushWireRequest, Connection>
 
     private struct Locked {
         var machine: Machine
@@ -58,20 +92,38 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
     private let group: any EventLoopGroup
     private let sslContext: NIOSSLContext?
     private let logger: Logger
-    private let metrics: APNsMetrics
+    private let metrics: PushConnectionMetrics
+    /// `apns.connection`, `apns.endpoint`, …: log metadata keys under the service's name.
+    private let keys: MetadataKeys
     private let state: Mutex<Locked>
     private let lastRequestID = Atomic<UInt64>(0)
     /// Where the pool's timer runs.
     private let timerLoop: any EventLoop
 
-    init(
+    private struct MetadataKeys: Sendable {
+        let endpoint: String
+        let connection: String
+        let resend: String
+        let fateUnknown: String
+
+        init(_ service: String) {
+            let prefix = service.lowercased()
+            endpoint = "\(prefix).endpoint"
+            connection = "\(prefix).connection"
+            resend = "\(prefix).resend"
+            fateUnknown = "\(prefix).fate_unknown"
+        }
+    }
+
+    package init(
         configuration: Configuration,
         tls: TLSConfiguration?,
         group: any EventLoopGroup,
-        metrics: APNsMetrics,
+        metrics: PushConnectionMetrics,
         logger: Logger
     ) throws {
         self.configuration = configuration
+        self.keys = MetadataKeys(configuration.service)
         self.group = group
         self.logger = logger
         self.metrics = metrics
@@ -96,29 +148,29 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
     /// True while the endpoint cannot be reached or does not answer: no ready connection takes requests, and
     /// either the last connection attempts failed or the open connections are stalled. Requests submitted
     /// meanwhile wait (up to `maximumWait`) and all go out when it is back.
-    var isUnreachable: Bool {
+    package var isUnreachable: Bool {
         state.withLock { $0.machine.isUnreachable(now: .now()) }
     }
 
     /// How long a connection with requests outstanding may answer nothing before it is stalled.
-    var silenceLimit: TimeAmount {
+    package var silenceLimit: TimeAmount {
         state.withLock { $0.machine.silenceLimit }
     }
 
     /// `count` fresh request ids, the first of a consecutive range.
-    func makeRequestIDs(count: Int) -> UInt64 {
+    package func makeRequestIDs(count: Int) -> UInt64 {
         lastRequestID.add(UInt64(count), ordering: .relaxed).oldValue + 1
     }
 
     /// Sends many requests with one lock and one event-loop hop per connection: the path of broadcasts,
     /// where per-request thread hops would cost more than the HTTP/2 work itself.
-    func submit(contentsOf requests: [APNsWireRequest]) {
+    package func submit(contentsOf requests: [PushWireRequest]) {
         run(event { machine, now in machine.submit(requests, now: now) })
     }
 
     /// Stops new requests (they get `notSent(.shutdown)`), lets the open streams finish, and closes
     /// every connection.
-    func shutdown() async {
+    package func shutdown() async {
         let actions = event { machine, _ in machine.shutdown() }
         state.withLock { $0.sampler?.cancel() }
         run(actions)
@@ -171,7 +223,7 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         }
     }
 
-    private func enqueue(_ requests: [APNsWireRequest], on connection: Connection) {
+    private func enqueue(_ requests: [PushWireRequest], on connection: Connection) {
         let handler = connection.handler
         let eventLoop = connection.channel.eventLoop
         if requests.count == 1 {
@@ -205,7 +257,7 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
                         let isAddress = (try? SocketAddress(ipAddress: endpoint.host, port: 0)) != nil
                         try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: isAddress ? nil : endpoint.host))
                     }
-                    try pipeline.addHandler(APNsFlushCoalescer())
+                    try pipeline.addHandler(PushFlushCoalescer())
                     var http2 = NIOHTTP2Handler.ConnectionConfiguration()
                     http2.initialSettings = [
                         HTTP2Setting(parameter: .enablePush, value: 0),
@@ -221,8 +273,9 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
                     // stream in flight. NIO remembers 32 by default; a stalled server can time out hundreds.
                     http2.maximumRecentlyResetStreams = max(configuration.streamCap, 32)
                     try pipeline.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: http2))
-                    let handler = APNsConnectionHandler(
+                    let handler = PushConnectionHandler(
                         id: id,
+                        service: configuration.service,
                         delegate: self,
                         initialStreamLimit: configuration.initialStreamLimit,
                         streamCap: configuration.streamCap,
@@ -238,20 +291,26 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
                 switch result {
                 case .success:
                     metrics.connectionOpened()
-                    logger.debug("APNs connection open", metadata: ["apns.endpoint": "\(configuration.endpoint)", "apns.connection": "\(id)"])
+                    logger.debug(
+                        "\(configuration.service) connection open",
+                        metadata: [keys.endpoint: "\(configuration.endpoint)", keys.connection: "\(id)"]
+                    )
                     run(event { machine, now in machine.connectionEstablished(id, now: now) })
                 case .failure(let error):
                     let actions = event { machine, now in machine.connectFailed(id, error: "\(error)", now: now) }
                     metrics.connectFailed()
-                    logger.warning("APNs connection failed", metadata: ["apns.endpoint": "\(configuration.endpoint)", "error": "\(error)"])
+                    logger.warning(
+                        "\(configuration.service) connection failed",
+                        metadata: [keys.endpoint: "\(configuration.endpoint)", "error": "\(error)"]
+                    )
                     run(actions)
                 }
             }
     }
 
-    // MARK: APNsConnectionDelegate (on the connection's event loop)
+    // MARK: PushConnectionDelegate (on the connection's event loop)
 
-    func connection(_ id: Int, finished request: APNsWireRequest, result: APNsWireResult) {
+    func connection(_ id: Int, finished request: PushWireRequest, result: PushWireResult) {
         let next = state.withLock { locked in
             let finished = locked.machine.requestFinished(on: id, request, result: result, now: .now())
             if case .actions(let actions) = finished, let timer = actions.timer { setTimer(timer, &locked) }
@@ -276,24 +335,24 @@ final class APNsConnectionPool: APNsConnectionDelegate, Sendable {
         run(event { machine, now in machine.streamLimitChanged(id, to: limit, now: now) })
     }
 
-    func connection(_ id: Int, goingAway resend: [APNsWireRequest]) {
+    func connection(_ id: Int, goingAway resend: [PushWireRequest]) {
         let actions = event { machine, now in machine.connectionGoingAway(id, resend: resend, now: now) }
         metrics.goAway()
-        logger.debug("APNs connection going away", metadata: ["apns.connection": "\(id)", "apns.resend": "\(resend.count)"])
+        logger.debug("\(configuration.service) connection going away", metadata: [keys.connection: "\(id)", keys.resend: "\(resend.count)"])
         run(actions)
     }
 
-    func connection(_ id: Int, closed resend: [APNsWireRequest], fateUnknown: [APNsWireRequest]) {
+    func connection(_ id: Int, closed resend: [PushWireRequest], fateUnknown: [PushWireRequest]) {
         let actions = event { machine, now in machine.connectionClosed(id, resend: resend, now: now) }
         metrics.connectionClosed()
         if !fateUnknown.isEmpty {
             logger.warning(
-                "APNs connection lost with requests unanswered",
-                metadata: ["apns.connection": "\(id)", "apns.fate_unknown": "\(fateUnknown.count)", "apns.resend": "\(resend.count)"]
+                "\(configuration.service) connection lost with requests unanswered",
+                metadata: [keys.connection: "\(id)", keys.fateUnknown: "\(fateUnknown.count)", keys.resend: "\(resend.count)"]
             )
         }
         for request in fateUnknown {
-            request.completion(.fateUnknown(APNsTransportError(.connectionLost, "the APNs connection closed before the answer")))
+            request.completion(.fateUnknown(PushTransportError(.connectionLost, "the \(configuration.service) connection closed before the answer")))
         }
         run(actions)
     }

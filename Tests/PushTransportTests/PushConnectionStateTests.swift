@@ -1,11 +1,11 @@
-import APNs
+import PushTransport
 import Testing
 
 @Suite("Connection stream state")
-struct APNsConnectionStateTests {
+struct PushConnectionStateTests {
     @Test("one stream until the server raises the limit; never more than the limit")
     func streamLimit() {
-        var state = APNsConnectionState<Int>()
+        var state = PushConnectionState<Int>()
         let first = state.reserve(1)
         let second = state.reserve(2)
         #expect(first)
@@ -27,7 +27,7 @@ struct APNsConnectionStateTests {
 
     @Test("GOAWAY returns exactly the requests above the last stream id and those never written")
     func goAway() {
-        var state = APNsConnectionState<String>(initialMaxConcurrentStreams: 10)
+        var state = PushConnectionState<String>(initialMaxConcurrentStreams: 10)
         for (index, name) in ["a", "b", "c", "d"].enumerated() {
             let reserved = state.reserve(name)
             #expect(reserved)
@@ -43,7 +43,7 @@ struct APNsConnectionStateTests {
 
     @Test("a dropped connection resends what was never written and reports written requests as unknown")
     func closed() {
-        var state = APNsConnectionState<Int>(initialMaxConcurrentStreams: 10)
+        var state = PushConnectionState<Int>(initialMaxConcurrentStreams: 10)
         let reserved = (1...4).map { state.reserve($0) }
         #expect(reserved.allSatisfy { $0 })
         state.written(1, streamID: 1)
@@ -57,7 +57,7 @@ struct APNsConnectionStateTests {
 
     @Test("a refused stream is sent again; another reset leaves the fate unknown")
     func resets() {
-        var state = APNsConnectionState<Int>(initialMaxConcurrentStreams: 10)
+        var state = PushConnectionState<Int>(initialMaxConcurrentStreams: 10)
         let reserved = [state.reserve(1), state.reserve(2)]
         #expect(reserved == [true, true])
         state.written(1, streamID: 1)

@@ -2,14 +2,14 @@ import NIOCore
 
 /// A request as the pool's decisions see it: when it entered the pool (for the wait limit) and how often a
 /// connection gave it back unprocessed (for the resend limit).
-protocol APNsPoolRequest: Sendable {
+protocol PushPoolRequest: Sendable {
     var enqueuedAt: NIODeadline { get }
     var resends: Int { get set }
 }
 
-extension APNsWireRequest: APNsPoolRequest {}
+extension PushWireRequest: PushPoolRequest {}
 
-extension APNsConnectionPool {
+extension PushConnectionPool {
     /// The pool's decisions as a pure state machine: which connection takes a request, when to open a
     /// connection, how long to back off after failed connects, which waiting requests have waited too long,
     /// and what a shutdown ends. The pool feeds it events under its lock, with the time read once per
@@ -19,9 +19,9 @@ extension APNsConnectionPool {
     /// connect backoff while requests wait for a connection, and a connection's handshake deadline. It asks
     /// for the timer only when that moment moves earlier; a timer that fires early or twice is harmless.
     ///
-    /// - `Request`: what waits and is handed to connections (``APNsWireRequest`` in the pool).
+    /// - `Request`: what waits and is handed to connections (``PushWireRequest`` in the pool).
     /// - `Connection`: the handle the pool acts on (its handler and channel in the pool).
-    struct StateMachine<Request: APNsPoolRequest, Connection: Sendable>: Sendable {
+    struct StateMachine<Request: PushPoolRequest, Connection: Sendable>: Sendable {
         /// Requests handed to one connection, in order.
         struct Handover: Sendable {
             let connectionID: Int
@@ -39,7 +39,7 @@ extension APNsConnectionPool {
         /// connections, closes and drains connections, opens one, sets its timer.
         struct Actions: Sendable {
             /// Requests that end here: not sent (waited too long, came back too often, shut down).
-            var complete: [(request: Request, result: APNsWireResult)] = []
+            var complete: [(request: Request, result: PushWireResult)] = []
             var enqueue: [Handover] = []
             /// Connections that did not finish TLS and HTTP/2 within the connect timeout.
             var close: [Connection] = []
@@ -176,12 +176,16 @@ extension APNsConnectionPool {
 
         // MARK: Events from callers
 
+        private var clientShutDown: PushTransportError {
+            PushTransportError(.shutdown, "the \(configuration.service) client was shut down")
+        }
+
         /// Requests to send: as many as there are free streams go to the open connections, the least busy
         /// first; the rest wait in FIFO order, and a connection opens for them if the pool may open one.
         mutating func submit(_ requests: [Request], now: NIODeadline) -> Actions {
             var actions = Actions()
             if isShutdown {
-                actions.complete = requests.map { ($0, .notSent(.clientShutDown)) }
+                actions.complete = requests.map { ($0, .notSent(clientShutDown)) }
                 return actions
             }
             var index = requests.startIndex
@@ -204,7 +208,7 @@ extension APNsConnectionPool {
         mutating func shutdown() -> Actions {
             var actions = Actions()
             isShutdown = true
-            while let request = waiting.popFirst() { actions.complete.append((request, .notSent(.clientShutDown))) }
+            while let request = waiting.popFirst() { actions.complete.append((request, .notSent(clientShutDown))) }
             actions.drain = entries.keys.sorted().map { entries[$0]!.connection }
             if timerDeadline != nil {
                 timerDeadline = nil
@@ -221,7 +225,7 @@ extension APNsConnectionPool {
             guard !isShutdown else { return actions }
             while let first = waiting.first, now - first.enqueuedAt >= configuration.maximumWait {
                 waiting.removeFirst()
-                actions.complete.append((first, .notSent(APNsTransportError(.connectFailed, whyNotSent()))))
+                actions.complete.append((first, .notSent(PushTransportError(.connectFailed, whyNotSent()))))
             }
             for id in entries.keys.sorted() {
                 guard let deadline = entries[id]!.handshakeDeadline, deadline <= now else { continue }
@@ -302,7 +306,7 @@ extension APNsConnectionPool {
         /// A request on connection `id` ended with `result`. The pool completes it unless the result is
         /// `.resend`, which the state machine takes back: it waits again, ahead of newer requests, unless it
         /// came back too often.
-        mutating func requestFinished(on id: Int, _ request: Request, result: APNsWireResult, now: NIODeadline) -> Finished {
+        mutating func requestFinished(on id: Int, _ request: Request, result: PushWireResult, now: NIODeadline) -> Finished {
             if case .resend = result {
                 var actions = Actions()
                 release(1, from: id, now: now)
@@ -424,9 +428,12 @@ extension APNsConnectionPool {
             for var request in requests.reversed() {
                 request.resends += 1
                 if isShutdown {
-                    actions.complete.append((request, .notSent(.clientShutDown)))
+                    actions.complete.append((request, .notSent(clientShutDown)))
                 } else if request.resends > configuration.maximumResends {
-                    let error = APNsTransportError(.connectionLost, "APNs did not process the request on \(request.resends) connections")
+                    let error = PushTransportError(
+                        .connectionLost,
+                        "\(configuration.service) did not process the request on \(request.resends) connections"
+                    )
                     actions.complete.append((request, .notSent(error)))
                 } else {
                     waiting.prepend(request)
@@ -449,7 +456,7 @@ extension APNsConnectionPool {
             if entry.handshakeTimedOut {
                 lastConnectError = "no TLS and HTTP/2 handshake within \(configuration.connectTimeout.nanoseconds / 1_000_000) ms"
             } else if entry.ready {
-                lastConnectError = "APNs went away right after the connection was up, before answering anything"
+                lastConnectError = "\(configuration.service) went away right after the connection was up, before answering anything"
             } else {
                 lastConnectError = "the connection closed before HTTP/2 was up (TLS or protocol failure)"
             }

@@ -5,30 +5,30 @@ import NIOHTTP2
 import Synchronization
 import Testing
 
-@testable import APNs
+@testable import PushTransport
 
 /// The connection handler on HTTP/2 frames, without sockets or NIOHTTP2Handler: what it writes and what
 /// it tells its pool.
 @Suite("Connection handler")
-struct APNsConnectionHandlerTests {
+struct PushConnectionHandlerTests {
     /// Records what the handler tells its pool, by request id.
-    final class Recorder: APNsConnectionDelegate {
-        let results = Mutex<[UInt64: APNsWireResult]>([:])
+    final class Recorder: PushConnectionDelegate {
+        let results = Mutex<[UInt64: PushWireResult]>([:])
         let ready = Mutex<[Int]>([])
         let goingAway = Mutex<[[UInt64]]>([])
         let closed = Mutex<[(resend: [UInt64], fateUnknown: [UInt64])]>([])
 
-        func connection(_ id: Int, finished request: APNsWireRequest, result: APNsWireResult) {
+        func connection(_ id: Int, finished request: PushWireRequest, result: PushWireResult) {
             results.withLock { $0[request.id] = result }
         }
         func connection(_ id: Int, readyWithStreamLimit limit: Int) {
             ready.withLock { $0.append(limit) }
         }
         func connection(_ id: Int, streamLimitChanged limit: Int) {}
-        func connection(_ id: Int, goingAway resend: [APNsWireRequest]) {
+        func connection(_ id: Int, goingAway resend: [PushWireRequest]) {
             goingAway.withLock { $0.append(resend.map(\.id)) }
         }
-        func connection(_ id: Int, closed resend: [APNsWireRequest], fateUnknown: [APNsWireRequest]) {
+        func connection(_ id: Int, closed resend: [PushWireRequest], fateUnknown: [PushWireRequest]) {
             closed.withLock { $0.append((resend.map(\.id), fateUnknown.map(\.id))) }
         }
 
@@ -38,8 +38,8 @@ struct APNsConnectionHandlerTests {
         }
     }
 
-    static func request(_ id: UInt64) -> APNsWireRequest {
-        APNsWireRequest(id: id, headers: HPACKHeaders([(":method", "POST")]), body: ByteBuffer(string: "{}"), enqueuedAt: .now()) { _ in }
+    static func request(_ id: UInt64) -> PushWireRequest {
+        PushWireRequest(id: id, headers: HPACKHeaders([(":method", "POST")]), body: ByteBuffer(string: "{}"), enqueuedAt: .now()) { _ in }
     }
 
     static func connect(
@@ -47,9 +47,10 @@ struct APNsConnectionHandlerTests {
         requestTimeout: TimeAmount = .seconds(10),
         pingInterval: TimeAmount = .seconds(60),
         pingTimeout: TimeAmount = .seconds(10)
-    ) throws -> (EmbeddedChannel, APNsConnectionHandler) {
-        let handler = APNsConnectionHandler(
+    ) throws -> (EmbeddedChannel, PushConnectionHandler) {
+        let handler = PushConnectionHandler(
             id: 1,
+            service: "APNs",
             delegate: recorder,
             initialStreamLimit: 1,
             streamCap: 10,
@@ -65,7 +66,7 @@ struct APNsConnectionHandlerTests {
         streams: Int = 10,
         pingInterval: TimeAmount = .seconds(60),
         pingTimeout: TimeAmount = .seconds(10)
-    ) throws -> (EmbeddedChannel, APNsConnectionHandler) {
+    ) throws -> (EmbeddedChannel, PushConnectionHandler) {
         let (channel, handler) = try connect(recorder, pingInterval: pingInterval, pingTimeout: pingTimeout)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 2197)).wait()
         let settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: streams)]
@@ -219,7 +220,7 @@ struct APNsConnectionHandlerTests {
 
     @Test("the window policy gives back what was used once half the window is gone")
     func windowPolicy() {
-        let window = APNsReceiveWindow()
+        let window = PushReceiveWindow()
         #expect(window.increment(forWindow: 65_535) == nil)
         #expect(window.increment(forWindow: 32_768) == nil)
         #expect(window.increment(forWindow: 32_767) == 32_768)

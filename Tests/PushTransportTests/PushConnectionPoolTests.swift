@@ -1,18 +1,19 @@
 import NIOCore
+import NIOHPACK
 import Testing
 
-@testable import APNs
+@testable import PushTransport
 
 /// The pool's decisions without sockets or clocks: events go in with a plain time, actions come out.
 @Suite("Connection pool decisions")
-struct APNsConnectionPoolTests {
-    struct Request: APNsPoolRequest, Equatable {
+struct PushConnectionPoolTests {
+    struct Request: PushPoolRequest, Equatable {
         var name: String
         var enqueuedAt: NIODeadline
         var resends = 0
     }
 
-    typealias Machine = APNsConnectionPool.StateMachine<Request, String>
+    typealias Machine = PushConnectionPool.StateMachine<Request, String>
 
     /// An arbitrary start, so that times before it are valid too.
     static let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000_000)
@@ -26,7 +27,8 @@ struct APNsConnectionPoolTests {
     static func machine(connections: Int = 1, maximumResends: Int = 10) -> Machine {
         Machine(
             configuration: .init(
-                endpoint: APNsEndpoint(host: "127.0.0.1", port: 2197, usesTLS: false),
+                service: "APNs",
+                endpoint: PushEndpoint(host: "127.0.0.1", port: 2197, usesTLS: false),
                 connections: connections,
                 initialStreamLimit: 1,
                 streamCap: 1000,
@@ -55,15 +57,15 @@ struct APNsConnectionPoolTests {
         return handed
     }
 
-    static func notSent(_ actions: Machine.Actions) -> [String: APNsTransportError] {
-        var failed: [String: APNsTransportError] = [:]
+    static func notSent(_ actions: Machine.Actions) -> [String: PushTransportError] {
+        var failed: [String: PushTransportError] = [:]
         for (request, result) in actions.complete {
             if case .notSent(let error) = result { failed[request.name] = error } else { Issue.record("\(request.name): \(result)") }
         }
         return failed
     }
 
-    static let answered = APNsWireResult.response(status: 200, apnsID: nil, body: nil)
+    static let answered = PushWireResult.response(status: 200, headers: [:], body: nil)
 
     @Test("requests wait for the first connection, which opens once, and all go to it when it is ready")
     func firstConnection() {
@@ -273,7 +275,7 @@ struct APNsConnectionPoolTests {
 
     // MARK: Stalls (an endpoint that keeps connections open and answers nothing)
 
-    static let timedOut = APNsWireResult.fateUnknown(APNsTransportError(.timedOut, "no answer within 10000 ms"))
+    static let timedOut = PushWireResult.fateUnknown(PushTransportError(.timedOut, "no answer within 10000 ms"))
 
     @Test("the silence limit: the request timeout before any answer, then 4 × the smoothed answer time, at least stalledAfter")
     func silenceLimit() {

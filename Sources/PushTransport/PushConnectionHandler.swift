@@ -3,7 +3,7 @@ import NIOHPACK
 import NIOHTTP2
 
 /// A request as the pool hands it to a connection: everything needed to write it, and whom to tell.
-struct APNsWireRequest: Sendable {
+package struct PushWireRequest: Sendable {
     /// Unique within the pool; the connection's stream bookkeeping is keyed by it.
     let id: UInt64
     let headers: HPACKHeaders
@@ -12,68 +12,93 @@ struct APNsWireRequest: Sendable {
     let enqueuedAt: NIODeadline
     /// How often a connection gave it back unprocessed (GOAWAY, refused stream, closed before writing).
     var resends = 0
-    let completion: @Sendable (APNsWireResult) -> Void
+    let completion: @Sendable (PushWireResult) -> Void
+
+    package init(
+        id: UInt64,
+        headers: HPACKHeaders,
+        body: ByteBuffer,
+        enqueuedAt: NIODeadline,
+        completion: @escaping @Sendable (PushWireResult) -> Void
+    ) {
+        self.id = id
+        self.headers = headers
+        self.body = body
+        self.enqueuedAt = enqueuedAt
+        self.completion = completion
+    }
 }
 
 /// What a connection learned about one request.
-enum APNsWireResult: Sendable {
-    /// The server answered: `:status`, `apns-id` and, for errors, the JSON body.
-    case response(status: Int, apnsID: String?, body: ByteBuffer?)
+package enum PushWireResult: Sendable {
+    /// The server answered: `:status`, the response headers and the body, if any.
+    case response(status: Int, headers: HPACKHeaders, body: ByteBuffer?)
     /// The server did not process it (never written, above GOAWAY's last stream id, REFUSED_STREAM):
     /// the pool sends it again on another connection.
     case resend
     /// Written, then the connection failed or the answer did not come in time.
-    case fateUnknown(APNsTransportError)
-    case notSent(APNsTransportError)
+    case fateUnknown(PushTransportError)
+    case notSent(PushTransportError)
+}
+
+/// A connection's clocks: how long an answer may take, and when a quiet connection is probed with a PING.
+package struct PushConnectionTiming: Sendable {
+    package var requestTimeout: TimeAmount
+    package var pingInterval: TimeAmount
+    package var pingTimeout: TimeAmount
+
+    package init(requestTimeout: TimeAmount, pingInterval: TimeAmount, pingTimeout: TimeAmount) {
+        self.requestTimeout = requestTimeout
+        self.pingInterval = pingInterval
+        self.pingTimeout = pingTimeout
+    }
 }
 
 /// What a connection tells its pool. Always called on the connection's event loop.
-protocol APNsConnectionDelegate: AnyObject, Sendable {
-    func connection(_ id: Int, finished request: APNsWireRequest, result: APNsWireResult)
+protocol PushConnectionDelegate: AnyObject, Sendable {
+    func connection(_ id: Int, finished request: PushWireRequest, result: PushWireResult)
     func connection(_ id: Int, readyWithStreamLimit limit: Int)
     func connection(_ id: Int, streamLimitChanged limit: Int)
-    func connection(_ id: Int, goingAway resend: [APNsWireRequest])
-    func connection(_ id: Int, closed resend: [APNsWireRequest], fateUnknown: [APNsWireRequest])
+    func connection(_ id: Int, goingAway resend: [PushWireRequest])
+    func connection(_ id: Int, closed resend: [PushWireRequest], fateUnknown: [PushWireRequest])
 }
 
-/// The APNs side of one HTTP/2 connection, after `NIOHTTP2Handler` in frame mode: it opens a stream per
+/// The client side of one HTTP/2 connection to a push service, after `NIOHTTP2Handler` in frame mode: it opens a stream per
 /// request (client stream ids are odd and increasing), reads the answers, and keeps the stream count
 /// under the server's `SETTINGS_MAX_CONCURRENT_STREAMS`. The bookkeeping that decides between "send
-/// again" and "fate unknown" is ``APNsConnectionState``; this handler feeds it frames.
+/// again" and "fate unknown" is ``PushConnectionState``; this handler feeds it frames.
 ///
 /// Every stream is one HEADERS and one DATA frame; no per-stream child channels, so a request costs
 /// two frame writes and a dictionary entry.
-final class APNsConnectionHandler: ChannelDuplexHandler {
+final class PushConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundIn = Never
     typealias OutboundOut = HTTP2Frame
 
-    struct Timing {
-        var requestTimeout: TimeAmount
-        var pingInterval: TimeAmount
-        var pingTimeout: TimeAmount
-    }
+    typealias Timing = PushConnectionTiming
 
     private struct Stream {
-        var request: APNsWireRequest
+        var request: PushWireRequest
         var streamID: HTTP2StreamID
         var deadline: NIODeadline
         var status: Int?
-        var apnsID: String?
+        var headers = HPACKHeaders()
         var body: ByteBuffer?
     }
 
     let id: Int
-    private let delegate: any APNsConnectionDelegate
+    /// The service's name in messages: "APNs", "FCM".
+    private let service: String
+    private let delegate: any PushConnectionDelegate
     private let timing: Timing
     /// The most streams used even if the server allows more.
     private let streamCap: Int
-    private var state: APNsConnectionState<UInt64>
+    private var state: PushConnectionState<UInt64>
     private var streams: [UInt64: Stream] = [:]
     private var requestByStream: [HTTP2StreamID: UInt64] = [:]
     /// A request handed to this connection while it had no free stream.
     private struct Queued {
-        var request: APNsWireRequest
+        var request: PushWireRequest
         /// ``Timing/requestTimeout`` after the connection took it: time spent waiting here counts, so that a
         /// request queued behind slow streams is not promised the whole timeout again once written.
         var deadline: NIODeadline
@@ -91,14 +116,15 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var closeReported = false
     /// In frame mode nothing else reopens the connection window; without it the server stalls after
     /// 64 KiB of answers.
-    private let receiveWindow = APNsReceiveWindow()
+    private let receiveWindow = PushReceiveWindow()
 
-    init(id: Int, delegate: any APNsConnectionDelegate, initialStreamLimit: Int, streamCap: Int, timing: Timing) {
+    init(id: Int, service: String, delegate: any PushConnectionDelegate, initialStreamLimit: Int, streamCap: Int, timing: Timing) {
         self.id = id
+        self.service = service
         self.delegate = delegate
         self.timing = timing
         self.streamCap = streamCap
-        self.state = APNsConnectionState(initialMaxConcurrentStreams: min(initialStreamLimit, streamCap))
+        self.state = PushConnectionState(initialMaxConcurrentStreams: min(initialStreamLimit, streamCap))
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -120,7 +146,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     // MARK: Requests from the pool
 
     /// Takes a request; writes it at once when a stream is free, else queues it here.
-    func enqueue(_ request: APNsWireRequest) {
+    func enqueue(_ request: PushWireRequest) {
         guard !state.isDraining, let context else {
             delegate.connection(id, finished: request, result: .resend)
             return
@@ -130,7 +156,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     }
 
     /// Takes many requests at once; they leave in one flush.
-    func enqueue(contentsOf requests: [APNsWireRequest]) {
+    func enqueue(contentsOf requests: [PushWireRequest]) {
         guard !state.isDraining, let context else {
             for request in requests { delegate.connection(id, finished: request, result: .resend) }
             return
@@ -175,7 +201,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             // A flush per stream makes NIOHTTP2Handler release this stream's DATA now, in stream order
             // (it releases the streams of one flush in no particular order). Streams then finish in the
             // order they opened, which keeps NIO's per-connection stream table cheap to update; the
-            // socket still sees one flush per event-loop tick (``APNsFlushCoalescer``).
+            // socket still sees one flush per event-loop tick (``PushFlushCoalescer``).
             context.flush()
         }
     }
@@ -183,7 +209,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// Gives back what this connection will never write: the `resend` ids from the state machine and
     /// every queued request.
     private func returnWaiting(_ resend: [UInt64]) {
-        var returned: [APNsWireRequest] = []
+        var returned: [PushWireRequest] = []
         for requestID in resend {
             guard let stream = streams.removeValue(forKey: requestID) else { continue }
             requestByStream[stream.streamID] = nil
@@ -203,7 +229,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             guard let requestID = requestByStream[frame.streamID] else { return }
             if let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) {
                 streams[requestID]?.status = status
-                streams[requestID]?.apnsID = headers.headers.first(name: "apns-id")
+                streams[requestID]?.headers = headers.headers
             }
             if headers.endStream { finish(requestID) }
         case .data(let data):
@@ -224,7 +250,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             case .resend:
                 delegate.connection(id, finished: stream.request, result: .resend)
             case .fateUnknown:
-                let error = APNsTransportError(.connectionLost, "APNs reset the stream (\(code)) after the request was written")
+                let error = PushTransportError(.connectionLost, "\(service) reset the stream (\(code)) after the request was written")
                 delegate.connection(id, finished: stream.request, result: .fateUnknown(error))
             case .none:
                 break
@@ -275,11 +301,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         guard let context, let stream = streams.removeValue(forKey: requestID) else { return }
         requestByStream[stream.streamID] = nil
         state.answered(requestID)
-        let result: APNsWireResult
+        let result: PushWireResult
         if let status = stream.status {
-            result = .response(status: status, apnsID: stream.apnsID, body: stream.body)
+            result = .response(status: status, headers: stream.headers, body: stream.body)
         } else {
-            result = .fateUnknown(APNsTransportError(.connectionLost, "APNs ended the stream without a :status"))
+            result = .fateUnknown(PushTransportError(.connectionLost, "\(service) ended the stream without a :status"))
         }
         delegate.connection(id, finished: stream.request, result: result)
         writeWaiting()
@@ -299,9 +325,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         // One timeout for all, taken in order: the oldest deadline is first.
         while let queued = waiting.first, queued.deadline <= now {
             waiting.removeFirst()
-            let error = APNsTransportError(
+            let error = PushTransportError(
                 .timedOut,
-                "no free stream on the APNs connection within \(timing.requestTimeout.nanoseconds / 1_000_000) ms"
+                "no free stream on the \(service) connection within \(timing.requestTimeout.nanoseconds / 1_000_000) ms"
             )
             delegate.connection(id, finished: queued.request, result: .notSent(error))
         }
@@ -318,7 +344,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             requestByStream[stream.streamID] = nil
             context.write(wrapOutboundOut(HTTP2Frame(streamID: stream.streamID, payload: .rstStream(.cancel))), promise: nil)
             _ = state.streamReset(requestID, refused: false)
-            let error = APNsTransportError(.timedOut, "no answer from APNs within \(timing.requestTimeout.nanoseconds / 1_000_000) ms")
+            let error = PushTransportError(.timedOut, "no answer from \(service) within \(timing.requestTimeout.nanoseconds / 1_000_000) ms")
             delegate.connection(id, finished: stream.request, result: .fateUnknown(error))
         }
         if !expired.isEmpty { writeWaiting() }
@@ -356,8 +382,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         guard !closeReported else { return }
         closeReported = true
         let (resendIDs, unknownIDs) = state.closed()
-        var resend: [APNsWireRequest] = []
-        var unknown: [APNsWireRequest] = []
+        var resend: [PushWireRequest] = []
+        var unknown: [PushWireRequest] = []
         for requestID in resendIDs {
             if let stream = streams.removeValue(forKey: requestID) { resend.append(stream.request) }
         }
@@ -372,7 +398,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
 /// Sits between the socket and NIOHTTP2Handler and turns many flushes in one event-loop tick into one
 /// socket write.
-final class APNsFlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
+final class PushFlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = Any
     typealias OutboundOut = Any
 

@@ -6,7 +6,7 @@
 /// reach the handler, yet they use the connection window all the same. Counting only the frames it saw,
 /// a connection starved after 64 KiB of late answers: error bodies stopped arriving while PINGs kept the
 /// connection looking healthy.
-public struct APNsReceiveWindow: Sendable, Equatable {
+public struct PushReceiveWindow: Sendable, Equatable {
     /// The window kept open. HTTP/2 starts every connection at 65,535 bytes.
     public let target: Int
 
