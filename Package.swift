@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "PaperboyCore", targets: ["PaperboyCore"]),
         .library(name: "PaperboyText", targets: ["PaperboyText"]),
         .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "FCM", targets: ["FCM"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
         .library(name: "PaperboyStore", targets: ["PaperboyStore"]),
         .library(name: "PaperboyAPI", targets: ["PaperboyAPI"]),
@@ -63,6 +64,27 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The FCM provider (HTTP v1): service accounts and OAuth 2.0 access tokens, messages, error codes, retries,
+        // the project's quota, and the client on PushTransport's connections. No database.
+        .target(
+            name: "FCM",
+            dependencies: [
+                "PushTransport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -255,6 +277,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "FCMTests",
+            dependencies: [
+                "PaperboyTesting",
+                "FCM",
+                "PushTransport",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "PushTransportTests",
             dependencies: [
                 "PushTransport",
@@ -268,6 +302,7 @@ let package = Package(
         .testTarget(
             name: "APNsTests",
             dependencies: [
+                "PaperboyTesting",
                 "APNs",
                 "APNsSimulator",
                 "PushTransport",

@@ -271,7 +271,7 @@ public final class APNsClient: Sendable {
     private func execute(_ deliveries: [APNsDelivery], providerToken: String) async -> [(APNsOutcome, ContinuousClock.Instant)] {
         let authorization = "bearer " + providerToken
         return await withUnsafeContinuation { continuation in
-            let collector = BatchCollector(count: deliveries.count, continuation: continuation)
+            let collector = PushBatchCollector<APNsOutcome>(count: deliveries.count, continuation: continuation)
             var requests: [PushWireRequest] = []
             requests.reserveCapacity(deliveries.count)
             let now = NIODeadline.now()
@@ -369,38 +369,4 @@ public struct APNsResult: Sendable, Equatable {
     public var latency: Duration
     /// Sends of it that APNs answered or may have seen; resends of unprocessed requests do not count.
     public var attempts: Int
-}
-
-/// Gathers the answers of one batch from the connections' event loops and resumes the caller once.
-private final class BatchCollector: Sendable {
-    private struct State {
-        var answers: [(APNsOutcome, ContinuousClock.Instant)?]
-        var remaining: Int
-    }
-
-    private let state: Mutex<State>
-    private let continuation: UnsafeContinuation<[(APNsOutcome, ContinuousClock.Instant)], Never>
-
-    init(count: Int, continuation: UnsafeContinuation<[(APNsOutcome, ContinuousClock.Instant)], Never>) {
-        self.state = Mutex(State(answers: Array(repeating: nil, count: count), remaining: count))
-        self.continuation = continuation
-        if count == 0 { continuation.resume(returning: []) }
-    }
-
-    func finish(_ position: Int, _ outcome: APNsOutcome) {
-        let now = ContinuousClock.now
-        let done = state.withLock { state -> [(APNsOutcome, ContinuousClock.Instant)]? in
-            state.answers[position] = (outcome, now)
-            state.remaining -= 1
-            return state.remaining == 0 ? state.answers.map { $0! } : nil
-        }
-        if let done { continuation.resume(returning: done) }
-    }
-}
-
-extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
 }

@@ -1,3 +1,5 @@
+import PushTransport
+
 /// When a rejected or failed send is tried again: 429 `TooManyRequests` and the server's own failures
 /// (500, 503) after an exponential backoff with jitter, bounded in attempts and in total time; everything
 /// else (a bad token, topic or payload, an auth problem) never.
@@ -43,40 +45,13 @@ public struct APNsRetryPolicy: Sendable {
         }
     }
 
-    /// Orders the retries of one batch into waves by their own backoffs, so that a batch's retries spread
-    /// out as their jitter says instead of all going out after the longest backoff among them; retries
-    /// due within `resolution` of the first of a wave go out with it, as one batch.
-    ///
-    /// - Parameter retries: each retried delivery's position in its batch and its backoff.
-    /// - Returns: the waves, soonest first; each waits for the longest backoff among its members (none
-    ///   goes out early) and lists their positions in ascending order.
+    /// The retries of one batch in waves by their own backoffs: ``PushRetryWave/waves(_:resolution:)``.
     public static func waves(_ retries: [(position: Int, delay: Duration)], resolution: Duration) -> [RetryWave] {
-        var waves: [RetryWave] = []
-        var firstDelay = Duration.zero
-        for retry in retries.sorted(by: { ($0.delay, $0.position) < ($1.delay, $1.position) }) {
-            if let last = waves.indices.last, retry.delay <= firstDelay + resolution {
-                waves[last].delay = retry.delay
-                waves[last].positions.append(retry.position)
-            } else {
-                firstDelay = retry.delay
-                waves.append(RetryWave(delay: retry.delay, positions: [retry.position]))
-            }
-        }
-        for index in waves.indices { waves[index].positions.sort() }
-        return waves
+        PushRetryWave.waves(retries, resolution: resolution)
     }
 
     /// Retries of one batch that go out together.
-    public struct RetryWave: Equatable, Sendable {
-        /// From the end of the attempt that failed.
-        public var delay: Duration
-        public var positions: [Int]
-
-        public init(delay: Duration, positions: [Int]) {
-            self.delay = delay
-            self.positions = positions
-        }
-    }
+    public typealias RetryWave = PushRetryWave
 
     public enum Decision: Equatable, Sendable {
         case retry(after: Duration)

@@ -6,6 +6,7 @@ import MetricsTestKit
 import NIOCore
 import NIOPosix
 import NIOSSL
+import PaperboyTesting
 import PushTransport
 import Synchronization
 import Testing

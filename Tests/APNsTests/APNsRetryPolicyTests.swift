@@ -1,4 +1,5 @@
 import APNs
+import PushTransport
 import Testing
 
 @Suite("Retry policy")

@@ -1,0 +1,107 @@
+import Foundation
+
+/// One FCM HTTP v1 message without its target: a data message for an Android app, or for an iOS app through
+/// FCM (with the `apns` block a background push needs). The JSON is made once; each send adds its token.
+///
+/// ```swift
+/// let message = try FCMMessage.data(["edition": "e1"], for: .android(priority: .normal, ttl: .seconds(3600), collapseKey: "morning"))
+/// ```
+public struct FCMMessage: Sendable, Equatable {
+    /// How an Android device is asked to handle it.
+    public enum AndroidPriority: String, Sendable {
+        /// Delivered at once unless the device dozes, then at its next maintenance window.
+        case normal
+        /// May wake a dozing device briefly; downgraded by Android when it leads to no visible notification.
+        case high
+    }
+
+    /// Who receives it, and with which delivery options.
+    public enum Target: Sendable, Equatable {
+        /// `android.priority`, `android.ttl` (0…28 days, whole seconds) and `android.collapse_key`.
+        case android(priority: AndroidPriority, ttl: Duration?, collapseKey: String?)
+        /// An iOS app through FCM: `apns-priority: 5`, `apns-push-type: background` and `aps.content-available: 1`
+        /// (FCM rejects data-only messages at APNs priority 10); `apns-expiration` when `expiration` is given.
+        case ios(expiration: Date?, collapseID: String?)
+    }
+
+    /// FCM's limit on a message's payload.
+    public static let maximumPayloadBytes = 4096
+    /// The longest `android.ttl` FCM takes: 28 days.
+    public static let maximumTTL = Duration.seconds(2_419_200)
+
+    /// `"message":{` … everything after the token, ready to be spliced: `,"data":{…},"android":{…}}}`.
+    let tail: [UInt8]
+    /// The `data` keys and values, as the payload's size is counted.
+    public let data: [String: String]
+    public let target: Target
+
+    /// A data-only message: `data` reaches the app as string pairs.
+    ///
+    /// - Throws: ``FCMMessageError`` naming a reserved key (`from`, `message_type`, `google.*`, `gcm.*`), a
+    ///   TTL out of range, or a payload over 4096 bytes.
+    public static func data(_ data: [String: String], for target: Target) throws(FCMMessageError) -> FCMMessage {
+        for key in data.keys.sorted() {
+            if key.isEmpty || key == "from" || key == "message_type" || key.hasPrefix("google.") || key.hasPrefix("gcm.") {
+                throw FCMMessageError("data key '\(key)' is reserved by FCM (from, message_type, google.*, gcm.*)")
+            }
+        }
+        let payloadBytes = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        guard payloadBytes <= maximumPayloadBytes else {
+            throw FCMMessageError("the data is \(payloadBytes) bytes; FCM takes at most \(maximumPayloadBytes)")
+        }
+        var message: [String: Any] = ["data": data]
+        switch target {
+        case .android(let priority, let ttl, let collapseKey):
+            var android: [String: Any] = ["priority": priority.rawValue]
+            if let ttl {
+                guard ttl >= .zero, ttl <= maximumTTL else {
+                    throw FCMMessageError("android ttl must be 0 to 2,419,200 s (28 days); got \(ttl)")
+                }
+                android["ttl"] = "\(ttl.components.seconds)s"
+            }
+            if let collapseKey { android["collapse_key"] = collapseKey }
+            message["android"] = android
+        case .ios(let expiration, let collapseID):
+            var headers = ["apns-priority": "5", "apns-push-type": "background"]
+            if let expiration { headers["apns-expiration"] = String(Int(expiration.timeIntervalSince1970)) }
+            if let collapseID { headers["apns-collapse-id"] = collapseID }
+            message["apns"] = ["headers": headers, "payload": ["aps": ["content-available": 1]]]
+        }
+        let json: Data
+        do {
+            json = try JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])
+        } catch {
+            throw FCMMessageError("cannot encode the message: \(error)")
+        }
+        // `{"android":…,"data":…}` becomes `,"android":…,"data":…}}` after the token.
+        var tail: [UInt8] = Array(",".utf8)
+        tail.append(contentsOf: json.dropFirst())
+        tail.append(UInt8(ascii: "}"))
+        return FCMMessage(tail: tail, data: data, target: target)
+    }
+
+    /// The request body for `token`: `{"message":{"token":"…",…}}`. Tokens are URL-safe text (checked where
+    /// they are registered), so they need no escaping; one that would is escaped all the same.
+    func body(token: String) -> [UInt8] {
+        var body: [UInt8] = []
+        body.reserveCapacity(24 + token.utf8.count + tail.count)
+        body.append(contentsOf: #"{"message":{"token":"#.utf8)
+        if token.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 }) {
+            body.append(UInt8(ascii: "\""))
+            body.append(contentsOf: token.utf8)
+            body.append(UInt8(ascii: "\""))
+        } else {
+            let escaped = (try? JSONSerialization.data(withJSONObject: [token], options: [])) ?? Data("[\"\"]".utf8)
+            body.append(contentsOf: escaped.dropFirst().dropLast())
+        }
+        body.append(contentsOf: tail)
+        return body
+    }
+}
+
+/// A message FCM would refuse, said before sending it.
+public struct FCMMessageError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import NIOHPACK
+import PushTransport
+import Testing
+
+@testable import FCM
+
+@Suite("FCM rules: error codes, retries, quota, messages")
+struct FCMRulesTests {
+    static func rejection(_ status: Int, _ code: FCMErrorCode, _ message: String = "", retryAfter: Duration? = nil) -> FCMRejection {
+        FCMRejection(status: status, code: code, message: message, retryAfter: retryAfter)
+    }
+
+    @Test("each error code asks for its action: dead tokens, retries, a fresh access token, an app configuration error")
+    func actions() {
+        #expect(Self.rejection(404, .unregistered).action == .deactivateToken)
+        #expect(Self.rejection(403, .senderIDMismatch).action == .deactivateToken)
+        #expect(Self.rejection(400, .invalidArgument, FCMErrorCode.invalidTokenMessage).action == .deactivateToken)
+        #expect(Self.rejection(400, .invalidArgument, "Invalid value at 'message.data[0].value'").action == .drop)
+        #expect(Self.rejection(429, .quotaExceeded).action == .retry)
+        #expect(Self.rejection(503, .unavailable).action == .retry)
+        #expect(Self.rejection(500, .internal).action == .retry)
+        #expect(Self.rejection(401, .unauthenticated).action == .refreshAccessToken)
+        #expect(Self.rejection(401, .thirdPartyAuthError).action == .fixConfiguration)
+        #expect(Self.rejection(400, .other("SOMETHING_NEW")).action == .drop)
+    }
+
+    @Test("answers are read as FCM writes them: the FcmError detail first, then error.status, then the HTTP status")
+    func readsAnswers() {
+        let body = Data(
+            #"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"UNREGISTERED"}]}}"#
+                .utf8
+        )
+        let unregistered = FCMClient.rejection(status: 404, retryAfter: nil, body: body)
+        #expect(unregistered.code == .unregistered)
+        #expect(unregistered.message == "Requested entity was not found.")
+        let unauthenticated = FCMClient.rejection(
+            status: 401,
+            retryAfter: nil,
+            body: Data(#"{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}"#.utf8)
+        )
+        #expect(unauthenticated.code == .unauthenticated)
+        let quota = FCMClient.rejection(status: 429, retryAfter: "17", body: Data("not json".utf8))
+        #expect(quota.code == .quotaExceeded)
+        #expect(quota.retryAfter == .seconds(17))
+        #expect(FCMClient.rejection(status: 502, retryAfter: nil, body: Data()).code == .other("HTTP 502"))
+    }
+
+    @Test("only 429, 500 and 503 are retried: after Retry-After (never sooner), 60 s for a 429 without it, else a backoff from 10 s")
+    func retries() {
+        let policy = FCMRetryPolicy()
+        func decide(_ rejection: FCMRejection, attempt: Int = 1, elapsed: Duration = .zero, random: Double = 0) -> FCMRetryPolicy.Decision {
+            policy.decision(afterAttempt: attempt, rejection: rejection, elapsed: elapsed, random: random)
+        }
+        for (status, code) in [
+            (400, FCMErrorCode.invalidArgument), (401, .thirdPartyAuthError), (401, .unauthenticated), (403, .senderIDMismatch), (404, .unregistered),
+        ] {
+            #expect(decide(Self.rejection(status, code)) == .giveUp(.permanent), "\(status) \(code)")
+        }
+        #expect(decide(Self.rejection(429, .quotaExceeded, retryAfter: .seconds(30))) == .retry(after: .seconds(30)))
+        #expect(decide(Self.rejection(429, .quotaExceeded, retryAfter: .seconds(30)), random: 0.999) <= .retry(after: .seconds(33)))
+        #expect(decide(Self.rejection(429, .quotaExceeded)) == .retry(after: .seconds(60)))
+        #expect(decide(Self.rejection(503, .unavailable), random: 1) == .retry(after: .seconds(10)))
+        #expect(decide(Self.rejection(503, .unavailable), random: 0) == .retry(after: .seconds(5)))
+        #expect(decide(Self.rejection(500, .internal), attempt: 3, random: 1) == .retry(after: .seconds(40)))
+        #expect(decide(Self.rejection(503, .unavailable, retryAfter: .seconds(2))) == .retry(after: .seconds(2)))
+        #expect(decide(Self.rejection(503, .unavailable), attempt: 5) == .giveUp(.attemptsExhausted))
+        #expect(decide(Self.rejection(429, .quotaExceeded), elapsed: .seconds(250)) == .giveUp(.timeExhausted))
+    }
+
+    @Test("the quota is a token bucket: a second's worth at once, then the configured rate, waits in order")
+    func quota() {
+        var quota = FCMRateLimit(perMinute: 600_000)
+        #expect(quota.reserve(10_000, now: .zero) == .zero, "one second's worth goes at once")
+        #expect(quota.reserve(5_000, now: .zero) == .milliseconds(500))
+        #expect(quota.reserve(5_000, now: .zero) == .seconds(1), "the next caller waits behind the first")
+        // A quiet minute refills only up to the burst.
+        #expect(quota.reserve(10_000, now: .seconds(61)) == .zero)
+        #expect(quota.reserve(1, now: .seconds(61)) > .zero)
+        var small = FCMRateLimit(perMinute: 60)
+        #expect(small.reserve(1, now: .zero) == .zero)
+        #expect(small.reserve(1, now: .zero) == .seconds(1))
+    }
+
+    @Test("an Android data message: string data, normal priority, ttl in seconds, collapse key; the token spliced in")
+    func androidBody() throws {
+        let message = try FCMMessage.data(
+            ["edition": "e1", "fetch": #"["/a","/b"]"#],
+            for: .android(priority: .normal, ttl: .seconds(5400), collapseKey: "morning")
+        )
+        let body = message.body(token: "dGVzdA:APA91b-x_y")
+        let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        let inner = try #require(json?["message"] as? [String: Any])
+        #expect(inner["token"] as? String == "dGVzdA:APA91b-x_y")
+        #expect(inner["data"] as? [String: String] == ["edition": "e1", "fetch": #"["/a","/b"]"#])
+        let android = try #require(inner["android"] as? [String: Any])
+        #expect(android["priority"] as? String == "normal")
+        #expect(android["ttl"] as? String == "5400s")
+        #expect(android["collapse_key"] as? String == "morning")
+        #expect(inner["apns"] == nil)
+    }
+
+    @Test("an iOS data message through FCM carries apns-priority 5, push type background and content-available")
+    func iosBody() throws {
+        let message = try FCMMessage.data(["edition": "e1"], for: .ios(expiration: Date(timeIntervalSince1970: 1_800_000_000), collapseID: nil))
+        let json = try JSONSerialization.jsonObject(with: Data(message.body(token: "t"))) as? [String: Any]
+        let apns = try #require((json?["message"] as? [String: Any])?["apns"] as? [String: Any])
+        #expect(apns["headers"] as? [String: String] == ["apns-priority": "5", "apns-push-type": "background", "apns-expiration": "1800000000"])
+        #expect(((apns["payload"] as? [String: Any])?["aps"] as? [String: Any])?["content-available"] as? Int == 1)
+    }
+
+    @Test("reserved data keys, a ttl over 28 days and payloads over 4096 bytes are refused before sending")
+    func refusedMessages() {
+        let android = FCMMessage.Target.android(priority: .normal, ttl: nil, collapseKey: nil)
+        for key in ["from", "message_type", "google.c.a", "gcm.notification.title", ""] {
+            #expect(throws: FCMMessageError.self, "\(key)") { try FCMMessage.data([key: "x"], for: android) }
+        }
+        #expect(throws: FCMMessageError.self) {
+            try FCMMessage.data(["a": "b"], for: .android(priority: .high, ttl: .seconds(2_419_201), collapseKey: nil))
+        }
+        #expect(throws: FCMMessageError.self) { try FCMMessage.data(["big": String(repeating: "x", count: 4094)], for: android) }
+        #expect(throws: Never.self) { try FCMMessage.data(["big": String(repeating: "x", count: 4093)], for: android) }
+    }
+}
+
+extension FCMRetryPolicy.Decision {
+    static func <= (lhs: Self, rhs: Self) -> Bool {
+        guard case .retry(let left) = lhs, case .retry(let right) = rhs else { return false }
+        return left <= right
+    }
+}
