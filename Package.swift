@@ -223,6 +223,7 @@ let package = Package(
                 "PaperboyCore",
                 "PaperboyText",
                 "APNs",
+                "FCM",
                 "PushTransport",
                 "APNsSimulator",
                 "EmbeddedPostgres",

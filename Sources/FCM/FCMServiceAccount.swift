@@ -9,6 +9,12 @@ public struct FCMServiceAccount: Sendable {
     public var tokenURI: String
     public var privateKey: _RSA.Signing.PrivateKey
 
+    /// Stand-in: the registration branch's parser replaces this.
+    public init(contentsOf path: String) throws {
+        struct NotYet: Error {}
+        throw NotYet()
+    }
+
     public init(projectID: String, clientEmail: String, privateKeyID: String, tokenURI: String, privateKey: _RSA.Signing.PrivateKey) {
         self.projectID = projectID
         self.clientEmail = clientEmail

@@ -1,23 +1,42 @@
 import APNs
 import ArgumentParser
+import FCM
 import Foundation
 import Logging
 import PushTransport
 
-/// `paperboy push`: one background notification to each token, each outcome printed. The tool an
-/// operator uses to check a device token or a key.
+/// `paperboy push`: one background notification (APNs) or data message (FCM) to each token, each outcome
+/// printed. The tool an operator uses to check a device token, a key or a service account.
 struct PushCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push",
-        abstract: "Send one background notification to each device token and print each outcome.",
+        abstract: "Send one background notification (APNs) or data message (FCM) to each device token and print each outcome.",
         discussion: """
-            Exit code 0 when APNs accepted every notification, 1 otherwise. With --json, one JSON object per
+            Exit code 0 when the provider accepted every message, 1 otherwise. With --json, one JSON object per
             token on standard output: {"token", "outcome": "accepted"|"rejected"|"fateUnknown"|"notSent",
-            "apnsId", "status", "reason", "timestamp", "message"}.
+            "apnsId", "status", "reason", "timestamp", "message"} for APNs; {"token", "outcome", "name", "status",
+            "code", "action", "message"} for FCM.
+            With --provider fcm, the --data values that are not strings are sent as their JSON text (FCM data is
+            string to string).
             """
     )
 
-    @OptionGroup var apns: APNsOptions
+    enum Provider: String, ExpressibleByArgument, CaseIterable {
+        case apns, fcm
+    }
+
+    @Option(help: "apns (default) or fcm.")
+    var provider: Provider = .apns
+
+    @OptionGroup(title: "APNs") var apns: APNsOptions
+
+    @OptionGroup(title: "FCM") var fcm: FCMOptions
+
+    @Option(help: ArgumentHelp("With --provider fcm: android (default) or ios (an iOS app registered through FCM).", valueName: "platform"))
+    var platform: FCMPlatform = .android
+
+    @Option(help: ArgumentHelp("With --provider fcm and android: normal (default) or high.", valueName: "priority"))
+    var priority: FCMMessage.AndroidPriority = .normal
 
     @Option(
         help: ArgumentHelp(
@@ -39,11 +58,19 @@ struct PushCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per token, for scripts.")
     var json = false
 
-    @Argument(help: ArgumentHelp("Device tokens, hex.", valueName: "token"))
+    @Argument(help: ArgumentHelp("Device tokens: hex for APNs, FCM registration tokens for FCM.", valueName: "token"))
     var tokens: [String]
 
     func validate() throws {
         guard !tokens.isEmpty else { throw ValidationError("give at least one device token") }
+        guard provider == .apns else {
+            for token in tokens where token.isEmpty || !token.utf8.allSatisfy(Self.isFCMTokenByte) {
+                throw ValidationError("token '\(token)' is not an FCM registration token (letters, digits, '-', '_', ':')")
+            }
+            guard expiresIn >= 0 else { throw ValidationError("--expires-in: must not be negative") }
+            guard waitSeconds > 0 else { throw ValidationError("--wait: must be positive") }
+            return
+        }
         for token in tokens {
             guard (64...200).contains(token.count), token.count.isMultiple(of: 2), token.allSatisfy(\.isHexDigit) else {
                 throw ValidationError("token '\(token)' is not 64 to 200 hex characters")
@@ -53,8 +80,18 @@ struct PushCommand: AsyncParsableCommand {
         guard waitSeconds > 0 else { throw ValidationError("--wait: must be positive") }
     }
 
+    static func isFCMTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"): true
+        default: false
+        }
+    }
+
     func run() async throws {
         LoggingSystem.bootstrapPaperboy()
+        if provider == .fcm { return try await runFCM() }
+        let topic = try apns.requiredTopic()
         let key = try apns.signingKey()
         let notification = try makeNotification()
         var configuration = try apns.clientConfiguration()
@@ -63,12 +100,67 @@ struct PushCommand: AsyncParsableCommand {
         let client = try APNsClient(configuration: configuration, key: key, logger: Logger(label: "paperboy.push"))
         var allAccepted = true
         for token in tokens {
-            let outcome = await client.send(notification, to: token.lowercased(), topic: apns.topic)
+            let outcome = await client.send(notification, to: token.lowercased(), topic: topic)
             allAccepted = allAccepted && outcome.isAccepted
             print(json ? PushLine(token: token.lowercased(), outcome: outcome).jsonText : Self.describe(outcome, token: token.lowercased()))
         }
         await client.shutdown()
         if !allAccepted { throw ExitCode(1) }
+    }
+
+    private func runFCM() async throws {
+        let account = try fcm.account()
+        let message = try makeFCMMessage()
+        var configuration = try fcm.clientConfiguration()
+        configuration.maximumWait = .seconds(waitSeconds)
+        let client = try FCMClient(configuration: configuration, account: account, logger: Logger(label: "paperboy.push"))
+        var allAccepted = true
+        for token in tokens {
+            let outcome = await client.send(message, to: token)
+            allAccepted = allAccepted && outcome.isAccepted
+            print(json ? FCMPushLine(token: token, outcome: outcome).jsonText : Self.describe(outcome, token: token))
+        }
+        await client.shutdown()
+        if !allAccepted { throw ExitCode(1) }
+    }
+
+    private func makeFCMMessage() throws -> FCMMessage {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any] else {
+            throw CommandError("--data: must be a JSON object")
+        }
+        var pairs: [String: String] = [:]
+        for (key, value) in object {
+            if let text = value as? String {
+                pairs[key] = text
+            } else {
+                let encoded = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes])
+                pairs[key] = encoded.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            }
+        }
+        let target: FCMMessage.Target =
+            switch platform {
+            case .android: .android(priority: priority, ttl: .seconds(expiresIn), collapseKey: collapseID)
+            case .ios: .ios(expiration: expiresIn > 0 ? Date().addingTimeInterval(TimeInterval(expiresIn)) : nil, collapseID: collapseID)
+            }
+        do {
+            return try FCMMessage.data(pairs, for: target)
+        } catch {
+            throw CommandError("--data: \(error)")
+        }
+    }
+
+    static func describe(_ outcome: FCMOutcome, token: String) -> String {
+        switch outcome {
+        case .accepted(let name):
+            "\(token)  accepted  \(name)"
+        case .rejected(let rejection):
+            "\(token)  rejected  \(rejection.status) \(rejection.code) (\(rejection.action))"
+                + (rejection.message.isEmpty ? "" : "  \(rejection.message)")
+        case .fateUnknown(let error):
+            "\(token)  unknown   \(error.message) (FCM may have it; not resent)"
+        case .notSent(let error):
+            "\(token)  not sent  \(error.message)"
+        }
     }
 
     private func makeNotification() throws -> APNsNotification {
@@ -121,6 +213,52 @@ struct PushLine: Encodable {
             self.status = rejection.status
             self.reason = rejection.reason.rawValue
             self.timestamp = rejection.timestamp.map { ISO8601DateFormatter().string(from: $0) }
+        case .fateUnknown(let error):
+            self.outcome = "fateUnknown"
+            self.message = error.message
+        case .notSent(let error):
+            self.outcome = "notSent"
+            self.message = error.message
+        }
+    }
+
+    var jsonText: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+}
+
+/// The platform of an app instance registered through FCM.
+enum FCMPlatform: String, ExpressibleByArgument, CaseIterable {
+    case android, ios
+}
+
+extension FCMMessage.AndroidPriority: ExpressibleByArgument {}
+
+/// One line of `push --provider fcm --json`.
+struct FCMPushLine: Encodable {
+    var token: String
+    var outcome: String
+    var name: String?
+    var status: Int?
+    var code: String?
+    var action: String?
+    var message: String?
+
+    init(token: String, outcome: FCMOutcome) {
+        self.token = token
+        switch outcome {
+        case .accepted(let name):
+            self.outcome = "accepted"
+            self.name = name
+            self.status = 200
+        case .rejected(let rejection):
+            self.outcome = "rejected"
+            self.status = rejection.status
+            self.code = "\(rejection.code)"
+            self.action = "\(rejection.action)"
+            self.message = rejection.message
         case .fateUnknown(let error):
             self.outcome = "fateUnknown"
             self.message = error.message

@@ -3,7 +3,8 @@ import ArgumentParser
 import Foundation
 import NIOSSL
 
-/// Where and as whom to send: the endpoint, the token-auth key and the topic (`paperboy push`).
+/// Where and as whom to send through APNs: the endpoint, the token-auth key and the topic (`paperboy push`).
+/// The key, its ids and the topic are required with `--provider apns`, the default.
 struct APNsOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
@@ -14,16 +15,22 @@ struct APNsOptions: ParsableArguments {
     var endpoint: String?
 
     @Option(name: .customLong("key-file"), help: ArgumentHelp("The APNs auth key (.p8, PEM PKCS#8, P-256).", valueName: "file"))
-    var keyFile: String
+    var keyFile: String?
 
     @Option(name: .customLong("key-id"), help: "The auth key's id (10 characters).")
-    var keyID: String
+    var keyID: String?
 
     @Option(name: .customLong("team-id"), help: "The Apple developer team id (10 characters).")
-    var teamID: String
+    var teamID: String?
 
     @Option(help: "The app's bundle id (apns-topic).")
-    var topic: String
+    var topic: String?
+
+    /// The topic, which APNs requires.
+    func requiredTopic() throws -> String {
+        guard let topic else { throw CommandError("--topic: required with --provider apns") }
+        return topic
+    }
 
     @Option(
         name: .customLong("ca-file"),
@@ -45,6 +52,9 @@ struct APNsOptions: ParsableArguments {
     }
 
     func signingKey() throws -> APNsSigningKey {
+        guard let keyFile else { throw CommandError("--key-file: required with --provider apns") }
+        guard let keyID else { throw CommandError("--key-id: required with --provider apns") }
+        guard let teamID else { throw CommandError("--team-id: required with --provider apns") }
         do {
             return try APNsSigningKey(pemFile: keyFile, keyID: keyID, teamID: teamID)
         } catch {
