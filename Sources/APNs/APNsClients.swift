@@ -3,7 +3,6 @@ import NIOCore
 import NIOPosix
 import PushTransport
 import ServiceLifecycle
-import Synchronization
 
 /// The APNs endpoints Paperboy sends to, per environment: Apple's by default, or one APNs-compatible
 /// server (such as `paperboy apns-sim`) standing in for both.
@@ -52,12 +51,7 @@ public final class APNsClients: Sendable {
     private let configure: @Sendable (inout APNsClient.Configuration) -> Void
     private let eventLoopGroup: any EventLoopGroup
     private let logger: Logger
-    private struct State {
-        var clients: [Key: APNsClient] = [:]
-        var isShutdown = false
-    }
-
-    private let state = Mutex(State())
+    private let cache = PushClientCache<Key, APNsClient>(service: "APNs") { await $0.shutdown() }
 
     /// - Parameter configure: adjusts each client's configuration (connections, timeouts, TLS trust).
     public init(
@@ -74,33 +68,21 @@ public final class APNsClients: Sendable {
     /// - Throws: ``APNsTransportError`` with code `shutdown` once the clients were shut down; the client's
     ///   TLS setup errors.
     public func client(for key: APNsSigningKey, endpoint: APNsEndpoint) throws -> APNsClient {
-        let id = Key(endpoint: endpoint, keyID: key.keyID, teamID: key.teamID)
-        return try state.withLock { state in
-            guard !state.isShutdown else { throw APNsTransportError.clientShutDown }
-            if let client = state.clients[id] { return client }
+        try cache.client(for: Key(endpoint: endpoint, keyID: key.keyID, teamID: key.teamID)) {
             var configuration = APNsClient.Configuration(endpoint: endpoint)
             configure(&configuration)
-            let client = try APNsClient(configuration: configuration, key: key, eventLoopGroup: eventLoopGroup, logger: logger)
-            state.clients[id] = client
-            return client
+            return try APNsClient(configuration: configuration, key: key, eventLoopGroup: eventLoopGroup, logger: logger)
         }
     }
 
     /// How many clients exist: one per endpoint and key used so far.
-    public var count: Int { state.withLock { $0.clients.count } }
+    public var count: Int { cache.count }
 
     /// Shuts every client down (their in-flight requests finish first) and makes no new ones.
     ///
     /// In a `ServiceGroup`, ``run()`` does this on graceful shutdown.
     public func shutdown() async {
-        let all = state.withLock { state in
-            state.isShutdown = true
-            defer { state.clients.removeAll() }
-            return Array(state.clients.values)
-        }
-        await withDiscardingTaskGroup { group in
-            for client in all { group.addTask { await client.shutdown() } }
-        }
+        await cache.shutdown()
     }
 }
 

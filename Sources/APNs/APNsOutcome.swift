@@ -41,7 +41,3 @@ public struct APNsRejection: Sendable, Equatable, CustomStringConvertible {
 
 /// Why a notification was not sent or its fate is unknown: the transport's words (``PushTransportError``).
 public typealias APNsTransportError = PushTransportError
-
-extension PushTransportError {
-    static let clientShutDown = PushTransportError(.shutdown, "the APNs client was shut down")
-}
