@@ -40,19 +40,38 @@ public struct FCMMessage: Sendable, Equatable {
     /// - Throws: ``FCMMessageError`` naming a reserved key (`from`, `message_type`, `google.*`, `gcm.*`), a
     ///   TTL out of range, or a payload over 4096 bytes.
     public static func data(_ data: [String: String], for target: Target) throws(FCMMessageError) -> FCMMessage {
+        try make(data: data, alert: nil, for: target)
+    }
+
+    /// A message the device shows: `notification` with `title` and `body`, and `data` for the app when the
+    /// reader taps it. Android gets it at high priority; iOS through FCM as an alert (`apns-priority: 10`,
+    /// `apns-push-type: alert`, `mutable-content: 1` so that a notification service extension can fetch).
+    public static func alert(title: String, body: String, data: [String: String], for target: Target) throws(FCMMessageError) -> FCMMessage {
+        try make(data: data, alert: (title, body), for: target)
+    }
+
+    private static func make(
+        data: [String: String],
+        alert: (title: String, body: String)?,
+        for target: Target
+    ) throws(FCMMessageError)
+        -> FCMMessage
+    {
         for key in data.keys.sorted() {
             if key.isEmpty || key == "from" || key == "message_type" || key.hasPrefix("google.") || key.hasPrefix("gcm.") {
                 throw FCMMessageError("data key '\(key)' is reserved by FCM (from, message_type, google.*, gcm.*)")
             }
         }
-        let payloadBytes = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        let payloadBytes =
+            data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count } + (alert.map { $0.title.utf8.count + $0.body.utf8.count } ?? 0)
         guard payloadBytes <= maximumPayloadBytes else {
-            throw FCMMessageError("the data is \(payloadBytes) bytes; FCM takes at most \(maximumPayloadBytes)")
+            throw FCMMessageError("the payload is \(payloadBytes) bytes; FCM takes at most \(maximumPayloadBytes)")
         }
         var message: [String: Any] = ["data": data]
+        if let alert { message["notification"] = ["title": alert.title, "body": alert.body] }
         switch target {
         case .android(let priority, let ttl, let collapseKey):
-            var android: [String: Any] = ["priority": priority.rawValue]
+            var android: [String: Any] = ["priority": alert == nil ? priority.rawValue : AndroidPriority.high.rawValue]
             if let ttl {
                 guard ttl >= .zero, ttl <= maximumTTL else {
                     throw FCMMessageError("android ttl must be 0 to 2,419,200 s (28 days); got \(ttl)")
@@ -62,10 +81,12 @@ public struct FCMMessage: Sendable, Equatable {
             if let collapseKey { android["collapse_key"] = collapseKey }
             message["android"] = android
         case .ios(let expiration, let collapseID):
-            var headers = ["apns-priority": "5", "apns-push-type": "background"]
+            var headers =
+                alert == nil ? ["apns-priority": "5", "apns-push-type": "background"] : ["apns-priority": "10", "apns-push-type": "alert"]
             if let expiration { headers["apns-expiration"] = String(Int(expiration.timeIntervalSince1970)) }
             if let collapseID { headers["apns-collapse-id"] = collapseID }
-            message["apns"] = ["headers": headers, "payload": ["aps": ["content-available": 1]]]
+            let aps: [String: Any] = alert == nil ? ["content-available": 1] : ["mutable-content": 1]
+            message["apns"] = ["headers": headers, "payload": ["aps": aps]]
         }
         let json: Data
         do {

@@ -19,6 +19,17 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
     public var alertLastResort: Bool
     /// The start moves later by up to this many seconds, off the round minute.
     public var jitter: TimeInterval
+    /// How Android devices (through FCM) are asked to handle the edition's data messages.
+    public var androidPriority: AndroidPriority
+
+    /// FCM's `android.priority` for a broadcast's data messages.
+    public enum AndroidPriority: String, Codable, Sendable, CaseIterable {
+        /// Delivered at once unless the device dozes, then at its next maintenance window: the default,
+        /// because Android downgrades high-priority messages that lead to no visible notification.
+        case normal
+        /// May wake a dozing device briefly.
+        case high
+    }
 
     public static let defaultWindow: TimeInterval = 30 * 60
     public static let defaultCohorts = 16
@@ -40,7 +51,8 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         waveInterval: TimeInterval = BroadcastOptions.defaultWaveInterval,
         maxPushesPerDevice: Int = BroadcastOptions.defaultMaxPushesPerDevice,
         alertLastResort: Bool = false,
-        jitter: TimeInterval = 90
+        jitter: TimeInterval = 90,
+        androidPriority: AndroidPriority = .normal
     ) {
         self.pace = pace
         self.cohorts = cohorts
@@ -48,6 +60,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         self.maxPushesPerDevice = maxPushesPerDevice
         self.alertLastResort = alertLastResort
         self.jitter = jitter
+        self.androidPriority = androidPriority
     }
 
     /// Checks the options; the error names the field (as in the JSON and the API).
@@ -87,7 +100,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case window, capacity, cohorts, waveInterval, maxPushesPerDevice, alertLastResort, jitter
+        case window, capacity, cohorts, waveInterval, maxPushesPerDevice, alertLastResort, jitter, androidPriority
     }
 
     public init(from decoder: any Decoder) throws {
@@ -106,6 +119,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         maxPushesPerDevice = try container.decodeIfPresent(Int.self, forKey: .maxPushesPerDevice) ?? Self.defaultMaxPushesPerDevice
         alertLastResort = try container.decodeIfPresent(Bool.self, forKey: .alertLastResort) ?? false
         jitter = try container.decodeIfPresent(Double.self, forKey: .jitter) ?? 90
+        androidPriority = try container.decodeIfPresent(AndroidPriority.self, forKey: .androidPriority) ?? .normal
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -119,6 +133,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         try container.encode(maxPushesPerDevice, forKey: .maxPushesPerDevice)
         try container.encode(alertLastResort, forKey: .alertLastResort)
         try container.encode(jitter, forKey: .jitter)
+        try container.encode(androidPriority, forKey: .androidPriority)
     }
 }
 

@@ -27,3 +27,14 @@ public struct EditionPush: Codable, Sendable, Equatable {
         self.fetch = edition.manifest.tiers[tier.rawValue]?.bundles.map(\.url) ?? []
     }
 }
+
+extension EditionPush {
+    /// The same keys as FCM data (string to string): `fetch` is its JSON array as text. An Android app (or an
+    /// iOS app registered through FCM) reads the same fields as from the APNs payload.
+    public var fcmData: [String: String] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let fetchText = (try? encoder.encode(fetch)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        return ["edition": edition, "manifest": manifest, "tier": tier, "deadline": deadline, "fetch": fetchText]
+    }
+}

@@ -119,6 +119,22 @@ public struct StaggerPlan: Codable, Sendable, Equatable {
         return count
     }
 
+    /// Firebase's scaling advice: no sending within 2 minutes of :00, :15, :30 and :45, when everyone's
+    /// scheduled jobs send. A start closer than that to a quarter-hour mark moves to the mark plus the margin
+    /// (and a second, off the round minute); any other start stays.
+    public static func avoidingQuarterHours(_ start: Date, margin: TimeInterval = 120) -> Date {
+        let seconds = start.timeIntervalSince1970
+        let intoQuarter = seconds.truncatingRemainder(dividingBy: 900)
+        let quarter = seconds - intoQuarter
+        if intoQuarter < margin {
+            return Date(timeIntervalSince1970: quarter + margin + 1)
+        }
+        if 900 - intoQuarter <= margin {
+            return Date(timeIntervalSince1970: quarter + 900 + margin + 1)
+        }
+        return start
+    }
+
     static func jittered(_ requested: Date, jitter: TimeInterval, seed: UInt64) -> Date {
         // SplitMix64: a good spread from consecutive seeds, the same on every machine.
         var z = seed &+ 0x9e37_79b9_7f4a_7c15

@@ -129,3 +129,27 @@ extension FCMRetryPolicy.Decision {
         return left <= right
     }
 }
+
+@Suite("FCM alert messages")
+struct FCMAlertMessageTests {
+    @Test("an alert carries notification title and body; Android at high priority, iOS as an APNs alert with mutable-content")
+    func alert() throws {
+        let android = try FCMMessage.alert(
+            title: "Your morning edition is ready",
+            body: "Tap to read",
+            data: ["edition": "e1"],
+            for: .android(priority: .normal, ttl: nil, collapseKey: nil)
+        )
+        let json = try JSONSerialization.jsonObject(with: Data(android.body(token: "t"))) as? [String: Any]
+        let inner = try #require(json?["message"] as? [String: Any])
+        #expect(inner["notification"] as? [String: String] == ["title": "Your morning edition is ready", "body": "Tap to read"])
+        #expect((inner["android"] as? [String: Any])?["priority"] as? String == "high")
+        let ios = try FCMMessage.alert(title: "t", body: "b", data: [:], for: .ios(expiration: nil, collapseID: nil))
+        let apns = try #require(
+            ((try JSONSerialization.jsonObject(with: Data(ios.body(token: "t"))) as? [String: Any])?["message"] as? [String: Any])?["apns"]
+                as? [String: Any]
+        )
+        #expect(apns["headers"] as? [String: String] == ["apns-priority": "10", "apns-push-type": "alert"])
+        #expect(((apns["payload"] as? [String: Any])?["aps"] as? [String: Any])?["mutable-content"] as? Int == 1)
+    }
+}

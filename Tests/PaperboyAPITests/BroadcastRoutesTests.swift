@@ -93,6 +93,7 @@ struct BroadcastRoutesTests {
             (#"{"edition": "EDITION", "window": 5e-324}"#, 400, "window"),
             (#"{"edition": "EDITION", "capacity": 5e-324, "dryRun": true}"#, 400, "capacity"),
             (#"{"edition": "EDITION", "waveInterval": 1e12}"#, 400, "waveInterval"),
+            (#"{"edition": "EDITION", "androidPriority": "urgent"}"#, 400, "androidPriority"),
         ]
     )
     func badRequests(body: String, status: Int, field: String) async throws {

@@ -98,4 +98,28 @@ struct EditionManifestTests {
         #expect(json["issueDate"] as? String == "2026-11-23")
         #expect((json["tiers"] as? [String: Any])?.keys.sorted() == ["large", "small"])
     }
+
+    @Test("FCM data carries the APNs payload's keys as strings, the fetch list as its JSON text")
+    func fcmData() throws {
+        let edition = Edition(id: UUID(), appID: 3, manifest: EditionSample.manifest(), deadline: EditionSample.now, publishedAt: EditionSample.now)
+        let push = EditionPush(edition: edition, tier: .large)
+        let data = push.fcmData
+        #expect(Set(data.keys) == ["edition", "manifest", "tier", "deadline", "fetch"])
+        #expect(data["edition"] == push.edition)
+        #expect(data["manifest"] == push.manifest)
+        #expect(data["tier"] == "large")
+        #expect(data["deadline"] == "2026-11-23T09:00:00+09:00")
+        let fetch = try JSONDecoder().decode([String].self, from: Data(try #require(data["fetch"]).utf8))
+        #expect(fetch == push.fetch && !fetch.isEmpty)
+    }
+
+    @Test("broadcast options: androidPriority is normal when absent, and round-trips")
+    func androidPriority() throws {
+        let absent = try JSONDecoder().decode(BroadcastOptions.self, from: Data("{}".utf8))
+        #expect(absent.androidPriority == .normal)
+        let high = try JSONDecoder().decode(BroadcastOptions.self, from: Data(#"{"androidPriority": "high"}"#.utf8))
+        #expect(high.androidPriority == .high)
+        #expect(try JSONDecoder().decode(BroadcastOptions.self, from: JSONEncoder().encode(high)) == high)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(BroadcastOptions.self, from: Data(#"{"androidPriority": "urgent"}"#.utf8)) }
+    }
 }

@@ -93,3 +93,21 @@ struct StaggerPlanTests {
         #expect(empty.sends(perBucketOf: 60).isEmpty)
     }
 }
+
+@Suite("Quarter-hour marks")
+struct QuarterHourTests {
+    static func at(_ hour: Int, _ minute: Int, _ second: Int) -> Date {
+        Date(timeIntervalSince1970: TimeInterval(1_800_000_000 / 3600 * 3600 + hour * 3600 + minute * 60 + second))
+    }
+
+    @Test("a start within 2 minutes of :00, :15, :30 or :45 moves past the mark by 2 minutes; others stay")
+    func avoidsMarks() {
+        #expect(StaggerPlan.avoidingQuarterHours(Self.at(5, 0, 0)) == Self.at(5, 2, 1))
+        #expect(StaggerPlan.avoidingQuarterHours(Self.at(5, 1, 31)) == Self.at(5, 2, 1))
+        #expect(StaggerPlan.avoidingQuarterHours(Self.at(5, 13, 0)) == Self.at(5, 17, 1), "2 minutes before :15")
+        #expect(StaggerPlan.avoidingQuarterHours(Self.at(5, 58, 30)) == Self.at(6, 2, 1))
+        #expect(StaggerPlan.avoidingQuarterHours(Self.at(5, 2, 1)) == Self.at(5, 2, 1))
+        #expect(StaggerPlan.avoidingQuarterHours(Self.at(5, 7, 30)) == Self.at(5, 7, 30))
+        #expect(StaggerPlan.avoidingQuarterHours(Self.at(5, 12, 59)) == Self.at(5, 12, 59))
+    }
+}

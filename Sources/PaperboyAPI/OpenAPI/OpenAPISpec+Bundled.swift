@@ -1093,11 +1093,16 @@ extension OpenAPISpec {
                   minimum: 1
                   maximum: 3600
                   default: 90
+                androidPriority:
+                  type: [string, "null"]
+                  enum: [normal, high, null]
+                  default: normal
+                  description: FCM's android.priority for the edition's data messages to Android devices. normal (the default) is delivered at once unless the device dozes, then at its next maintenance window; high may wake a dozing device, and Android downgrades it when it leads to no visible notification.
 
             BroadcastOptions:
               type: object
               additionalProperties: false
-              required: [cohorts, waveInterval, maxPushesPerDevice, alertLastResort, jitter]
+              required: [cohorts, waveInterval, maxPushesPerDevice, alertLastResort, jitter, androidPriority]
               oneOf:
                 - required: [window]
                 - required: [capacity]
@@ -1116,6 +1121,9 @@ extension OpenAPISpec {
                   type: boolean
                 jitter:
                   type: number
+                androidPriority:
+                  type: string
+                  enum: [normal, high]
 
             Counts:
               type: object

@@ -32,6 +32,12 @@ struct BroadcastFlags: ParsableArguments {
     @Option(help: ArgumentHelp("The start moves later by up to this much, off the round minute (default 90s).", valueName: "duration"))
     var jitter: String?
 
+    @Option(
+        name: .customLong("android-priority"),
+        help: ArgumentHelp("FCM's android.priority for Android devices: normal (default) or high.", valueName: "priority")
+    )
+    var androidPriority: BroadcastOptions.AndroidPriority?
+
     /// The options the flags ask for.
     /// - Throws: `ValidationError` naming the flag at fault.
     func options(minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval) throws -> BroadcastOptions {
@@ -55,6 +61,7 @@ struct BroadcastFlags: ParsableArguments {
         if let jitter {
             do { options.jitter = try StaggerPlan.seconds(parsing: jitter) } catch { throw ValidationError("--jitter: \(error)") }
         }
+        if let androidPriority { options.androidPriority = androidPriority }
         do {
             try options.validate(minimumWaveInterval: minimumWaveInterval)
         } catch {
@@ -69,7 +76,10 @@ struct BroadcastFlags: ParsableArguments {
         case "waveInterval": "--wave-interval"
         case "maxPushesPerDevice": "--max-pushes"
         case "alertLastResort": "--alert-last-resort"
+        case "androidPriority": "--android-priority"
         default: "--\(field)"
         }
     }
 }
+
+extension BroadcastOptions.AndroidPriority: ExpressibleByArgument {}
