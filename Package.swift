@@ -67,6 +67,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The FCM provider (HTTP v1): service accounts, and more to come. No database.
+        .target(
+            name: "FCM",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The APNs simulator: an APNs-compatible HTTP/2 server (cleartext or TLS) with faults on demand,
         // for tests, the demo and benchmarks.
         .target(
@@ -185,6 +194,7 @@ let package = Package(
                 "PaperboyText",
                 "APNs",
                 "APNsSimulator",
+                "FCM",
                 "EmbeddedPostgres",
                 "PaperboyStore",
                 "PaperboyAPI",
@@ -254,6 +264,15 @@ let package = Package(
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FCMTests",
+            dependencies: [
+                "FCM",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -327,6 +346,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
