@@ -74,6 +74,19 @@ struct FCMDeviceRoutesTests {
         }
     }
 
+    @Test("over a real HTTP connection too: the ':' as is and as %3A reach the same device")
+    func colonOverHTTP() async throws {
+        try await APIFixture.with(testing: .live) { fixture, client in
+            let token = fcmToken("c")
+            let escaped = token.replacingOccurrences(of: ":", with: "%3A")
+            #expect(try await client.send(.put, "/v1/devices/\(token)", key: fixture.apiKey, body: fcmRegistration).status == .created)
+            let shown = try await client.send(.get, "/v1/devices/\(escaped)", key: fixture.apiKey)
+            #expect(shown.status == .ok)
+            #expect(try shown.json()["token"] as? String == token)
+            #expect(try await client.send(.put, "/v1/devices/\(escaped)", key: fixture.apiKey, body: fcmRegistration).status == .ok)
+        }
+    }
+
     @Test("an iOS device registered through FCM, and an APNs device, live side by side; each is found by its token")
     func mixedFleet() async throws {
         try await APIFixture.with { fixture, client in
