@@ -54,7 +54,7 @@ public enum RequestStatements {
             self.batchKeys = batchKeys
         }
 
-        /// A token of today's shape: an 11-character instance id, `:`, and 140 characters.
+        /// A token of today's shape: an 11-character instance id, `:APA91b` and 143 characters (161 in all).
         public static let defaultFCMToken = FCMToken(bytes: Array(("dGVzdGluc3Q:APA91b" + String(repeating: "Zm9vYmFyX2-", count: 13)).utf8))
 
         /// The batch range the batch statements read.
