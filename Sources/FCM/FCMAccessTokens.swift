@@ -81,7 +81,7 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
         self.assertion = FCMAssertion(
             clientEmail: account.clientEmail,
             privateKeyID: account.privateKeyID,
-            tokenURI: account.tokenURI,
+            tokenURI: account.tokenURI.absoluteString,
             privateKey: account.privateKey
         )
         self.clock = clock
@@ -146,7 +146,7 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
 extension FCMAccessTokens where C == ContinuousClock {
     /// Tokens for `account` from its `token_uri`, over `httpClient`.
     public init(account: FCMServiceAccount, httpClient: HTTPClient = .shared, onFetch: @escaping @Sendable (_ succeeded: Bool) -> Void = { _ in }) {
-        let tokenURI = account.tokenURI
+        let tokenURI = account.tokenURI.absoluteString
         self.init(
             account: account,
             clock: ContinuousClock(),

@@ -497,7 +497,7 @@ public final class Dispatcher: Service {
                     if let reason = SendRules.skipReason(for: device, kind: batch.kind, at: sentAt, deadline: batch.deadline) {
                         settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped(reason)))
                     } else if let notification = notifications[device.tier] {
-                        deliveries.append((target, APNsDelivery(notification, to: device.token.hex, topic: channel.topic)))
+                        deliveries.append((target, APNsDelivery(notification, to: device.token.text, topic: channel.topic)))
                     }
                 }
                 position = end

@@ -8,8 +8,11 @@ import PaperboyStore
 public enum SendRules {
     /// Why the target is not sent at `instant`, or nil when it is: nothing at or after the edition's
     /// deadline; no background push past the device's hourly budget (iOS throttles beyond it, and a wasted
-    /// push counts against the next hour too). Alerts are not budgeted: they are shown, not run.
+    /// push counts against the next hour too). Alerts are not budgeted: they are shown, not run. A device
+    /// registered with FCM is never sent (this dispatcher speaks APNs only, and APNs would refuse the token
+    /// and deactivate the device).
     public static func skipReason(for target: BatchTarget, kind: BroadcastProgress.Wave.Kind, at instant: Date, deadline: Date) -> SkipReason? {
+        if target.token.provider != .apns { return .fcmNotConfigured }
         if instant >= deadline { return .deadline }
         if kind == .background && target.pushesInLastHour >= BroadcastOptions.hourlyBudget { return .hourlyBudget }
         return nil

@@ -46,7 +46,11 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     /// The same token has the same key on every machine and every day. Cohort `i` of `n` is the key
     /// range `[i * 2^32 / n, (i + 1) * 2^32 / n)`, so a cohort is one contiguous index range in storage
     /// and adding devices never moves an existing device to another cohort. See ``cohort(count:)``.
-    public var cohortKey: UInt32 {
+    public var cohortKey: UInt32 { Self.cohortKey(of: bytes) }
+
+    /// The cohort key of a token's stored bytes, whichever provider issued it: the raw bytes of an APNs
+    /// token, the ASCII bytes of an FCM registration token (``FCMToken/cohortKey``).
+    public static func cohortKey(of bytes: [UInt8]) -> UInt32 {
         // FNV-1a 64 over the bytes, then the MurmurHash3 finalizer so that tokens that differ only in
         // their last bytes (as a test fleet's do) still spread over the high bits.
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

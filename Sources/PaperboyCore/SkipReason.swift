@@ -6,4 +6,7 @@ public enum SkipReason: String, Codable, Sendable, CaseIterable {
     case deadline
     /// The broadcast was cancelled before its instant.
     case cancelled
+    /// The device is registered with FCM, and this dispatcher sends through APNs only: an FCM token sent to
+    /// APNs would be refused as `BadDeviceToken` and the device wrongly deactivated.
+    case fcmNotConfigured
 }

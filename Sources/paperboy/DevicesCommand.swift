@@ -19,7 +19,9 @@ struct DevicesCommand: AsyncParsableCommand {
                 Devices are stored as registration stores them: active, subscribed to every --publication, \
                 with 32-byte tokens derived from --seed and their index, so the same command inserts nothing \
                 the second time. --prefix gives a share of the tokens a hex prefix, e.g. --prefix dead=0.05 \
-                with `paperboy apns-sim --token-outcome dead=410:Unregistered`.
+                with `paperboy apns-sim --token-outcome dead=410:Unregistered`. --fcm gives a share of the \
+                fleet to Android devices registered with FCM (152-character FCM tokens; production only), for \
+                mixed fleets; it is 0 by default, so the same command seeds the same APNs fleet as before.
                 """
         )
 
@@ -61,6 +63,12 @@ struct DevicesCommand: AsyncParsableCommand {
         @Option(name: .customLong("time-zone"), help: ArgumentHelp("The IANA time zone the devices report.", valueName: "zone"))
         var timeZone = "Asia/Tokyo"
 
+        @Option(
+            name: .customLong("fcm"),
+            help: ArgumentHelp("The share of devices that are Android devices registered with FCM (0 to 1; production only).", valueName: "share")
+        )
+        var fcm = 0.0
+
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
@@ -80,6 +88,10 @@ struct DevicesCommand: AsyncParsableCommand {
             guard alerts.isFinite, (0...1).contains(alerts) else { throw ValidationError("--alerts must be a share between 0 and 1, got \(alerts)") }
             guard autoDownload.isFinite, (0...1).contains(autoDownload) else {
                 throw ValidationError("--auto-download must be a share between 0 and 1, got \(autoDownload)")
+            }
+            guard fcm.isFinite, (0...1).contains(fcm) else { throw ValidationError("--fcm must be a share between 0 and 1, got \(fcm)") }
+            guard fcm == 0 || environment == .production else {
+                throw ValidationError("--fcm: FCM devices are production devices (FCM has no sandbox); seed them with --environment production")
             }
             _ = try TimeZone(flag: timeZone)
             try Self.checkHex(tokenPrefix, flag: "--token-prefix")
@@ -158,6 +170,7 @@ struct DevicesCommand: AsyncParsableCommand {
                         prefixes: options.prefixes,
                         alertsShare: alerts,
                         autoDownloadShare: autoDownload,
+                        fcmShare: fcm,
                         tiers: options.tiers,
                         timeZone: timeZone,
                         progress: { reporter.update($0) },

@@ -8,12 +8,14 @@ enum FCMTestAccount {
     static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
 
     static func make(tokenURI: String = "https://oauth2.googleapis.com/token") -> FCMServiceAccount {
-        FCMServiceAccount(
-            projectID: "paperboy-test",
-            clientEmail: "sender@paperboy-test.iam.gserviceaccount.com",
-            privateKeyID: "0123456789abcdef",
-            tokenURI: tokenURI,
-            privateKey: key
-        )
+        let fields: [String: Any] = [
+            "type": "service_account",
+            "project_id": "paperboy-test",
+            "private_key_id": "0123456789abcdef",
+            "private_key": key.pkcs8PEMRepresentation,
+            "client_email": "sender@paperboy-test.iam.gserviceaccount.com",
+            "token_uri": tokenURI,
+        ]
+        return try! FCMServiceAccount(json: JSONSerialization.data(withJSONObject: fields))
     }
 }

@@ -21,7 +21,13 @@ struct APIFixture {
     /// checks that it can be loaded).
     let keyFile: String
 
-    static func with(migrated: Bool = true, _ body: @escaping @Sendable (APIFixture, any TestClientProtocol) async throws -> Void) async throws {
+    /// - Parameter testing: `.router` (the default) runs requests through the router; `.live`, through a
+    ///   real HTTP/1.1 connection on loopback.
+    static func with(
+        migrated: Bool = true,
+        testing: TestingSetup = .router,
+        _ body: @escaping @Sendable (APIFixture, any TestClientProtocol) async throws -> Void
+    ) async throws {
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-api-\(UUID().uuidString).p8").path
         try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
@@ -57,7 +63,7 @@ struct APIFixture {
                 }(),
                 logger: db.logger
             )
-            try await application.test(.router) { client in try await body(fixture, client) }
+            try await application.test(testing) { client in try await body(fixture, client) }
         }
     }
 }

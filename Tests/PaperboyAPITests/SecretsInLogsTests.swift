@@ -11,8 +11,8 @@ import FoundationNetworking
 import Glibc
 #endif
 
-/// A full run of `paperboy serve` at LOG_LEVEL=trace: the admin token, the device API key and the APNs
-/// key never reach the log.
+/// A full run of `paperboy serve` at LOG_LEVEL=trace: the admin token, the device API key, the APNs key and
+/// the FCM service account's key never reach the log.
 @Suite("Secrets never in logs")
 struct SecretsInLogsTests {
     @Test(
@@ -63,6 +63,9 @@ struct SecretsInLogsTests {
             let apiKey = try #require(app["apiKey"] as? String)
             let appID = try #require(app["id"] as? Int)
             _ = try run(["publications", "add", "morning", "--app", String(appID)])
+            let serviceAccount = try ServiceAccountFile.write(in: directory, name: "firebase.json", projectID: "paperboy-news")
+            let setFCM = try run(["apps", "set-fcm", "--app", String(appID), "--service-account", serviceAccount.path])
+            for line in serviceAccount.keyLines { #expect(!setFCM.contains(line), "a line of the service account's key was printed") }
 
             let serve = Process()
             serve.executableURL = PaperboyBinary.url
@@ -94,6 +97,7 @@ struct SecretsInLogsTests {
             let registration = validRegistration.replacingOccurrences(of: "production", with: "sandbox")
             #expect(try await request("PUT", "/v1/devices/\(token())", headers: device, body: registration) == 201)
             #expect(try await request("PUT", "/v1/devices/\(token("cd"))", headers: device, body: registration) == 201)
+            #expect(try await request("PUT", "/v1/devices/\(fcmToken())", headers: device, body: fcmRegistration) == 201)
             #expect(try await request("POST", "/v1/editions", headers: admin, body: EditionRoutesTests.file()) == 201)
             #expect(try await request("GET", "/v1/editions/latest?publication=morning", headers: device) == 200)
             var start = URLRequest(url: URL(string: base + "/v1/broadcasts")!)
@@ -134,6 +138,7 @@ struct SecretsInLogsTests {
             for line in pem.split(separator: "\n") where !line.hasPrefix("-----") {
                 #expect(!text.contains(line), "a line of the .p8 key is in the log")
             }
+            for line in serviceAccount.keyLines { #expect(!text.contains(line), "a line of the service account's key is in the log") }
         }
     }
 }

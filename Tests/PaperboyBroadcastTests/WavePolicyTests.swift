@@ -151,7 +151,7 @@ struct WavePolicyTests {
 struct SendRulesTests {
     static let deadline = Date(timeIntervalSince1970: 1_800_003_600)
     static func target(recent: Int) -> BatchTarget {
-        BatchTarget(deviceID: 1, token: DeviceToken(bytes: Array(repeating: 7, count: 32)), tier: .large, pushesInLastHour: recent)
+        BatchTarget(deviceID: 1, token: .apns(DeviceToken(bytes: Array(repeating: 7, count: 32))), tier: .large, pushesInLastHour: recent)
     }
 
     @Test("nothing goes out at or after the deadline")
@@ -173,6 +173,21 @@ struct SendRulesTests {
                 == .hourlyBudget
         )
         #expect(SendRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline) == nil)
+    }
+
+    @Test("an FCM device is never sent through APNs: skipped as fcmNotConfigured, in every kind of wave")
+    func fcmTargetsSkipped() throws {
+        let fcm = BatchTarget(
+            deviceID: 2,
+            token: .fcm(try FCMToken("cAbCdEfGhIj:APA91b" + String(repeating: "x", count: 134))),
+            platform: .android,
+            tier: .large,
+            pushesInLastHour: 0
+        )
+        let early = Self.deadline - 600
+        #expect(SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline) == .fcmNotConfigured)
+        #expect(SendRules.skipReason(for: fcm, kind: .alert, at: early, deadline: Self.deadline) == .fcmNotConfigured)
+        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: early, deadline: Self.deadline) == nil)
     }
 
     @Test("a reason permanent for the token deactivates the device from the 410's timestamp, or from when the database records it")

@@ -26,6 +26,69 @@ struct DeviceSeederTests {
         return Fixture(app: app, morning: morning, evening: evening)
     }
 
+    @Test("a share of FCM devices: Android, production, 152-character tokens the API would accept; without it the fleet is unchanged")
+    func fcmShare() async throws {
+        try await TestDatabase.with { db in
+            let fixture = try await Self.fixture(db)
+            let seeder = DeviceSeeder(client: db.client)
+            let inserted = try await seeder.seed(
+                appID: fixture.app.id,
+                publicationSlugs: ["morning"],
+                count: 10_000,
+                environment: .production,
+                seed: 3,
+                alertsShare: 0.3,
+                autoDownloadShare: 0.8,
+                fcmShare: 0.25,
+                logger: db.logger
+            )
+            #expect(inserted == 10_000)
+            let rows = try await db.client.query(
+                """
+                SELECT provider, platform, environment, count(*), min(length(token)), max(length(token))
+                FROM devices GROUP BY 1, 2, 3 ORDER BY 1
+                """,
+                logger: db.logger
+            )
+            var groups: [[Int]] = []
+            for try await row in rows.decode((Int16, Int16, Int16, Int, Int, Int).self) {
+                groups.append([Int(row.0), Int(row.1), Int(row.2), row.3, row.4, row.5])
+            }
+            #expect(groups.count == 2)
+            #expect(groups.first.map { [$0[0], $0[1], $0[2], $0[4], $0[5]] } == [0, 0, 0, 32, 32])
+            #expect(groups.last.map { [$0[0], $0[1], $0[2], $0[4], $0[5]] } == [1, 1, 0, 152, 152])
+            let fcmCount = groups.last?[3] ?? 0
+            #expect((2_250...2_750).contains(fcmCount), "about a quarter: \(fcmCount)")
+
+            // Each seeded FCM token parses as an FCM token, and its stored cohort key is its hash.
+            let sample = try await db.client.query(
+                "SELECT token, cohort_key FROM devices WHERE provider = 1 ORDER BY id LIMIT 50",
+                logger: db.logger
+            )
+            for try await (token, cohortKey) in sample.decode((ByteBuffer, Int32).self) {
+                let parsed = try FCMToken(String(buffer: token))
+                #expect(parsed.text.contains(":APA91b"))
+                #expect(parsed.storedCohortKey == cohortKey)
+            }
+            // A fleet without FCM is the one this seed gave before: the same APNs tokens.
+            #expect(try DeviceSeeder.pushToken(index: 5, seed: 3, fcmShare: 0) == .apns(try DeviceSeeder.token(index: 5, seed: 3)))
+            // FCM has no sandbox.
+            await #expect(throws: StoreError.self) {
+                _ = try await seeder.seed(
+                    appID: fixture.app.id,
+                    publicationSlugs: ["morning"],
+                    count: 10,
+                    environment: .sandbox,
+                    seed: 3,
+                    alertsShare: 0.3,
+                    autoDownloadShare: 0.8,
+                    fcmShare: 0.5,
+                    logger: db.logger
+                )
+            }
+        }
+    }
+
     @Test("seeds the count, deterministically: the same seed inserts nothing the second time")
     func seedsAndRepeats() async throws {
         try await TestDatabase.with { db in

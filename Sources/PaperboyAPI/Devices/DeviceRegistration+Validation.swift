@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 import PaperboyStore
 
 extension DeviceRegistration {
@@ -8,6 +9,15 @@ extension DeviceRegistration {
 
     /// Checks what JSON decoding cannot: a real IANA time zone, sane sizes.
     func validate() throws(APIError) {
+        guard platform.isServed(by: provider) else {
+            throw .invalid("platform", "APNs serves iOS devices only; an Android device registers with \"provider\": \"fcm\"")
+        }
+        guard provider == .apns || environment == .production else {
+            throw .invalid(
+                "environment",
+                "FCM has no sandbox: an FCM device's environment is production (test with a separate Firebase project and app)"
+            )
+        }
         guard Self.timeZoneNames.contains(timeZone) else {
             throw .invalid("timeZone", "timeZone must be an IANA time zone name, like Asia/Tokyo")
         }

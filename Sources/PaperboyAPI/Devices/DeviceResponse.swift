@@ -6,6 +6,8 @@ import PaperboyStore
 /// A device as the API shows it: the registration's fields, flat, plus its state.
 struct DeviceResponse: ResponseEncodable {
     var token: String
+    var provider: PushProvider
+    var platform: DevicePlatform
     var environment: APNsEnvironment
     var subscriptions: [String]
     var timeZone: String
@@ -25,6 +27,8 @@ struct DeviceResponse: ResponseEncodable {
     init(_ device: Device) {
         let registration = device.registration
         token = device.token
+        provider = registration.provider
+        platform = registration.platform
         environment = registration.environment
         subscriptions = registration.subscriptions
         timeZone = registration.timeZone

@@ -1,8 +1,10 @@
+import Foundation
 import Hummingbird
 import PaperboyCore
 import PaperboyStore
 
-/// `/v1/devices/{token}`: what the iOS app calls to register, read and remove its token.
+/// `/v1/devices/{token}`: what the app calls to register, read and remove its token: an APNs device token in
+/// hex, or an FCM registration token (`provider` in the registration's body says which).
 struct DeviceRoutes {
     let devices: DeviceRepository
     let maxBodyBytes: Int
@@ -16,16 +18,20 @@ struct DeviceRoutes {
     /// `PUT`: creates (201) or updates (200) the device in one statement.
     @Sendable func register(_ request: Request, context: APIRequestContext) async throws -> EditedResponse<DeviceResponse> {
         let app = try context.requireApp()
-        let token = try context.deviceToken()
+        // A text that is no provider's token is refused before the body is read, as before FCM.
+        _ = try context.tokenCandidates()
         let registration = try await request.decodeJSON(
             DeviceRegistration.self,
             limit: maxBodyBytes,
             allowedValues: [
+                "provider": PushProvider.allCases.map(\.rawValue).joined(separator: ", "),
+                "platform": DevicePlatform.allCases.map(\.rawValue).joined(separator: ", "),
                 "environment": APNsEnvironment.allCases.map(\.rawValue).joined(separator: ", "),
                 "tier": ImageTier.allCases.map(\.rawValue).joined(separator: ", "),
             ]
         )
         try registration.validate()
+        let token = try context.pushToken(provider: registration.provider)
         let (device, created) = try await devices.register(appID: app.id, token: token, registration, logger: context.logger)
         return EditedResponse(status: created ? .created : .ok, response: DeviceResponse(device))
     }
@@ -33,8 +39,8 @@ struct DeviceRoutes {
     /// `GET`: the device as stored, including whether broadcasts reach it.
     @Sendable func show(_ request: Request, context: APIRequestContext) async throws -> DeviceResponse {
         let app = try context.requireApp()
-        let token = try context.deviceToken()
-        guard let device = try await devices.find(appID: app.id, token: token, logger: context.logger) else {
+        let candidates = try context.tokenCandidates()
+        guard let device = try await devices.find(appID: app.id, candidates: candidates, logger: context.logger) else {
             throw APIError(.notFound, code: .notFound, field: "token", message: "no device with this token is registered")
         }
         return DeviceResponse(device)
@@ -43,8 +49,8 @@ struct DeviceRoutes {
     /// `DELETE`: keeps the device, inactive, with the time (204).
     @Sendable func remove(_ request: Request, context: APIRequestContext) async throws -> HTTPResponse.Status {
         let app = try context.requireApp()
-        let token = try context.deviceToken()
-        guard try await devices.delete(appID: app.id, token: token, logger: context.logger) else {
+        let candidates = try context.tokenCandidates()
+        guard try await devices.delete(appID: app.id, candidates: candidates, logger: context.logger) else {
             throw APIError(.notFound, code: .notFound, field: "token", message: "no device with this token is registered")
         }
         return .noContent
@@ -57,12 +63,28 @@ extension APIRequestContext {
         return app
     }
 
-    func deviceToken() throws(APIError) -> DeviceToken {
-        let text = parameters.get("token") ?? ""
+    /// The path's `{token}`, percent-decoded: Hummingbird hands path parameters over as sent, and a client
+    /// may send an FCM token's `:` as `%3A` (both forms name the same device).
+    var tokenText: String {
+        let raw = parameters.get("token") ?? ""
+        return raw.removingPercentEncoding ?? raw
+    }
+
+    /// The path's `{token}` as a token of `provider`.
+    func pushToken(provider: PushProvider) throws(APIError) -> PushToken {
         do {
-            return try DeviceToken(hex: text)
+            return try PushToken(tokenText, provider: provider)
         } catch {
-            throw APIError.invalid("token", error.description)
+            throw APIError.invalid("token", error.message)
+        }
+    }
+
+    /// What the path's `{token}` may be: an APNs token, an FCM token, or (a hex text) both.
+    func tokenCandidates() throws(APIError) -> [PushToken] {
+        do {
+            return try PushToken.candidates(tokenText)
+        } catch {
+            throw APIError.invalid("token", error.message)
         }
     }
 }

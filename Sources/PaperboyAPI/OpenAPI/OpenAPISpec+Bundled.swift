@@ -47,6 +47,9 @@ extension OpenAPISpec {
                 Creates the device (201) or updates it (200) in one statement, answering the stored device.
                 `subscriptions` must name publications of the app (another name answers 404 `not_found` naming
                 `subscriptions`, as an unknown publication does everywhere); `timeZone` must be an IANA zone name.
+                `provider` says whose token `{token}` is: `apns` (the default) takes a hex APNs device token,
+                `fcm` an FCM registration token (400 naming `token` when the path's token is not one of that
+                provider). A device is unique per app, provider, environment and token.
               security:
                 - deviceKey: []
               requestBody:
@@ -55,17 +58,34 @@ extension OpenAPISpec {
                   application/json:
                     schema:
                       $ref: "#/components/schemas/DeviceRegistration"
-                    example:
-                      environment: production
-                      subscriptions: [morning]
-                      timeZone: Asia/Tokyo
-                      tier: large
-                      autoDownload: true
-                      alertsAuthorized: false
-                      appVersion: "5.1"
-                      osVersion: "17.4"
-                      model: iPad13,1
-                      locale: ja_JP
+                    examples:
+                      apns:
+                        summary: An iOS device registered with APNs
+                        value:
+                          environment: production
+                          subscriptions: [morning]
+                          timeZone: Asia/Tokyo
+                          tier: large
+                          autoDownload: true
+                          alertsAuthorized: false
+                          appVersion: "5.1"
+                          osVersion: "17.4"
+                          model: iPad13,1
+                          locale: ja_JP
+                      fcm:
+                        summary: An Android device registered with FCM
+                        value:
+                          provider: fcm
+                          platform: android
+                          subscriptions: [morning]
+                          timeZone: Asia/Tokyo
+                          tier: medium
+                          autoDownload: true
+                          alertsAuthorized: false
+                          appVersion: "5.1"
+                          osVersion: "14"
+                          model: Pixel 8
+                          locale: ja_JP
               responses:
                 "200":
                   description: The device existed and was updated.
@@ -557,10 +577,15 @@ extension OpenAPISpec {
               name: token
               in: path
               required: true
-              description: The APNs device token in hex, 64 to 200 characters (an even number), any case.
+              description: |
+                The device's token: an APNs device token in hex (64 to 200 characters, an even number, any case)
+                or an FCM registration token (32 to 2048 letters, digits, `-`, `_` and `:`; today's are about 150
+                to 170 characters, with a `:` after the instance id). `:` may be sent as is or as `%3A`. A hex
+                text of an APNs token's length is looked up as both (one device answers: the most recently
+                updated).
               schema:
                 type: string
-                pattern: "^(?:[0-9a-fA-F]{2}){32,100}$"
+                pattern: "^[A-Za-z0-9_:-]{32,2048}$"
               example: abababababababababababababababababababababababababababababababab
             BroadcastID:
               name: id
@@ -745,10 +770,45 @@ extension OpenAPISpec {
               type: string
               enum: [small, medium, large]
 
+            Provider:
+              type: string
+              enum: [apns, fcm]
+              description: The push service the device is registered with.
+
+            Platform:
+              type: string
+              enum: [ios, android]
+
             DeviceRegistration:
               type: object
-              required: [environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized]
+              description: |
+                `provider` defaults to `apns`. An APNs device is an iOS device (`platform` defaults to `ios`, and
+                may only be that) and names its `environment`. An FCM device must name its `platform`: an FCM token
+                does not tell whether it is an Android or an iOS device, and the message differs (an iOS device
+                through FCM needs the APNs background headers; a guessed platform would fail silently on the
+                device, where a 400 fails at once in the app's own tests). FCM has no sandbox: an FCM device's
+                `environment` is `production` (the default for FCM); test with a separate Firebase project and app.
+              required: [subscriptions, timeZone, tier, autoDownload, alertsAuthorized]
+              anyOf:
+                - title: APNs
+                  required: [environment]
+                  properties:
+                    provider:
+                      enum: [apns]
+                    platform:
+                      enum: [ios]
+                - title: FCM
+                  required: [provider, platform]
+                  properties:
+                    provider:
+                      enum: [fcm]
+                    environment:
+                      enum: [production]
               properties:
+                provider:
+                  $ref: "#/components/schemas/Provider"
+                platform:
+                  $ref: "#/components/schemas/Platform"
                 environment:
                   $ref: "#/components/schemas/Environment"
                 subscriptions:
@@ -791,12 +851,17 @@ extension OpenAPISpec {
               type: object
               additionalProperties: false
               required:
-                [token, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, active, registeredAt, updatedAt]
+                [token, provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, active, registeredAt,
+                  updatedAt]
               properties:
                 token:
                   type: string
-                  pattern: "^(?:[0-9a-f]{2}){32,100}$"
-                  description: The token in lowercase hex.
+                  pattern: "^[A-Za-z0-9_:-]{32,2048}$"
+                  description: The token as its provider takes it; an APNs token in lowercase hex.
+                provider:
+                  $ref: "#/components/schemas/Provider"
+                platform:
+                  $ref: "#/components/schemas/Platform"
                 environment:
                   $ref: "#/components/schemas/Environment"
                 subscriptions:
@@ -864,7 +929,7 @@ extension OpenAPISpec {
               properties:
                 token:
                   type: string
-                  pattern: "^(?:[0-9a-f]{2}){32,100}$"
+                  pattern: "^[A-Za-z0-9_:-]{32,2048}$"
                 editionId:
                   $ref: "#/components/schemas/Uuid"
                 result:
@@ -897,6 +962,21 @@ extension OpenAPISpec {
                 keyReference:
                   type: string
                   description: Where the `.p8` key lives (a path, or `env:VARIABLE`); never the key.
+                fcm:
+                  type: object
+                  additionalProperties: false
+                  required: [serviceAccount, projectId]
+                  description: |
+                    The app's FCM service account, when one is configured (`paperboy apps add --fcm-service-account`
+                    or `paperboy apps set-fcm`); absent otherwise. Never the key.
+                  properties:
+                    serviceAccount:
+                      type: string
+                      description: The path of the service-account JSON file.
+                    projectId:
+                      type: string
+                      pattern: "^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
+                      description: The Firebase project id read from the file.
                 createdAt:
                   $ref: "#/components/schemas/Timestamp"
 

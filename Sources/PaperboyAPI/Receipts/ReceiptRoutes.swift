@@ -22,7 +22,7 @@ struct ReceiptRoutes {
     /// have (another app's included); 400 naming the field for a bad body, with nothing stored.
     @Sendable func record(_ request: Request, context: APIRequestContext) async throws -> EditedResponse<ReceiptResponse> {
         let app = try context.requireApp()
-        let token = try context.deviceToken()
+        let candidates = try context.tokenCandidates()
         let report = try await request.decodeJSON(
             ReceiptReport.self,
             limit: maxBodyBytes,
@@ -30,10 +30,10 @@ struct ReceiptRoutes {
         )
         guard report.bytes >= 0 else { throw APIError.invalid("bytes", "bytes must be 0 or more") }
         guard report.seconds >= 0 else { throw APIError.invalid("seconds", "seconds must be 0 or more") }
-        let (receipt, created) = try await receipts.record(appID: app.id, token: token, report, logger: context.logger)
+        let (receipt, created) = try await receipts.record(appID: app.id, candidates: candidates, report, logger: context.logger)
         // Counted by what the device reported, stored or not (a repeated report is still a wake-up that ran).
         Counter(label: "paperboy_receipts_total", dimensions: [("result", report.result.rawValue)]).increment()
-        return EditedResponse(status: created ? .created : .ok, response: ReceiptResponse(token: token.hex, receipt))
+        return EditedResponse(status: created ? .created : .ok, response: ReceiptResponse(token: candidates[0].text, receipt))
     }
 }
 

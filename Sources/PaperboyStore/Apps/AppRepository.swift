@@ -16,8 +16,9 @@ public struct AppRepository: Sendable {
         do {
             let rows = try await client.query(
                 """
-                INSERT INTO apps (bundle_id, team_id, key_id, key_reference, api_key_hash)
-                VALUES (\(app.bundleID), \(app.teamID), \(app.keyID), \(app.keyReference), \(ByteBuffer(bytes: key.hash)))
+                INSERT INTO apps (bundle_id, team_id, key_id, key_reference, api_key_hash, fcm_service_account, fcm_project_id)
+                VALUES (\(app.bundleID), \(app.teamID), \(app.keyID), \(app.keyReference), \(ByteBuffer(bytes: key.hash)),
+                    \(app.fcm?.serviceAccount), \(app.fcm?.projectID))
                 RETURNING id, created_at
                 """,
                 logger: logger
@@ -29,6 +30,7 @@ public struct AppRepository: Sendable {
                     teamID: app.teamID,
                     keyID: app.keyID,
                     keyReference: app.keyReference,
+                    fcm: app.fcm,
                     createdAt: createdAt
                 )
                 return (created, key)
@@ -37,6 +39,22 @@ public struct AppRepository: Sendable {
             throw StoreError(code: .conflict, field: "bundleId", message: "an app with bundle id \(app.bundleID) exists already")
         }
         throw StoreError(code: .conflict, message: "the app was not created")
+    }
+
+    /// Adds or replaces the app's FCM service account (its path and project id; never the file's content).
+    ///
+    /// - Returns: the app as now stored.
+    /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
+    public func setFCM(appID: Int, _ credentials: FCMCredentials, logger: Logger) async throws -> App {
+        let rows = try await client.query(
+            """
+            UPDATE apps SET fcm_service_account = \(credentials.serviceAccount), fcm_project_id = \(credentials.projectID)
+            WHERE id = \(appID) RETURNING \(unescaped: Self.columns)
+            """,
+            logger: logger
+        )
+        for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
+        throw StoreError(code: .notFound, field: "app", message: "no app \(appID)")
     }
 
     /// The app whose device API key this is, if any.
@@ -64,10 +82,12 @@ public struct AppRepository: Sendable {
         return apps
     }
 
-    private typealias Row = (Int, String, String, String, String, Date)
-    private static let columns = "id, bundle_id, team_id, key_id, key_reference, created_at"
+    private typealias Row = (Int, String, String, String, String, String?, String?, Date)
+    private static let columns = "id, bundle_id, team_id, key_id, key_reference, fcm_service_account, fcm_project_id, created_at"
 
     private static func app(_ row: Row) -> App {
-        App(id: row.0, bundleID: row.1, teamID: row.2, keyID: row.3, keyReference: row.4, createdAt: row.5)
+        // The database's checks hold the same rules as FCMCredentials, so a stored pair always passes them.
+        let fcm = row.5.flatMap { path in row.6.flatMap { try? FCMCredentials(serviceAccount: path, projectID: $0) } }
+        return App(id: row.0, bundleID: row.1, teamID: row.2, keyID: row.3, keyReference: row.4, fcm: fcm, createdAt: row.7)
     }
 }

@@ -77,17 +77,25 @@ public struct LeasedBatch: Sendable, Equatable {
 /// A device of a leased batch, in send order.
 public struct BatchTarget: Sendable, Equatable {
     public var deviceID: Int64
-    public var token: DeviceToken
+    /// The token with its provider; ``PushToken/text`` is what the provider takes (hex for APNs, the
+    /// registration token for FCM).
+    public var token: PushToken
+    /// The device's platform: an iOS device registered through FCM needs the APNs headers in its message.
+    public var platform: DevicePlatform
     public var tier: ImageTier
     /// Background pushes the device got in the hour before the batch was read, across all broadcasts.
     public var pushesInLastHour: Int
 
-    public init(deviceID: Int64, token: DeviceToken, tier: ImageTier, pushesInLastHour: Int) {
+    public init(deviceID: Int64, token: PushToken, platform: DevicePlatform = .ios, tier: ImageTier, pushesInLastHour: Int) {
         self.deviceID = deviceID
         self.token = token
+        self.platform = platform
         self.tier = tier
         self.pushesInLastHour = pushesInLastHour
     }
+
+    /// The provider the device is registered with.
+    public var provider: PushProvider { token.provider }
 }
 
 /// What became of one target of a batch.

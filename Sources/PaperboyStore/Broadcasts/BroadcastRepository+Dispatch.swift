@@ -289,11 +289,12 @@ extension BroadcastRepository {
         )
         let rows = try await client.query(Self.targetsQuery(audience, firstKey: batch.firstKey, lastKey: batch.lastKey, now: now), logger: logger)
         var targets: [BatchTarget] = []
-        for try await (id, token, tier, recent) in rows.decode((Int64, ByteBuffer, Int16, Int).self) {
+        for try await (id, token, provider, platform, tier, recent) in rows.decode((Int64, ByteBuffer, Int16, Int16, Int16, Int).self) {
             targets.append(
                 BatchTarget(
                     deviceID: id,
-                    token: DeviceToken(bytes: Array(buffer: token)),
+                    token: PushToken(provider: PushProvider(storageCode: provider), bytes: Array(buffer: token)),
+                    platform: DevicePlatform(storageCode: platform),
                     tier: ImageTier(storageCode: tier),
                     pushesInLastHour: recent
                 )
@@ -307,7 +308,7 @@ extension BroadcastRepository {
     static func targetsQuery(_ audience: WaveAudience, firstKey: Int64, lastKey: Int64, now: Date) -> PostgresQuery {
         audience.query(
             """
-            SELECT d.id, d.token, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $10 AND x.outcome <> 'notSent')
+            SELECT d.id, d.token, d.provider, d.platform, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $10 AND x.outcome <> 'notSent')
             FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9 ORDER BY d.cohort_key, d.id
             """
         ) {

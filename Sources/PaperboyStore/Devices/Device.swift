@@ -2,7 +2,14 @@ import Foundation
 import PaperboyCore
 
 /// What a device tells Paperboy when it registers (`PUT /v1/devices/{token}`).
+///
+/// `provider` defaults to `apns` and `platform` to `ios` for APNs, so that the iOS app's registrations from
+/// before FCM read as they always did. An FCM registration must name its platform: the token does not
+/// tell, and a guess would give an iOS device an Android message (which iOS never runs). FCM has no
+/// sandbox, so `environment` defaults to `production` for FCM and may only be that.
 public struct DeviceRegistration: Sendable, Codable, Equatable {
+    public var provider: PushProvider
+    public var platform: DevicePlatform
     public var environment: APNsEnvironment
     /// Publication slugs, e.g. `["morning", "evening"]`.
     public var subscriptions: [String]
@@ -17,6 +24,8 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
     public var locale: String?
 
     public init(
+        provider: PushProvider = .apns,
+        platform: DevicePlatform = .ios,
         environment: APNsEnvironment,
         subscriptions: [String],
         timeZone: String,
@@ -28,6 +37,8 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
         model: String? = nil,
         locale: String? = nil
     ) {
+        self.provider = provider
+        self.platform = platform
         self.environment = environment
         self.subscriptions = subscriptions
         self.timeZone = timeZone
@@ -39,11 +50,44 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
         self.model = model
         self.locale = locale
     }
+
+    enum CodingKeys: String, CodingKey {
+        case provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, appVersion, osVersion, model,
+            locale
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        // An absent field takes its default; a null one is refused, as the API's schema says.
+        func decode<Value: Decodable>(_ key: CodingKeys, default value: Value?) throws -> Value {
+            if !container.contains(key), let value { return value }
+            return try container.decode(Value.self, forKey: key)
+        }
+        provider = try decode(.provider, default: PushProvider.apns)
+        switch provider {
+        case .apns:
+            platform = try decode(.platform, default: DevicePlatform.ios)
+            environment = try decode(.environment, default: nil)
+        case .fcm:
+            // FCM devices name their platform: the token does not tell.
+            platform = try decode(.platform, default: nil)
+            environment = try decode(.environment, default: APNsEnvironment.production)
+        }
+        subscriptions = try container.decode([String].self, forKey: .subscriptions)
+        timeZone = try container.decode(String.self, forKey: .timeZone)
+        tier = try container.decode(ImageTier.self, forKey: .tier)
+        autoDownload = try container.decode(Bool.self, forKey: .autoDownload)
+        alertsAuthorized = try container.decode(Bool.self, forKey: .alertsAuthorized)
+        appVersion = try container.decodeIfPresent(String.self, forKey: .appVersion)
+        osVersion = try container.decodeIfPresent(String.self, forKey: .osVersion)
+        model = try container.decodeIfPresent(String.self, forKey: .model)
+        locale = try container.decodeIfPresent(String.self, forKey: .locale)
+    }
 }
 
 /// A registered device as stored.
 public struct Device: Sendable, Codable, Equatable {
-    /// The token in normalized lowercase hex.
+    /// The token as its provider takes it: normalized lowercase hex for APNs, the registration token for FCM.
     public var token: String
     public var registration: DeviceRegistration
     /// Whether broadcasts send to it: registered, not deleted, not unregistered by APNs since.
@@ -61,6 +105,24 @@ extension APNsEnvironment {
 
     init(storageCode: Int16) {
         self = storageCode == 0 ? .production : .sandbox
+    }
+}
+
+extension PushProvider {
+    /// The code stored in `devices.provider`.
+    var storageCode: Int16 { self == .apns ? 0 : 1 }
+
+    init(storageCode: Int16) {
+        self = storageCode == 0 ? .apns : .fcm
+    }
+}
+
+extension DevicePlatform {
+    /// The code stored in `devices.platform`.
+    var storageCode: Int16 { self == .ios ? 0 : 1 }
+
+    init(storageCode: Int16) {
+        self = storageCode == 0 ? .ios : .android
     }
 }
 

@@ -14,12 +14,13 @@ public struct DeviceRepository: Sendable {
     /// Creates or updates a device in one statement, so that a registration is never half-written.
     ///
     /// A registration makes a deleted device active again, and a device that APNs unregistered active again
-    /// only when this registration is newer than the APNs timestamp.
+    /// only when this registration is newer than the APNs timestamp. The token's provider is the one stored
+    /// (`registration.provider` is expected to be the same).
     /// - Returns: the stored device and whether it was created (as opposed to updated).
     /// - Throws: ``StoreError`` with field `subscriptions` when a subscription names no publication of the app.
     public func register(
         appID: Int,
-        token: DeviceToken,
+        token: PushToken,
         _ registration: DeviceRegistration,
         logger: Logger
     ) async throws -> (device: Device, created: Bool) {
@@ -28,8 +29,9 @@ public struct DeviceRepository: Sendable {
         for try await (created, active, registeredAt, updatedAt, unregisteredAt) in rows.decode((Bool, Bool, Date, Date, Date?).self) {
             var stored = registration
             stored.subscriptions = slugs
+            stored.provider = token.provider
             let device = Device(
-                token: token.hex,
+                token: token.text,
                 registration: stored,
                 active: active,
                 registeredAt: registeredAt,
@@ -48,40 +50,47 @@ public struct DeviceRepository: Sendable {
         )
     }
 
-    /// The device with this token, in either environment (the most recently updated when both exist).
-    public func find(appID: Int, token: DeviceToken, logger: Logger) async throws -> Device? {
-        let rows = try await client.query(RequestStatements.findDevice(appID: appID, token: token), logger: logger)
-        typealias Row = (Int16, [String], String, Int16, Bool, Bool, String?, String?, String?, String?, Bool, Date, Date, Date?, Date?)
+    /// The device whose token is one of `candidates` (``PushToken/candidates(_:)``), in either environment (the
+    /// most recently updated when more than one exists).
+    public func find(appID: Int, candidates: [PushToken], logger: Logger) async throws -> Device? {
+        let rows = try await client.query(RequestStatements.findDevice(appID: appID, candidates: candidates), logger: logger)
+        typealias Row = (
+            Int16, ByteBuffer, Int16, Int16, [String], String, Int16, Bool, Bool, String?, String?, String?, String?, Bool, Date, Date, Date?,
+            Date?
+        )
         for try await row in rows.decode(Row.self) {
+            let provider = PushProvider(storageCode: row.0)
             let registration = DeviceRegistration(
-                environment: APNsEnvironment(storageCode: row.0),
-                subscriptions: row.1,
-                timeZone: row.2,
-                tier: ImageTier(storageCode: row.3),
-                autoDownload: row.4,
-                alertsAuthorized: row.5,
-                appVersion: row.6,
-                osVersion: row.7,
-                model: row.8,
-                locale: row.9
+                provider: provider,
+                platform: DevicePlatform(storageCode: row.2),
+                environment: APNsEnvironment(storageCode: row.3),
+                subscriptions: row.4,
+                timeZone: row.5,
+                tier: ImageTier(storageCode: row.6),
+                autoDownload: row.7,
+                alertsAuthorized: row.8,
+                appVersion: row.9,
+                osVersion: row.10,
+                model: row.11,
+                locale: row.12
             )
             return Device(
-                token: token.hex,
+                token: PushToken(provider: provider, bytes: Array(buffer: row.1)).text,
                 registration: registration,
-                active: row.10,
-                registeredAt: row.11,
-                updatedAt: row.12,
-                deletedAt: row.13,
-                unregisteredAt: row.14
+                active: row.13,
+                registeredAt: row.14,
+                updatedAt: row.15,
+                deletedAt: row.16,
+                unregisteredAt: row.17
             )
         }
         return nil
     }
 
     /// Marks the device deleted: kept, inactive, with the time.
-    /// - Returns: whether a device with this token existed.
-    public func delete(appID: Int, token: DeviceToken, logger: Logger) async throws -> Bool {
-        let rows = try await client.query(RequestStatements.deleteDevice(appID: appID, token: token), logger: logger)
+    /// - Returns: whether a device with one of these tokens existed.
+    public func delete(appID: Int, candidates: [PushToken], logger: Logger) async throws -> Bool {
+        let rows = try await client.query(RequestStatements.deleteDevice(appID: appID, candidates: candidates), logger: logger)
         for try await _ in rows.decode(Int.self) { return true }
         return false
     }
@@ -120,5 +129,27 @@ public struct DeviceRepository: Sendable {
         var known = Set<String>()
         for try await slug in rows.decode(String.self) { known.insert(slug) }
         return known
+    }
+}
+
+extension DeviceRepository {
+    /// Registers a device with an APNs token: ``register(appID:token:_:logger:)`` with `.apns(token)`.
+    public func register(
+        appID: Int,
+        token: DeviceToken,
+        _ registration: DeviceRegistration,
+        logger: Logger
+    ) async throws -> (device: Device, created: Bool) {
+        try await register(appID: appID, token: PushToken.apns(token), registration, logger: logger)
+    }
+
+    /// The device with this APNs token, in either environment.
+    public func find(appID: Int, token: DeviceToken, logger: Logger) async throws -> Device? {
+        try await find(appID: appID, candidates: [.apns(token)], logger: logger)
+    }
+
+    /// Marks the device with this APNs token deleted.
+    public func delete(appID: Int, token: DeviceToken, logger: Logger) async throws -> Bool {
+        try await delete(appID: appID, candidates: [.apns(token)], logger: logger)
     }
 }

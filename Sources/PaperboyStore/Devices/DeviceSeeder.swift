@@ -10,6 +10,10 @@ import PostgresNIO
 /// ``DeviceToken/storedCohortKey``, subscriptions are the publications' ids in id order, environment and
 /// tier use their storage codes, and the device is active.
 ///
+/// A share of the fleet (`fcmShare`, 0 by default) is Android devices registered with FCM: tokens of today's
+/// FCM shape (an 11-character instance id, `:`, `APA91b` and 134 characters; 152 in all), stored as their
+/// ASCII bytes, in the production environment (FCM has none other).
+///
 /// Everything is deterministic from `seed` and the device's index: the same seed and options give the
 /// same tokens and attributes, so seeding twice inserts nothing the second time (existing tokens are left
 /// alone: `ON CONFLICT DO NOTHING`).
@@ -67,6 +71,7 @@ public struct DeviceSeeder: Sendable {
     ///   - prefixes: Hex prefixes given to shares of the fleet (the first `prefixes[0].share` of it, and so on).
     ///   - alertsShare: The share of devices with alerts authorized (0...1).
     ///   - autoDownloadShare: The share of devices with auto-download on (0...1), i.e. broadcast targets.
+    ///   - fcmShare: The share of devices that are Android devices registered with FCM (0...1); production only.
     ///   - tiers: The split between image tiers.
     ///   - timeZone: The IANA time zone every device reports.
     ///   - progress: Called after each chunk with the number of devices processed so far.
@@ -83,6 +88,7 @@ public struct DeviceSeeder: Sendable {
         prefixes: [TokenPrefix] = [],
         alertsShare: Double,
         autoDownloadShare: Double,
+        fcmShare: Double = 0,
         tiers: TierShares = .standard,
         timeZone: String = "Asia/Tokyo",
         progress: (Int) -> Void = { _ in },
@@ -94,8 +100,12 @@ public struct DeviceSeeder: Sendable {
             prefixes: prefixes,
             alertsShare: alertsShare,
             autoDownloadShare: autoDownloadShare,
+            fcmShare: fcmShare,
             tiers: tiers
         )
+        guard fcmShare == 0 || environment == .production else {
+            throw StoreError(code: .invalid, field: "fcmShare", message: "FCM devices are production devices (FCM has no sandbox)")
+        }
         guard (0...Self.maximumCount).contains(count) else {
             throw StoreError(code: .invalid, field: "count", message: "must be between 0 and \(Self.maximumCount), got \(count)")
         }
@@ -143,7 +153,7 @@ public struct DeviceSeeder: Sendable {
         return inserted
     }
 
-    /// The token of device `index` for these options, as ``seed(appID:publicationSlugs:count:environment:seed:tokenPrefix:prefixes:alertsShare:autoDownloadShare:tiers:timeZone:progress:logger:)`` stores it.
+    /// The APNs token of device `index` for these options (a fleet without FCM devices), as ``seed(appID:publicationSlugs:count:environment:seed:tokenPrefix:prefixes:alertsShare:autoDownloadShare:fcmShare:tiers:timeZone:progress:logger:)`` stores it.
     public static func token(
         index: Int,
         seed: UInt64,
@@ -156,9 +166,31 @@ public struct DeviceSeeder: Sendable {
             prefixes: prefixes,
             alertsShare: 0,
             autoDownloadShare: 0,
+            fcmShare: 0,
             tiers: .standard
         )
         return DeviceToken(bytes: generator.device(index).token)
+    }
+
+    /// The token of device `index` of a fleet with `fcmShare` FCM devices, with its provider.
+    public static func pushToken(
+        index: Int,
+        seed: UInt64,
+        tokenPrefix: String = "",
+        prefixes: [TokenPrefix] = [],
+        fcmShare: Double
+    ) throws -> PushToken {
+        let generator = try Generator(
+            seed: seed,
+            tokenPrefix: tokenPrefix,
+            prefixes: prefixes,
+            alertsShare: 0,
+            autoDownloadShare: 0,
+            fcmShare: fcmShare,
+            tiers: .standard
+        )
+        let device = generator.device(index)
+        return PushToken(provider: device.provider, bytes: device.token)
     }
 
     // MARK: - Inserting
@@ -176,14 +208,15 @@ public struct DeviceSeeder: Sendable {
             """
             WITH inserted AS (
                 INSERT INTO devices (
-                    app_id, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions, time_zone
+                    app_id, provider, platform, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
+                    time_zone
                 )
-                SELECT \(appID), \(environment.storageCode), s.cohort_key, s.token, s.auto_download, s.alerts_authorized,
-                    s.tier, \(subscriptions)::integer[], \(timeZone)
-                FROM unnest(\(chunk.cohortKeys)::integer[], \(chunk.tokens)::bytea[], \(chunk.autoDownload)::boolean[],
-                    \(chunk.alerts)::boolean[], \(chunk.tiers)::smallint[])
-                    AS s (cohort_key, token, auto_download, alerts_authorized, tier)
-                ON CONFLICT (app_id, environment, token) DO NOTHING
+                SELECT \(appID), s.provider, s.platform, \(environment.storageCode), s.cohort_key, s.token, s.auto_download,
+                    s.alerts_authorized, s.tier, \(subscriptions)::integer[], \(timeZone)
+                FROM unnest(\(chunk.providers)::smallint[], \(chunk.platforms)::smallint[], \(chunk.cohortKeys)::integer[],
+                    \(chunk.tokens)::bytea[], \(chunk.autoDownload)::boolean[], \(chunk.alerts)::boolean[], \(chunk.tiers)::smallint[])
+                    AS s (provider, platform, cohort_key, token, auto_download, alerts_authorized, tier)
+                ON CONFLICT (app_id, token, provider, environment) DO NOTHING
                 RETURNING 1
             )
             SELECT count(*) FROM inserted
@@ -223,6 +256,8 @@ public struct DeviceSeeder: Sendable {
     /// One chunk's columns, bound as arrays.
     struct Chunk: Sendable {
         var count: Int
+        var providers: [Int16]
+        var platforms: [Int16]
         var cohortKeys: [Int32]
         var tokens: [ByteBuffer]
         var autoDownload: [Bool]
@@ -232,6 +267,8 @@ public struct DeviceSeeder: Sendable {
 
     /// One device's generated values.
     struct GeneratedDevice {
+        var provider: PushProvider
+        /// The raw bytes of an APNs token, the ASCII bytes of an FCM token.
         var token: [UInt8]
         var autoDownload: Bool
         var alerts: Bool
@@ -252,6 +289,7 @@ public struct DeviceSeeder: Sendable {
         let prefixes: [(prefix: Prefix, below: UInt64)]
         let alertsBelow: UInt64
         let autoDownloadBelow: UInt64
+        let fcmBelow: UInt64
         let smallBelow: UInt64
         let mediumBelow: UInt64
 
@@ -261,6 +299,7 @@ public struct DeviceSeeder: Sendable {
             prefixes: [TokenPrefix],
             alertsShare: Double,
             autoDownloadShare: Double,
+            fcmShare: Double,
             tiers: TierShares
         ) throws {
             func share(_ value: Double, _ field: String) throws -> Double {
@@ -283,6 +322,7 @@ public struct DeviceSeeder: Sendable {
             self.prefixes = parsed
             alertsBelow = Self.threshold(try share(alertsShare, "alertsShare"))
             autoDownloadBelow = Self.threshold(try share(autoDownloadShare, "autoDownloadShare"))
+            fcmBelow = Self.threshold(try share(fcmShare, "fcmShare"))
             let weights = [tiers.small, tiers.medium, tiers.large]
             guard weights.allSatisfy({ $0.isFinite && $0 >= 0 }), weights.reduce(0, +) > 0 else {
                 throw StoreError(code: .invalid, field: "tiers", message: "shares must be non-negative with a positive sum")
@@ -341,10 +381,19 @@ public struct DeviceSeeder: Sendable {
         }
 
         func device(_ index: Int) -> GeneratedDevice {
-            var token = [UInt8](repeating: 0, count: DeviceSeeder.tokenLength)
-            fillToken(index, into: &token)
+            // The draw decides FCM only when there is a share, so that a fleet without one is the fleet this
+            // seed gave before FCM (same tokens, same attributes).
+            let fcm = fcmBelow > 0 && draw(index, 4) < fcmBelow
+            var token: [UInt8]
+            if fcm {
+                token = fcmToken(index)
+            } else {
+                token = [UInt8](repeating: 0, count: DeviceSeeder.tokenLength)
+                fillToken(index, into: &token)
+            }
             let tierDraw = draw(index, 3)
             return GeneratedDevice(
+                provider: fcm ? .fcm : .apns,
                 token: token,
                 autoDownload: draw(index, 1) < autoDownloadBelow,
                 alerts: draw(index, 2) < alertsBelow,
@@ -371,13 +420,32 @@ public struct DeviceSeeder: Sendable {
             }
         }
 
+        /// The ASCII bytes of an FCM token of today's shape for device `index`: an 11-character instance id,
+        /// `:APA91b`, and 134 characters, all base64url.
+        func fcmToken(_ index: Int) -> [UInt8] {
+            let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+            var random: [UInt8] = []
+            random.reserveCapacity(150)
+            for word in 0..<15 {
+                var value = Self.mix(seed ^ 0xfc_0000_0000_0fcb, UInt64(index) &* 16 &+ UInt64(word))
+                for _ in 0..<10 {
+                    random.append(alphabet[Int(value & 63)])
+                    value >>= 6
+                }
+            }
+            return Array(random[0..<11]) + Array(":APA91b".utf8) + Array(random[11..<145])
+        }
+
         func chunk(start: Int, count: Int) -> Chunk {
-            var chunk = Chunk(count: count, cohortKeys: [], tokens: [], autoDownload: [], alerts: [], tiers: [])
+            var chunk = Chunk(count: count, providers: [], platforms: [], cohortKeys: [], tokens: [], autoDownload: [], alerts: [], tiers: [])
             chunk.cohortKeys.reserveCapacity(count)
             chunk.tokens.reserveCapacity(count)
             for index in start..<(start + count) {
                 let device = device(index)
-                chunk.cohortKeys.append(DeviceToken(bytes: device.token).storedCohortKey)
+                chunk.providers.append(device.provider.storageCode)
+                // FCM devices of a seeded fleet are Android devices.
+                chunk.platforms.append((device.provider == .apns ? DevicePlatform.ios : .android).storageCode)
+                chunk.cohortKeys.append(StoredCohortKey.stored(DeviceToken.cohortKey(of: device.token)))
                 chunk.tokens.append(ByteBuffer(bytes: device.token))
                 chunk.autoDownload.append(device.autoDownload)
                 chunk.alerts.append(device.alerts)

@@ -26,3 +26,8 @@ extension DeviceToken {
     /// ``cohortKey`` as stored in `devices.cohort_key`.
     public var storedCohortKey: Int32 { StoredCohortKey.stored(cohortKey) }
 }
+
+extension FCMToken {
+    /// ``cohortKey`` as stored in `devices.cohort_key`.
+    public var storedCohortKey: Int32 { StoredCohortKey.stored(cohortKey) }
+}

@@ -21,9 +21,10 @@ public struct ReceiptRepository: Sendable {
     /// - Throws: `StoreError` (not found) naming `token` when the app has no device with this token, or
     ///   `editionId` when the app has no such edition; `invalid` naming `bytes` or `seconds` when negative.
     ///   Nothing is stored then.
+    /// - Parameter candidates: the tokens the path's text may be (``PushToken/candidates(_:)``).
     public func record(
         appID: Int,
-        token: DeviceToken,
+        candidates: [PushToken],
         _ report: ReceiptReport,
         logger: Logger
     ) async throws -> (receipt: Receipt, created: Bool) {
@@ -31,7 +32,7 @@ public struct ReceiptRepository: Sendable {
         guard report.seconds >= 0, report.seconds.isFinite else {
             throw StoreError(code: .invalid, field: "seconds", message: "seconds must be 0 or more")
         }
-        let rows = try await client.query(RequestStatements.recordReceipt(appID: appID, token: token, report), logger: logger)
+        let rows = try await client.query(RequestStatements.recordReceipt(appID: appID, candidates: candidates, report), logger: logger)
         typealias Row = (Int64?, Bool, String?, Int64?, Double?, Date?, Bool?)
         var found: Row?
         for try await row in rows.decode(Row.self) { found = row }
@@ -74,5 +75,12 @@ public struct ReceiptRepository: Sendable {
             return Receipt(editionID: editionID, result: result, bytes: bytes, seconds: seconds, receivedAt: receivedAt)
         }
         return nil
+    }
+}
+
+extension ReceiptRepository {
+    /// Records the receipt of the device with this APNs token: ``record(appID:candidates:_:logger:)``.
+    public func record(appID: Int, token: DeviceToken, _ report: ReceiptReport, logger: Logger) async throws -> (receipt: Receipt, created: Bool) {
+        try await record(appID: appID, candidates: [.apns(token)], report, logger: logger)
     }
 }

@@ -17,6 +17,8 @@ public enum RequestStatements {
         public var publicationID: Int
         public var environment: APNsEnvironment
         public var token: DeviceToken
+        /// An FCM registration token, for the FCM variants of the device statements.
+        public var fcmToken: FCMToken
         public var deviceID: Int64
         public var editionID: UUID
         public var broadcastID: UUID
@@ -36,8 +38,10 @@ public enum RequestStatements {
             broadcastID: UUID,
             batchID: Int64,
             now: Date,
-            batchKeys: ClosedRange<Int64>? = nil
+            batchKeys: ClosedRange<Int64>? = nil,
+            fcmToken: FCMToken = Samples.defaultFCMToken
         ) {
+            self.fcmToken = fcmToken
             self.appID = appID
             self.publicationID = publicationID
             self.environment = environment
@@ -49,6 +53,9 @@ public enum RequestStatements {
             self.now = now
             self.batchKeys = batchKeys
         }
+
+        /// A token of today's shape: an 11-character instance id, `:APA91b` and 143 characters (161 in all).
+        public static let defaultFCMToken = FCMToken(bytes: Array(("dGVzdGluc3Q:APA91b" + String(repeating: "Zm9vYmFyX2-", count: 13)).utf8))
 
         /// The batch range the batch statements read.
         func batchRange(defaultWidth: Int64) -> ClosedRange<Int64> {
@@ -85,7 +92,7 @@ public enum RequestStatements {
         Statement("PUT /v1/devices/{token}") { s in
             register(
                 appID: s.appID,
-                token: s.token,
+                token: .apns(s.token),
                 DeviceRegistration(
                     environment: s.environment,
                     subscriptions: ["morning"],
@@ -96,11 +103,39 @@ public enum RequestStatements {
                 )
             )
         },
-        Statement("GET /v1/devices/{token}") { s in findDevice(appID: s.appID, token: s.token) },
-        Statement("DELETE /v1/devices/{token}") { s in deleteDevice(appID: s.appID, token: s.token) },
+        Statement("PUT /v1/devices/{token} (FCM)") { s in
+            register(
+                appID: s.appID,
+                token: .fcm(s.fcmToken),
+                DeviceRegistration(
+                    provider: .fcm,
+                    platform: .android,
+                    environment: .production,
+                    subscriptions: ["morning"],
+                    timeZone: "Asia/Tokyo",
+                    tier: .large,
+                    autoDownload: true,
+                    alertsAuthorized: false
+                )
+            )
+        },
+        Statement("GET /v1/devices/{token}") { s in findDevice(appID: s.appID, candidates: [.apns(s.token)]) },
+        Statement("GET /v1/devices/{token} (FCM)") { s in findDevice(appID: s.appID, candidates: [.fcm(s.fcmToken)]) },
+        Statement("GET /v1/devices/{token} (hex: APNs or FCM)") { s in
+            findDevice(appID: s.appID, candidates: [.apns(s.token), .fcm(FCMToken(bytes: Array(s.token.hex.utf8)))])
+        },
+        Statement("DELETE /v1/devices/{token}") { s in deleteDevice(appID: s.appID, candidates: [.apns(s.token)]) },
+        Statement("DELETE /v1/devices/{token} (FCM)") { s in deleteDevice(appID: s.appID, candidates: [.fcm(s.fcmToken)]) },
         Statement("APNs 410: a device's id by token") { s in deviceID(appID: s.appID, environment: s.environment, token: s.token) },
         Statement("POST /v1/devices/{token}/receipts: record") { s in
-            recordReceipt(appID: s.appID, token: s.token, ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
+            recordReceipt(appID: s.appID, candidates: [.apns(s.token)], ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
+        },
+        Statement("POST /v1/devices/{token}/receipts: record (FCM)") { s in
+            recordReceipt(
+                appID: s.appID,
+                candidates: [.fcm(s.fcmToken)],
+                ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1)
+            )
         },
         Statement("POST /v1/devices/{token}/receipts: read the stored one") { s in findReceipt(deviceID: s.deviceID, editionID: s.editionID) },
         Statement("GET /v1/broadcasts/{id}: receipts by result") { s in receiptCounts(editionID: s.editionID) },
@@ -194,10 +229,29 @@ public enum RequestStatements {
 
     // MARK: Devices
 
-    // A token is looked up in both environments: naming them lets the unique (app_id, environment, token)
-    // index answer, where `app_id` and `token` alone would read every device of the app.
+    // A token is found through the unique (app_id, token, provider, environment) index (migration 0008): the
+    // app and the token lead it, so a lookup needs neither the environment nor, for a text that may be a
+    // token of either provider, one provider.
 
-    static func register(appID: Int, token: DeviceToken, _ registration: DeviceRegistration) -> PostgresQuery {
+    /// The tokens a path's text may be (``PushToken/candidates(_:)``), as the device lookups bind them: each
+    /// candidate is compared with its own provider's rows, so that an FCM token's bytes never match an APNs
+    /// row. Always two index probes, one per provider; a provider the text is not a token of gets an empty
+    /// token, which no row has (`devices_token_length`).
+    struct TokenLookup {
+        var apns = ByteBuffer()
+        var fcm = ByteBuffer()
+
+        init(_ candidates: [PushToken]) {
+            for candidate in candidates {
+                switch candidate {
+                case .apns(let token): apns = ByteBuffer(bytes: token.bytes)
+                case .fcm(let token): fcm = ByteBuffer(bytes: token.bytes)
+                }
+            }
+        }
+    }
+
+    static func register(appID: Int, token: PushToken, _ registration: DeviceRegistration) -> PostgresQuery {
         let slugs = Array(Set(registration.subscriptions)).sorted()
         return """
             WITH subscribed AS (
@@ -205,15 +259,17 @@ public enum RequestStatements {
                 FROM publications WHERE app_id = \(appID) AND slug = ANY(\(slugs))
             )
             INSERT INTO devices AS d (
-                app_id, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
+                app_id, provider, platform, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
                 time_zone, app_version, os_version, model, locale
             )
-            SELECT \(appID), \(registration.environment.storageCode), \(token.storedCohortKey),
+            SELECT \(appID), \(token.provider.storageCode), \(registration.platform.storageCode), \(registration.environment.storageCode),
+                \(StoredCohortKey.stored(token.cohortKey)),
                 \(ByteBuffer(bytes: token.bytes)), \(registration.autoDownload), \(registration.alertsAuthorized),
                 \(registration.tier.storageCode), subscribed.ids, \(registration.timeZone), \(registration.appVersion),
                 \(registration.osVersion), \(registration.model), \(registration.locale)
             FROM subscribed WHERE subscribed.found = \(slugs.count)
-            ON CONFLICT (app_id, environment, token) DO UPDATE SET
+            ON CONFLICT (app_id, token, provider, environment) DO UPDATE SET
+                platform = excluded.platform,
                 auto_download = excluded.auto_download,
                 alerts_authorized = excluded.alerts_authorized,
                 tier = excluded.tier,
@@ -231,26 +287,33 @@ public enum RequestStatements {
             """
     }
 
-    static func findDevice(appID: Int, token: DeviceToken) -> PostgresQuery {
-        """
-        SELECT environment, array(SELECT slug FROM publications p WHERE p.id = ANY(d.subscriptions) ORDER BY slug),
-            time_zone, tier, auto_download, alerts_authorized, app_version, os_version, model, locale,
-            active, registered_at, updated_at, deleted_at, unregistered_at
-        FROM devices d WHERE app_id = \(appID) AND environment IN (0, 1) AND token = \(ByteBuffer(bytes: token.bytes))
-        ORDER BY updated_at DESC LIMIT 1
-        """
+    static func findDevice(appID: Int, candidates: [PushToken]) -> PostgresQuery {
+        let lookup = TokenLookup(candidates)
+        return """
+            SELECT provider, token, platform, environment, array(SELECT slug FROM publications p WHERE p.id = ANY(d.subscriptions) ORDER BY slug),
+                time_zone, tier, auto_download, alerts_authorized, app_version, os_version, model, locale,
+                active, registered_at, updated_at, deleted_at, unregistered_at
+            FROM devices d
+            WHERE d.app_id = \(appID) AND ((d.provider = 0 AND d.token = \(lookup.apns)) OR (d.provider = 1 AND d.token = \(lookup.fcm)))
+            ORDER BY updated_at DESC LIMIT 1
+            """
     }
 
-    static func deleteDevice(appID: Int, token: DeviceToken) -> PostgresQuery {
-        """
-        UPDATE devices SET active = false, deleted_at = coalesce(deleted_at, now()), updated_at = now()
-        WHERE app_id = \(appID) AND environment IN (0, 1) AND token = \(ByteBuffer(bytes: token.bytes))
-        RETURNING 1
-        """
+    static func deleteDevice(appID: Int, candidates: [PushToken]) -> PostgresQuery {
+        let lookup = TokenLookup(candidates)
+        return """
+            UPDATE devices d SET active = false, deleted_at = coalesce(deleted_at, now()), updated_at = now()
+            WHERE d.app_id = \(appID) AND ((d.provider = 0 AND d.token = \(lookup.apns)) OR (d.provider = 1 AND d.token = \(lookup.fcm)))
+            RETURNING 1
+            """
     }
 
+    /// An APNs token's device, for APNs' answers about it.
     static func deviceID(appID: Int, environment: APNsEnvironment, token: DeviceToken) -> PostgresQuery {
-        "SELECT id FROM devices WHERE app_id = \(appID) AND environment = \(environment.storageCode) AND token = \(ByteBuffer(bytes: token.bytes))"
+        """
+        SELECT id FROM devices
+        WHERE app_id = \(appID) AND token = \(ByteBuffer(bytes: token.bytes)) AND provider = 0 AND environment = \(environment.storageCode)
+        """
     }
 
     /// The rule for a token APNs declared dead at a time (410's timestamp, or the answer's time for
@@ -273,26 +336,28 @@ public enum RequestStatements {
 
     /// One statement: find the device and the edition of the app, insert, or upgrade a failed receipt.
     /// `xmax = 0` tells an inserted row from an updated one.
-    static func recordReceipt(appID: Int, token: DeviceToken, _ report: ReceiptReport) -> PostgresQuery {
-        """
-        WITH device AS (
-            SELECT id FROM devices WHERE app_id = \(appID) AND environment IN (0, 1) AND token = \(ByteBuffer(bytes: token.bytes))
-            ORDER BY updated_at DESC LIMIT 1
-        ), edition AS (
-            SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id
-            WHERE e.id = \(report.editionID) AND p.app_id = \(appID)
-        ), upsert AS (
-            INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
-            SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds) FROM device, edition
-            ON CONFLICT (device_id, edition_id) DO UPDATE
-                SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now()
-                WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
-            RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created
-        )
-        SELECT (SELECT id FROM device), EXISTS (SELECT 1 FROM edition),
-            u.result, u.bytes, u.seconds, u.received_at, u.created
-        FROM (SELECT 1) one LEFT JOIN upsert u ON true
-        """
+    static func recordReceipt(appID: Int, candidates: [PushToken], _ report: ReceiptReport) -> PostgresQuery {
+        let lookup = TokenLookup(candidates)
+        return """
+            WITH device AS (
+                SELECT id FROM devices d
+                WHERE d.app_id = \(appID) AND ((d.provider = 0 AND d.token = \(lookup.apns)) OR (d.provider = 1 AND d.token = \(lookup.fcm)))
+                ORDER BY updated_at DESC LIMIT 1
+            ), edition AS (
+                SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id
+                WHERE e.id = \(report.editionID) AND p.app_id = \(appID)
+            ), upsert AS (
+                INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
+                SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds) FROM device, edition
+                ON CONFLICT (device_id, edition_id) DO UPDATE
+                    SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now()
+                    WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
+                RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created
+            )
+            SELECT (SELECT id FROM device), EXISTS (SELECT 1 FROM edition),
+                u.result, u.bytes, u.seconds, u.received_at, u.created
+            FROM (SELECT 1) one LEFT JOIN upsert u ON true
+            """
     }
 
     // The edition as `(SELECT …)`, a value the planner does not see: see `WaveAudience.condition`.
