@@ -163,6 +163,7 @@ let package = Package(
                 "PaperboyCore",
                 "PaperboyStore",
                 "APNs",
+                "FCM",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -355,6 +356,7 @@ let package = Package(
         .testTarget(
             name: "PaperboyBroadcastTests",
             dependencies: [
+                "FCM",
                 "PaperboyBroadcast",
                 "PaperboyCore",
                 "EmbeddedPostgres",

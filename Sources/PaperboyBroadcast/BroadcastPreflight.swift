@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import Foundation
 import Logging
 import PaperboyCore
@@ -28,13 +29,52 @@ public enum BroadcastPreflight {
             return try .background(push, expiration: edition.deadline)
         case .alert:
             return try .alert(
-                title: "Your \(edition.manifest.publication) edition is ready",
-                body: "The edition of \(edition.manifest.issueDate) is waiting to be downloaded.",
+                title: alertTitle(edition),
+                body: alertBody(edition),
                 appKeys: push,
                 expiration: edition.deadline
             )
         }
     }
+
+    /// The FCM message for a device of `platform` in `tier`, sent at `sentAt`: the APNs payload's keys as data
+    /// (``EditionPush/fcmData``). Android: `android.priority` as the broadcast asks (an alert is always high),
+    /// `ttl` the time left until the deadline (FCM drops it after), `collapse_key` the publication (a newer
+    /// edition replaces an undelivered older one). iOS through FCM: the APNs headers of a background push, or
+    /// of an alert, expiring at the deadline.
+    /// - Throws: `FCMMessageError` when the message breaks FCM's rules (too large).
+    public static func fcmMessage(
+        for edition: Edition,
+        tier: ImageTier,
+        kind: BroadcastProgress.Wave.Kind,
+        platform: DevicePlatform,
+        priority: BroadcastOptions.AndroidPriority,
+        sentAt: Date
+    ) throws -> FCMMessage {
+        let data = EditionPush(edition: edition, tier: tier).fcmData
+        let target: FCMMessage.Target
+        switch platform {
+        case .android:
+            let left = min(max(0, edition.deadline.timeIntervalSince(sentAt).rounded(.down)), 2_419_200)
+            target = .android(
+                priority: priority == .high ? .high : .normal,
+                ttl: .seconds(Int(left)),
+                collapseKey: edition.manifest.publication
+            )
+        case .ios:
+            target = .ios(expiration: edition.deadline, collapseID: nil)
+        }
+        switch kind {
+        case .background:
+            return try .data(data, for: target)
+        case .alert:
+            return try .alert(title: alertTitle(edition), body: alertBody(edition), data: data, for: target)
+        }
+    }
+
+    static func alertTitle(_ edition: Edition) -> String { "Your \(edition.manifest.publication) edition is ready" }
+
+    static func alertBody(_ edition: Edition) -> String { "The edition of \(edition.manifest.issueDate) is waiting to be downloaded." }
 
     /// Refuses an edition one of whose pushes (background, or the last-resort alert) cannot be built.
     /// - Throws: `StoreError` (invalid) naming `tiers.<tier>.bundles`, the list that makes a push too large.
@@ -43,6 +83,9 @@ public enum BroadcastPreflight {
             for kind in [BroadcastProgress.Wave.Kind.background, .alert] {
                 do {
                     _ = try notification(for: edition, tier: tier, kind: kind)
+                    for platform in DevicePlatform.allCases {
+                        _ = try fcmMessage(for: edition, tier: tier, kind: kind, platform: platform, priority: .normal, sentAt: edition.publishedAt)
+                    }
                 } catch {
                     let bundles = edition.manifest.tiers[tier.rawValue]?.bundles.count ?? 0
                     throw StoreError(
@@ -68,6 +111,15 @@ public enum BroadcastPreflight {
             _ = try APNsChannels.loadKey(app)
         } catch {
             throw StoreError(code: .invalid, field: "app", message: "\(error); nothing can be sent until the key is readable where Paperboy runs")
+        }
+        do {
+            _ = try FCMChannels.loadAccount(app)
+        } catch {
+            throw StoreError(
+                code: .invalid,
+                field: "app",
+                message: "\(error); its FCM devices cannot be sent until the service account is readable where Paperboy runs"
+            )
         }
     }
 }

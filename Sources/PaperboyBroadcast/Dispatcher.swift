@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import Foundation
 import Logging
 import PaperboyCore
@@ -99,6 +100,7 @@ public final class Dispatcher: Service {
     private let advancer: WaveAdvancer
     private let editions: EditionRepository
     private let channels: APNsChannels
+    private let fcmChannels: FCMChannels?
     private let configuration: Configuration
     private let clock: BroadcastClock
     private let logger: Logger
@@ -111,6 +113,7 @@ public final class Dispatcher: Service {
         repository: BroadcastRepository,
         editions: EditionRepository,
         channels: APNsChannels,
+        fcmChannels: FCMChannels? = nil,
         configuration: Configuration = Configuration(),
         clock: BroadcastClock = .system,
         logger: Logger
@@ -124,6 +127,7 @@ public final class Dispatcher: Service {
         )
         self.editions = editions
         self.channels = channels
+        self.fcmChannels = fcmChannels
         self.configuration = configuration
         self.clock = clock
         var logger = logger
@@ -321,8 +325,7 @@ public final class Dispatcher: Service {
             let started = ContinuousClock.now
             let (now, logger) = (clock.now(), logger)
             let targets = try await database { try await self.repository.targets(of: batch, now: now, logger: logger) }
-            let channel = try await database { try await self.channels.channel(appID: batch.appID, environment: batch.environment, logger: logger) }
-            let notifications = try await database { try await self.notifications(for: batch, logger: logger) }
+            let senders = try await database { try await self.senders(for: batch, targets: targets, logger: logger) }
             let read = ContinuousClock.now
             var outcomes: [BatchOutcome] = []
             var pending = Array(targets.indices)
@@ -340,8 +343,7 @@ public final class Dispatcher: Service {
                     targets: targets,
                     positions: pending,
                     slotStart: slotStart,
-                    channel: channel,
-                    notifications: notifications,
+                    senders: senders,
                     logger: logger
                 )
                 pending = last ? [] : result.notSent
@@ -366,6 +368,9 @@ public final class Dispatcher: Service {
             return outcomes
         } catch let error as APNsNotificationError {
             await fail(batch, cause: "push", reason: "the \(batch.kind.rawValue) push cannot be built: \(error)", logger: logger)
+            return []
+        } catch let error as FCMMessageError {
+            await fail(batch, cause: "push", reason: "the \(batch.kind.rawValue) FCM message cannot be built: \(error)", logger: logger)
             return []
         } catch let error as ChannelError {
             await fail(batch, cause: "key", reason: "\(error)", logger: logger)
@@ -401,8 +406,7 @@ public final class Dispatcher: Service {
         targets: [BatchTarget],
         positions: [Int],
         slotStart: Date,
-        channel: APNsChannels.Channel,
-        notifications: [ImageTier: APNsNotification],
+        senders: BatchSenders,
         logger: Logger
     ) async -> (outcomes: [BatchOutcome], notSent: [Int], stopped: Bool) {
         var slot = (start: slotStart, position: 0)
@@ -436,18 +440,18 @@ public final class Dispatcher: Service {
                     settled += positions[position...].map { BatchOutcome(deviceID: targets[$0].deviceID, sentAt: now, result: .skipped(.cancelled)) }
                     break
                 }
-                if channel.client.isUnreachable && !waitedForAPNs {
-                    // Requests sent now would wait in the client and all go out the moment APNs is back: wait
-                    // for it here instead, then the devices that fell due take the wave's next free slot.
+                if let away = senders.unreachable, !waitedForAPNs {
+                    // Requests sent now would wait in the client and all go out the moment the service is back:
+                    // wait for it here instead, then the devices that fell due take the wave's next free slot.
                     waitedForAPNs = true
                     logger.warning(
-                        "APNs is unreachable or not answering; the batch holds its sends until it is back",
+                        "\(away) is unreachable or not answering; the batch holds its sends until it is back",
                         metadata: [LogKey.batch: "\(batch.id)"]
                     )
-                    // Read now: answers that come in when APNs is back, seconds late, raise it for a moment.
-                    let silenceLimit = channel.client.silenceLimit
+                    // Read now: answers that come in when the service is back, seconds late, raise it for a moment.
+                    let silenceLimit = senders.silenceLimit
                     let giveUp = clock.now().addingTimeInterval(configuration.unreachablePatience.seconds)
-                    while channel.client.isUnreachable && clock.now() < giveUp
+                    while senders.unreachable != nil && clock.now() < giveUp
                         && held.withLock({ $0[batch.id].map { !$0.lost && !$0.cancelled } ?? false })
                     {
                         do {
@@ -463,7 +467,7 @@ public final class Dispatcher: Service {
                     resumeNotBefore = clock.now().addingTimeInterval(silenceLimit.seconds)
                     continue
                 }
-                waitedForAPNs = waitedForAPNs && channel.client.isUnreachable
+                waitedForAPNs = waitedForAPNs && senders.unreachable != nil
                 if resumeNotBefore != nil || clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance.seconds {
                     // Behind the slot, or back after APNs was away: the rest takes the wave's next free slot,
                     // after the work claimed meanwhile, so the backlog never goes out faster than the plan.
@@ -492,27 +496,67 @@ public final class Dispatcher: Service {
                 let sentAt = max(instant, clock.now())
                 metrics.late(by: sentAt.timeIntervalSince(instant))
                 var deliveries: [(position: Int, delivery: APNsDelivery)] = []
+                var messages: [(position: Int, delivery: FCMDelivery)] = []
+                var fcmMessages = FCMMessageCache()
                 for target in positions[position..<end] {
                     let device = targets[target]
-                    if let reason = SendRules.skipReason(for: device, kind: batch.kind, at: sentAt, deadline: batch.deadline) {
+                    if let reason = SendRules.skipReason(
+                        for: device,
+                        kind: batch.kind,
+                        at: sentAt,
+                        deadline: batch.deadline,
+                        fcmHasChannel: senders.fcm != nil
+                    ) {
                         settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped(reason)))
-                    } else if let notification = notifications[device.tier] {
-                        deliveries.append((target, APNsDelivery(notification, to: device.token.text, topic: channel.topic)))
+                        continue
+                    }
+                    switch device.token {
+                    case .apns(let token):
+                        if let channel = senders.apns, let notification = senders.apnsNotifications[device.tier] {
+                            deliveries.append((target, APNsDelivery(notification, to: token.hex, topic: channel.topic)))
+                        }
+                    case .fcm(let token):
+                        if let message = fcmMessages.message(tier: device.tier, platform: device.platform, sentAt: sentAt, senders: senders) {
+                            messages.append((target, FCMDelivery(message, to: token.text)))
+                        }
                     }
                 }
                 position = end
-                guard !deliveries.isEmpty else { continue }
-                group.addTask {
-                    let results = await channel.client.send(deliveries.map(\.delivery))
-                    return zip(deliveries, results).map { pair in
-                        (
-                            pair.0.position,
-                            BatchOutcome(
-                                deviceID: targets[pair.0.position].deviceID,
-                                sentAt: sentAt,
-                                result: SendRules.result(of: pair.1.outcome)
+                if let channel = senders.apns, !deliveries.isEmpty {
+                    group.addTask {
+                        let results = await channel.client.send(deliveries.map(\.delivery))
+                        return zip(deliveries, results).map { pair in
+                            (
+                                pair.0.position,
+                                BatchOutcome(
+                                    deviceID: targets[pair.0.position].deviceID,
+                                    sentAt: sentAt,
+                                    result: SendRules.result(of: pair.1.outcome)
+                                )
                             )
-                        )
+                        }
+                    }
+                }
+                if let channel = senders.fcm, !messages.isEmpty {
+                    group.addTask {
+                        let results = await channel.client.send(messages.map(\.delivery))
+                        if results.contains(where: {
+                            if case .rejected(let rejection) = $0.outcome { rejection.action == .fixConfiguration } else { false }
+                        }) {
+                            logger.error(
+                                "FCM cannot reach this app's iOS devices: Firebase holds no valid APNs credentials for it (THIRD_PARTY_AUTH_ERROR); upload the APNs key in the Firebase console"
+                            )
+                        }
+                        return zip(messages, results).map { pair in
+                            (
+                                pair.0.position,
+                                BatchOutcome(
+                                    deviceID: targets[pair.0.position].deviceID,
+                                    sentAt: sentAt,
+                                    result: SendRules.result(of: pair.1.outcome)
+                                )
+                            )
+                        }
                     }
                 }
             }
@@ -588,12 +632,22 @@ public final class Dispatcher: Service {
         }
     }
 
-    /// The payload per tier: the same push for every device of a tier.
-    private func notifications(for batch: LeasedBatch, logger: Logger) async throws -> [ImageTier: APNsNotification] {
+    /// The batch's ways out: APNs for its APNs devices (the app's key, the push per tier), FCM for its FCM
+    /// devices (the app's service account, the edition). Only the providers the batch's devices use: an
+    /// FCM-only batch needs no APNs key, an APNs-only batch no service account.
+    private func senders(for batch: LeasedBatch, targets: [BatchTarget], logger: Logger) async throws -> BatchSenders {
         guard let edition = try await editions.find(id: batch.editionID, logger: logger) else {
             throw ChannelError(message: "edition \(batch.editionID) does not exist")
         }
-        return try BroadcastPreflight.notifications(for: edition, kind: batch.kind)
+        var senders = BatchSenders(edition: edition, kind: batch.kind, androidPriority: batch.androidPriority)
+        if targets.contains(where: { $0.provider == .apns }) {
+            senders.apns = try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger)
+            senders.apnsNotifications = try BroadcastPreflight.notifications(for: edition, kind: batch.kind)
+        }
+        if targets.contains(where: { $0.provider == .fcm }), let fcmChannels {
+            senders.fcm = try await fcmChannels.channel(appID: batch.appID, logger: logger)
+        }
+        return senders
     }
 
     private func log(_ events: [BroadcastEvent]) {

@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import Foundation
 import PaperboyCore
 import PaperboyStore
@@ -8,11 +9,17 @@ import PaperboyStore
 public enum SendRules {
     /// Why the target is not sent at `instant`, or nil when it is: nothing at or after the edition's
     /// deadline; no background push past the device's hourly budget (iOS throttles beyond it, and a wasted
-    /// push counts against the next hour too). Alerts are not budgeted: they are shown, not run. A device
-    /// registered with FCM is never sent (this dispatcher speaks APNs only, and APNs would refuse the token
-    /// and deactivate the device).
-    public static func skipReason(for target: BatchTarget, kind: BroadcastProgress.Wave.Kind, at instant: Date, deadline: Date) -> SkipReason? {
-        if target.token.provider != .apns { return .fcmNotConfigured }
+    /// push counts against the next hour too; Paperboy keeps the same budget for Android). Alerts are not
+    /// budgeted: they are shown, not run. A device registered with FCM whose app has no FCM service account
+    /// is never sent (`fcmHasChannel` false): APNs would refuse its token and deactivate the device.
+    public static func skipReason(
+        for target: BatchTarget,
+        kind: BroadcastProgress.Wave.Kind,
+        at instant: Date,
+        deadline: Date,
+        fcmHasChannel: Bool
+    ) -> SkipReason? {
+        if target.provider == .fcm && !fcmHasChannel { return .fcmNotConfigured }
         if instant >= deadline { return .deadline }
         if kind == .background && target.pushesInLastHour >= BroadcastOptions.hourlyBudget { return .hourlyBudget }
         return nil
@@ -30,6 +37,21 @@ public enum SendRules {
                 reason: rejection.reason.rawValue,
                 deactivates: rejection.reason.isPermanentForToken ? rejection.timestamp.map { .at($0) } ?? .whenRecorded : nil
             )
+        case .fateUnknown: .fateUnknown
+        case .notSent: .notSent
+        }
+    }
+
+    /// The outcome to record for an FCM answer. The codes that say the token is dead (`UNREGISTERED`,
+    /// `SENDER_ID_MISMATCH`, and the `INVALID_ARGUMENT` that says the token is not valid) deactivate the
+    /// device until it registers again after the database records the answer: FCM gives no timestamp.
+    /// The code is the recorded reason: FCM's codes (`UNREGISTERED`) are spelled unlike APNs's reasons
+    /// (`Unregistered`), so counts by reason keep the providers apart.
+    public static func result(of outcome: FCMOutcome) -> BatchOutcome.Result {
+        switch outcome {
+        case .accepted: .accepted
+        case .rejected(let rejection):
+            .rejected(reason: "\(rejection.code)", deactivates: rejection.action == .deactivateToken ? .whenRecorded : nil)
         case .fateUnknown: .fateUnknown
         case .notSent: .notSent
         }

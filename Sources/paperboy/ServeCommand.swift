@@ -187,10 +187,11 @@ struct ServeCommand: AsyncParsableCommand {
         let client = configuration.makeClient(logger: logger)
         var services: [any Service] = [client]
         if !noDispatch {
-            let (dispatcher, clients) = try dispatch.makeDispatcher(client: client, logger: logger)
+            let (dispatcher, clients, fcmClients) = try dispatch.makeDispatcher(client: client, logger: logger)
             // The group stops services in reverse order: the dispatcher finishes its batches before the
-            // APNs connections close.
+            // APNs and FCM connections close.
             services.append(clients)
+            services.append(fcmClients)
             services.append(dispatcher)
         }
         if !noScheduler {

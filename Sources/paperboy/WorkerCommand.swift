@@ -45,12 +45,13 @@ struct WorkerCommand: AsyncParsableCommand {
             throw CommandError("the database is missing migrations \(status.pending.joined(separator: ", ")): run `paperboy migrate` first")
         }
         let client = configuration.makeClient(logger: logger)
-        let (dispatcher, clients) = try dispatch.makeDispatcher(client: client, logger: logger)
-        // The group stops services in reverse order: the dispatcher finishes its batches before the APNs
-        // connections close.
+        let (dispatcher, clients, fcmClients) = try dispatch.makeDispatcher(client: client, logger: logger)
+        // The group stops services in reverse order: the dispatcher finishes its batches before the APNs and
+        // FCM connections close.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: client),
             .init(service: clients),
+            .init(service: fcmClients),
             .init(service: dispatcher, successTerminationBehavior: .gracefullyShutdownGroup),
         ]
         if let port {

@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import Foundation
 import PaperboyBroadcast
 import PaperboyCore
@@ -156,26 +157,47 @@ struct SendRulesTests {
 
     @Test("nothing goes out at or after the deadline")
     func deadline() {
-        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: Self.deadline, deadline: Self.deadline) == .deadline)
-        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .alert, at: Self.deadline, deadline: Self.deadline) == .deadline)
-        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: Self.deadline - 1, deadline: Self.deadline) == nil)
+        #expect(
+            SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: Self.deadline, deadline: Self.deadline, fcmHasChannel: true)
+                == .deadline
+        )
+        #expect(
+            SendRules.skipReason(for: Self.target(recent: 0), kind: .alert, at: Self.deadline, deadline: Self.deadline, fcmHasChannel: true)
+                == .deadline
+        )
+        #expect(
+            SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: Self.deadline - 1, deadline: Self.deadline, fcmHasChannel: true)
+                == nil
+        )
     }
 
     @Test("background pushes stop at the hourly budget; alerts are not budgeted")
     func hourlyBudget() {
         let early = Self.deadline - 600
         #expect(
-            SendRules.skipReason(for: Self.target(recent: BroadcastOptions.hourlyBudget - 1), kind: .background, at: early, deadline: Self.deadline)
+            SendRules.skipReason(
+                for: Self.target(recent: BroadcastOptions.hourlyBudget - 1),
+                kind: .background,
+                at: early,
+                deadline: Self.deadline,
+                fcmHasChannel: true
+            )
                 == nil
         )
         #expect(
-            SendRules.skipReason(for: Self.target(recent: BroadcastOptions.hourlyBudget), kind: .background, at: early, deadline: Self.deadline)
+            SendRules.skipReason(
+                for: Self.target(recent: BroadcastOptions.hourlyBudget),
+                kind: .background,
+                at: early,
+                deadline: Self.deadline,
+                fcmHasChannel: true
+            )
                 == .hourlyBudget
         )
-        #expect(SendRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline) == nil)
+        #expect(SendRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline, fcmHasChannel: true) == nil)
     }
 
-    @Test("an FCM device is never sent through APNs: skipped as fcmNotConfigured, in every kind of wave")
+    @Test("an FCM device of an app without an FCM service account is skipped as fcmNotConfigured, in every kind of wave; with one it is sent")
     func fcmTargetsSkipped() throws {
         let fcm = BatchTarget(
             deviceID: 2,
@@ -185,9 +207,38 @@ struct SendRulesTests {
             pushesInLastHour: 0
         )
         let early = Self.deadline - 600
-        #expect(SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline) == .fcmNotConfigured)
-        #expect(SendRules.skipReason(for: fcm, kind: .alert, at: early, deadline: Self.deadline) == .fcmNotConfigured)
-        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: early, deadline: Self.deadline) == nil)
+        #expect(SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: false) == .fcmNotConfigured)
+        #expect(SendRules.skipReason(for: fcm, kind: .alert, at: early, deadline: Self.deadline, fcmHasChannel: false) == .fcmNotConfigured)
+        #expect(SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: true) == nil)
+        #expect(SendRules.skipReason(for: fcm, kind: .background, at: Self.deadline, deadline: Self.deadline, fcmHasChannel: true) == .deadline)
+        let budgetSpent = BatchTarget(
+            deviceID: 3,
+            token: fcm.token,
+            platform: .android,
+            tier: .large,
+            pushesInLastHour: BroadcastOptions.hourlyBudget
+        )
+        #expect(
+            SendRules.skipReason(for: budgetSpent, kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: true) == .hourlyBudget,
+            "Android keeps the same budget"
+        )
+        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: false) == nil)
+    }
+
+    @Test("FCM answers: dead-token codes deactivate when recorded, retryable and message errors do not; the code is the reason")
+    func fcmResults() {
+        func rejected(_ status: Int, _ code: FCMErrorCode, _ message: String = "") -> BatchOutcome.Result {
+            SendRules.result(of: .rejected(FCMRejection(status: status, code: code, message: message)))
+        }
+        #expect(rejected(404, .unregistered) == .rejected(reason: "UNREGISTERED", deactivates: .whenRecorded))
+        #expect(rejected(403, .senderIDMismatch) == .rejected(reason: "SENDER_ID_MISMATCH", deactivates: .whenRecorded))
+        #expect(
+            rejected(400, .invalidArgument, FCMErrorCode.invalidTokenMessage) == .rejected(reason: "INVALID_ARGUMENT", deactivates: .whenRecorded)
+        )
+        #expect(rejected(400, .invalidArgument, "Invalid JSON payload received.") == .rejected(reason: "INVALID_ARGUMENT", deactivates: nil))
+        #expect(rejected(429, .quotaExceeded) == .rejected(reason: "QUOTA_EXCEEDED", deactivates: nil))
+        #expect(rejected(401, .thirdPartyAuthError) == .rejected(reason: "THIRD_PARTY_AUTH_ERROR", deactivates: nil))
+        #expect(SendRules.result(of: FCMOutcome.accepted(name: "projects/p/messages/1")) == .accepted)
     }
 
     @Test("a reason permanent for the token deactivates the device from the 410's timestamp, or from when the database records it")

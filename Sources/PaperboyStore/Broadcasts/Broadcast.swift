@@ -54,6 +54,8 @@ public struct LeasedBatch: Sendable, Equatable {
     public var environment: APNsEnvironment
     public var maxPushesPerDevice: Int
     public var deadline: Date
+    /// FCM's `android.priority` for the broadcast's Android devices (``BroadcastOptions/androidPriority``).
+    public var androidPriority: BroadcastOptions.AndroidPriority = .normal
     /// How many times the batch has been leased: more than 1 after a worker died holding it.
     public var leases: Int
 

@@ -462,6 +462,7 @@ extension BroadcastRepository {
                 environment: APNsEnvironment(storageCode: row.14),
                 maxPushesPerDevice: options.maxPushesPerDevice,
                 deadline: row.16,
+                androidPriority: options.androidPriority,
                 leases: Int(row.17),
                 slotStart: row.18 ?? planned
             )

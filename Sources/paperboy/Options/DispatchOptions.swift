@@ -1,5 +1,6 @@
 import APNs
 import ArgumentParser
+import FCM
 import Foundation
 import Logging
 import PaperboyBroadcast
@@ -18,6 +19,15 @@ struct DispatchOptions: ParsableArguments {
         )
     )
     var apnsEndpoint: String?
+
+    @Option(
+        name: .customLong("fcm-endpoint"),
+        help: ArgumentHelp(
+            "Send FCM messages here instead of fcm.googleapis.com: a URL such as http://127.0.0.1:4100 (`paperboy fcm-sim`). Default: $PAPERBOY_FCM_ENDPOINT, else FCM's. Access tokens come from each service account's token_uri.",
+            valueName: "url"
+        )
+    )
+    var fcmEndpoint: String?
 
     @Option(name: .customLong("worker-name"), help: "This worker's name in batch leases (default: host:pid:random).")
     var workerName: String?
@@ -45,6 +55,7 @@ struct DispatchOptions: ParsableArguments {
 
     func validate() throws {
         _ = try endpoints()
+        do { _ = try FCMOptions.resolvedEndpoint(fcmEndpoint) } catch { throw ValidationError("\(error)") }
         _ = try leaseSeconds()
         _ = try countAheadSeconds()
         guard (1...100_000).contains(maxBatch) else { throw ValidationError("--max-batch: between 1 and 100000, got \(maxBatch)") }
@@ -70,11 +81,13 @@ struct DispatchOptions: ParsableArguments {
         do { return try StaggerPlan.seconds(parsing: countAhead) } catch { throw ValidationError("--count-ahead: \(error)") }
     }
 
-    /// The dispatcher and the APNs clients it sends with: run both in the service group, the clients listed
-    /// before the dispatcher so that they stop after it.
-    func makeDispatcher(client: PostgresClient, logger: Logger) throws -> (Dispatcher, APNsClients) {
+    /// The dispatcher and the APNs and FCM clients it sends with: run all in the service group, the clients
+    /// listed before the dispatcher so that they stop after it.
+    func makeDispatcher(client: PostgresClient, logger: Logger) throws -> (Dispatcher, APNsClients, FCMClients) {
         let clients = APNsClients(logger: Logger(label: "paperboy.apns"))
         let channels = APNsChannels(clients: clients, endpoints: try endpoints(), apps: AppRepository(client: client))
+        let fcmClients = FCMClients(endpoint: try FCMOptions.resolvedEndpoint(fcmEndpoint), logger: Logger(label: "paperboy.fcm"))
+        let fcmChannels = FCMChannels(clients: fcmClients, apps: AppRepository(client: client))
         var configuration = Dispatcher.Configuration(owner: workerName ?? Dispatcher.Configuration.defaultOwner())
         configuration.leaseDuration = .seconds(try leaseSeconds())
         configuration.maxBatchSize = maxBatch
@@ -83,9 +96,10 @@ struct DispatchOptions: ParsableArguments {
             repository: BroadcastRepository(client: client),
             editions: EditionRepository(client: client),
             channels: channels,
+            fcmChannels: fcmChannels,
             configuration: configuration,
             logger: Logger(label: "paperboy.dispatch")
         )
-        return (dispatcher, clients)
+        return (dispatcher, clients, fcmClients)
     }
 }
