@@ -6,9 +6,10 @@ import Synchronization
 
 /// The dispatcher's instruments (swift-metrics; `GET /metrics` serves them in Prometheus' format):
 ///
-/// - `paperboy_dispatch_pushes_total{kind, outcome}`: pushes handed to APNs by this worker, by push kind
-///   (`background`, `alert`) and outcome (`accepted`, `rejected`, `fateUnknown`, `notSent`);
-///   APNs reasons are in `apns_requests_total{status, reason}`.
+/// - `paperboy_dispatch_pushes_total{kind, outcome, provider}`: pushes handed to APNs or FCM by this worker,
+///   by push kind (`background`, `alert`), outcome (`accepted`, `rejected`, `fateUnknown`, `notSent`) and
+///   provider (`apns`, `fcm`); the providers' reasons are in `apns_requests_total{status, reason}` and
+///   `fcm_requests_total{status, code}`.
 /// - `paperboy_dispatch_skipped_total{reason}`: planned devices not sent (`hourlyBudget`, `deadline`).
 /// - `paperboy_dispatch_batches_total{result}`: batches `recorded`, `lost` (the lease expired first) or
 ///   `failed` (left to their lease).
@@ -25,19 +26,23 @@ final class DispatchMetrics: Sendable {
     private let sentSinceTick = Mutex<(count: Int, since: Date?)>((0, nil))
 
     func batch(_ outcomes: [BatchOutcome], kind: String, result: String) {
-        var pushes: [String: Int] = [:]
+        var pushes: [Pushes: Int] = [:]
         var skipped: [String: Int] = [:]
         for outcome in outcomes {
+            let provider = outcome.provider.rawValue
             switch outcome.result {
-            case .accepted: pushes["accepted", default: 0] += 1
-            case .rejected: pushes["rejected", default: 0] += 1
-            case .fateUnknown: pushes["fateUnknown", default: 0] += 1
-            case .notSent: pushes["notSent", default: 0] += 1
+            case .accepted: pushes[Pushes(outcome: "accepted", provider: provider), default: 0] += 1
+            case .rejected: pushes[Pushes(outcome: "rejected", provider: provider), default: 0] += 1
+            case .fateUnknown: pushes[Pushes(outcome: "fateUnknown", provider: provider), default: 0] += 1
+            case .notSent: pushes[Pushes(outcome: "notSent", provider: provider), default: 0] += 1
             case .skipped(let reason): skipped[reason.rawValue, default: 0] += 1
             }
         }
-        for (outcome, count) in pushes {
-            Counter(label: "paperboy_dispatch_pushes_total", dimensions: [("kind", kind), ("outcome", outcome)]).increment(by: count)
+        for (key, count) in pushes {
+            Counter(
+                label: "paperboy_dispatch_pushes_total",
+                dimensions: [("kind", kind), ("outcome", key.outcome), ("provider", key.provider)]
+            ).increment(by: count)
         }
         for (reason, count) in skipped {
             Counter(label: "paperboy_dispatch_skipped_total", dimensions: [("reason", reason)]).increment(by: count)
@@ -45,6 +50,11 @@ final class DispatchMetrics: Sendable {
         Counter(label: "paperboy_dispatch_batches_total", dimensions: [("result", result)]).increment()
         let sent = pushes.values.reduce(0, +)
         sentSinceTick.withLock { $0.count += sent }
+    }
+
+    private struct Pushes: Hashable {
+        var outcome: String
+        var provider: String
     }
 
     func late(by seconds: TimeInterval) {

@@ -531,7 +531,8 @@ public final class Dispatcher: Service {
                                 BatchOutcome(
                                     deviceID: targets[pair.0.position].deviceID,
                                     sentAt: sentAt,
-                                    result: SendRules.result(of: pair.1.outcome)
+                                    result: SendRules.result(of: pair.1.outcome),
+                                    provider: .apns
                                 )
                             )
                         }
@@ -553,7 +554,8 @@ public final class Dispatcher: Service {
                                 BatchOutcome(
                                     deviceID: targets[pair.0.position].deviceID,
                                     sentAt: sentAt,
-                                    result: SendRules.result(of: pair.1.outcome)
+                                    result: SendRules.result(of: pair.1.outcome),
+                                    provider: .fcm
                                 )
                             )
                         }

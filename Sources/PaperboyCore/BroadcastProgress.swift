@@ -33,6 +33,8 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         /// Receipts by result (`newData`, `noData`, `failed`), each counted in the last wave that reached
         /// the device.
         public var receipts: [String: Int]
+        /// What was sent through each provider (`apns`, `fcm`) and what it answered; empty before anything was sent.
+        public var byProvider: [String: ProviderCounts]
 
         public init(
             planned: Int = 0,
@@ -40,7 +42,8 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
             accepted: Int = 0,
             rejected: [String: Int] = [:],
             skipped: [String: Int] = [:],
-            receipts: [String: Int] = [:]
+            receipts: [String: Int] = [:],
+            byProvider: [String: ProviderCounts] = [:]
         ) {
             self.planned = planned
             self.sent = sent
@@ -48,6 +51,7 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
             self.rejected = rejected
             self.skipped = skipped
             self.receipts = receipts
+            self.byProvider = byProvider
         }
 
         /// Planned devices dealt with: sent or skipped.
@@ -60,8 +64,47 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
                 accepted: lhs.accepted + rhs.accepted,
                 rejected: lhs.rejected.merging(rhs.rejected, uniquingKeysWith: +),
                 skipped: lhs.skipped.merging(rhs.skipped, uniquingKeysWith: +),
-                receipts: lhs.receipts.merging(rhs.receipts, uniquingKeysWith: +)
+                receipts: lhs.receipts.merging(rhs.receipts, uniquingKeysWith: +),
+                byProvider: lhs.byProvider.merging(rhs.byProvider, uniquingKeysWith: +)
             )
+        }
+    }
+
+    /// What one provider was handed and answered.
+    public struct ProviderCounts: Codable, Sendable, Equatable {
+        public var sent: Int
+        public var accepted: Int
+        /// Rejections by the provider's reason (`Unregistered`, `UNREGISTERED`, …), `fateUnknown`, `notSent`.
+        public var rejected: [String: Int]
+
+        public init(sent: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:]) {
+            self.sent = sent
+            self.accepted = accepted
+            self.rejected = rejected
+        }
+
+        public static func + (lhs: ProviderCounts, rhs: ProviderCounts) -> ProviderCounts {
+            ProviderCounts(
+                sent: lhs.sent + rhs.sent,
+                accepted: lhs.accepted + rhs.accepted,
+                rejected: lhs.rejected.merging(rhs.rejected, uniquingKeysWith: +)
+            )
+        }
+
+        /// Reads the stored flat counts, `<provider>/sent`, `<provider>/accepted`, `<provider>/<reason>`.
+        public static func split(_ flat: [String: Int]) -> [String: ProviderCounts] {
+            var counts: [String: ProviderCounts] = [:]
+            for (key, value) in flat {
+                guard let slash = key.firstIndex(of: "/") else { continue }
+                let provider = String(key[..<slash])
+                let name = String(key[key.index(after: slash)...])
+                switch name {
+                case "sent": counts[provider, default: .init()].sent += value
+                case "accepted": counts[provider, default: .init()].accepted += value
+                default: counts[provider, default: .init()].rejected[name, default: 0] += value
+                }
+            }
+            return counts
         }
     }
 

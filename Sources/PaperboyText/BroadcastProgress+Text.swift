@@ -112,6 +112,18 @@ extension BroadcastProgress {
             wroteReasons = true
             lines += Self.wrap(label: label + " ", items: Self.tally(counts), width: width)
         }
+        if all.byProvider.keys.contains(where: { $0 != "apns" }) {
+            // A mixed fleet: what each provider was handed and said.
+            let items = all.byProvider.keys.sorted().map { provider -> String in
+                let counts = all.byProvider[provider]!
+                let name = provider == "apns" ? "APNs" : provider.uppercased()
+                let rejected = Self.tally(counts.rejected)
+                return "\(name): \(TerminalText.grouped(counts.sent)) sent / \(TerminalText.grouped(counts.accepted)) accepted"
+                    + (rejected.isEmpty ? "" : " (\(rejected.joined(separator: " / ")))")
+            }
+            lines.append("")
+            lines += Self.wrap(label: "By provider: ", items: items, width: width)
+        }
         lines.append("")
         let receiptItems = Self.tally(receipts)
         lines += Self.wrap(label: "Receipts by result (edition): ", items: receiptItems.isEmpty ? ["none yet"] : receiptItems, width: width)

@@ -116,6 +116,23 @@ struct BroadcastProgressTextTests {
         return line[line.index(after: open)..<close]
     }
 
+    @Test("a mixed fleet's status says what each provider was handed and answered; an APNs-only one does not")
+    func byProvider() {
+        var progress = Self.sample()
+        #expect(!progress.report(timeZone: Self.tokyo, width: 100).contains("By provider"))
+        progress.waves[0].counts.byProvider = [
+            "apns": .init(sent: 700, accepted: 692, rejected: ["Unregistered": 8]),
+            "fcm": .init(sent: 300, accepted: 298, rejected: ["UNREGISTERED": 2]),
+        ]
+        let wide = progress.report(timeZone: Self.tokyo, width: 200)
+        #expect(
+            wide.contains("By provider: APNs: 700 sent / 692 accepted (Unregistered 8), FCM: 300 sent / 298 accepted (UNREGISTERED 2)"),
+            "\(wide)"
+        )
+        let narrow = progress.report(timeZone: Self.tokyo, width: 80)
+        #expect(narrow.contains("By provider: APNs: 700 sent / 692 accepted (Unregistered 8),\n             FCM: 300 sent"), "\(narrow)")
+    }
+
     @Test("the progress line shows the current wave, its bar and percent, accepted, receipts and the deadline")
     func line() {
         let line = Self.sample().progressLine(width: 200, now: Self.minutes(45))

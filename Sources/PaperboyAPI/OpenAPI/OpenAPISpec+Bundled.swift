@@ -1218,7 +1218,7 @@ extension OpenAPISpec {
                   type: integer
                 rejected:
                   type: object
-                  description: Rejections by APNs reason, and `fateUnknown` / `notSent`.
+                  description: Rejections by the provider's reason (APNs `Unregistered`, FCM `UNREGISTERED`, …), and `fateUnknown` / `notSent`.
                   additionalProperties:
                     type: integer
                 skipped:
@@ -1229,6 +1229,26 @@ extension OpenAPISpec {
                 receipts:
                   type: object
                   description: Receipts by result.
+                  additionalProperties:
+                    type: integer
+                byProvider:
+                  type: object
+                  description: What was sent through each provider (`apns`, `fcm`) and what it answered.
+                  additionalProperties:
+                    $ref: "#/components/schemas/ProviderCounts"
+
+            ProviderCounts:
+              type: object
+              additionalProperties: false
+              required: [sent, accepted, rejected]
+              properties:
+                sent:
+                  type: integer
+                accepted:
+                  type: integer
+                rejected:
+                  type: object
+                  description: Rejections by the provider's reason (APNs `Unregistered`, FCM `UNREGISTERED`, …), and `fateUnknown` / `notSent`.
                   additionalProperties:
                     type: integer
 

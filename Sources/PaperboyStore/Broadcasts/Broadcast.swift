@@ -104,7 +104,7 @@ public struct BatchTarget: Sendable, Equatable {
 public struct BatchOutcome: Sendable, Equatable {
     public enum Result: Sendable, Equatable {
         case accepted
-        /// APNs refused it; a deactivation when the answer says the token itself is dead or wrong.
+        /// The provider refused it; a deactivation when the answer says the token itself is dead or wrong.
         case rejected(reason: String, deactivates: Deactivation?)
         case fateUnknown
         case notSent
@@ -124,10 +124,13 @@ public struct BatchOutcome: Sendable, Equatable {
     public var deviceID: Int64
     public var sentAt: Date
     public var result: Result
+    /// Who it went through, for the counts per provider.
+    public var provider: PushProvider
 
-    public init(deviceID: Int64, sentAt: Date, result: Result) {
+    public init(deviceID: Int64, sentAt: Date, result: Result, provider: PushProvider = .apns) {
         self.deviceID = deviceID
         self.sentAt = sentAt
         self.result = result
+        self.provider = provider
     }
 }

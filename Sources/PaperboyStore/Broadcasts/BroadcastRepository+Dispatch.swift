@@ -332,6 +332,8 @@ extension BroadcastRepository {
         var accepted = 0
         var rejected: [String: Int] = [:]
         var skipped: [String: Int] = [:]
+        /// `<provider>/sent`, `<provider>/accepted`, `<provider>/<reason>`: see migration 0009.
+        var providers: [String: Int] = [:]
         var goneIDs: [Int64] = []
         var goneAt: [Date] = []
         var goneWhenRecorded: [Bool] = []
@@ -370,6 +372,9 @@ extension BroadcastRepository {
             sentAt.append(outcome.sentAt)
             results.append(result)
             reasons.append(reason)
+            let provider = outcome.provider.rawValue
+            providers[provider + "/sent", default: 0] += 1
+            providers[provider + "/" + (result == "rejected" ? reason : result), default: 0] += 1
         }
         let sent = sentIDs.count
         let background = batch.kind == .background
@@ -393,7 +398,7 @@ extension BroadcastRepository {
                     logger: logger
                 )
             }
-            var binds = PostgresBindings(capacity: 7)
+            var binds = PostgresBindings(capacity: 8)
             binds.append(sent)
             binds.append(accepted)
             binds.append(Self.json(rejected))
@@ -401,11 +406,13 @@ extension BroadcastRepository {
             binds.append(batch.broadcastID)
             binds.append(Int16(batch.wave))
             binds.append(batch.cohort)
+            binds.append(Self.json(providers))
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
                         UPDATE broadcast_cohorts SET sent = sent + $1, accepted = accepted + $2,
-                            rejected = \(Self.mergeCounts("rejected", "$3")), skipped = \(Self.mergeCounts("skipped", "$4"))
+                            rejected = \(Self.mergeCounts("rejected", "$3")), skipped = \(Self.mergeCounts("skipped", "$4")),
+                            providers = \(Self.mergeCounts("providers", "$8"))
                         WHERE broadcast_id = $5 AND wave = $6 AND cohort = $7
                         """,
                     binds: binds
