@@ -206,7 +206,9 @@ struct DevicesCommand: AsyncParsableCommand {
     }
 
     struct Count: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Count an app's devices: active and total, per environment.")
+        static let configuration = CommandConfiguration(
+            abstract: "Count an app's devices: active and total, per environment, and those registered with FCM."
+        )
 
         @OptionGroup var database: DatabaseOptions
 
@@ -227,7 +229,7 @@ struct DevicesCommand: AsyncParsableCommand {
             }
             if output.json { return try printJSON(counts) }
             print("app \(counts.appID): \(counts.active.formatted()) active of \(counts.total.formatted()) devices")
-            for (name, row) in [("production", counts.production), ("sandbox", counts.sandbox)] {
+            for (name, row) in [("production", counts.production), ("sandbox", counts.sandbox), ("FCM", counts.fcm)] {
                 print(
                     "  \(name.padding(toLength: 10, withPad: " ", startingAt: 0))  \(row.active.formatted()) active "
                         + "(\(row.activeAutoDownload.formatted()) with auto-download) of \(row.total.formatted())"

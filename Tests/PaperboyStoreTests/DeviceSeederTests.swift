@@ -59,6 +59,11 @@ struct DeviceSeederTests {
             #expect(groups.last.map { [$0[0], $0[1], $0[2], $0[4], $0[5]] } == [1, 1, 0, 152, 152])
             let fcmCount = groups.last?[3] ?? 0
             #expect((2_250...2_750).contains(fcmCount), "about a quarter: \(fcmCount)")
+            let counts = try await DeviceRepository(client: db.client).counts(appID: fixture.app.id, logger: db.logger)
+            #expect(counts.production.total == 10_000)
+            #expect(counts.fcm.total == fcmCount)
+            #expect(counts.fcm.active == fcmCount)
+            #expect(counts.total == 10_000)
 
             // Each seeded FCM token parses as an FCM token, and its stored cohort key is its hash.
             let sample = try await db.client.query(

@@ -478,22 +478,31 @@ public struct DeviceCounts: Sendable, Codable, Equatable {
     public var active: Int
     public var production: Counts
     public var sandbox: Counts
+    /// The devices registered with FCM (Android, and iOS through Firebase), counted in ``production`` too:
+    /// FCM has no sandbox.
+    public var fcm: Counts
 }
 
 extension DeviceRepository {
-    /// The app's device counts, overall and per environment, in one query.
+    /// The app's device counts, overall, per environment and for FCM, in one query.
     public func counts(appID: Int, logger: Logger) async throws -> DeviceCounts {
         let rows = try await client.query(
             """
-            SELECT environment, count(*), count(*) FILTER (WHERE active), count(*) FILTER (WHERE active AND auto_download)
-            FROM devices WHERE app_id = \(appID) GROUP BY environment
+            SELECT environment, provider, count(*), count(*) FILTER (WHERE active), count(*) FILTER (WHERE active AND auto_download)
+            FROM devices WHERE app_id = \(appID) GROUP BY environment, provider
             """,
             logger: logger
         )
-        var counts = DeviceCounts(appID: appID, total: 0, active: 0, production: .init(), sandbox: .init())
-        for try await (environment, total, active, autoDownload) in rows.decode((Int16, Int, Int, Int).self) {
+        var counts = DeviceCounts(appID: appID, total: 0, active: 0, production: .init(), sandbox: .init(), fcm: .init())
+        func add(_ row: DeviceCounts.Counts, to counts: inout DeviceCounts.Counts) {
+            counts.total += row.total
+            counts.active += row.active
+            counts.activeAutoDownload += row.activeAutoDownload
+        }
+        for try await (environment, provider, total, active, autoDownload) in rows.decode((Int16, Int16, Int, Int, Int).self) {
             let row = DeviceCounts.Counts(total: total, active: active, activeAutoDownload: autoDownload)
-            if APNsEnvironment(storageCode: environment) == .production { counts.production = row } else { counts.sandbox = row }
+            if APNsEnvironment(storageCode: environment) == .production { add(row, to: &counts.production) } else { add(row, to: &counts.sandbox) }
+            if PushProvider(storageCode: provider) == .fcm { add(row, to: &counts.fcm) }
             counts.total += total
             counts.active += active
         }
