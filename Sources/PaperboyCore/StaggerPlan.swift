@@ -41,9 +41,19 @@ public struct StaggerPlan: Codable, Sendable, Equatable {
     ///   - jitter: the start moves later by up to this many seconds (at least one), chosen from `seed`, and
     ///     never lands on second :00, when every other app's scheduled jobs wake devices too.
     ///   - seed: makes the jitter repeatable, e.g. a hash of the edition id.
-    public init(cohortCounts: [Int], pace: Pace, requestedStart: Date, jitter: TimeInterval = 90, seed: UInt64) throws(StaggerPlanError) {
+    ///   - avoidingQuarterHours: also keep the start 2 minutes away from :00, :15, :30 and :45
+    ///     (``avoidingQuarterHours(_:margin:)``), as Firebase asks of senders to FCM.
+    public init(
+        cohortCounts: [Int],
+        pace: Pace,
+        requestedStart: Date,
+        jitter: TimeInterval = 90,
+        seed: UInt64,
+        avoidingQuarterHours: Bool = false
+    ) throws(StaggerPlanError) {
         guard jitter >= 1 else { throw .jitterTooSmall }
-        try self.init(cohortCounts: cohortCounts, pace: pace, start: Self.jittered(requestedStart, jitter: jitter, seed: seed))
+        let jittered = Self.jittered(requestedStart, jitter: jitter, seed: seed)
+        try self.init(cohortCounts: cohortCounts, pace: pace, start: avoidingQuarterHours ? Self.avoidingQuarterHours(jittered) : jittered)
     }
 
     /// Plans a broadcast that starts exactly at `start`, e.g. a later wave of one whose start was jittered.

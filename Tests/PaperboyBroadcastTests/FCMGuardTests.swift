@@ -6,13 +6,15 @@ import PaperboyStore
 import PaperboyTesting
 import Testing
 
-/// Until the dispatcher sends through FCM, a broadcast never hands an FCM token to APNs: APNs would refuse
-/// it as `BadDeviceToken`, and that answer would deactivate a device that is fine.
-@Suite("Broadcasts with FCM devices, before the dispatcher speaks FCM")
+/// A dispatcher without FCM (or an app without a service account) never hands an FCM token to APNs: APNs would
+/// refuse it as `BadDeviceToken`, and that answer would deactivate a device that is fine.
+@Suite("Broadcasts with FCM devices, without FCM configured")
 struct FCMGuardTests {
     @Test("a broadcast pushes only its APNs devices through APNs and records each FCM device as skipped, fcmNotConfigured")
     func fcmDevicesSkipped() async throws {
-        let start = Date()
+        // 30 s before a quarter-hour mark: with FCM targets the start moves 2 minutes past it.
+        let mark = (Date().timeIntervalSince1970 / 900).rounded(.up) * 900 + 900
+        let start = Date(timeIntervalSince1970: mark - 30)
         try await BroadcastFixture.with(start: start) { fixture in
             try await fixture.register(10)
             let devices = DeviceRepository(client: fixture.db.client)
@@ -47,6 +49,10 @@ struct FCMGuardTests {
             )
             let plan = try #require(started.plan)
             #expect(plan.cohorts.map(\.devices).reduce(0, +) == 14, "FCM devices are targets of a production broadcast")
+            #expect(
+                started.broadcast.start.timeIntervalSince1970 >= mark + 120,
+                "a broadcast with FCM targets starts 2 minutes past the quarter-hour mark (Firebase's advice), not at \(started.broadcast.start)"
+            )
 
             let report = try await fixture.step(at: started.broadcast.start.addingTimeInterval(10 * 60 + 5), fixture.dispatcher())
             #expect(report.sent == 10)

@@ -265,7 +265,7 @@ public struct BroadcastRepository: Sendable {
         now: Date,
         logger: Logger
     ) async throws -> StaggerPlan {
-        let counts = try await CohortRepository(client: client).targetCounts(
+        let (counts, fcm) = try await CohortRepository(client: client).targetCountsAndFCM(
             publication: edition.publication,
             environment: environment,
             cohorts: options.cohorts,
@@ -276,7 +276,8 @@ public struct BroadcastRepository: Sendable {
             pace: options.pace,
             requestedStart: now,
             jitter: options.jitter,
-            seed: StaggerPlan.seed(for: editionID.uuidString.lowercased())
+            seed: StaggerPlan.seed(for: editionID.uuidString.lowercased()),
+            avoidingQuarterHours: fcm > 0
         )
     }
 

@@ -136,7 +136,12 @@ public struct WaveAudience: Sendable, Equatable {
 
     /// The audience counted per cohort when split into `cohorts`: `cohort, count` rows, empty cohorts absent.
     func cohortCountsQuery(cohorts: Int) -> PostgresQuery {
-        query("SELECT \(StoredCohortKey.cohortSQL(column: "d.cohort_key", count: "$8")), count(*) FROM devices d WHERE {audience} GROUP BY 1") {
+        query(
+            """
+            SELECT \(StoredCohortKey.cohortSQL(column: "d.cohort_key", count: "$8")), count(*), count(*) FILTER (WHERE d.provider = 1)
+            FROM devices d WHERE {audience} GROUP BY 1
+            """
+        ) {
             $0.append(cohorts)
         }
     }

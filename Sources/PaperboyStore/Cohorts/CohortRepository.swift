@@ -22,17 +22,37 @@ public struct CohortRepository: Sendable {
         cohorts: Int,
         logger: Logger
     ) async throws -> [Int] {
+        try await targetCountsAndFCM(publication: publication, environment: environment, cohorts: cohorts, logger: logger).counts
+    }
+
+    /// ``targetCounts(publication:environment:cohorts:logger:)``, and how many of the targets are FCM devices
+    /// (a broadcast with any keeps its start away from the quarter-hour marks, as Firebase asks).
+    public func targetCountsAndFCM(
+        publication: Publication,
+        environment: APNsEnvironment,
+        cohorts: Int,
+        logger: Logger
+    ) async throws -> (counts: [Int], fcm: Int) {
         precondition(Self.cohortCounts.contains(cohorts), "cohort count out of range")
-        return try await counts(of: .targets(of: publication, environment: environment), cohorts: cohorts, logger: logger)
+        return try await countsAndFCM(of: .targets(of: publication, environment: environment), cohorts: cohorts, logger: logger)
     }
 
     /// A wave's audience per cohort, when split into `cohorts`: `cohorts` counts, cohort 0 first. At millions
     /// of devices this reads the whole audience (seconds): callers hold no lock meanwhile.
     public func counts(of audience: WaveAudience, cohorts: Int, logger: Logger) async throws -> [Int] {
+        try await countsAndFCM(of: audience, cohorts: cohorts, logger: logger).counts
+    }
+
+    /// ``counts(of:cohorts:logger:)`` and how many of the audience are FCM devices, in the same read.
+    public func countsAndFCM(of audience: WaveAudience, cohorts: Int, logger: Logger) async throws -> (counts: [Int], fcm: Int) {
         let rows = try await client.query(audience.cohortCountsQuery(cohorts: cohorts), logger: logger)
         var counts = Array(repeating: 0, count: cohorts)
-        for try await (cohort, count) in rows.decode((Int, Int).self) { counts[cohort] = count }
-        return counts
+        var fcm = 0
+        for try await (cohort, count, fcmCount) in rows.decode((Int, Int, Int).self) {
+            counts[cohort] = count
+            fcm += fcmCount
+        }
+        return (counts, fcm)
     }
 
     /// The cohort counts a plan may use: enough to spread any fleet, few enough to list and lease.
