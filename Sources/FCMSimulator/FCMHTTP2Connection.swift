@@ -45,9 +45,12 @@ final class FCMHTTP2Connection: ChannelInboundHandler {
         let sync = channel.pipeline.syncOperations
         let goAwayWriter = FCMGoAwayWriter()
         try sync.addHandler(goAwayWriter)
+        try sync.addHandler(FCMStreamLimitAdvertiser(maxConcurrentStreams: limit))
         var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
         connectionConfiguration.initialSettings = [
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: limit),
+            // NIO would answer a client over the limit with a connection error (GOAWAY PROTOCOL_ERROR, every stream
+            // lost); it is told "unlimited" and the advertiser puts the real limit on the wire, enforced below.
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: FCMStreamLimitAdvertiser.placeholder),
             HTTP2Setting(parameter: .initialWindowSize, value: streamWindow),
             HTTP2Setting(parameter: .maxFrameSize, value: 1 << 14),
         ]
@@ -115,12 +118,7 @@ final class FCMHTTP2Connection: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let error = error as? NIOHTTP2Errors.StreamError, error.baseError is NIOHTTP2Errors.MaxStreamsViolation {
-            // NIO refused a stream beyond the limit the client acknowledged (RST_STREAM REFUSED_STREAM).
-            exceededLimit(context: context)
-        } else if error is NIOHTTP2Errors.MaxStreamsViolation {
-            exceededLimit(context: context)
-        } else if !(error is any NIOHTTP2Error) {
+        if !(error is any NIOHTTP2Error) {
             isClosing = true
             context.close(promise: nil)
         }
@@ -138,9 +136,8 @@ final class FCMHTTP2Connection: ChannelInboundHandler {
         // Streams above our GOAWAY's last stream are never processed: the client must send them again.
         if let last = goAwayLastStreamID, streamID > last { return }
         if streams.count >= acknowledgedLimit {
-            // NIO lets it through when the client's ACK and the stream crossed; the client still broke the limit.
-            exceededLimit(context: context)
-            if limitAction == .goAway { return }
+            exceededLimit(streamID, context: context)
+            return
         }
         var request = FCMSimulatorRequest(body: context.channel.allocator.buffer(capacity: 0))
         for header in headers { request.add(header: header.name, value: header.value) }
@@ -152,11 +149,16 @@ final class FCMHTTP2Connection: ChannelInboundHandler {
         }
     }
 
-    /// A client opened a stream beyond the limit: counted; with ``FCMSimulator/StreamLimitAction/goAway`` the
-    /// connection goes away (last stream = the last one within the limit) once, and drains.
-    private func exceededLimit(context: ChannelHandlerContext) {
+    /// A client opened a stream beyond the limit it acknowledged: counted, never processed; with
+    /// ``FCMSimulator/StreamLimitAction/refuseStream`` reset, with ``FCMSimulator/StreamLimitAction/goAway`` the
+    /// connection goes away (last stream = the last one within the limit) and drains.
+    private func exceededLimit(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         simulator.streamLimitViolated()
-        guard limitAction == .goAway, goAwayLastStreamID == nil else { return }
+        if limitAction == .refuseStream {
+            write(HTTP2Frame(streamID: streamID, payload: .rstStream(.refusedStream)), context: context)
+            return
+        }
+        guard goAwayLastStreamID == nil else { return }
         goAwayLastStreamID = lastOpenedStreamID
         if let written = goAwayWriter?.writeGoAway(lastStreamID: lastOpenedStreamID, errorCode: .refusedStream) {
             lastWrite = written
@@ -283,5 +285,42 @@ final class FCMGoAwayWriter: ChannelOutboundHandler, RemovableChannelHandler {
         frame.writeInteger(UInt32(Int32(lastStreamID)))
         frame.writeInteger(UInt32(errorCode.networkCode))
         return context.writeAndFlush(wrapOutboundOut(frame))
+    }
+}
+
+/// Puts the simulator's SETTINGS_MAX_CONCURRENT_STREAMS into the connection's first SETTINGS frame in place of
+/// ``placeholder``, the value NIOHTTP2Handler was configured with, then steps aside. NIO enforces its own value with
+/// a connection error; this way the client sees the real limit and ``FCMHTTP2Connection`` enforces it as
+/// ``FCMSimulator/StreamLimitAction`` says.
+final class FCMStreamLimitAdvertiser: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    static let placeholder = (1 << 31) - 2
+    private let maxConcurrentStreams: Int
+
+    init(maxConcurrentStreams: Int) {
+        self.maxConcurrentStreams = maxConcurrentStreams
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .byteBuffer(var bytes) = unwrapOutboundIn(data) else {
+            context.write(data, promise: promise)
+            return
+        }
+        let start = bytes.readerIndex
+        // The server's first frame is its SETTINGS: 9-byte header (type 4), then 6-byte entries.
+        if bytes.readableBytes >= 9, bytes.getInteger(at: start + 3, as: UInt8.self) == 4 {
+            let length = Int(bytes.getInteger(at: start, as: UInt16.self)!) << 8 | Int(bytes.getInteger(at: start + 2, as: UInt8.self)!)
+            var entry = start + 9
+            while entry + 6 <= min(start + 9 + length, bytes.writerIndex) {
+                if bytes.getInteger(at: entry, as: UInt16.self) == 3, bytes.getInteger(at: entry + 2, as: UInt32.self) == UInt32(Self.placeholder) {
+                    bytes.setInteger(UInt32(maxConcurrentStreams), at: entry + 2)
+                }
+                entry += 6
+            }
+        }
+        context.write(wrapOutboundOut(.byteBuffer(bytes)), promise: promise)
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 }

@@ -33,6 +33,11 @@ public struct FCMMessageValidator: Sendable {
     public struct Message: Sendable, Equatable {
         public var target: Target
         public var validateOnly: Bool
+
+        public init(target: Target, validateOnly: Bool) {
+            self.target = target
+            self.validateOnly = validateOnly
+        }
     }
 
     public enum Verdict: Sendable, Equatable {

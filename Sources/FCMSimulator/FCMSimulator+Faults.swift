@@ -96,6 +96,13 @@ extension FCMSimulator {
         public var name: String?
         /// The request body of an accepted message, as sent.
         public var body: String?
+
+        public init(at: Date, outcome: String, name: String? = nil, body: String? = nil) {
+            self.at = at
+            self.outcome = outcome
+            self.name = name
+            self.body = body
+        }
     }
 
     /// What the simulator saw since it started (or since ``reset()``).

@@ -1,5 +1,6 @@
 import FCMSimulator
 import Foundation
+import NIOHTTP1
 import Testing
 
 /// The send endpoint over real HTTP/1.1 (as the Python Admin SDK speaks it): answers, error bodies, faults, the
