@@ -141,7 +141,7 @@ public struct FCMMessageValidator: Sendable {
             if let apns = message["apns"] {
                 (apnsPriority, visibleAPS) = try checkAPNs(apns)
             }
-            if case .token(let token) = target, isIOSToken(token), notification == nil, !visibleAPS, apnsPriority ?? "10" != "5" {
+            if case .token(let token) = target, notification == nil, !visibleAPS, apnsPriority ?? "10" != "5", isIOSToken(token) {
                 throw Failure(
                     message:
                         "Invalid value at 'message.apns.headers': a data-only message to an iOS device needs apns-priority 5 (FCM's default is 10, which APNs rejects for background notifications)"

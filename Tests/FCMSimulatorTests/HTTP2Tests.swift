@@ -68,18 +68,23 @@ struct HTTP2Tests {
         }
     }
 
-    @Test("sends over h2c: accepted and refused messages answer as over HTTP/1.1, on one connection")
+    @Test("sends over h2c: accepted and refused messages answer as over HTTP/1.1, on one connection, bodies beyond the stream window too")
     func sendsOverHTTP2() async throws {
         var faults = FCMSimulator.Faults()
         faults.outcomesByTokenPrefix = [("dead-", .quotaExceeded(retryAfter: 12))]
         try await SimulatorFixture.with(faults: faults) { fixture in
             let token = try await fixture.accessToken()
             let responses = try await Self.send(
-                bodies: [Body.dataMessage(), Body.dataMessage(token: "dead-1"), #"{"message":{"token":"\#(Body.androidToken)","bogus":1}}"#],
+                bodies: [
+                    Body.dataMessage(), Body.dataMessage(token: "dead-1"), #"{"message":{"token":"\#(Body.androidToken)","bogus":1}}"#,
+                    // Larger than the 64 KiB stream window: the simulator must open it for the body to arrive.
+                    Body.dataMessage(extra: #","notification":{"body":"\#(String(repeating: "x", count: 100_000))"}"#),
+                ],
                 token: token,
                 port: fixture.simulator.port
             )
-            #expect(responses.map(\.status) == [200, 429, 400])
+            #expect(responses.map(\.status) == [200, 429, 400, 400])
+            #expect(responses[3].body.contains("Message is too big"))
             #expect(responses[0].body.contains("\"name\":\"projects/\(SimulatorFixture.projectID)/messages/"))
             #expect(responses[1].headers.first(name: "retry-after") == "12")
             #expect(responses[2].body.contains(#"Unknown name \"bogus\" at 'message'"#))
