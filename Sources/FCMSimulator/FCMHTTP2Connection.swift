@@ -118,10 +118,11 @@ final class FCMHTTP2Connection: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if !(error is any NIOHTTP2Error) {
-            isClosing = true
-            context.close(promise: nil)
-        }
+        // NIO has reset the stream of a stream error; any other error ended the connection (NIO has sent its
+        // GOAWAY) or is TLS or I/O: close, so that the client sees it at once.
+        if error is NIOHTTP2Errors.StreamError { return }
+        isClosing = true
+        context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
