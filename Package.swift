@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "FCM", targets: ["FCM"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
+        .library(name: "FCMSimulator", targets: ["FCMSimulator"]),
         .library(name: "PaperboyStore", targets: ["PaperboyStore"]),
         .library(name: "PaperboyAPI", targets: ["PaperboyAPI"]),
         .library(name: "PaperboyBroadcast", targets: ["PaperboyBroadcast"]),
@@ -119,6 +120,22 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The FCM simulator: an FCM HTTP v1-compatible server (HTTP/2 with prior knowledge and HTTP/1.1 on one port)
+        // with an OAuth2 token endpoint for service accounts, strict message checks, faults on demand and a ledger.
+        // It speaks HTTP only: no dependency on the FCM client.
+        .target(
+            name: "FCMSimulator",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -227,6 +244,7 @@ let package = Package(
                 "FCM",
                 "PushTransport",
                 "APNsSimulator",
+                "FCMSimulator",
                 "EmbeddedPostgres",
                 "PaperboyStore",
                 "PaperboyAPI",
@@ -331,6 +349,22 @@ let package = Package(
                 "APNsSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FCMSimulatorTests",
+            dependencies: [
+                "FCMSimulator",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),

@@ -19,6 +19,7 @@ struct Paperboy: AsyncParsableCommand {
             DevicesCommand.self,
             PruneCommand.self,
             APNsSimCommand.self,
+            FCMSimCommand.self,
             PushCommand.self,
         ]
     )
