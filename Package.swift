@@ -299,6 +299,7 @@ let package = Package(
         .testTarget(
             name: "FCMTests",
             dependencies: [
+                "FCMSimulator",
                 "PaperboyTesting",
                 "FCM",
                 "PushTransport",

@@ -38,7 +38,8 @@ public struct FCMAuthError: Error, Sendable, Equatable, CustomStringConvertible 
 /// The access token of one service account, shared by every connection and task.
 ///
 /// A token is fetched when the first request needs one and again ``Configuration/renewBefore`` (5 minutes)
-/// before it expires, so that a steady sender fetches once an hour; many tasks asking at once share one
+/// before it expires (half-way through a token that lives less than twice that), so that a steady sender
+/// fetches once an hour; many tasks asking at once share one
 /// fetch. A token FCM refused (401, e.g. revoked) is dropped and the next request fetches a new one. When a
 /// renewal fails while the old token is still valid, the old token is used and the next request tries again.
 ///
@@ -56,6 +57,8 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
     private struct Cached {
         var token: String
         var expiresAt: C.Instant
+        /// ``Configuration/renewBefore`` before expiry, or half-way for tokens shorter-lived than twice that.
+        var renewAt: C.Instant
     }
 
     private let assertion: FCMAssertion
@@ -93,7 +96,7 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
 
     public func current() async throws(FCMAuthError) -> String {
         let now = clock.now
-        if let cached, now < cached.expiresAt.advanced(by: .zero - configuration.renewBefore) {
+        if let cached, now < cached.renewAt {
             return cached.token
         }
         let task = inFlight ?? startFetch()
@@ -112,6 +115,7 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
 
     private func startFetch() -> Task<Cached, any Error> {
         fetches += 1
+        let renewBefore = configuration.renewBefore
         let task = Task { [assertion, wallTime, fetch, clock] () throws -> Cached in
             let signed: String
             do {
@@ -122,7 +126,11 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
             let requested = clock.now
             let token = try await fetch(signed)
             // The lifetime counts from the request, not the answer: never later than the server's clock.
-            return Cached(token: token.value, expiresAt: requested.advanced(by: token.lifetime))
+            return Cached(
+                token: token.value,
+                expiresAt: requested.advanced(by: token.lifetime),
+                renewAt: requested.advanced(by: max(token.lifetime - renewBefore, token.lifetime / 2))
+            )
         }
         inFlight = task
         Task { await self.finish(task) }

@@ -84,6 +84,21 @@ struct FCMAccessTokensTests {
         #expect(endpoint.fetches == 2 + 26, "24 h at one renewal per ~55 min")
     }
 
+    @Test("a token that lives less than twice the renewal margin is renewed half-way, not on every call")
+    func shortLivedTokens() async throws {
+        let endpoint = Endpoint(lifetime: .seconds(60))
+        let clock = ManualClock()
+        let tokens = Self.tokens(endpoint, clock: clock)
+        for _ in 0..<29 {
+            _ = try await tokens.current()
+            clock.advance(by: .seconds(1))
+        }
+        #expect(endpoint.fetches == 1)
+        clock.advance(by: .seconds(1))
+        _ = try await tokens.current()
+        #expect(endpoint.fetches == 2)
+    }
+
     @Test("a thousand concurrent callers share one fetch")
     func oneFetchUnderConcurrency() async throws {
         let endpoint = Endpoint()
