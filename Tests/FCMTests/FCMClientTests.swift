@@ -184,7 +184,8 @@ struct FCMClientTests {
     func keepsToQuota() async throws {
         var faults = FCMSimulator.Faults()
         faults.quotaPerMinute = 6000
-        try await Self.withSimulator(faults: faults, configure: { $0.quotaPerMinute = 6000 }) { simulator, client, _, _ in
+        let configure: (inout FCMClient.Configuration) -> Void = { $0.quotaPerMinute = 6000 }
+        try await Self.withSimulator(faults: faults, configure: configure) { simulator, client, _, _ in
             let started = ContinuousClock.now
             let tokens = (0..<150).map { Self.token($0) }
             let results = await Self.sendAll(client, tokens: tokens, concurrency: 2)
