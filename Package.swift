@@ -391,6 +391,8 @@ let package = Package(
         .testTarget(
             name: "PaperboyBroadcastTests",
             dependencies: [
+                "FCMSimulator",
+                "PushTransport",
                 "FCM",
                 "PaperboyBroadcast",
                 "PaperboyCore",

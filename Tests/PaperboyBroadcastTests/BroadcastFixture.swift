@@ -152,13 +152,14 @@ struct BroadcastFixture {
         return try await EditionRepository(client: db.client).publish(manifest, appID: app.id, now: now ?? clock.now, logger: logger)
     }
 
-    func dispatcher(owner: String = "test-worker", lookahead: Duration? = nil) -> Dispatcher {
+    func dispatcher(owner: String = "test-worker", lookahead: Duration? = nil, fcm: FCMChannels? = nil) -> Dispatcher {
         var configuration = Dispatcher.Configuration(owner: owner)
         if let lookahead { configuration.lookahead = lookahead }
         return Dispatcher(
             repository: repository,
             editions: EditionRepository(client: db.client),
             channels: channels,
+            fcmChannels: fcm,
             configuration: configuration,
             clock: clock.broadcastClock,
             logger: logger
