@@ -185,9 +185,25 @@ struct FaultRig {
         return lines.joined(separator: "\n")
     }
 
-    /// Starts `paperboy worker` against this rig's database and `endpoint`, its output in a temporary file.
-    func worker(_ name: String, endpoint: String) throws -> WorkerProcess {
-        try WorkerProcess(name: name, databaseURL: databaseURL, endpoint: endpoint)
+    /// Starts `paperboy worker` against this rig's database and `endpoint` (and `fcmEndpoint` for FCM), its
+    /// output in a temporary file.
+    func worker(_ name: String, endpoint: String, fcmEndpoint: String? = nil) throws -> WorkerProcess {
+        try WorkerProcess(name: name, databaseURL: databaseURL, endpoint: endpoint, fcmEndpoint: fcmEndpoint)
+    }
+
+    /// Inserts `count` Android devices registered with FCM, subscribed to `morning`.
+    func seedFCM(_ count: Int) async throws -> [FCMToken] {
+        let tokens = try (0..<count).map { try FCMToken("fault\($0)x:APA91b" + String(repeating: "ZmF1bHQ-_", count: 16)) }
+        let publication = try #require(try await PublicationRepository(client: client).find(appID: app.id, slug: "morning", logger: logger))
+        try await client.query(
+            """
+            INSERT INTO devices (app_id, environment, provider, platform, cohort_key, auto_download, alerts_authorized, tier, token, subscriptions, time_zone)
+            SELECT \(app.id), 0, 1, 1, u.key, true, false, 2, u.token, ARRAY[\(publication.id)]::integer[], 'Asia/Tokyo'
+            FROM unnest(\(tokens.map { Int($0.storedCohortKey) })::integer[], \(tokens.map { ByteBuffer(bytes: $0.bytes) })::bytea[]) AS u(key, token)
+            """,
+            logger: logger
+        )
+        return tokens
     }
 }
 
@@ -198,15 +214,16 @@ final class WorkerProcess: @unchecked Sendable {
     let process = Process()
     let log: URL
 
-    init(name: String, databaseURL: String, endpoint: String) throws {
+    init(name: String, databaseURL: String, endpoint: String, fcmEndpoint: String? = nil) throws {
         self.name = name
         log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(name)-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let output = try FileHandle(forWritingTo: log)
         process.executableURL = FaultRig.binary
-        process.arguments = [
-            "worker", "--apns-endpoint", endpoint, "--worker-name", name, "--lease", FaultRig.lease, "--max-batch", "\(FaultRig.maxBatch)",
-        ]
+        process.arguments =
+            [
+                "worker", "--apns-endpoint", endpoint, "--worker-name", name, "--lease", FaultRig.lease, "--max-batch", "\(FaultRig.maxBatch)",
+            ] + (fcmEndpoint.map { ["--fcm-endpoint", $0] } ?? [])
         var environment = ProcessInfo.processInfo.environment
         environment["DATABASE_URL"] = databaseURL
         environment["LOG_LEVEL"] = ProcessInfo.processInfo.environment["FAULT_TEST_LOG_LEVEL"] ?? "info"

@@ -1,0 +1,98 @@
+import APNsSimulator
+import FCMSimulator
+import Foundation
+import PaperboyCore
+import PaperboyStore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Faults with a mixed fleet: real `paperboy worker` processes sending APNs devices through the APNs simulator and
+/// Android devices through the FCM simulator (each its own in-process server, as the workers see two providers).
+extension FaultTests {
+    /// The same takeover as with APNs alone: the killed worker's batches, APNs and FCM devices alike, are sent
+    /// again by the survivor in the wave's next free slots, within the same bound of duplicates.
+    @Test(
+        "a mixed fleet (APNs and FCM), two workers, one killed with SIGKILL: every device reached through its provider, duplicates only from the killed worker's batches, the plan's rate held across both providers",
+        .timeLimit(.minutes(2))
+    )
+    func killedWorkerWithAMixedFleet() async throws {
+        let apnsDevices = 2000
+        let fcmDevices = 1000
+        let window = 20.0
+        try await FaultRig.with { rig in
+            try await Self.withSimulator { apns in
+                var configuration = FCMSimulator.Configuration()
+                configuration.eventLoopThreads = 1
+                let fcm = try FCMSimulator(configuration: configuration)
+                _ = try await fcm.start()
+                let accountFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(UUID().uuidString).json").path
+                defer { try? FileManager.default.removeItem(atPath: accountFile) }
+                do {
+                    try fcm.makeServiceAccount(projectID: "paperboy-fault").write(to: accountFile)
+                    _ = try await AppRepository(client: rig.client).setFCM(
+                        appID: rig.app.id,
+                        try FCMCredentials(serviceAccount: accountFile, projectID: "paperboy-fault"),
+                        logger: rig.logger
+                    )
+                    let apnsTokens = try await rig.seed(apnsDevices)
+                    let fcmTokens = try await rig.seedFCM(fcmDevices)
+                    let id = try await rig.startBroadcast(window: window, cohorts: 4)
+                    let first = try rig.worker("mixed-kill-first", endpoint: apns.url, fcmEndpoint: fcm.url)
+                    defer { first.stop() }
+                    let second = try rig.worker("mixed-kill-second", endpoint: apns.url, fcmEndpoint: fcm.url)
+                    defer { second.stop() }
+                    let total = apnsDevices + fcmDevices
+                    try await WorkerProcessTests.waitUntil(seconds: 40) { apns.stats().accepted + fcm.stats().accepted >= total / 3 }
+                    kill(first.pid, SIGKILL)
+                    first.process.waitUntilExit()
+                    let progress = try await rig.waitForCompletion(id, seconds: 60)
+                    let exit = await second.terminate(within: 30)
+                    #expect(exit != nil && second.process.terminationStatus == 0)
+
+                    // Every device reached through its provider; a device twice only where its batch was leased twice.
+                    let leases = try await rig.leasesByToken(id)
+                    let apnsCounts = apns.acceptedCounts()
+                    let (apnsDuplicated, _) = Self.expectSends(tokens: apnsTokens, counts: apnsCounts, leases: leases)
+                    let fcmLeases = Dictionary(uniqueKeysWithValues: fcmTokens.map { ($0.text, leases[Self.hex($0.bytes)] ?? 1) })
+                    let fcmCounts = Dictionary(uniqueKeysWithValues: fcmTokens.map { ($0.text, fcm.acceptedCount(for: $0.text)) })
+                    let missing = fcmTokens.filter { fcmCounts[$0.text, default: 0] == 0 }
+                    #expect(missing.isEmpty, "\(missing.count) FCM devices never accepted")
+                    let unexplained = fcmTokens.filter { fcmCounts[$0.text, default: 0] > max(1, fcmLeases[$0.text, default: 1]) }
+                    #expect(unexplained.isEmpty, "\(unexplained.count) FCM devices accepted more often than their batch was leased")
+                    let fcmDuplicated = fcmCounts.values.filter { $0 > 1 }.count
+                    #expect(apnsDuplicated + fcmDuplicated <= Self.boundOfDuplicates)
+                    #expect(progress.waves[0].counts.byProvider["fcm"]?.sent ?? 0 >= fcmDevices)
+                    #expect(progress.waves[0].counts.byProvider["apns"]?.sent ?? 0 >= apnsDevices)
+
+                    // The content API sees one plan: both providers' sends together, per wall-clock second.
+                    var perSecond: [Int: Int] = [:]
+                    for stats in [(apns.stats().startedAt, apns.stats().acceptsPerSecond), (fcm.stats().startedAt, fcm.stats().acceptsPerSecond)] {
+                        let origin = Int(stats.0.timeIntervalSince1970)
+                        for (offset, count) in stats.1.enumerated() { perSecond[origin + offset, default: 0] += count }
+                    }
+                    let busiest = perSecond.values.max() ?? 0
+                    let rate = Double(total) / window
+                    print(
+                        "[fault] mixed SIGKILL: \(apnsDuplicated) APNs and \(fcmDuplicated) FCM devices sent twice; busiest second \(busiest) at \(rate)/s; per second \(perSecond.sorted { $0.key < $1.key }.map(\.value))"
+                    )
+                    // Two simulators' whole-second buckets: two devices of slack.
+                    #expect(
+                        Double(busiest) <= rate * 1.10 + 2,
+                        "the busiest second had \(busiest) pushes across both providers; the plan's rate is \(rate)/s"
+                    )
+                } catch {
+                    try? await fcm.shutdown()
+                    throw error
+                }
+                try await fcm.shutdown()
+            }
+        }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { String(format: "%02x", $0) }.joined()
+    }
+}
