@@ -245,24 +245,8 @@ public final class FCMClient: Sendable {
             for _ in unauthenticated { metrics.retried(.unauthenticated) }
         }
         guard !retries.isEmpty else { return results }
-        let waves = PushRetryWave.waves(retries, resolution: Self.retryResolution)
-        let retried = await withTaskGroup(of: [(Int, FCMResult)].self) { group in
-            for wave in waves {
-                group.addTask {
-                    if wave.delay > .zero {
-                        do {
-                            try await Task.sleep(for: wave.delay)
-                        } catch {
-                            // Cancelled: the last results stand.
-                            return []
-                        }
-                    }
-                    return await self.send(deliveries, wave.positions, attempt: attempt + 1, refreshedToken: refreshed, start: start)
-                }
-            }
-            var all: [(Int, FCMResult)] = []
-            for await wave in group { all.append(contentsOf: wave) }
-            return all
+        let retried = await PushRetryWave.send(retries, resolution: Self.retryResolution) { positions in
+            await self.send(deliveries, positions, attempt: attempt + 1, refreshedToken: refreshed, start: start)
         }
         return results + retried
     }

@@ -525,17 +525,7 @@ public final class Dispatcher: Service {
                 if let channel = senders.apns, !deliveries.isEmpty {
                     group.addTask {
                         let results = await channel.client.send(deliveries.map(\.delivery))
-                        return zip(deliveries, results).map { pair in
-                            (
-                                pair.0.position,
-                                BatchOutcome(
-                                    deviceID: targets[pair.0.position].deviceID,
-                                    sentAt: sentAt,
-                                    result: SendRules.result(of: pair.1.outcome),
-                                    provider: .apns
-                                )
-                            )
-                        }
+                        return Self.outcomes(deliveries.map(\.position), results.map { SendRules.result(of: $0.outcome) }, .apns, targets, sentAt)
                     }
                 }
                 if let channel = senders.fcm, !messages.isEmpty {
@@ -548,17 +538,7 @@ public final class Dispatcher: Service {
                                 "FCM cannot reach this app's iOS devices: Firebase holds no valid APNs credentials for it (THIRD_PARTY_AUTH_ERROR); upload the APNs key in the Firebase console"
                             )
                         }
-                        return zip(messages, results).map { pair in
-                            (
-                                pair.0.position,
-                                BatchOutcome(
-                                    deviceID: targets[pair.0.position].deviceID,
-                                    sentAt: sentAt,
-                                    result: SendRules.result(of: pair.1.outcome),
-                                    provider: .fcm
-                                )
-                            )
-                        }
+                        return Self.outcomes(messages.map(\.position), results.map { SendRules.result(of: $0.outcome) }, .fcm, targets, sentAt)
                     }
                 }
             }
@@ -571,6 +551,19 @@ public final class Dispatcher: Service {
                 }
             }
             return (outcomes, notSent.sorted(), stopped)
+        }
+    }
+
+    /// What the provider's answers mean for the targets at `positions` (indices into `targets`).
+    private static func outcomes(
+        _ positions: [Int],
+        _ results: [BatchOutcome.Result],
+        _ provider: PushProvider,
+        _ targets: [BatchTarget],
+        _ sentAt: Date
+    ) -> [(position: Int, outcome: BatchOutcome)] {
+        zip(positions, results).map { position, result in
+            (position, BatchOutcome(deviceID: targets[position].deviceID, sentAt: sentAt, result: result, provider: provider))
         }
     }
 

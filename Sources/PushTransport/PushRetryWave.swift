@@ -31,4 +31,32 @@ public struct PushRetryWave: Equatable, Sendable {
         for index in waves.indices { waves[index].positions.sort() }
         return waves
     }
+
+    /// Sends the retries of one batch wave by wave: each wave after its delay, all waves at once, `send` given
+    /// the wave's positions.
+    ///
+    /// - Returns: every result `send` returned; a wave cancelled while it waits returns none (the last results stand).
+    public static func send<Result: Sendable>(
+        _ retries: [(position: Int, delay: Duration)],
+        resolution: Duration,
+        _ send: @escaping @Sendable (_ positions: [Int]) async -> [(Int, Result)]
+    ) async -> [(Int, Result)] {
+        await withTaskGroup(of: [(Int, Result)].self) { group in
+            for wave in waves(retries, resolution: resolution) {
+                group.addTask {
+                    if wave.delay > .zero {
+                        do {
+                            try await Task.sleep(for: wave.delay)
+                        } catch {
+                            return []
+                        }
+                    }
+                    return await send(wave.positions)
+                }
+            }
+            var all: [(Int, Result)] = []
+            for await wave in group { all.append(contentsOf: wave) }
+            return all
+        }
+    }
 }

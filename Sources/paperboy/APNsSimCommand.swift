@@ -247,30 +247,16 @@ private struct APNsSimulatorService: Service {
     func run() async throws {
         try await simulator.start()
         FileHandle.standardOutput.write(Data("apns-sim listening on \(simulator.url)\n".utf8))
-        if showProgress {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await reportProgress() }
-                try? await gracefulShutdown()
-                group.cancelAll()
-            }
-        } else {
-            try? await gracefulShutdown()
-        }
+        let simulator = self.simulator
+        await waitForShutdown(stats: { simulator.stats() }, progress: showProgress ? Self.progressLine : nil)
         try await simulator.shutdown()
     }
 
-    private func reportProgress() async {
-        var last = simulator.stats()
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(1))
-            let stats = simulator.stats()
-            let rejected = stats.rejected.values.reduce(0, +)
-            let lastRejected = last.rejected.values.reduce(0, +)
-            let line =
-                "accepted \(stats.accepted) (+\(stats.accepted - last.accepted)/s)  rejected \(rejected) (+\(rejected - lastRejected)/s)"
-                + "  connections \(stats.connectionsOpened)  peak streams \(stats.peakConcurrentStreams)\n"
-            FileHandle.standardError.write(Data(line.utf8))
-            last = stats
-        }
+    /// Accepted and rejected so far and in the last second, and what else shows the load.
+    private static func progressLine(_ now: APNsSimulator.Stats, _ last: APNsSimulator.Stats) -> String {
+        let rejected = now.rejected.values.reduce(0, +)
+        let lastRejected = last.rejected.values.reduce(0, +)
+        return "accepted \(now.accepted) (+\(now.accepted - last.accepted)/s)  rejected \(rejected) (+\(rejected - lastRejected)/s)"
+            + "  connections \(now.connectionsOpened)  peak streams \(now.peakConcurrentStreams)"
     }
 }

@@ -191,7 +191,7 @@ struct PushCommand: AsyncParsableCommand {
 }
 
 /// One line of `push --json`.
-struct PushLine: Encodable {
+struct PushLine: JSONLine {
     var token: String
     var outcome: String
     var apnsId: String?
@@ -221,12 +221,6 @@ struct PushLine: Encodable {
             self.message = error.message
         }
     }
-
-    var jsonText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
-    }
 }
 
 /// The platform of an app instance registered through FCM.
@@ -237,7 +231,7 @@ enum FCMPlatform: String, ExpressibleByArgument, CaseIterable {
 extension FCMMessage.AndroidPriority: ExpressibleByArgument {}
 
 /// One line of `push --provider fcm --json`.
-struct FCMPushLine: Encodable {
+struct FCMPushLine: JSONLine {
     var token: String
     var outcome: String
     var name: String?
@@ -267,7 +261,12 @@ struct FCMPushLine: Encodable {
             self.message = error.message
         }
     }
+}
 
+/// One line of `--json` output: the value's JSON, keys sorted.
+protocol JSONLine: Encodable {}
+
+extension JSONLine {
     var jsonText: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
