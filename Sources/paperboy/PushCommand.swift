@@ -3,6 +3,7 @@ import ArgumentParser
 import FCM
 import Foundation
 import Logging
+import PaperboyCore
 import PushTransport
 
 /// `paperboy push`: one background notification (APNs) or data message (FCM) to each token, each outcome
@@ -64,8 +65,8 @@ struct PushCommand: AsyncParsableCommand {
     func validate() throws {
         guard !tokens.isEmpty else { throw ValidationError("give at least one device token") }
         guard provider == .apns else {
-            for token in tokens where token.isEmpty || !token.utf8.allSatisfy(Self.isFCMTokenByte) {
-                throw ValidationError("token '\(token)' is not an FCM registration token (letters, digits, '-', '_', ':')")
+            for token in tokens {
+                do { _ = try FCMToken(token) } catch { throw ValidationError("token '\(token)': \(error)") }
             }
             guard expiresIn >= 0 else { throw ValidationError("--expires-in: must not be negative") }
             guard waitSeconds > 0 else { throw ValidationError("--wait: must be positive") }
@@ -78,14 +79,6 @@ struct PushCommand: AsyncParsableCommand {
         }
         guard expiresIn >= 0 else { throw ValidationError("--expires-in: must not be negative") }
         guard waitSeconds > 0 else { throw ValidationError("--wait: must be positive") }
-    }
-
-    static func isFCMTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        case UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"): true
-        default: false
-        }
     }
 
     func run() async throws {
