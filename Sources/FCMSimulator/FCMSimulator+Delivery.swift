@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 extension FCMSimulator {
     /// A message the simulator accepted for a registration token, as a device would receive it: what
@@ -42,7 +43,7 @@ extension FCMSimulator {
 
         /// The fields of an accepted message's body the hook passes on; nil when the body is not a token
         /// message (topics and conditions reach no single device).
-        init?(body: some Collection<UInt8>, acceptedAt: Date) {
+        init?(body: ByteBufferView, acceptedAt: Date) {
             struct Body: Decodable {
                 struct Message: Decodable {
                     struct AndroidBlock: Decodable {

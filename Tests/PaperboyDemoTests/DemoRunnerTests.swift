@@ -15,6 +15,7 @@ struct DemoRunnerTests {
         try await TestDatabase.with { db in
             var configuration = DemoConfiguration()
             configuration.devices = 400
+            configuration.androidShare = 0
             configuration.seed = 7
             configuration.strategies = [.blast, .waves]
             configuration.window = 10 * 60

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 
 extension DemoRunner {
     /// Registers Android devices as the app would: `PUT /v1/devices/{token}` with provider fcm and platform
