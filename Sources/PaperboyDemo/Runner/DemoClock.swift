@@ -53,12 +53,17 @@ final class DemoClock: Sendable {
         }
     }
 
-    /// Returns at the demo instant `until`. Long waits wake every wall-clock second to notice a speed-up.
+    /// Returns at the demo instant `until`. Long waits wake every ``recheck`` to notice a speed-up: often
+    /// enough that a speed-up takes effect within seconds, rarely enough that tens of thousands of waiting
+    /// devices do not keep the CPU busy.
     func sleep(until: Date) async throws {
         while true {
             let seconds = until.timeIntervalSince(now()) / factor
             guard seconds > 0 else { return }
-            try await Task.sleep(for: .seconds(min(seconds, 1)))
+            try await Task.sleep(for: .seconds(min(seconds, Self.recheck)))
         }
     }
+
+    /// The longest wall-clock sleep before a waiting device looks at the factor again, in seconds.
+    static let recheck: TimeInterval = 5
 }
