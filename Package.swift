@@ -200,6 +200,9 @@ let package = Package(
                 "PaperboyAPI",
                 "APNs",
                 "APNsSimulator",
+                "FCM",
+                "FCMSimulator",
+                "PushTransport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -409,7 +412,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyDemoTests",
-            dependencies: ["PaperboyDemo", "PaperboyCore", "PaperboyTesting"],
+            dependencies: ["PaperboyDemo", "PaperboyCore", "PaperboyTesting", "FCMSimulator"],
             swiftSettings: swiftSettings
         ),
         // `docker/` checked without a Docker engine: the files parse, and the commands and flags they use exist.

@@ -30,6 +30,10 @@ public final class FCMSimulator: Sendable {
         public var eventLoopThreads: Int = System.coreCount
         /// The wall clock for token lifetimes, assertion times, quotas and the ledger; tests inject their own.
         public var now: @Sendable () -> Date = { Date() }
+        /// Called for every message accepted for a registration token (not for `validate_only` requests,
+        /// topics or conditions), after its answer is decided and before it goes out, like the APNs
+        /// simulator's `onAccept`: simulated devices act on it. Keep it quick: it runs on an event loop.
+        public var onAccept: (@Sendable (Delivery) -> Void)?
 
         public init(serviceAccounts: [FCMSimulator.ServiceAccount] = [], faults: Faults = .init(), host: String = "127.0.0.1", port: Int = 0) {
             self.serviceAccounts = serviceAccounts
@@ -178,7 +182,7 @@ public final class FCMSimulator: Sendable {
                 verdict = validator.validate(body: request.body.readableBytesView)
             }
             let now = configuration.now()
-            return state.withLock { state in
+            let response = state.withLock { state in
                 state.send(
                     projectID: projectID,
                     authorization: request.authorization,
@@ -187,6 +191,12 @@ public final class FCMSimulator: Sendable {
                     now: now
                 )
             }
+            if response.status == 200, let onAccept = configuration.onAccept, case .valid(let message) = verdict, !message.validateOnly,
+                case .token = message.target, let delivery = Delivery(body: request.body.readableBytesView, acceptedAt: now)
+            {
+                onAccept(delivery)
+            }
+            return response
         }
         if path == "/token" {
             guard request.method == "POST" else { return .oauthError("invalid_request", "Use POST.", status: 405) }

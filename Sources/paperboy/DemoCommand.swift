@@ -2,6 +2,7 @@ import ArgumentParser
 import EmbeddedPostgres
 import Foundation
 import Logging
+import PaperboyCore
 import PaperboyDemo
 import PaperboyStore
 import Synchronization
@@ -13,12 +14,14 @@ import Glibc
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Deliver a morning edition to a simulated fleet three ways, and compare: blast, staggered, staggered with waves.",
+        abstract:
+            "Deliver a morning edition to a simulated iOS and Android fleet three ways, and compare: blast, staggered, staggered with waves.",
         discussion: """
             Needs no set-up: without a database configured it starts a private PostgreSQL that it removes
-            afterwards. Everything is real except the devices and APNs: Paperboy's dispatcher sends through its
-            APNs client to the APNs simulator, and the simulated devices fetch the edition from Paperboy's HTTP
-            API and post receipts. Time is compressed (the factor is printed); every figure is computed from what
+            afterwards. Everything is real except the devices, APNs and FCM: Paperboy's dispatcher sends through its
+            APNs and FCM clients to the APNs and FCM simulators, and the simulated devices fetch the edition from
+            Paperboy's HTTP API and post receipts. Android devices (--android-share) register through the API with
+            FCM; whether Doze holds their messages follows a stated model whose parameters are assumptions. Time is compressed (the factor is printed); every figure is computed from what
             the simulator, the API and the receipts table recorded. With --json, progress still goes to standard
             error.
             """
@@ -26,8 +29,19 @@ struct DemoCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "Simulated devices (per strategy). Time is compressed more slowly for fleets over 20,000, so they take longer.")
+    @Option(help: "Simulated iOS devices (per strategy). Time is compressed more slowly for fleets over 20,000, so they take longer.")
     var devices = 20_000
+
+    @Option(
+        help: ArgumentHelp(
+            "Android devices' share of the whole fleet, 0 to 0.9, added on top of the iOS devices so that the iOS figures stay comparable (default 0.2: 5,000 Android devices beside 20,000 iOS ones).",
+            valueName: "share"
+        )
+    )
+    var androidShare = 0.2
+
+    @Option(help: ArgumentHelp("android.priority of the broadcasts: normal (waits for Doze's maintenance windows) or high.", valueName: "priority"))
+    var androidPriority: BroadcastOptions.AndroidPriority = .normal
 
     @Option(help: "Seeds the fleet and every draw of the device model: the same seed, the same run.")
     var seed: UInt64 = 1
@@ -52,6 +66,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (100...1_000_000).contains(devices) else { throw ValidationError("--devices: between 100 and 1000000, got \(devices)") }
+        guard (0...0.9).contains(androidShare) else { throw ValidationError("--android-share: between 0 and 0.9, got \(androidShare)") }
         _ = try chosenStrategies()
     }
 
@@ -62,6 +77,8 @@ struct DemoCommand: AsyncParsableCommand {
         configuration.devices = devices
         configuration.seed = seed
         configuration.strategies = try chosenStrategies()
+        configuration.androidShare = androidShare
+        configuration.androidPriority = androidPriority
         if let fleet { configuration.fleet = try fleetParameters(fleet) }
         // Keep the wall-clock load of a bigger fleet where 20,000 devices put it: compress time less.
         let scale = min(1, 20_000 / Double(devices))
@@ -90,11 +107,12 @@ struct DemoCommand: AsyncParsableCommand {
         display.finish()
 
         let model = FleetModel(seed: seed, parameters: configuration.fleet)
-        let reachable = (0..<devices).filter { model.isReachable($0) }.count
+        // Every Android device is reachable (the model has no force-stopped apps).
+        let reachable = (0..<devices).filter { model.isReachable($0) }.count + configuration.androidDevices
         let results = recordings.map { StrategyResult($0, reachable: reachable) }
         let demoReport = DemoReport(
             results: results,
-            devices: devices,
+            devices: devices + configuration.androidDevices,
             seed: seed,
             timeCompression: configuration.timeCompression,
             parameters: configuration.fleet,

@@ -1,7 +1,9 @@
+import FCMSimulator
 import Foundation
 import PaperboyCore
 import PaperboyDemo
 import PaperboyTesting
+import Synchronization
 import Testing
 
 /// The demo end to end on a small fleet with time compressed hard: real PostgreSQL, dispatcher, APNs
@@ -13,6 +15,7 @@ struct DemoRunnerTests {
         try await TestDatabase.with { db in
             var configuration = DemoConfiguration()
             configuration.devices = 400
+            configuration.androidShare = 0
             configuration.seed = 7
             configuration.strategies = [.blast, .waves]
             configuration.window = 10 * 60
@@ -48,6 +51,60 @@ struct DemoRunnerTests {
             #expect(waves.held >= blast.held)
             #expect(blast.held > 0)
             #expect(waves.pushesPerDevice > 1 && waves.pushesPerDevice <= 3)
+        }
+    }
+
+    @Test("Android devices registered through the API get their messages through the FCM simulator and post receipts")
+    func androidThroughFCM() async throws {
+        try await TestDatabase.with { db in
+            var configuration = DemoConfiguration()
+            configuration.devices = 200
+            configuration.androidShare = 0.5
+            configuration.seed = 3
+            configuration.strategies = [.blast]
+            configuration.timeCompression = [.blast: 30]
+            configuration.tailCompression = 2000
+            let accepted = Mutex<[String: [String]]>([:])
+            let androidTokens = (0..<configuration.androidDevices).map { DemoRunner.androidToken(index: $0, seed: 3) }
+            configuration.inspectFCMSimulator = { simulator in
+                accepted.withLock { counts in
+                    for token in androidTokens { counts[token] = simulator.ledger(for: token).filter { $0.outcome == "accepted" }.compactMap(\.body) }
+                }
+            }
+            let runner = DemoRunner(configuration: configuration, logger: db.logger)
+            let recordings = try await runner.run(database: db.configuration) { _ in }
+            let recording = try #require(recordings.first)
+            #expect(configuration.androidDevices == 200)
+            #expect(recording.devices == 400 && recording.androidDevices == 200)
+
+            // Counted at the FCM simulator: every Android device got exactly one message, data-only at normal
+            // priority with the publication as collapse key.
+            let ledger = accepted.withLock { $0 }
+            #expect(ledger.count == 200)
+            #expect(ledger.values.allSatisfy { $0.count == 1 })
+            let body = try #require(ledger.values.first?.first)
+            #expect(body.contains(#""priority":"normal""#) || body.contains(#""priority":"NORMAL""#))
+            #expect(body.contains(#""collapse_key":"morning""#))
+            #expect(!body.contains("notification"))
+
+            // The fleet saw the same: 200 Android pushes, on devices 200..<400; the iOS devices got theirs by APNs.
+            let androidPushes = recording.pushes.filter { $0.pushType == "android" }
+            #expect(androidPushes.count == 200)
+            #expect(androidPushes.allSatisfy { recording.isAndroid($0.device) })
+            #expect(recording.pushes.filter { !recording.isAndroid($0.device) }.count == 200)
+
+            // Awake Android devices downloaded and posted receipts over HTTP; dozing ones waited for a window.
+            let result = StrategyResult(recording, reachable: 400)
+            let android = try #require(result.platform(.android))
+            #expect(android.held > 0)
+            let model = FleetModel(seed: 3, parameters: configuration.fleet)
+            let awake = (200..<400).filter { !model.androidDevice($0).isDozing }.count
+            #expect(android.held >= awake * 8 / 10)
+            let firstPush = Dictionary(recording.pushes.map { ($0.device, $0.at) }, uniquingKeysWith: min)
+            for receipt in recording.receipts where recording.isAndroid(receipt.device) {
+                let pushed = try #require(firstPush[receipt.device])
+                #expect(pushed <= receipt.at)
+            }
         }
     }
 }

@@ -26,7 +26,7 @@ public struct DemoRecording: Sendable, Codable, Equatable {
     public struct Push: Sendable, Codable, Equatable {
         public var device: Int
         public var at: TimeInterval
-        /// `background` or `alert`.
+        /// `background` or `alert` (APNs), `android` (an FCM data message to an Android device).
         public var pushType: String
 
         public init(device: Int, at: TimeInterval, pushType: String) {
@@ -65,7 +65,10 @@ public struct DemoRecording: Sendable, Codable, Equatable {
     }
 
     public var strategy: DemoStrategy
+    /// Devices in the fleet, iOS and Android.
     public var devices: Int
+    /// Android devices among them: the last ones (indices `devices - androidDevices ..< devices`).
+    public var androidDevices: Int
     /// Seconds from the broadcast's start to the edition's deadline.
     public var deadline: TimeInterval
     /// The window the staggered strategies spread wave 1 over, in seconds.
@@ -73,7 +76,10 @@ public struct DemoRecording: Sendable, Codable, Equatable {
     public var pushes: [Push]
     public var requests: [Request]
     public var receipts: [Receipt]
-    /// APNs rejections by reason, from the broadcast's progress.
+    /// Whether device `index` is an Android device.
+    public func isAndroid(_ index: Int) -> Bool { index >= devices - androidDevices }
+
+    /// Rejections by reason (APNs reasons and FCM error codes), from the broadcast's progress.
     public var rejections: [String: Int]
     /// Wall-clock seconds the run took.
     public var wallSeconds: Double
@@ -87,10 +93,12 @@ public struct DemoRecording: Sendable, Codable, Equatable {
         requests: [Request],
         receipts: [Receipt],
         rejections: [String: Int],
-        wallSeconds: Double
+        wallSeconds: Double,
+        androidDevices: Int = 0
     ) {
         self.strategy = strategy
         self.devices = devices
+        self.androidDevices = androidDevices
         self.deadline = deadline
         self.window = window
         self.pushes = pushes

@@ -57,6 +57,29 @@ public struct FleetParameters: Sendable, Codable, Equatable {
     /// The longest an alert waits for its tap, in seconds. Default 1200 (20 minutes).
     public var alertMaxDelay: TimeInterval
 
+    // Android (assumptions: Android's own documentation describes Doze's mechanism, not its numbers in a
+    // real fleet at 05:00; these are picked to be plausible and are printed as assumptions).
+
+    /// Share of unplugged Android devices in Doze at the morning's start (screen off, still for hours). A
+    /// charging device never dozes. Default 0.8.
+    public var androidDozeShare: Double
+    /// Share of dozing devices in deep Doze (the rest are in light Doze). Default 0.6.
+    public var androidDeepDozeShare: Double
+    /// Light Doze: maintenance windows this far apart, in seconds (AOSP: 5 minutes growing to 15). Default 900.
+    public var androidLightDozeInterval: TimeInterval
+    /// Deep Doze: the shortest interval between maintenance windows, in seconds (AOSP: 1 hour). Default 3600.
+    public var androidDeepDozeMinInterval: TimeInterval
+    /// Deep Doze: the longest interval (AOSP: doubling up to 6 hours); a device's interval is drawn
+    /// log-uniformly between the two, as devices have dozed for different lengths of time. Default 21600.
+    public var androidDeepDozeMaxInterval: TimeInterval
+    /// Median delay from a data message's delivery to the app's WorkManager job starting (network constraint
+    /// met), in seconds. Default 10.
+    public var androidJobMedianDelay: TimeInterval
+    /// The spread of that delay: the σ of its logarithm. Default 0.8.
+    public var androidJobDelaySpread: Double
+    /// The longest that delay, in seconds. Default 60.
+    public var androidJobMaxDelay: TimeInterval
+
     public init(
         newerShare: Double = 0.6,
         wifiShare: Double = 0.75,
@@ -74,7 +97,15 @@ public struct FleetParameters: Sendable, Codable, Equatable {
         alertTapProbability: Double = 0.3,
         alertMedianDelay: TimeInterval = 300,
         alertDelaySpread: Double = 1.0,
-        alertMaxDelay: TimeInterval = 1200
+        alertMaxDelay: TimeInterval = 1200,
+        androidDozeShare: Double = 0.8,
+        androidDeepDozeShare: Double = 0.6,
+        androidLightDozeInterval: TimeInterval = 900,
+        androidDeepDozeMinInterval: TimeInterval = 3600,
+        androidDeepDozeMaxInterval: TimeInterval = 21600,
+        androidJobMedianDelay: TimeInterval = 10,
+        androidJobDelaySpread: Double = 0.8,
+        androidJobMaxDelay: TimeInterval = 60
     ) {
         self.newerShare = newerShare
         self.wifiShare = wifiShare
@@ -93,6 +124,14 @@ public struct FleetParameters: Sendable, Codable, Equatable {
         self.alertMedianDelay = alertMedianDelay
         self.alertDelaySpread = alertDelaySpread
         self.alertMaxDelay = alertMaxDelay
+        self.androidDozeShare = androidDozeShare
+        self.androidDeepDozeShare = androidDeepDozeShare
+        self.androidLightDozeInterval = androidLightDozeInterval
+        self.androidDeepDozeMinInterval = androidDeepDozeMinInterval
+        self.androidDeepDozeMaxInterval = androidDeepDozeMaxInterval
+        self.androidJobMedianDelay = androidJobMedianDelay
+        self.androidJobDelaySpread = androidJobDelaySpread
+        self.androidJobMaxDelay = androidJobMaxDelay
     }
 
     /// The chance iOS runs a background push on `device` (0 for a swiped-away app).
@@ -113,7 +152,7 @@ public struct FleetParameters: Sendable, Codable, Equatable {
         device.onWiFi ? failureOnWiFi : failureOnCellular
     }
 
-    /// The parameters as (name, value, meaning) rows, for reports.
+    /// The parameters as (name, value, meaning) rows, for reports: the iOS model and what both platforms share.
     public var rows: [(name: String, value: String, meaning: String)] {
         func share(_ value: Double) -> String { String(format: "%.2f", value) }
         func pair(_ value: RunProbability) -> String { String(format: "%.2f / %.2f", value.newer, value.older) }
@@ -136,6 +175,22 @@ public struct FleetParameters: Sendable, Codable, Equatable {
             ("alertMedianDelay", seconds(alertMedianDelay), "median delay from an alert's arrival to the tap"),
             ("alertDelaySpread", share(alertDelaySpread), "σ of the tap delay's logarithm"),
             ("alertMaxDelay", seconds(alertMaxDelay), "longest delay of a tap"),
+        ]
+    }
+
+    /// The Android model's parameters as (name, value, meaning) rows: assumptions, which reports mark as such.
+    public var androidRows: [(name: String, value: String, meaning: String)] {
+        func share(_ value: Double) -> String { String(format: "%.2f", value) }
+        func seconds(_ value: TimeInterval) -> String { String(format: "%.0f s", value) }
+        return [
+            ("androidDozeShare", share(androidDozeShare), "share of unplugged Android devices in Doze at the start (charging ones never doze)"),
+            ("androidDeepDozeShare", share(androidDeepDozeShare), "share of dozing devices in deep Doze (the rest in light Doze)"),
+            ("androidLightDozeInterval", seconds(androidLightDozeInterval), "light Doze: maintenance windows this far apart"),
+            ("androidDeepDozeMinInterval", seconds(androidDeepDozeMinInterval), "deep Doze: shortest interval between maintenance windows"),
+            ("androidDeepDozeMaxInterval", seconds(androidDeepDozeMaxInterval), "deep Doze: longest interval (drawn log-uniformly per device)"),
+            ("androidJobMedianDelay", seconds(androidJobMedianDelay), "median delay from delivery to the WorkManager job"),
+            ("androidJobDelaySpread", share(androidJobDelaySpread), "σ of that delay's logarithm"),
+            ("androidJobMaxDelay", seconds(androidJobMaxDelay), "longest delay of the WorkManager job"),
         ]
     }
 }
@@ -162,7 +217,8 @@ public struct SimulatedDevice: Sendable, Equatable {
     }
 }
 
-/// How a simulated fleet of iOS devices reacts to pushes: pure and deterministic.
+/// How a simulated fleet of iOS and Android devices reacts to pushes: pure and deterministic (the Android
+/// half is in `FleetModel+Android.swift`).
 ///
 /// Every random choice is a counter-based draw, SplitMix64 over (seed, device index, purpose, ordinal), so
 /// nothing depends on the order of calls: the same device reacts the same way to its n-th push under every
@@ -251,6 +307,7 @@ public struct FleetModel: Sendable {
         case wifi, charging, swipedAway
         case run, delay, delayAngle, failure
         case alertTap, alertDelay, alertDelayAngle, alertFailure
+        case doze, deepDoze, dozeInterval, dozePhase, jobDelay, jobDelayAngle, jobFailure
     }
 
     static func splitMix64(_ value: UInt64) -> UInt64 {
@@ -271,7 +328,12 @@ public struct FleetModel: Sendable {
 
     /// A log-normal draw with the given median and σ of its logarithm, capped (Box–Muller from two draws).
     func logNormal(_ index: Int, _ purpose: Purpose, _ ordinal: Int, median: TimeInterval, spread: Double, cap: TimeInterval) -> TimeInterval {
-        let angle: Purpose = purpose == .alertDelay ? .alertDelayAngle : .delayAngle
+        let angle: Purpose =
+            switch purpose {
+            case .alertDelay: .alertDelayAngle
+            case .jobDelay: .jobDelayAngle
+            default: .delayAngle
+            }
         let u1 = 1 - uniform(index, purpose, ordinal)  // (0, 1]
         let u2 = uniform(index, angle, ordinal)
         let z = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)

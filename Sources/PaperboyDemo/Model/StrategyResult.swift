@@ -30,10 +30,12 @@ public struct StrategyResult: Sendable, Codable, Equatable {
     public var heldShare: Double
     /// Receipts by result (`newData`, `noData`, `failed`), at any time.
     public var receipts: [String: Int]
-    /// APNs rejections by reason.
+    /// Rejections by reason (APNs reasons, FCM error codes).
     public var rejections: [String: Int]
     /// Wall-clock seconds the run took.
     public var wallSeconds: Double
+    /// The same figures per platform: iOS, and Android when the fleet has Android devices.
+    public var platforms: [PlatformResult]
 
     /// The prefix of the routes that count as content load.
     public static let editionRoutePrefix = "GET /v1/editions/"
@@ -43,9 +45,13 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         "peak = edition GETs in the busiest demo minute / 60.",
         "mean = edition GETs in [0, window) / window, the staggered window, the same for every strategy: a blast that serves everything in its first minute shows how much capacity it needs compared with a flat plan.",
         "held = devices with a newData or noData receipt before the deadline (failed and late receipts do not count) / reachable devices (app not swiped away).",
-        "pushes/device = pushes APNs accepted (background and alert) / devices.",
+        "pushes/device = pushes APNs and FCM accepted (background, alert, Android data messages) / devices.",
+        "time to hold = from the broadcast's start to a device's first holding receipt: median / 90th percentile of the devices that held it.",
     ]
 
+    /// - Parameters:
+    ///   - reachable: reachable devices of every platform; every Android device is reachable (the model has
+    ///     no force-stopped apps), so the iOS devices' count is `reachable - recording.androidDevices`.
     public init(_ recording: DemoRecording, reachable: Int) {
         strategy = recording.strategy
         devices = recording.devices
@@ -78,6 +84,15 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         self.receipts = receipts
         rejections = recording.rejections
         wallSeconds = recording.wallSeconds
+        platforms = [PlatformResult(.ios, recording: recording, reachable: max(0, reachable - recording.androidDevices))]
+        if recording.androidDevices > 0 {
+            platforms.append(PlatformResult(.android, recording: recording, reachable: recording.androidDevices))
+        }
+    }
+
+    /// The figures of one platform, nil when the fleet has none of its devices.
+    public func platform(_ platform: PlatformResult.Platform) -> PlatformResult? {
+        platforms.first { $0.platform == platform }
     }
 
     /// The demo minute `at` falls in (times before the start count in minute 0).

@@ -67,10 +67,11 @@ public struct DemoReport: Sendable {
                 value: blast.map { Self.decimal($0.peakToMean, 1) } ?? "-",
                 met: blast.map { $0.peakToMean >= 20 }
             ),
+            // On iOS: the goal predates Android devices, whose Doze the iOS numbers should not hide or blur.
             Goal(
-                title: "waves held by deadline ≥ 98%",
-                value: waves.map { Self.percent($0.heldShare) } ?? "-",
-                met: waves.map { $0.heldShare >= 0.98 }
+                title: "waves held by deadline ≥ 98%" + (hasAndroid ? " (iOS)" : ""),
+                value: waves.map { Self.percent($0.platform(.ios)?.heldShare ?? $0.heldShare) } ?? "-",
+                met: waves.map { ($0.platform(.ios)?.heldShare ?? $0.heldShare) >= 0.98 }
             ),
             Goal(
                 title: "waves pushes/device ≤ 2.0",
@@ -79,6 +80,9 @@ public struct DemoReport: Sendable {
             ),
         ]
     }
+
+    /// Whether any run had Android devices.
+    var hasAndroid: Bool { results.contains { $0.platform(.android) != nil } }
 
     // MARK: - Shared scales
 
@@ -117,6 +121,19 @@ public struct DemoReport: Sendable {
         lines.append("")
         lines.append(contentsOf: terminalTable(width: width))
         lines.append("")
+        if hasAndroid {
+            lines.append(contentsOf: terminalPlatformTable(width: width))
+            lines.append("")
+            let assumptions = parameters.androidRows.map { "\($0.name) \($0.value)" }.joined(separator: ", ")
+            lines.append(
+                contentsOf: Self.wrap(
+                    "Android model (assumptions, not measurements): normal-priority data messages wait for the next Doze maintenance "
+                        + "window, high priority is delivered at once; " + assumptions + ".",
+                    width: width
+                )
+            )
+            lines.append("")
+        }
         for definition in StrategyResult.definitions {
             lines.append(contentsOf: Self.wrap(definition, width: width, indent: "  "))
         }
@@ -236,6 +253,25 @@ public struct DemoReport: Sendable {
         return lines
     }
 
+    /// iOS and Android side by side per strategy: held share, pushes per device, time to hold.
+    func terminalPlatformTable(width: Int) -> [String] {
+        let header = ["STRATEGY", "PLATFORM", "DEVICES", "HELD", "PUSHES/DEV", "TO HOLD p50", "p90"]
+        let rows = results.flatMap { result in
+            result.platforms.map { platform in
+                [
+                    result.strategy.rawValue, platform.platform.title, TerminalText.grouped(platform.devices), Self.percent(platform.heldShare),
+                    Self.decimal(platform.pushesPerDevice, 2), platform.timeToHoldMedian.map(Self.duration) ?? "-",
+                    platform.timeToHoldP90.map(Self.duration) ?? "-",
+                ]
+            }
+        }
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        func line(_ cells: [String]) -> String {
+            cells.indices.map { TerminalText.pad(cells[$0], widths[$0], right: $0 > 1) }.joined(separator: "  ")
+        }
+        return ["by platform:", Self.clip(line(header), width)] + rows.map { Self.clip(line($0), width) }
+    }
+
     // MARK: - HTML
 
     static let colors: [DemoStrategy: String] = [.blast: "#c0392b", .staggered: "#2471a3", .waves: "#1e8449"]
@@ -326,6 +362,9 @@ public struct DemoReport: Sendable {
 
         body += "<h2>Comparison</h2>\n"
         body += htmlTable()
+        if hasAndroid {
+            body += "<h3>By platform</h3>\n" + htmlPlatformTable()
+        }
         body += "<h3>Goals</h3>\n<table class=\"goals\">\n<thead><tr><th>goal</th><th>value</th><th>verdict</th></tr></thead>\n<tbody>\n"
         for goal in goals {
             let kind = goal.met == true ? "met" : goal.met == false ? "missed" : "none"
@@ -356,7 +395,15 @@ public struct DemoReport: Sendable {
         for row in parameters.rows {
             body += "<tr><td>\(e(row.name))</td><td class=\"num\">\(e(row.value))</td><td>\(e(row.meaning))</td></tr>\n"
         }
+        if hasAndroid {
+            for row in parameters.androidRows {
+                body += "<tr><td>\(e(row.name))</td><td class=\"num\">\(e(row.value))</td><td>\(e("assumption: " + row.meaning))</td></tr>\n"
+            }
+        }
         body += "</tbody>\n</table>\n"
+        if hasAndroid {
+            body += "<p class=\"note\">\(e(Self.androidNote))</p>\n"
+        }
 
         return """
             <!DOCTYPE html>
@@ -403,6 +450,32 @@ public struct DemoReport: Sendable {
         td.detail { font-size: 13px; color: #444; }
         .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
         """
+
+    /// What the Android parameters are: assumptions.
+    static let androidNote =
+        "The Android parameters are assumptions, not measurements: Android documents how Doze defers normal-priority "
+        + "messages to maintenance windows (light Doze minutes apart, deep Doze growing to hours), not how many devices doze "
+        + "at 05:00. Charging devices never doze; high priority delivers at once."
+
+    func htmlPlatformTable() -> String {
+        let e = Self.escape
+        var html = "<table class=\"platforms\">\n<thead><tr><th>strategy</th><th>platform</th><th>devices</th>"
+        html +=
+            "<th>held by deadline</th><th>pushes/device</th><th>time to hold, median</th><th>time to hold, 90th percentile</th></tr></thead>\n<tbody>\n"
+        for result in results {
+            for platform in result.platforms {
+                html += "<tr><td>\(e(result.strategy.rawValue))</td><td>\(e(platform.platform.title))</td>"
+                html += "<td class=\"num\">\(e(TerminalText.grouped(platform.devices)))</td>"
+                html +=
+                    "<td class=\"num\">\(e(Self.percent(platform.heldShare))) (\(e(TerminalText.grouped(platform.held))) of \(e(TerminalText.grouped(platform.reachable))))</td>"
+                html += "<td class=\"num\">\(e(Self.decimal(platform.pushesPerDevice, 2)))</td>"
+                html += "<td class=\"num\">\(e(platform.timeToHoldMedian.map(Self.duration) ?? "-"))</td>"
+                html += "<td class=\"num\">\(e(platform.timeToHoldP90.map(Self.duration) ?? "-"))</td></tr>\n"
+            }
+        }
+        html += "</tbody>\n</table>\n"
+        return html
+    }
 
     func htmlTable() -> String {
         let e = Self.escape

@@ -2,6 +2,8 @@ import APNs
 import APNsSimulator
 import AsyncHTTPClient
 import Crypto
+import FCM
+import FCMSimulator
 import Foundation
 import Hummingbird
 import Logging
@@ -10,6 +12,7 @@ import PaperboyBroadcast
 import PaperboyCore
 import PaperboyStore
 import PostgresNIO
+import PushTransport
 import ServiceLifecycle
 import Synchronization
 
@@ -34,6 +37,26 @@ public struct DemoConfiguration: Sendable {
     public var fleet = FleetParameters()
     /// Share of devices whose user allowed alerts.
     public var alertsShare = 0.4
+    /// Android devices' share of the whole fleet. They are added on top of the ``devices`` iOS devices, so
+    /// the iOS fleet (its tokens and every draw of the model) stays the one the demo had before Android: its
+    /// figures remain comparable. 0.2 is a modest share that shows the feature without doubling the run's
+    /// work (20,000 iOS devices gain 5,000 Android ones).
+    public var androidShare = 0.2
+    /// `android.priority` of the broadcasts: normal waits for Doze's maintenance windows, high wakes the device.
+    public var androidPriority: BroadcastOptions.AndroidPriority = .normal
+    /// Demo time runs at least this much faster than the wall clock once a broadcast has finished and only
+    /// devices waiting (for a Doze maintenance window, a delayed run) remain.
+    public var tailCompression: Double = 600
+
+    /// Called with the FCM simulator after the last strategy, before it stops; its ledger is kept only then.
+    /// For tests, which count what it accepted per token.
+    public var inspectFCMSimulator: (@Sendable (FCMSimulator) -> Void)?
+
+    /// The Android devices added to the ``devices`` iOS devices.
+    public var androidDevices: Int {
+        guard androidShare > 0, androidShare < 1 else { return 0 }
+        return Int((Double(devices) * androidShare / (1 - androidShare)).rounded())
+    }
 
     public init() {}
 }
@@ -48,9 +71,10 @@ public enum DemoProgress: Sendable {
     case finished(DemoStrategy, String)
 }
 
-/// Runs the demo: for each strategy, a fleet of simulated devices in PostgreSQL, a broadcast sent by a real
-/// dispatcher through the APNs client to the simulator, the simulated devices acting on what arrives
-/// through Paperboy's HTTP API; then what was recorded.
+/// Runs the demo: for each strategy, a fleet of simulated devices in PostgreSQL (iOS devices seeded, Android
+/// devices registered through the API with FCM), a broadcast sent by a real dispatcher through the APNs and
+/// FCM clients to their simulators, the simulated devices acting on what arrives through Paperboy's HTTP
+/// API; then what was recorded.
 public struct DemoRunner: Sendable {
     public let configuration: DemoConfiguration
     let logger: Logger
@@ -90,7 +114,9 @@ public struct DemoRunner: Sendable {
         }
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
 
-        let tokens = try (0..<configuration.devices).map { try DeviceSeeder.token(index: $0, seed: configuration.seed).hex }
+        let tokens =
+            try (0..<configuration.devices).map { try DeviceSeeder.token(index: $0, seed: configuration.seed).hex }
+            + (0..<configuration.androidDevices).map { Self.androidToken(index: $0, seed: configuration.seed) }
         let model = FleetModel(seed: configuration.seed, parameters: configuration.fleet)
 
         // The simulator hands what it accepts to the fleet of the strategy running.
@@ -110,6 +136,26 @@ public struct DemoRunner: Sendable {
         let simulator = APNsSimulator(configuration: simulatorConfiguration)
         let simulatorPort = try await simulator.start()
 
+        // The FCM simulator likewise hands accepted messages to the Android devices. The demo apps' service
+        // account is a throwaway one of the simulator, in a private temporary file.
+        var fcmConfiguration = FCMSimulator.Configuration()
+        fcmConfiguration.recordsLedger = configuration.inspectFCMSimulator != nil
+        fcmConfiguration.eventLoopThreads = 1
+        fcmConfiguration.onAccept = { delivery in currentFleet.withLock { $0 }?.receive(android: delivery) }
+        let fcmSimulator = try FCMSimulator(configuration: fcmConfiguration)
+        try await fcmSimulator.start()
+        let serviceAccountFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-demo-\(UUID().uuidString).json").path
+        let serviceAccount: FCMSimulator.ServiceAccount
+        do {
+            serviceAccount = try fcmSimulator.makeServiceAccount(projectID: Self.fcmProjectID)
+            try serviceAccount.write(to: serviceAccountFile)
+        } catch {
+            try? await fcmSimulator.shutdown()
+            try? await simulator.shutdown()
+            throw DemoError("could not write the demo's FCM service account to \(serviceAccountFile): \(error)")
+        }
+        defer { try? FileManager.default.removeItem(atPath: serviceAccountFile) }
+
         // Paperboy's API, with a log of every request it answers.
         let requests = Locked<[ObservedRequest]>([])
         var api = APIConfiguration(host: "127.0.0.1", port: 0)
@@ -122,9 +168,10 @@ public struct DemoRunner: Sendable {
             portContinuation.finish()
         }
         let apnsClients = APNsClients(logger: quiet)
+        let fcmClients = FCMClients(endpoint: try PushEndpoint(url: fcmSimulator.url), logger: quiet)
         // In a service group, shut down gracefully and awaited at the end: cancelled with the task group, it
         // logs errors (CancellationError) that a healthy run must not show. The APNs clients stop last.
-        let apiServer = ServiceGroup(configuration: .init(services: [apnsClients, application], logger: quiet))
+        let apiServer = ServiceGroup(configuration: .init(services: [apnsClients, fcmClients, application], logger: quiet))
         let serving = Task { try await apiServer.run() }
         func stopServing() async {
             await apiServer.triggerGracefulShutdown()
@@ -142,6 +189,8 @@ public struct DemoRunner: Sendable {
             endpoints: try APNsEndpoints(override: "http://127.0.0.1:\(simulatorPort)"),
             apps: AppRepository(client: client)
         )
+        let fcmChannels = FCMChannels(clients: fcmClients, apps: AppRepository(client: client))
+        let credentials = try FCMCredentials(serviceAccount: serviceAccountFile, projectID: serviceAccount.projectID)
         var recordings: [DemoRecording] = []
         do {
             for strategy in configuration.strategies {
@@ -152,6 +201,8 @@ public struct DemoRunner: Sendable {
                     tokens: tokens,
                     model: model,
                     channels: channels,
+                    fcmChannels: fcmChannels,
+                    credentials: credentials,
                     http: http,
                     apiBase: "http://127.0.0.1:\(apiPort)",
                     requests: requests,
@@ -164,16 +215,35 @@ public struct DemoRunner: Sendable {
             try? await http.shutdown()
             await stopServing()
             try? await simulator.shutdown()
+            try? await fcmSimulator.shutdown()
             throw error
         }
+        configuration.inspectFCMSimulator?(fcmSimulator)
         try await http.shutdown()
         await stopServing()
         try await simulator.shutdown()
+        try await fcmSimulator.shutdown()
         return recordings
     }
 
     static let teamID = "DEMOTEAM01"
     static let keyID = "DEMOKEY001"
+    static let fcmProjectID = "paperboy-demo"
+
+    /// Android device `index`'s FCM registration token: today's shape (an 11-character instance id, `:APA91b`
+    /// and 134 characters, all base64url), deterministic in (seed, index).
+    public static func androidToken(index: Int, seed: UInt64) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        var characters: [Character] = []
+        for word in 0..<15 {
+            var value = FleetModel.splitMix64(FleetModel.splitMix64(seed ^ 0xA0D2_01D0) ^ UInt64(index &* 16 &+ word))
+            for _ in 0..<10 {
+                characters.append(alphabet[Int(value & 63)])
+                value >>= 6
+            }
+        }
+        return String(characters[0..<11]) + ":APA91b" + String(characters[11..<145])
+    }
 
     private func runStrategy(
         _ strategy: DemoStrategy,
@@ -182,6 +252,8 @@ public struct DemoRunner: Sendable {
         tokens: [String],
         model: FleetModel,
         channels: APNsChannels,
+        fcmChannels: FCMChannels,
+        credentials: FCMCredentials,
         http: HTTPClient,
         apiBase: String,
         requests: Locked<[ObservedRequest]>,
@@ -205,14 +277,18 @@ public struct DemoRunner: Sendable {
             autoDownloadShare: 1,
             logger: logger
         )
+        if configuration.androidDevices > 0 {
+            _ = try await AppRepository(client: client).setFCM(appID: app.id, credentials, logger: logger)
+            progress(.step("registering \(configuration.androidDevices.formatted()) Android devices through the API (provider fcm)"))
+            try await registerAndroid(tokens: Array(tokens[configuration.devices...]), http: http, apiBase: apiBase, apiKey: apiKey.secret)
+        }
 
         let factor = configuration.timeCompression[strategy] ?? 60
-        let clock = DemoClock(origin: Self.morning, factor: factor)
         let deadline = Self.morning.addingTimeInterval(configuration.deadlineAfter)
         let edition = try await EditionRepository(client: client).publish(
             Self.manifest(deadline: deadline),
             appID: app.id,
-            now: clock.now(),
+            now: Self.morning,
             logger: logger
         )
         let repository = BroadcastRepository(client: client)
@@ -221,13 +297,17 @@ public struct DemoRunner: Sendable {
             environment: .production,
             options: options(strategy),
             origin: "demo",
-            now: clock.now(),
+            now: Self.morning,
             logger: logger
         )
         let broadcast = started.broadcast
+        // Demo time begins at the broadcast's start: with FCM targets it moves 2 minutes past 05:00 (Firebase's
+        // quarter-hour advice), which the slow blast would otherwise spend waiting.
+        let clock = DemoClock(origin: max(Self.morning, broadcast.start), factor: factor)
         let fleet = SimulatedFleet(
             model: model,
             tokens: tokens,
+            androidStart: configuration.devices,
             clock: clock,
             http: http,
             apiBase: apiBase,
@@ -241,6 +321,7 @@ public struct DemoRunner: Sendable {
             repository: repository,
             editions: EditionRepository(client: client),
             channels: channels,
+            fcmChannels: fcmChannels,
             configuration: Dispatcher.Configuration(owner: "demo-\(strategy.rawValue)").scaled(by: factor),
             clock: clock.clock,
             logger: logger
@@ -260,6 +341,8 @@ public struct DemoRunner: Sendable {
                 )
             )
             if state != .running && fleet.pending == 0 { break }
+            // Sent: what remains is devices waiting (Doze, a delayed run), which need no pacing.
+            if state != .running { clock.speedUp(to: configuration.tailCompression) }
             if now > deadline.addingTimeInterval(60) { break }
         }
         dispatching.cancel()
@@ -276,14 +359,15 @@ public struct DemoRunner: Sendable {
         let progressReport = try await repository.progress(id: broadcast.id, logger: logger)
         let recording = DemoRecording(
             strategy: strategy,
-            devices: configuration.devices,
+            devices: configuration.devices + configuration.androidDevices,
             deadline: deadline.timeIntervalSince1970 - origin,
             window: configuration.window,
             pushes: pushes,
             requests: answered,
             receipts: receipts,
             rejections: progressReport?.totals.rejected ?? [:],
-            wallSeconds: Date().timeIntervalSince(wallStart)
+            wallSeconds: Date().timeIntervalSince(wallStart),
+            androidDevices: configuration.androidDevices
         )
         progress(
             .finished(
@@ -311,7 +395,9 @@ public struct DemoRunner: Sendable {
         )
         var receipts: [DemoRecording.Receipt] = []
         for try await (token, result, receivedAt) in rows.decode((ByteBuffer, String, Date).self) {
-            guard let index = tokens[DeviceToken(bytes: Array(buffer: token)).hex] else { continue }
+            // APNs tokens are stored as bytes, FCM tokens as their ASCII text.
+            let bytes = Array(buffer: token)
+            guard let index = tokens[DeviceToken(bytes: bytes).hex] ?? tokens[String(decoding: bytes, as: UTF8.self)] else { continue }
             receipts.append(DemoRecording.Receipt(device: index, at: clock.demoTime(receivedAt).timeIntervalSince1970 - origin, result: result))
         }
         return receipts
@@ -320,16 +406,29 @@ public struct DemoRunner: Sendable {
     private func options(_ strategy: DemoStrategy) -> BroadcastOptions {
         switch strategy {
         case .blast:
-            BroadcastOptions(pace: .capacity(perSecond: 10_000_000), cohorts: 1, maxPushesPerDevice: 1, jitter: 1)
+            BroadcastOptions(
+                pace: .capacity(perSecond: 10_000_000),
+                cohorts: 1,
+                maxPushesPerDevice: 1,
+                jitter: 1,
+                androidPriority: configuration.androidPriority
+            )
         case .staggered:
-            BroadcastOptions(pace: .window(configuration.window), cohorts: 16, maxPushesPerDevice: 1, jitter: 1)
+            BroadcastOptions(
+                pace: .window(configuration.window),
+                cohorts: 16,
+                maxPushesPerDevice: 1,
+                jitter: 1,
+                androidPriority: configuration.androidPriority
+            )
         case .waves:
             BroadcastOptions(
                 pace: .window(configuration.window),
                 cohorts: 16,
                 waveInterval: configuration.waveInterval,
                 maxPushesPerDevice: 3,
-                jitter: 1
+                jitter: 1,
+                androidPriority: configuration.androidPriority
             )
         }
     }

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import FCMSimulator
 import Foundation
 import Logging
 import NIOCore
@@ -6,8 +7,9 @@ import NIOHTTP1
 import PaperboyCore
 import Synchronization
 
-/// The simulated devices of one strategy's run. They act on what the APNs simulator accepted, as the app
-/// would: when the model says iOS runs the push, after its delay the device fetches the edition from
+/// The simulated devices of one strategy's run. They act on what the APNs and FCM simulators accepted, as the
+/// app would: when the model says iOS runs the push (or, on Android, once Doze delivers the data message and
+/// WorkManager runs the job), after its delay the device fetches the edition from
 /// Paperboy's API (a real HTTP request), "downloads" its tier's bundles (accounted, not transferred) and
 /// posts a receipt; a device that has the edition already answers `noData`.
 final class SimulatedFleet: Sendable {
@@ -25,11 +27,18 @@ final class SimulatedFleet: Sendable {
         var pending = 0
         var pushes: [DemoRecording.Push] = []
         var requestsFailed = 0
+        /// Android devices: when the message Doze holds for the device is delivered (seconds after the
+        /// morning's start). A newer message with the same collapse key replaces a held one, so it runs once.
+        var androidHeldUntil: [Int: TimeInterval] = [:]
+        var collapsed = 0
     }
 
     let model: FleetModel
     let tokenIndex: [String: Int]
+    /// iOS tokens (hex) and then Android tokens (FCM registration tokens).
     let tokens: [String]
+    /// The index of the first Android device.
+    let androidStart: Int
     let clock: DemoClock
     let http: HTTPClient
     let apiBase: String
@@ -37,9 +46,19 @@ final class SimulatedFleet: Sendable {
     let logger: Logger
     private let state = Mutex(State())
 
-    init(model: FleetModel, tokens: [String], clock: DemoClock, http: HTTPClient, apiBase: String, apiKey: String, logger: Logger) {
+    init(
+        model: FleetModel,
+        tokens: [String],
+        androidStart: Int,
+        clock: DemoClock,
+        http: HTTPClient,
+        apiBase: String,
+        apiKey: String,
+        logger: Logger
+    ) {
         self.model = model
         self.tokens = tokens
+        self.androidStart = androidStart
         self.tokenIndex = Dictionary(uniqueKeysWithValues: tokens.enumerated().map { ($0.element, $0.offset) })
         self.clock = clock
         self.http = http
@@ -53,6 +72,8 @@ final class SimulatedFleet: Sendable {
     var pushes: [DemoRecording.Push] { state.withLock { $0.pushes } }
     var holding: Int { state.withLock { $0.holding.count } }
     var requestsFailed: Int { state.withLock { $0.requestsFailed } }
+    /// Android messages that replaced one Doze still held (same collapse key).
+    var collapsed: Int { state.withLock { $0.collapsed } }
 
     /// A push arrived at device `token` at wall-clock `acceptedAt`.
     func receive(token: String, pushType: String, payload: [UInt8], acceptedAt: Date) {
@@ -65,6 +86,44 @@ final class SimulatedFleet: Sendable {
             return ordinal
         }
         guard case .runs(let delay, let download) = model.reaction(device: index, pushType: pushType, ordinal: ordinal) else { return }
+        schedule(index, push: push, arrived: arrived, delay: delay, download: download)
+    }
+
+    /// A data message the FCM simulator accepted for an Android device.
+    func receive(android delivery: FCMSimulator.Delivery) {
+        guard let index = tokenIndex[delivery.token], index >= androidStart, let edition = delivery.data["edition"],
+            let manifest = delivery.data["manifest"], let tier = delivery.data["tier"]
+        else { return }
+        let push = Payload(edition: edition, manifest: manifest, tier: tier)
+        let arrived = clock.demoTime(delivery.acceptedAt)
+        let arrival = arrived.timeIntervalSince(clock.origin)
+        let highPriority = delivery.android?.priority?.lowercased() == "high"
+        let expiry = delivery.android?.ttlSeconds.map { arrival + $0 } ?? .infinity
+        let delivered = model.androidDevice(index).delivery(arrival: arrival, highPriority: highPriority)
+        let ordinal = state.withLock { state -> Int? in
+            state.pushes.append(DemoRecording.Push(device: index, at: arrived.timeIntervalSince1970, pushType: "android"))
+            if let held = state.androidHeldUntil[index], held > arrival {
+                state.collapsed += 1
+                return nil
+            }
+            let ordinal = state.received["android", default: [:]][index, default: 0]
+            state.received["android", default: [:]][index] = ordinal + 1
+            if delivered > arrival { state.androidHeldUntil[index] = delivered }
+            return ordinal
+        }
+        guard let ordinal,
+            case .runs(let delay, let download) = model.androidReaction(
+                device: index,
+                arrival: arrival,
+                highPriority: highPriority,
+                expiry: expiry,
+                ordinal: ordinal
+            )
+        else { return }
+        schedule(index, push: push, arrived: arrived, delay: delay, download: download)
+    }
+
+    private func schedule(_ index: Int, push: Payload, arrived: Date, delay: TimeInterval, download: FleetModel.DownloadResult) {
         state.withLock { $0.pending += 1 }
         Task {
             defer { state.withLock { $0.pending -= 1 } }
