@@ -272,8 +272,11 @@ let package = Package(
             dependencies: [
                 "PaperboyCore",
                 "APNs",
+                "FCM",
+                "PushTransport",
                 "PaperboyStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
