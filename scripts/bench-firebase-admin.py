@@ -9,8 +9,10 @@ measures errors is no benchmark.
 
 Credentials come from a service-account file whose token_uri is the simulator's (fcm-sim
 --write-service-account, or POST /control/service-accounts). The SDK's FCM URL is a class constant,
-`firebase_admin.messaging._MessagingService.FCM_URL` (firebase-admin 7.x); it is replaced before the
-messaging service is made. The SDK mounts a 100-connection `requests` adapter for
+`firebase_admin.messaging._MessagingService.FCM_URL` (firebase-admin 7.7.0); it is replaced before the
+messaging service is made. google-auth signs the assertion with `aud` = its constant
+`google.oauth2.service_account._GOOGLE_OAUTH2_TOKEN_ENDPOINT` (Google's token URL) rather than the file's
+token_uri; it is set to the token_uri, as the simulator checks `aud` against its own token URL. The SDK mounts a 100-connection `requests` adapter for
 https://fcm.googleapis.com only; the same adapter is mounted for the simulator's URL, so that the SDK
 talks to the simulator as it would to FCM.
 
@@ -26,6 +28,7 @@ import json
 import resource
 import sys
 import time
+import warnings
 
 
 def token(index, salt):
@@ -52,11 +55,22 @@ def main():
         import firebase_admin
         import requests
         from firebase_admin import _http_client, credentials, messaging
+        from google.oauth2 import service_account as google_service_account
     except ImportError as error:
         sys.exit(f"bench-firebase-admin: {error}; install firebase-admin into a venv (see the script's docstring)")
 
+    try:
+        with open(args.service_account) as file:
+            token_uri = json.load(file)["token_uri"]
+    except (OSError, ValueError, KeyError) as error:
+        sys.exit(f"bench-firebase-admin: --service-account: cannot read its token_uri: {error}")
     endpoint = args.endpoint.rstrip("/")
     messaging._MessagingService.FCM_URL = endpoint + "/v1/projects/{0}/messages:send"
+    # google-auth signs every assertion with aud = Google's token URL whatever the file's token_uri says; the
+    # simulator, like Google, wants the URL of the endpoint that receives it.
+    google_service_account._GOOGLE_OAUTH2_TOKEN_ENDPOINT = token_uri
+    # firebase-admin 7.7 calls Message.token deprecated in favour of fid, but FCM HTTP v1's field is token.
+    warnings.filterwarnings("ignore", message="Message.token is deprecated")
     try:
         credential = credentials.Certificate(args.service_account)
     except (OSError, ValueError) as error:
@@ -76,7 +90,7 @@ def main():
         "fetch": json.dumps(["https://cdn.example.com/e/2026-11-24-morning/front.json",
                              "https://cdn.example.com/e/2026-11-24-morning/top.json"], separators=(",", ":")),
     }
-    android = messaging.AndroidConfig(priority="normal")
+    android = messaging.AndroidConfig(priority="normal", ttl=3600, collapse_key="daily-paper")
 
     accepted = 0
     failures = {}

@@ -107,11 +107,12 @@ struct APNsBench: AsyncParsableCommand {
                     simulatorStartedByBench: simulator != nil
                 )
             ) {
-                H2loadRequest(
+                let providerToken = try key.providerToken(issuedAt: Date())
+                return H2loadRequest(
                     url: endpointText + "/3/device/" + String(repeating: "ab", count: 32),
                     headers: [
-                        ("authorization", "bearer " + (try key.providerToken(issuedAt: Date()))), ("apns-topic", topic),
-                        ("apns-push-type", "background"), ("apns-priority", "5"), ("apns-expiration", "0"),
+                        ("authorization", "bearer " + providerToken), ("apns-topic", topic), ("apns-push-type", "background"),
+                        ("apns-priority", "5"), ("apns-expiration", "0"),
                     ],
                     body: notification.payload
                 )

@@ -204,6 +204,8 @@ struct LibrarySide: Codable {
     var notificationsPerSecond: Double
     var cpuSecondsPer100k: Double
     var peakRSSMegabytes: Double?
+    /// Access tokens it fetched, counted at the simulator.
+    var tokenFetches: Int?
 }
 
 struct BenchReport: Codable {
@@ -264,6 +266,7 @@ struct BenchReport: Codable {
                 lines.append(
                     "\(library.library): \(Int(library.notificationsPerSecond).formatted()) notifications/s (n = \(library.notifications.formatted())), "
                         + "\(number(library.cpuSecondsPer100k, 2)) CPU s per 100k, peak RSS \(number(library.peakRSSMegabytes, 0)) MB"
+                        + (library.tokenFetches.map { ", \($0) access tokens fetched" } ?? "")
                 )
                 lines.append(
                     "paperboy (median) / \(library.library): throughput \(number(ours / library.notificationsPerSecond, 1)), "
