@@ -109,6 +109,16 @@ struct FCMBench: AsyncParsableCommand {
         let concurrency = options.concurrency ?? options.connections * streamsPerConnection
         let batch = options.batch ?? streamsPerConnection
         let bench = PushBenchRun(command: "fcm", options: options, concurrency: concurrency, batch: batch, simulator: simulator)
+        // fcm-sim names every account it makes for a project with the same client_email (and trusts only the
+        // latest key for it), so all three senders use the one account it wrote, and each side's fetches are the
+        // growth of the count while it ran: h2load's token is fetched before Paperboy's first send.
+        let h2loadToken = try await FCMAccessTokens(account: account).current()
+        let h2loadRequest = H2loadRequest(
+            url: simulator.url + "/v1/projects/\(projectID)/messages:send",
+            headers: [("authorization", "Bearer " + h2loadToken), ("content-type", "application/json; charset=UTF-8")],
+            body: message.body(token: fcmBenchToken(0, salt: 0xB2))
+        )
+        let fetchesBefore = try await control.stats().tokenFetchesOfProject
         var report: BenchReport
         do {
             report = try await bench.run(
@@ -123,38 +133,27 @@ struct FCMBench: AsyncParsableCommand {
                     batch: batch,
                     simulatorStartedByBench: true
                 )
-            ) {
-                // h2load's token is another account's, so that the count of Paperboy's fetches stays its own.
-                let h2loadAccount = try await control.newServiceAccount(projectID: projectID)
-                let token = try await FCMAccessTokens(account: h2loadAccount).current()
-                let path = "/v1/projects/\(projectID)/messages:send"
-                return H2loadRequest(
-                    url: simulator.url + path,
-                    headers: [("authorization", "Bearer " + token), ("content-type", "application/json; charset=UTF-8")],
-                    body: message.body(token: fcmBenchToken(0, salt: 0xB2))
-                )
-            }
+            ) { h2loadRequest }
         } catch {
             await client.shutdown()
             throw error
         }
         await client.shutdown()
+        var stats = try await control.stats()
+        report.tokenFetches = stats.tokenFetchesOfProject - fetchesBefore
 
-        var libraryAccount: String?
         if let firebaseAdminPython {
-            let file = directory.appendingPathComponent("throwaway-firebase-admin-account.json")
-            libraryAccount = try await control.newServiceAccountFile(projectID: projectID, to: file)
+            let fetchesBefore = stats.tokenFetchesOfProject
             report.library = try FirebaseAdminRun.run(
                 python: firebaseAdminPython,
                 script: firebaseAdminScript,
                 endpoint: simulator.url,
-                accountFile: file.path,
+                accountFile: accountFile.path,
                 count: firebaseAdminN
             )
+            stats = try await control.stats()
+            report.library?.tokenFetches = stats.tokenFetchesOfProject - fetchesBefore
         }
-        let stats = try await control.stats()
-        report.tokenFetches = stats.tokenFetches[account.clientEmail] ?? 0
-        if let libraryAccount { report.library?.tokenFetches = stats.tokenFetches[libraryAccount] ?? 0 }
         report.notes.append(
             "fcm-sim over the run: \(stats.accepted.formatted()) accepted, \(stats.rejected.values.reduce(0, +)) rejected, "
                 + "\(stats.goAwaysSent) GOAWAYs, \(stats.streamLimitViolations) stream-limit violations, peak \(stats.peakConcurrentStreams) streams on a connection"
@@ -215,6 +214,9 @@ struct FCMSimulatorControl {
         var goAwaysSent: Int
         var streamLimitViolations: Int
         var peakConcurrentStreams: Int
+
+        /// Tokens issued to any account (the simulator's accounts of one project share their client_email).
+        var tokenFetchesOfProject: Int { tokenFetches.values.reduce(0, +) }
     }
 
     func stats() async throws -> Stats {
@@ -223,28 +225,6 @@ struct FCMSimulatorControl {
             return try JSONDecoder().decode(Stats.self, from: body)
         } catch {
             throw BenchError("fcm-sim's /control/stats: \(error)")
-        }
-    }
-
-    /// A fresh service account the simulator trusts.
-    func newServiceAccount(projectID: String) async throws -> FCMServiceAccount {
-        let json = try await request("/control/service-accounts", method: .POST, body: #"{"project_id":"\#(projectID)"}"#)
-        do {
-            return try FCMServiceAccount(json: json)
-        } catch {
-            throw BenchError("fcm-sim's /control/service-accounts: \(error)")
-        }
-    }
-
-    /// A fresh trusted service account written to `file` (mode 0600: it holds a throwaway private key); returns
-    /// its `client_email`.
-    func newServiceAccountFile(projectID: String, to file: URL) async throws -> String {
-        let json = try await request("/control/service-accounts", method: .POST, body: #"{"project_id":"\#(projectID)"}"#)
-        FileManager.default.createFile(atPath: file.path, contents: json, attributes: [.posixPermissions: 0o600])
-        do {
-            return try FCMServiceAccount(json: json).clientEmail
-        } catch {
-            throw BenchError("fcm-sim's /control/service-accounts: \(error)")
         }
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Histogram
+import NIOCore
 import NIOPosix
 import Synchronization
 
