@@ -9,6 +9,7 @@ struct PaperboyBench: AsyncParsableCommand {
         discussion: "Results go to BENCHMARKS.md with the command that produced them.",
         subcommands: [
             APNsBench.self,
+            FCMBench.self,
             SeedBench.self,
             HistoryBench.self,
             StatementsBench.self,

@@ -102,8 +102,9 @@ public struct FCMMessage: Sendable, Equatable {
     }
 
     /// The request body for `token`: `{"message":{"token":"…",…}}`. Tokens are URL-safe text (checked where
-    /// they are registered), so they need no escaping; one that would is escaped all the same.
-    func body(token: String) -> [UInt8] {
+    /// they are registered), so they need no escaping; one that would is escaped all the same. Public so that a
+    /// benchmark can hand other senders (h2load) the very bytes the client sends.
+    public func body(token: String) -> [UInt8] {
         var body: [UInt8] = []
         body.reserveCapacity(24 + token.utf8.count + tail.count)
         body.append(contentsOf: #"{"message":{"token":"#.utf8)
