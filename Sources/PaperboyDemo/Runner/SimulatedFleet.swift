@@ -31,6 +31,12 @@ final class SimulatedFleet: Sendable {
         /// morning's start). A newer message with the same collapse key replaces a held one, so it runs once.
         var androidHeldUntil: [Int: TimeInterval] = [:]
         var collapsed = 0
+        /// Pending Android devices (a subset of ``pending``).
+        var androidPending = 0
+        /// The pending devices' tasks, by a running number: ``stop()`` cancels them.
+        var tasks: [Int: Task<Void, Never>] = [:]
+        var nextTask = 0
+        var stopped = false
     }
 
     let model: FleetModel
@@ -74,6 +80,10 @@ final class SimulatedFleet: Sendable {
     var requestsFailed: Int { state.withLock { $0.requestsFailed } }
     /// Android messages that replaced one Doze still held (same collapse key).
     var collapsed: Int { state.withLock { $0.collapsed } }
+    /// Whether every pending device is an Android device (waiting for a Doze maintenance window, or running
+    /// the job one opened): their runs are spread over the windows' random phases, so demo time may run
+    /// faster without bunching them at the API.
+    var onlyAndroidLeft: Bool { state.withLock { $0.pending == $0.androidPending } }
 
     /// A push arrived at device `token` at wall-clock `acceptedAt`.
     func receive(token: String, pushType: String, payload: [UInt8], acceptedAt: Date) {
@@ -120,21 +130,54 @@ final class SimulatedFleet: Sendable {
                 ordinal: ordinal
             )
         else { return }
-        schedule(index, push: push, arrived: arrived, delay: delay, download: download)
+        schedule(index, push: push, arrived: arrived, delay: delay, download: download, android: true)
     }
 
-    private func schedule(_ index: Int, push: Payload, arrived: Date, delay: TimeInterval, download: FleetModel.DownloadResult) {
-        state.withLock { $0.pending += 1 }
-        Task {
-            defer { state.withLock { $0.pending -= 1 } }
-            do {
-                try await clock.sleep(until: arrived.addingTimeInterval(delay))
-                try await run(index, push: push, download: download)
-            } catch {
-                state.withLock { $0.requestsFailed += 1 }
-                logger.debug("a simulated device failed", metadata: [LogKey.device: "\(index)", LogKey.error: "\(error)"])
+    /// Runs device `index`'s app `delay` after `arrived` (an Android device's is counted in ``onlyAndroidLeft``).
+    private func schedule(
+        _ index: Int,
+        push: Payload,
+        arrived: Date,
+        delay: TimeInterval,
+        download: FleetModel.DownloadResult,
+        android: Bool = false
+    ) {
+        state.withLock { state in
+            guard !state.stopped else { return }
+            let id = state.nextTask
+            state.nextTask += 1
+            state.pending += 1
+            if android { state.androidPending += 1 }
+            state.tasks[id] = Task {
+                defer {
+                    self.state.withLock {
+                        $0.pending -= 1
+                        if android { $0.androidPending -= 1 }
+                        $0.tasks[id] = nil
+                    }
+                }
+                do {
+                    try await clock.sleep(until: arrived.addingTimeInterval(delay))
+                    try await run(index, push: push, download: download)
+                } catch {
+                    // Stopped at the end of the strategy's run: not a failure.
+                    guard !self.state.withLock({ $0.stopped }) else { return }
+                    self.state.withLock { $0.requestsFailed += 1 }
+                    logger.debug("a simulated device failed", metadata: [LogKey.device: "\(index)", LogKey.error: "\(error)"])
+                }
             }
         }
+    }
+
+    /// Ends the run: devices still waiting (for a Doze window past the deadline) give up, and pushes that
+    /// arrive now are ignored, so that nothing of this strategy's fleet reaches the API during the next one's.
+    func stop() async {
+        let tasks = state.withLock { state in
+            state.stopped = true
+            return Array(state.tasks.values)
+        }
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
     }
 
     /// What the app does when iOS runs its push.
