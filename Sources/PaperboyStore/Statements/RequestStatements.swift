@@ -334,10 +334,11 @@ public enum RequestStatements {
 
     // MARK: Receipts
 
-    /// One statement: find the device and the edition of the app, insert, or upgrade a failed receipt.
-    /// `xmax = 0` tells an inserted row from an updated one.
+    /// One statement: find the device and the edition of the app, insert, or upgrade a failed receipt (with
+    /// the context the new report has). `xmax = 0` tells an inserted row from an updated one.
     static func recordReceipt(appID: Int, candidates: [PushToken], _ report: ReceiptReport) -> PostgresQuery {
         let lookup = TokenLookup(candidates)
+        let context = report.context
         return """
             WITH device AS (
                 SELECT id FROM devices d
@@ -347,22 +348,37 @@ public enum RequestStatements {
                 SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id
                 WHERE e.id = \(report.editionID) AND p.app_id = \(appID)
             ), upsert AS (
-                INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
-                SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds) FROM device, edition
+                INSERT INTO receipts (
+                    device_id, edition_id, result, bytes, seconds,
+                    network, charging, low_power_mode, background_refresh, wave, seconds_from_push
+                )
+                SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds),
+                    \(context.network?.storageCode)::smallint, \(context.charging)::boolean, \(context.lowPowerMode)::boolean,
+                    \(context.backgroundRefresh)::boolean, \(context.wave.map(Int16.init(clamping:)))::smallint,
+                    \(context.secondsFromPush.map(Int32.init(clamping:)))::integer
+                FROM device, edition
                 ON CONFLICT (device_id, edition_id) DO UPDATE
-                    SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now()
+                    SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now(),
+                        network = EXCLUDED.network, charging = EXCLUDED.charging, low_power_mode = EXCLUDED.low_power_mode,
+                        background_refresh = EXCLUDED.background_refresh, wave = EXCLUDED.wave,
+                        seconds_from_push = EXCLUDED.seconds_from_push
                     WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
-                RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created
+                RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created,
+                    network, charging, low_power_mode, background_refresh, wave, seconds_from_push
             )
             SELECT (SELECT id FROM device), EXISTS (SELECT 1 FROM edition),
-                u.result, u.bytes, u.seconds, u.received_at, u.created
+                u.result, u.bytes, u.seconds, u.received_at, u.created,
+                u.network, u.charging, u.low_power_mode, u.background_refresh, u.wave, u.seconds_from_push
             FROM (SELECT 1) one LEFT JOIN upsert u ON true
             """
     }
 
     // The edition as `(SELECT …)`, a value the planner does not see: see `WaveAudience.condition`.
     static func findReceipt(deviceID: Int64, editionID: UUID) -> PostgresQuery {
-        "SELECT result, bytes, seconds, received_at FROM receipts WHERE device_id = \(deviceID) AND edition_id = (SELECT \(editionID)::uuid)"
+        """
+        SELECT result, bytes, seconds, received_at, network, charging, low_power_mode, background_refresh, wave, seconds_from_push
+        FROM receipts WHERE device_id = \(deviceID) AND edition_id = (SELECT \(editionID)::uuid)
+        """
     }
 
     static func receiptCounts(editionID: UUID) -> PostgresQuery {
