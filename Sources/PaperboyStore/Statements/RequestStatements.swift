@@ -142,6 +142,12 @@ public enum RequestStatements {
         Statement("GET /v1/broadcasts/{id}: receipts per wave and cohort") { s in
             receiptsPerCohort(broadcastID: s.broadcastID, editionID: s.editionID)
         },
+        Statement("GET /v1/insights/wake-rates: a publication's, 14 days") { s in
+            WakeRateRepository.countsQuery(publicationIDs: [Int32(s.publicationID)], from: s.now.addingTimeInterval(-14 * 86_400), to: s.now)
+        },
+        Statement("GET /v1/insights/wake-rates: every publication's, 14 days") { s in
+            WakeRateRepository.countsQuery(publicationIDs: nil, from: s.now.addingTimeInterval(-14 * 86_400), to: s.now)
+        },
         Statement("GET /v1/broadcasts/{id}") { s in BroadcastRepository.selectBroadcasts("WHERE b.id = \(s.broadcastID)") },
         Statement("GET /v1/broadcasts") { _ in BroadcastRepository.selectBroadcasts("ORDER BY b.created_at DESC LIMIT \(50)") },
         Statement("POST /v1/broadcasts: the edition's broadcast") { s in existingBroadcast(editionID: s.editionID, environment: s.environment) },
