@@ -13,10 +13,10 @@ extension WakeRates {
     /// WAVE          PUSHES    WAKES   RATE  95% INTERVAL
     /// 1            800,000  560,000  70.0%  69.9–70.1%
     /// 2            400,000  220,000  55.0%  54.8–55.2%
-    /// other (1 group)   90       30  too few
+    /// other (1 group)   90       30      -  too few pushes
     /// ```
     ///
-    /// A group with fewer than ``minimumPushes`` pushes shows its counts and `too few` instead of a rate;
+    /// A group with fewer than ``minimumPushes`` pushes shows its counts and `too few pushes` instead of a rate;
     /// `other` names how many groups it merges.
     public func report(timeZone: TimeZone) -> String {
         var lines: [String] = [
@@ -45,7 +45,7 @@ extension WakeRates {
         let rows: [[String]] = breakdown.groups.map { group in
             let key = group.merged.map { "\(group.key) (\($0) group\($0 == 1 ? "" : "s"))" } ?? group.key
             guard let rate = group.rate else {
-                return [key, TerminalText.grouped(group.pushes), TerminalText.grouped(group.wakes), "too few", ""]
+                return [key, TerminalText.grouped(group.pushes), TerminalText.grouped(group.wakes), "-", "too few pushes"]
             }
             return [key, TerminalText.grouped(group.pushes), TerminalText.grouped(group.wakes), percent(rate), interval(group)]
         }
