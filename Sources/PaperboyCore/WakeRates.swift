@@ -72,8 +72,10 @@ public struct WakeRates: Codable, Equatable, Sendable {
             self.wakes = min(wakes, pushes)
             self.merged = merged
             if pushes >= max(1, minimumPushes) {
+                let interval = WakeRates.wilson(wakes: self.wakes, pushes: pushes)
                 rate = Double(self.wakes) / Double(pushes)
-                (low, high) = WakeRates.wilson(wakes: self.wakes, pushes: pushes)
+                low = interval.low
+                high = interval.high
             }
         }
 
@@ -141,7 +143,7 @@ public struct WakeRates: Codable, Equatable, Sendable {
     }
 
     /// One dimension's groups: equal keys added up, the small ones merged into `other`, then ordered.
-    static func breakdown(_ dimension: Dimension, _ counts: [Count], minimumPushes: Int) -> Breakdown {
+    public static func breakdown(_ dimension: Dimension, _ counts: [Count], minimumPushes: Int) -> Breakdown {
         var sums: [String: (pushes: Int, wakes: Int)] = [:]
         for count in counts where count.pushes > 0 {
             sums[count.key, default: (0, 0)].pushes += count.pushes

@@ -39,6 +39,14 @@ extension WakeRates {
         return lines.joined(separator: "\n")
     }
 
+    /// An ended broadcast's wake rates by wave, for the end of its report: a title, then the table (or a line
+    /// saying no background push was accepted).
+    public static func broadcastReport(_ waves: Breakdown, minimumPushes: Int = defaultMinimumPushes) -> String {
+        let title = "Wake rates by wave (receipts per accepted background push; under \(TerminalText.grouped(minimumPushes)) pushes: no rate):"
+        guard !waves.groups.isEmpty else { return title + " no accepted background pushes" }
+        return ([title] + table(waves, minimumPushes: minimumPushes)).joined(separator: "\n")
+    }
+
     /// A dimension's table: its name heads the key column.
     static func table(_ breakdown: Breakdown, minimumPushes: Int) -> [String] {
         let header = [breakdown.dimension.title.uppercased(), "PUSHES", "WAKES", "RATE", "95% INTERVAL"]

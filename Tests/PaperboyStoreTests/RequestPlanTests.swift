@@ -60,7 +60,7 @@ struct RequestPlanTests {
             // "receipts per wave and cohort" reads the edition's receipts on purpose; its probes are the deliveries.
             let drivenByReceipts = name.contains("receipts per wave and cohort")
             // The wake rates read each broadcast's deliveries on purpose; their probes are the receipts.
-            let drivenByDeliveries = name.contains("wake-rates")
+            let drivenByDeliveries = name.contains("wake rates")
             var unkeyed: [Scan] = []
             for scan in scans where !scan.condition.contains("device_id") {
                 if drivenByDeliveries, scan.table == "deliveries", scan.condition.contains("broadcast_id") { continue }
@@ -72,7 +72,7 @@ struct RequestPlanTests {
 
     /// The statements that look up one device's receipt or deliveries of an edition or broadcast.
     static let probesPerDevice = [
-        "read the stored one", "receipts per wave and cohort", "wave 2", "alert wave", "a later wave's audience", "wake-rates",
+        "read the stored one", "receipts per wave and cohort", "wave 2", "alert wave", "a later wave's audience", "wake rates",
     ]
 
     /// An edition published now, its running broadcast, and as many deliveries and receipts as an older

@@ -55,10 +55,10 @@ public struct WakeRateRepository: Sendable {
         var total = (pushes: 0, wakes: 0)
         var counts: [WakeRates.Count] = []
         for try await row in rows.decode(Row.self) {
-            let (set, wave, platform, model, osVersion, network, charging, lowPowerMode, backgroundRefresh, hour, pushes, wakes) = row
+            let (dimension, wave, platform, model, osVersion, network, charging, lowPowerMode, backgroundRefresh, hour, pushes, wakes) = row
             let devicePlatform = platform.map(DevicePlatform.init(storageCode:))
             let key: (WakeRates.Dimension, String)
-            switch set {
+            switch dimension {
             case "total":
                 total = (pushes, wakes)
                 continue
@@ -83,6 +83,54 @@ public struct WakeRateRepository: Sendable {
             counts: counts,
             minimumPushes: minimumPushes
         )
+    }
+
+    /// Whether push `x` (a row of `deliveries`) woke the app, given `r`, the device's receipt for the edition
+    /// (`wave`, `received_at`; NULL without one): the receipt names its wave, or, without a wave, `x` is the
+    /// device's last accepted background push of the broadcast before the receipt (the deliveries' primary key).
+    static let woke = """
+        CASE
+            WHEN r.received_at IS NULL THEN false
+            WHEN r.wave IS NOT NULL THEN r.wave = x.wave
+            ELSE coalesce(x.wave = (
+                SELECT max(y.wave) FROM deliveries y
+                WHERE y.device_id = x.device_id AND y.broadcast_id = x.broadcast_id AND y.background AND y.outcome = 'accepted'
+                    AND y.sent_at <= r.received_at
+            ), false)
+        END
+        """
+
+    /// One broadcast's wake rates by wave, for its report (`paperboy broadcast status` once it has ended): the
+    /// same counting as ``wakeRates(publication:appID:days:now:minimumPushes:logger:)``, the same grouping.
+    public func waveRates(
+        broadcastID: UUID,
+        minimumPushes: Int = WakeRates.defaultMinimumPushes,
+        logger: Logger
+    ) async throws -> WakeRates.Breakdown {
+        let rows = try await client.query(Self.waveQuery(broadcastID: broadcastID), logger: logger)
+        var counts: [WakeRates.Count] = []
+        for try await (wave, pushes, wakes) in rows.decode((Int16, Int, Int).self) {
+            counts.append(WakeRates.Count(.wave, "\(wave)", pushes: pushes, wakes: wakes))
+        }
+        return WakeRates.breakdown(.wave, counts, minimumPushes: minimumPushes)
+    }
+
+    /// A broadcast's pushes by `deliveries_by_broadcast`, their receipts by primary key.
+    static func waveQuery(broadcastID: UUID) -> PostgresQuery {
+        """
+        SELECT x.wave, count(*), count(*) FILTER (WHERE \(unescaped: Self.woke))
+        FROM broadcasts b
+        CROSS JOIN LATERAL (
+            SELECT x.device_id, x.broadcast_id, x.wave, x.sent_at FROM deliveries x
+            WHERE x.broadcast_id = b.id AND x.background AND x.outcome = 'accepted'
+            OFFSET 0
+        ) x
+        LEFT JOIN LATERAL (
+            SELECT r.wave, r.received_at FROM receipts r WHERE r.device_id = x.device_id AND r.edition_id = b.edition_id LIMIT 1
+        ) r ON true
+        WHERE b.id = \(broadcastID)
+        GROUP BY x.wave
+        """
     }
 
     /// The counts per dimension (and in all) in one pass over the window's pushes.
@@ -118,15 +166,7 @@ public struct WakeRateRepository: Sendable {
             SELECT x.wave, dev.platform, dev.model, dev.os_version,
                 CASE WHEN z.name IS NOT NULL THEN extract(hour FROM x.sent_at AT TIME ZONE dev.time_zone)::integer END AS local_hour,
                 prev.network, prev.charging, prev.low_power_mode, prev.background_refresh,
-                CASE
-                    WHEN r.received_at IS NULL THEN false
-                    WHEN r.wave IS NOT NULL THEN r.wave = x.wave
-                    ELSE coalesce(x.wave = (
-                        SELECT max(y.wave) FROM deliveries y
-                        WHERE y.device_id = x.device_id AND y.broadcast_id = x.broadcast_id AND y.background AND y.outcome = 'accepted'
-                            AND y.sent_at <= r.received_at
-                    ), false)
-                END AS woke
+                \(unescaped: Self.woke) AS woke
             FROM (
                 SELECT b.id, b.edition_id,
                     (SELECT p.id FROM editions p WHERE p.publication_id = e.publication_id AND p.issue_date < e.issue_date

@@ -142,11 +142,14 @@ public enum RequestStatements {
         Statement("GET /v1/broadcasts/{id}: receipts per wave and cohort") { s in
             receiptsPerCohort(broadcastID: s.broadcastID, editionID: s.editionID)
         },
-        Statement("GET /v1/insights/wake-rates: a publication's, 14 days") { s in
+        Statement("GET /v1/insights/wake-rates: a publication's wake rates, 14 days") { s in
             WakeRateRepository.countsQuery(publicationIDs: [Int32(s.publicationID)], from: s.now.addingTimeInterval(-14 * 86_400), to: s.now)
         },
-        Statement("GET /v1/insights/wake-rates: every publication's, 14 days") { s in
+        Statement("GET /v1/insights/wake-rates: every publication's wake rates, 14 days") { s in
             WakeRateRepository.countsQuery(publicationIDs: nil, from: s.now.addingTimeInterval(-14 * 86_400), to: s.now)
+        },
+        Statement("paperboy broadcast status: an ended broadcast's wake rates by wave") { s in
+            WakeRateRepository.waveQuery(broadcastID: s.broadcastID)
         },
         Statement("GET /v1/broadcasts/{id}") { s in BroadcastRepository.selectBroadcasts("WHERE b.id = \(s.broadcastID)") },
         Statement("GET /v1/broadcasts") { _ in BroadcastRepository.selectBroadcasts("ORDER BY b.created_at DESC LIMIT \(50)") },
@@ -360,8 +363,8 @@ public enum RequestStatements {
                 )
                 SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds),
                     \(context.network?.storageCode)::smallint, \(context.charging)::boolean, \(context.lowPowerMode)::boolean,
-                    \(context.backgroundRefresh)::boolean, \(context.wave.map(Int16.init(clamping:)))::smallint,
-                    \(context.secondsFromPush.map(Int32.init(clamping:)))::integer
+                    \(context.backgroundRefresh)::boolean, \(context.wave.map { Int16(clamping: $0) })::smallint,
+                    \(context.secondsFromPush.map { Int32(clamping: $0) })::integer
                 FROM device, edition
                 ON CONFLICT (device_id, edition_id) DO UPDATE
                     SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now(),
