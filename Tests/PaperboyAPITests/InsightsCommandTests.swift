@@ -18,7 +18,10 @@ struct InsightsCommandTests {
             ).app
             _ = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
 
-            let json = try PaperboyBinary.run(["insights", "wake-rates", "--publication", "morning", "--days", "3", "--json"], database: db.configuration)
+            let json = try PaperboyBinary.run(
+                ["insights", "wake-rates", "--publication", "morning", "--days", "3", "--json"],
+                database: db.configuration
+            )
             #expect(json.status == 0, "\(json.output)")
             let line = try #require(json.output.split(separator: "\n").last)
             let report = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])

@@ -95,7 +95,12 @@ struct ReceiptContextTests {
                 """,
                 logger: db.logger
             )
-            let plain = try await receipts.record(appID: appID, token: Self.token, ReceiptReport(editionID: second, result: .noData), logger: db.logger)
+            let plain = try await receipts.record(
+                appID: appID,
+                token: Self.token,
+                ReceiptReport(editionID: second, result: .noData),
+                logger: db.logger
+            )
             #expect(plain.created && plain.receipt.context.isEmpty)
             let nulls = try await db.client.query(
                 "SELECT count(*) FROM receipts WHERE edition_id = \(second) AND network IS NULL AND wave IS NULL AND charging IS NULL",

@@ -145,6 +145,13 @@ struct WakeRateRepositoryTests {
             #expect(longer.total.pushes == 8 && longer.total.wakes == 4)
             #expect(longer.from == Self.now.addingTimeInterval(-30 * 86_400) && longer.to == Self.now)
 
+            // One broadcast by wave, for its report: the same counting.
+            var today = UUID()
+            for try await id in try await db.client.query("SELECT md5('b-today')::uuid", logger: db.logger).decode(UUID.self) { today = id }
+            let waves = try await repository.waveRates(broadcastID: today, minimumPushes: 1, logger: db.logger)
+            #expect(waves.dimension == .wave && waves.groups.map { "\($0.key) \($0.pushes)/\($0.wakes)" } == ["1 4/1", "2 2/2"])
+            #expect(try await repository.waveRates(broadcastID: today, logger: db.logger).groups.map(\.key) == ["other"])
+
             // The default minimum: six pushes are too few for any rate.
             let merged = try await repository.wakeRates(publication: "morning", appID: nil, days: 14, now: Self.now, logger: db.logger)
             #expect(merged.total.rate == nil)

@@ -40,6 +40,21 @@ struct WakeRatesTextTests {
         #expect(!text.contains("NETWORK"), "a dimension without pushes has no table")
     }
 
+    @Test("an ended broadcast's report ends with its waves' table, or says no push was accepted")
+    func broadcastWaves() {
+        let waves = WakeRates.breakdown(
+            .wave,
+            [.init(.wave, "1", pushes: 1_000, wakes: 600), .init(.wave, "2", pushes: 400, wakes: 100)],
+            minimumPushes: 200
+        )
+        let lines = WakeRates.broadcastReport(waves).split(separator: "\n").map(String.init)
+        #expect(lines[0] == "Wake rates by wave (receipts per accepted background push; under 200 pushes: no rate):")
+        #expect(lines[1].hasPrefix("WAVE") && lines.count == 4)
+        #expect(lines[2].hasPrefix("1") && lines[2].contains("60.0%") && lines[3].contains("25.0%"))
+        let none = WakeRates.broadcastReport(WakeRates.breakdown(.wave, [], minimumPushes: 200))
+        #expect(none.hasSuffix("no accepted background pushes"))
+    }
+
     @Test("an empty window says there is nothing to measure")
     func empty() {
         let rates = WakeRates(publication: nil, days: 1, from: Self.five.addingTimeInterval(-86_400), to: Self.five, total: (0, 0), counts: [])

@@ -50,8 +50,22 @@ public struct ReceiptRepository: Sendable {
             )
         }
         if let result = row.2.flatMap(ReceiptResult.init(rawValue:)), let bytes = row.3, let seconds = row.4, let receivedAt = row.5 {
-            let context = Self.context(network: row.7, charging: row.8, lowPowerMode: row.9, backgroundRefresh: row.10, wave: row.11, secondsFromPush: row.12)
-            let receipt = Receipt(editionID: report.editionID, result: result, bytes: bytes, seconds: seconds, receivedAt: receivedAt, context: context)
+            let context = Self.context(
+                network: row.7,
+                charging: row.8,
+                lowPowerMode: row.9,
+                backgroundRefresh: row.10,
+                wave: row.11,
+                secondsFromPush: row.12
+            )
+            let receipt = Receipt(
+                editionID: report.editionID,
+                result: result,
+                bytes: bytes,
+                seconds: seconds,
+                receivedAt: receivedAt,
+                context: context
+            )
             return (receipt, row.6 ?? false)
         }
         // Nothing inserted or updated: a receipt is stored already and is kept. Read it in a new snapshot,
@@ -77,7 +91,14 @@ public struct ReceiptRepository: Sendable {
         typealias Row = (String, Int64, Double, Date, Int16?, Bool?, Bool?, Bool?, Int16?, Int32?)
         for try await row in rows.decode(Row.self) {
             guard let result = ReceiptResult(rawValue: row.0) else { continue }
-            let context = Self.context(network: row.4, charging: row.5, lowPowerMode: row.6, backgroundRefresh: row.7, wave: row.8, secondsFromPush: row.9)
+            let context = Self.context(
+                network: row.4,
+                charging: row.5,
+                lowPowerMode: row.6,
+                backgroundRefresh: row.7,
+                wave: row.8,
+                secondsFromPush: row.9
+            )
             return Receipt(editionID: editionID, result: result, bytes: row.1, seconds: row.2, receivedAt: row.3, context: context)
         }
         return nil
