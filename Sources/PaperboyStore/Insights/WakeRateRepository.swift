@@ -43,7 +43,8 @@ public struct WakeRateRepository: Sendable {
         let publications = PublicationRepository(client: client)
         var publicationIDs: [Int32]?
         if let publication {
-            publicationIDs = [Int32(try await publications.resolve(slug: publication, appID: appID, logger: logger).id)]
+            let resolved = try await publications.resolve(slug: publication, appID: appID, logger: logger)
+            publicationIDs = [Int32(resolved.id)]
         } else if let appID {
             let found = try await publications.list(appID: appID, logger: logger)
             guard !found.isEmpty else { throw StoreError(code: .notFound, field: "app", message: "app \(appID) has no publications") }
