@@ -19,8 +19,8 @@ struct InsightsCommand: AsyncParsableCommand {
             discussion: """
                 Reads the broadcasts created in the last --days days (the ledger keeps the retention, 7 days by default). A push \
                 woke the app when the device's receipt for the edition names the push's wave (the payload's `wave`, echoed), or, \
-                without one, when it is the device's last push of the broadcast before the receipt. Network, charging, Low Power \
-                Mode and Background App Refresh are as the device reported them with its receipt for the publication's previous \
+                without one, when it is the device's last push of the broadcast before the receipt (after the alert wave: none). \
+                Network, charging, Low Power Mode and Background App Refresh are as the device reported them with its receipt for the publication's previous \
                 edition ("unknown" without one). Model family: an Apple identifier up to its comma (iPhone15,2 is iPhone15), any \
                 other model as reported. Groups under 200 pushes are merged into "other"; one still under 200 shows no rate. \
                 Each rate has its counts and a Wilson 95% interval.

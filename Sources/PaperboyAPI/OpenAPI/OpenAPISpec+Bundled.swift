@@ -497,10 +497,10 @@ extension OpenAPISpec {
                 device's local hour at the push, as `paperboy insights wake-rates --json` prints them.
 
                 A push woke the app when the device's receipt for the edition names the push's wave (the payload's
-                `wave`, echoed), or, for a receipt without one, when it is the device's last accepted background push
-                of the broadcast before the receipt. Network, charging, Low Power Mode and Background App Refresh are
-                as the device reported them with its receipt for the publication's previous edition (`unknown`
-                without one). Model family: an Apple identifier up to its comma (`iPhone15,2` is `iPhone15`), any
+                `wave`, echoed), or, for a receipt without one, when it is the device's last accepted push of the
+                broadcast before the receipt (a receipt after the alert wave counts for no background push).
+                Network, charging, Low Power Mode and Background App Refresh are as the device reported them with
+                its receipt for the publication's previous edition (`unknown` without one). Model family: an Apple identifier up to its comma (`iPhone15,2` is `iPhone15`), any
                 other model as reported. Groups with fewer than `minimumPushes` pushes are merged into `other`; a
                 group still below it has its counts and no `rate`.
 

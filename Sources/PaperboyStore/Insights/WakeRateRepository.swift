@@ -21,8 +21,8 @@ public struct WakeRateRepository: Sendable {
     ///
     /// A push counts when it is an accepted background push (the alert wave is not a wake-up the app gets to
     /// choose). It woke the app when the device's receipt for the edition names its wave (`wave`, echoed from
-    /// the payload), or, for a receipt without one, when it is the device's last accepted background push of
-    /// the broadcast sent before the receipt arrived.
+    /// the payload), or, for a receipt without one, when it is the device's last accepted push of the broadcast
+    /// sent before the receipt arrived (so a receipt after the alert wave counts for no background push).
     ///
     /// - Parameters:
     ///   - publication: a publication's slug; nil for every publication (of `appID`, when given).
@@ -88,14 +88,15 @@ public struct WakeRateRepository: Sendable {
 
     /// Whether push `x` (a row of `deliveries`) woke the app, given `r`, the device's receipt for the edition
     /// (`wave`, `received_at`; NULL without one): the receipt names its wave, or, without a wave, `x` is the
-    /// device's last accepted background push of the broadcast before the receipt (the deliveries' primary key).
+    /// device's last accepted push of the broadcast before the receipt (the deliveries' primary key). A receipt
+    /// that followed the alert wave counts for no background push.
     static let woke = """
         CASE
             WHEN r.received_at IS NULL THEN false
             WHEN r.wave IS NOT NULL THEN r.wave = x.wave
             ELSE coalesce(x.wave = (
                 SELECT max(y.wave) FROM deliveries y
-                WHERE y.device_id = x.device_id AND y.broadcast_id = x.broadcast_id AND y.background AND y.outcome = 'accepted'
+                WHERE y.device_id = x.device_id AND y.broadcast_id = x.broadcast_id AND y.outcome = 'accepted'
                     AND y.sent_at <= r.received_at
             ), false)
         END
