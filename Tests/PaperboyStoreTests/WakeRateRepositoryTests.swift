@@ -79,7 +79,7 @@ struct WakeRateRepositoryTests {
             """,
             // Today's morning: d1 waves 1 and 2 (its receipt echoes wave 2); d2 wave 1 (a receipt without a wave,
             // after it); d3 waves 1 and 2 (a receipt without a wave after wave 2); d4 wave 1, a rejected wave 2
-            // and an alert wave 3, and no receipt.
+            // and an alert wave 3, and a receipt without a wave after the alert: it credits no background push.
             """
             INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome) VALUES
                 (\(d1), md5('b-today')::uuid, 1, 0, true, \(minutes(0)), 'accepted'),
@@ -99,6 +99,7 @@ struct WakeRateRepositoryTests {
                 (\(d1), md5('today')::uuid, 'newData', \(minutes(45)), 2, NULL, NULL, NULL, NULL),
                 (\(d2), md5('today')::uuid, 'failed', \(minutes(5)), NULL, NULL, NULL, NULL, NULL),
                 (\(d3), md5('today')::uuid, 'newData', \(minutes(40)), NULL, NULL, NULL, NULL, NULL),
+                (\(d4), md5('today')::uuid, 'newData', \(minutes(70)), NULL, NULL, NULL, NULL, NULL),
                 (\(d2), md5('old')::uuid, 'newData', \(minutes(-20 * 1440 + 5)), NULL, NULL, NULL, NULL, NULL),
                 (\(d1), md5('yesterday')::uuid, 'newData', \(minutes(-1440)), 1, 0, true, false, true),
                 (\(d2), md5('yesterday')::uuid, 'noData', \(minutes(-1440)), 1, 1, false, true, true)
