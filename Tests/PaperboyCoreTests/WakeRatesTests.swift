@@ -82,7 +82,7 @@ struct WakeRatesTests {
     func emptyInput() {
         let rates = Self.rates([], total: (0, 0))
         #expect(rates.dimensions.map(\.dimension) == WakeRates.Dimension.allCases)
-        #expect(rates.dimensions.allSatisfy(\.groups.isEmpty))
+        #expect(rates.dimensions.allSatisfy { $0.groups.isEmpty })
         #expect(rates.total.pushes == 0 && rates.total.rate == nil)
     }
 

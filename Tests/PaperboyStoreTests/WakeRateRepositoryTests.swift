@@ -187,7 +187,7 @@ struct WakeRateRepositoryTests {
                 now: Self.now.addingTimeInterval(-3 * 86_400),
                 logger: db.logger
             )
-            #expect(earlier.total.pushes == 0 && earlier.dimensions.allSatisfy(\.groups.isEmpty))
+            #expect(earlier.total.pushes == 0 && earlier.dimensions.allSatisfy { $0.groups.isEmpty })
         }
     }
 }
