@@ -91,7 +91,13 @@ public struct WakeContext: Codable, Equatable, Sendable {
         charging = try container.decodeIfPresent(Bool.self, forKey: .charging)
         lowPowerMode = try container.decodeIfPresent(Bool.self, forKey: .lowPowerMode)
         backgroundRefresh = try container.decodeIfPresent(Bool.self, forKey: .backgroundRefresh)
-        wave = try container.decodeIfPresent(Int.self, forKey: .wave)
+        // Read as a number and checked here: the decoder's own refusal of 1.5 as an Int names no field.
+        if let number = try container.decodeIfPresent(Double.self, forKey: .wave) {
+            guard number.rounded() == number, number.magnitude < 1e9 else {
+                throw DecodingError.dataCorruptedError(forKey: .wave, in: container, debugDescription: "wave must be a whole number")
+            }
+            wave = Int(number)
+        }
         if let seconds = try container.decodeIfPresent(Double.self, forKey: .secondsFromPush) {
             secondsFromPush = seconds < 0 ? -1 : Int(min(seconds, 1e9).rounded())
         }
