@@ -135,7 +135,10 @@ public struct WakeRateRepository: Sendable {
         """
     }
 
-    /// The counts per dimension (and in all) in one pass over the window's pushes.
+    /// The counts per dimension (and in all) in one pass over the window's pushes: counted first by every
+    /// dimension at once (one hash table per push instead of one per dimension), then summed per dimension.
+    /// The window's broadcasts are materialized so that each one's previous edition is looked up once, not
+    /// once per push.
     ///
     /// The path, for `EXPLAIN`: the window's broadcasts by `broadcasts_newest` (created_at); each broadcast's
     /// deliveries by `deliveries_by_broadcast` (`OFFSET 0` keeps that lookup per broadcast: merged into the
@@ -149,34 +152,19 @@ public struct WakeRateRepository: Sendable {
     /// `unknown` rather than failing the query.
     static func countsQuery(publicationIDs: [Int32]?, from: Date, to: Date) -> PostgresQuery {
         """
-        SELECT
-            CASE
-                WHEN GROUPING(c.wave) = 0 THEN 'wave'
-                WHEN GROUPING(c.os_version) = 0 THEN 'osMajor'
-                WHEN GROUPING(c.platform) = 0 THEN 'platform'
-                WHEN GROUPING(c.model) = 0 THEN 'modelFamily'
-                WHEN GROUPING(c.network) = 0 THEN 'network'
-                WHEN GROUPING(c.charging) = 0 THEN 'charging'
-                WHEN GROUPING(c.low_power_mode) = 0 THEN 'lowPowerMode'
-                WHEN GROUPING(c.background_refresh) = 0 THEN 'backgroundRefresh'
-                WHEN GROUPING(c.local_hour) = 0 THEN 'localHour'
-                ELSE 'total'
-            END,
-            c.wave, c.platform, c.model, c.os_version, c.network, c.charging, c.low_power_mode, c.background_refresh, c.local_hour,
-            count(*), count(*) FILTER (WHERE c.woke)
-        FROM (
+        WITH w AS MATERIALIZED (
+            SELECT b.id, b.edition_id,
+                (SELECT p.id FROM editions p WHERE p.publication_id = e.publication_id AND p.issue_date < e.issue_date
+                 ORDER BY p.issue_date DESC LIMIT 1) AS previous_edition
+            FROM broadcasts b JOIN editions e ON e.id = b.edition_id
+            WHERE b.created_at >= \(from) AND b.created_at < \(to)
+                AND (\(publicationIDs)::integer[] IS NULL OR e.publication_id = ANY(\(publicationIDs)::integer[]))
+        ), c AS MATERIALIZED (
             SELECT x.wave, dev.platform, dev.model, dev.os_version,
                 CASE WHEN z.name IS NOT NULL THEN extract(hour FROM x.sent_at AT TIME ZONE dev.time_zone)::integer END AS local_hour,
                 prev.network, prev.charging, prev.low_power_mode, prev.background_refresh,
-                \(unescaped: Self.woke) AS woke
-            FROM (
-                SELECT b.id, b.edition_id,
-                    (SELECT p.id FROM editions p WHERE p.publication_id = e.publication_id AND p.issue_date < e.issue_date
-                     ORDER BY p.issue_date DESC LIMIT 1) AS previous_edition
-                FROM broadcasts b JOIN editions e ON e.id = b.edition_id
-                WHERE b.created_at >= \(from) AND b.created_at < \(to)
-                    AND (\(publicationIDs)::integer[] IS NULL OR e.publication_id = ANY(\(publicationIDs)::integer[]))
-            ) w
+                count(*) AS pushes, count(*) FILTER (WHERE \(unescaped: Self.woke)) AS wakes
+            FROM w
             CROSS JOIN LATERAL (
                 SELECT x.device_id, x.broadcast_id, x.wave, x.sent_at FROM deliveries x
                 WHERE x.broadcast_id = w.id AND x.background AND x.outcome = 'accepted'
@@ -193,7 +181,24 @@ public struct WakeRateRepository: Sendable {
                 WHERE q.device_id = x.device_id AND q.edition_id = w.previous_edition LIMIT 1
             ) prev ON true
             LEFT JOIN (SELECT name FROM pg_timezone_names) z ON z.name = dev.time_zone
-        ) c
+            GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
+        )
+        SELECT
+            CASE
+                WHEN GROUPING(c.wave) = 0 THEN 'wave'
+                WHEN GROUPING(c.os_version) = 0 THEN 'osMajor'
+                WHEN GROUPING(c.platform) = 0 THEN 'platform'
+                WHEN GROUPING(c.model) = 0 THEN 'modelFamily'
+                WHEN GROUPING(c.network) = 0 THEN 'network'
+                WHEN GROUPING(c.charging) = 0 THEN 'charging'
+                WHEN GROUPING(c.low_power_mode) = 0 THEN 'lowPowerMode'
+                WHEN GROUPING(c.background_refresh) = 0 THEN 'backgroundRefresh'
+                WHEN GROUPING(c.local_hour) = 0 THEN 'localHour'
+                ELSE 'total'
+            END,
+            c.wave, c.platform, c.model, c.os_version, c.network, c.charging, c.low_power_mode, c.background_refresh, c.local_hour,
+            coalesce(sum(c.pushes), 0)::bigint, coalesce(sum(c.wakes), 0)::bigint
+        FROM c
         GROUP BY GROUPING SETS (
             (), (c.wave), (c.platform), (c.model), (c.platform, c.os_version), (c.network), (c.charging), (c.low_power_mode),
             (c.background_refresh), (c.local_hour)
