@@ -135,10 +135,9 @@ public struct WakeRateRepository: Sendable {
         """
     }
 
-    /// The counts per dimension (and in all) in one pass over the window's pushes: counted first by every
-    /// dimension at once (one hash table per push instead of one per dimension), then summed per dimension.
-    /// The window's broadcasts are materialized so that each one's previous edition is looked up once, not
-    /// once per push.
+    /// The counts per dimension (and in all) in one pass over the window's pushes. The window's broadcasts are
+    /// materialized so that each one's previous edition is looked up once, not once per push (at 1 M devices
+    /// that halved the time); counting by every dimension at once first was slower (a sort on wide keys).
     ///
     /// The path, for `EXPLAIN`: the window's broadcasts by `broadcasts_newest` (created_at); each broadcast's
     /// deliveries by `deliveries_by_broadcast` (`OFFSET 0` keeps that lookup per broadcast: merged into the
@@ -159,11 +158,11 @@ public struct WakeRateRepository: Sendable {
             FROM broadcasts b JOIN editions e ON e.id = b.edition_id
             WHERE b.created_at >= \(from) AND b.created_at < \(to)
                 AND (\(publicationIDs)::integer[] IS NULL OR e.publication_id = ANY(\(publicationIDs)::integer[]))
-        ), c AS MATERIALIZED (
+        ), c AS (
             SELECT x.wave, dev.platform, dev.model, dev.os_version,
                 CASE WHEN z.name IS NOT NULL THEN extract(hour FROM x.sent_at AT TIME ZONE dev.time_zone)::integer END AS local_hour,
                 prev.network, prev.charging, prev.low_power_mode, prev.background_refresh,
-                count(*) AS pushes, count(*) FILTER (WHERE \(unescaped: Self.woke)) AS wakes
+                \(unescaped: Self.woke) AS woke
             FROM w
             CROSS JOIN LATERAL (
                 SELECT x.device_id, x.broadcast_id, x.wave, x.sent_at FROM deliveries x
@@ -181,7 +180,6 @@ public struct WakeRateRepository: Sendable {
                 WHERE q.device_id = x.device_id AND q.edition_id = w.previous_edition LIMIT 1
             ) prev ON true
             LEFT JOIN (SELECT name FROM pg_timezone_names) z ON z.name = dev.time_zone
-            GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
         )
         SELECT
             CASE
@@ -197,7 +195,7 @@ public struct WakeRateRepository: Sendable {
                 ELSE 'total'
             END,
             c.wave, c.platform, c.model, c.os_version, c.network, c.charging, c.low_power_mode, c.background_refresh, c.local_hour,
-            coalesce(sum(c.pushes), 0)::bigint, coalesce(sum(c.wakes), 0)::bigint
+            count(*), count(*) FILTER (WHERE c.woke)
         FROM c
         GROUP BY GROUPING SETS (
             (), (c.wave), (c.platform), (c.model), (c.platform, c.os_version), (c.network), (c.charging), (c.low_power_mode),
