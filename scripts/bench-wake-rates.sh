@@ -2,10 +2,11 @@
 # Seeds a fleet and DAYS days of morning and evening broadcasts (3 background waves each, receipts with context), then
 # times `paperboy insights wake-rates` and EXPLAINs its statement. Under scripts/with-postgres.sh, from the repository:
 #   N=1000000 DAYS=4 PB=.build/debug/paperboy scripts/with-postgres.sh scripts/bench-wake-rates.sh
-# (MODE=seed stops after the history, MODE=time only times; the EXPLAIN reads /tmp/i14-wake/explain.sql when present.)
+# (MODE=seed stops after the history, MODE=time only times; the EXPLAIN reads $OUT/explain.sql when present; OUT defaults to /tmp/wake-rates.)
 set -euo pipefail
 pb=${PB:-.build/debug/paperboy}
 N=${N:-1000000}
+OUT=${OUT:-/tmp/wake-rates}; mkdir -p "$OUT"
 DAYS=${DAYS:-4}
 export TZ=UTC
 if [ "${MODE:-all}" != time ]; then
@@ -57,9 +58,10 @@ psql -X -At -c "SELECT 'devices ' || (SELECT count(*) FROM devices) || ', delive
 [ "${MODE:-all}" = seed ] && exit 0
 for args in "--publication morning --days 1" "--days 1" "--publication morning --days 14" "--days 14"; do
     start=$(date +%s.%N)
-    $pb insights wake-rates $args --json > /tmp/i14-wake/rates-$(echo $args | tr -d ' -').json
+    $pb insights wake-rates $args --json > $OUT/rates-$(echo $args | tr -d ' -').json
     echo "insights wake-rates $args: $(echo "$(date +%s.%N) - $start" | bc) s"
 done
-$pb insights wake-rates --publication morning --days 14 --time-zone Asia/Tokyo > /tmp/i14-wake/rates-morning-14.txt
-psql -X -v days=1 -v pubs="{1}" -f /tmp/i14-wake/explain.sql > /tmp/i14-wake/explain-morning-1d.txt 2>&1
-psql -X -v days=14 -v pubs="{1}" -f /tmp/i14-wake/explain.sql > /tmp/i14-wake/explain-morning-14d.txt 2>&1
+$pb insights wake-rates --publication morning --days 14 --time-zone Asia/Tokyo > $OUT/rates-morning-14.txt
+[ -f "$OUT/explain.sql" ] || exit 0
+psql -X -v days=1 -v pubs="{1}" -f $OUT/explain.sql > $OUT/explain-morning-1d.txt 2>&1
+psql -X -v days=14 -v pubs="{1}" -f $OUT/explain.sql > $OUT/explain-morning-14d.txt 2>&1
