@@ -50,7 +50,7 @@ public struct APIConfiguration: Sendable {
 public enum APISurface: String, Sendable, CaseIterable {
     /// `/v1/devices/…`, `GET /v1/editions/…`: the app's, with `X-API-Key`.
     case devices
-    /// `/v1/apps`, `POST /v1/editions`, `/v1/broadcasts…`: operators', with the admin token.
+    /// `/v1/apps`, `POST /v1/editions`, `/v1/broadcasts…`, `/v1/insights/…`: operators', with the admin token.
     case admin
     /// `/health/…`, `/metrics`, `/openapi.yaml`: for load balancers, Prometheus and tools.
     case operations
@@ -116,6 +116,7 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
             apps: AppRepository(client: client),
             maxBodyBytes: configuration.maxBodyBytes
         ).add(to: adminAPI)
+        InsightsRoutes(wakeRates: WakeRateRepository(client: client)).add(to: adminAPI)
     }
 
     OpenAPIRoutes().add(to: router)

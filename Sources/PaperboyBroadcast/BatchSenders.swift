@@ -11,11 +11,14 @@ struct BatchSenders: Sendable {
     var fcm: FCMChannels.Channel?
     let edition: Edition
     let kind: BroadcastProgress.Wave.Kind
+    /// The batch's wave, which its pushes carry (``EditionPush/wave``).
+    let wave: Int
     let androidPriority: BroadcastOptions.AndroidPriority
 
-    init(edition: Edition, kind: BroadcastProgress.Wave.Kind, androidPriority: BroadcastOptions.AndroidPriority) {
+    init(edition: Edition, kind: BroadcastProgress.Wave.Kind, wave: Int, androidPriority: BroadcastOptions.AndroidPriority) {
         self.edition = edition
         self.kind = kind
+        self.wave = wave
         self.androidPriority = androidPriority
     }
 
@@ -46,6 +49,7 @@ struct FCMMessageCache {
             for: senders.edition,
             tier: tier,
             kind: senders.kind,
+            wave: senders.wave,
             platform: platform,
             priority: senders.androidPriority,
             sentAt: sentAt

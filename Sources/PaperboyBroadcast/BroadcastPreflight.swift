@@ -9,21 +9,23 @@ import PaperboyStore
 /// could never send anything is refused with the field at fault instead of failing every batch until the
 /// deadline: every tier's push fits APNs' 4096 bytes, and the app's APNs key can be loaded.
 public enum BroadcastPreflight {
-    /// The push per tier for `edition`, as the dispatcher sends it: one definition for sending and checking.
+    /// The push per tier for `edition` in `wave`, as the dispatcher sends it: one definition for sending and
+    /// checking.
     /// - Throws: `APNsNotificationError` when a push breaks APNs' rules (too large).
     public static func notifications(
         for edition: Edition,
-        kind: BroadcastProgress.Wave.Kind
+        kind: BroadcastProgress.Wave.Kind,
+        wave: Int
     ) throws -> [ImageTier: APNsNotification] {
         var notifications: [ImageTier: APNsNotification] = [:]
         for tier in ImageTier.allCases {
-            notifications[tier] = try notification(for: edition, tier: tier, kind: kind)
+            notifications[tier] = try notification(for: edition, tier: tier, kind: kind, wave: wave)
         }
         return notifications
     }
 
-    static func notification(for edition: Edition, tier: ImageTier, kind: BroadcastProgress.Wave.Kind) throws -> APNsNotification {
-        let push = EditionPush(edition: edition, tier: tier)
+    static func notification(for edition: Edition, tier: ImageTier, kind: BroadcastProgress.Wave.Kind, wave: Int) throws -> APNsNotification {
+        let push = EditionPush(edition: edition, tier: tier, wave: wave)
         switch kind {
         case .background:
             return try .background(push, expiration: edition.deadline)
@@ -47,11 +49,12 @@ public enum BroadcastPreflight {
         for edition: Edition,
         tier: ImageTier,
         kind: BroadcastProgress.Wave.Kind,
+        wave: Int,
         platform: DevicePlatform,
         priority: BroadcastOptions.AndroidPriority,
         sentAt: Date
     ) throws -> FCMMessage {
-        let data = EditionPush(edition: edition, tier: tier).fcmData
+        let data = EditionPush(edition: edition, tier: tier, wave: wave).fcmData
         let target: FCMMessage.Target
         switch platform {
         case .android:
@@ -76,15 +79,24 @@ public enum BroadcastPreflight {
 
     static func alertBody(_ edition: Edition) -> String { "The edition of \(edition.manifest.issueDate) is waiting to be downloaded." }
 
-    /// Refuses an edition one of whose pushes (background, or the last-resort alert) cannot be built.
+    /// Refuses an edition one of whose pushes (background, or the last-resort alert) cannot be built, checked
+    /// with the longest wave number a push may carry.
     /// - Throws: `StoreError` (invalid) naming `tiers.<tier>.bundles`, the list that makes a push too large.
     public static func checkPushes(_ edition: Edition) throws(StoreError) {
         for tier in ImageTier.allCases {
             for kind in [BroadcastProgress.Wave.Kind.background, .alert] {
                 do {
-                    _ = try notification(for: edition, tier: tier, kind: kind)
+                    _ = try notification(for: edition, tier: tier, kind: kind, wave: EditionPush.largestWave)
                     for platform in DevicePlatform.allCases {
-                        _ = try fcmMessage(for: edition, tier: tier, kind: kind, platform: platform, priority: .normal, sentAt: edition.publishedAt)
+                        _ = try fcmMessage(
+                            for: edition,
+                            tier: tier,
+                            kind: kind,
+                            wave: EditionPush.largestWave,
+                            platform: platform,
+                            priority: .normal,
+                            sentAt: edition.publishedAt
+                        )
                     }
                 } catch {
                     let bundles = edition.manifest.tiers[tier.rawValue]?.bundles.count ?? 0

@@ -634,10 +634,10 @@ public final class Dispatcher: Service {
         guard let edition = try await editions.find(id: batch.editionID, logger: logger) else {
             throw ChannelError(message: "edition \(batch.editionID) does not exist")
         }
-        var senders = BatchSenders(edition: edition, kind: batch.kind, androidPriority: batch.androidPriority)
+        var senders = BatchSenders(edition: edition, kind: batch.kind, wave: batch.wave, androidPriority: batch.androidPriority)
         if targets.contains(where: { $0.provider == .apns }) {
             senders.apns = try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger)
-            senders.apnsNotifications = try BroadcastPreflight.notifications(for: edition, kind: batch.kind)
+            senders.apnsNotifications = try BroadcastPreflight.notifications(for: edition, kind: batch.kind, wave: batch.wave)
         }
         if targets.contains(where: { $0.provider == .fcm }), let fcmChannels {
             senders.fcm = try await fcmChannels.channel(appID: batch.appID, logger: logger)

@@ -1,12 +1,12 @@
 import Foundation
 
-/// The app's keys of an edition's push: which edition, where its manifest is, the device's tier, and what
-/// to fetch first. One kind of push for every device of a tier, so the app does the same work whichever
-/// push iOS lets run.
+/// The app's keys of an edition's push: which edition, where its manifest is, the device's tier, what
+/// to fetch first, and the push's wave. One kind of push for every device of a tier, so the app does the same
+/// work whichever push iOS lets run.
 ///
 /// ```json
 /// {"edition":"…","manifest":"/v1/editions/…","tier":"large","deadline":"2026-11-23T09:00:00+09:00",
-///  "fetch":["https://cdn.example.com/…/large-1.zip", …]}
+///  "fetch":["https://cdn.example.com/…/large-1.zip", …],"wave":1}
 /// ```
 public struct EditionPush: Codable, Sendable, Equatable {
     /// The edition id (lowercase UUID).
@@ -18,13 +18,22 @@ public struct EditionPush: Codable, Sendable, Equatable {
     public var deadline: String
     /// The tier's bundle URLs in the manifest's order: the order to fetch them in.
     public var fetch: [String]
+    /// The broadcast's wave this push belongs to (1 for the first). The app echoes it in its receipt (`wave`),
+    /// so that a receipt counts for the push that ran, not an earlier one iOS dropped: what wake rates per
+    /// wave are measured with. A few bytes of the 4096.
+    public var wave: Int
 
-    public init(edition: Edition, tier: ImageTier) {
+    /// The largest wave a push may carry: `deliveries.wave` is a smallint. Pushes are checked against APNs'
+    /// and FCM's size limits with it, so that no wave's push is larger than the one checked.
+    public static let largestWave = Int(Int16.max)
+
+    public init(edition: Edition, tier: ImageTier, wave: Int) {
         self.edition = edition.id.uuidString.lowercased()
         self.manifest = "/v1/editions/\(self.edition)"
         self.tier = tier.rawValue
         self.deadline = edition.manifest.deadline
         self.fetch = edition.manifest.tiers[tier.rawValue]?.bundles.map(\.url) ?? []
+        self.wave = wave
     }
 }
 
@@ -35,6 +44,6 @@ extension EditionPush {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
         let fetchText = (try? encoder.encode(fetch)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-        return ["edition": edition, "manifest": manifest, "tier": tier, "deadline": deadline, "fetch": fetchText]
+        return ["edition": edition, "manifest": manifest, "tier": tier, "deadline": deadline, "fetch": fetchText, "wave": String(wave)]
     }
 }

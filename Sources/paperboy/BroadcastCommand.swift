@@ -112,7 +112,7 @@ struct BroadcastCommand: AsyncParsableCommand {
                     )
                 }
                 if follow {
-                    try await Status.follow(start.broadcast.id, repository: repository, zone: zone, logger: logger)
+                    try await Status.follow(start.broadcast.id, repository: repository, client: client, zone: zone, logger: logger)
                 }
             }
         }
@@ -174,13 +174,22 @@ struct BroadcastCommand: AsyncParsableCommand {
             try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 let repository = BroadcastRepository(client: client)
                 if !output.json && !once && isatty(STDOUT_FILENO) == 1 {
-                    try await Self.follow(id, repository: repository, zone: zone, showCohorts: cohorts, logger: logger)
+                    try await Self.follow(id, repository: repository, client: client, zone: zone, showCohorts: cohorts, logger: logger)
                     return
                 }
                 let progress = try await Self.progress(id, repository: repository, logger: logger)
                 if output.json { return try printJSON(progress) }
                 print(progress.report(timeZone: zone, width: terminalWidth(), showCohorts: cohorts))
+                try await Self.printWakeRates(progress, client: client, logger: logger)
             }
+        }
+
+        /// Once a broadcast has ended, its wake rates by wave (`WakeRateRepository.waveRates`) after the report.
+        static func printWakeRates(_ progress: BroadcastProgress, client: PostgresClient, logger: Logger) async throws {
+            guard progress.state != .running else { return }
+            let waves = try await WakeRateRepository(client: client).waveRates(broadcastID: progress.id, logger: logger)
+            print("")
+            print(WakeRates.broadcastReport(waves))
         }
 
         static func progress(_ id: UUID, repository: BroadcastRepository, logger: Logger) async throws -> BroadcastProgress {
@@ -191,7 +200,15 @@ struct BroadcastCommand: AsyncParsableCommand {
         }
 
         /// Redraws one progress line every second while the broadcast runs, then prints the report.
-        static func follow(_ id: UUID, repository: BroadcastRepository, zone: TimeZone, showCohorts: Bool = false, logger: Logger) async throws {
+        /// - Parameter client: when given, the wake rates by wave follow the report once the broadcast has ended.
+        static func follow(
+            _ id: UUID,
+            repository: BroadcastRepository,
+            client: PostgresClient? = nil,
+            zone: TimeZone,
+            showCohorts: Bool = false,
+            logger: Logger
+        ) async throws {
             let live = isatty(STDOUT_FILENO) == 1
             var progress = try await progress(id, repository: repository, logger: logger)
             var lastLine = ""
@@ -208,6 +225,7 @@ struct BroadcastCommand: AsyncParsableCommand {
             }
             if live { FileHandle.standardOutput.write(Data("\r\u{1B}[K".utf8)) }
             print(progress.report(timeZone: zone, width: terminalWidth(), showCohorts: showCohorts))
+            if let client { try await printWakeRates(progress, client: client, logger: logger) }
         }
     }
 

@@ -18,6 +18,7 @@ struct Paperboy: AsyncParsableCommand {
             SchedulesCommand.self,
             DevicesCommand.self,
             PruneCommand.self,
+            InsightsCommand.self,
             APNsSimCommand.self,
             FCMSimCommand.self,
             PushCommand.self,

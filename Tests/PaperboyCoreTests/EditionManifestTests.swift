@@ -99,12 +99,15 @@ struct EditionManifestTests {
         #expect((json["tiers"] as? [String: Any])?.keys.sorted() == ["large", "small"])
     }
 
-    @Test("FCM data carries the APNs payload's keys as strings, the fetch list as its JSON text")
+    @Test("FCM data carries the APNs payload's keys as strings, the fetch list as its JSON text, the wave as its number")
     func fcmData() throws {
         let edition = Edition(id: UUID(), appID: 3, manifest: EditionSample.manifest(), deadline: EditionSample.now, publishedAt: EditionSample.now)
-        let push = EditionPush(edition: edition, tier: .large)
+        let push = EditionPush(edition: edition, tier: .large, wave: 2)
         let data = push.fcmData
-        #expect(Set(data.keys) == ["edition", "manifest", "tier", "deadline", "fetch"])
+        #expect(Set(data.keys) == ["edition", "manifest", "tier", "deadline", "fetch", "wave"])
+        #expect(data["wave"] == "2")
+        let apns = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(push)) as? [String: Any])
+        #expect(apns["wave"] as? Int == 2)
         #expect(data["edition"] == push.edition)
         #expect(data["manifest"] == push.manifest)
         #expect(data["tier"] == "large")

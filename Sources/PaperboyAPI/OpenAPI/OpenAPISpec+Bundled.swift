@@ -32,6 +32,7 @@ extension OpenAPISpec {
           - name: editions
           - name: apps
           - name: broadcasts
+          - name: insights
           - name: health
           - name: meta
         security: []
@@ -173,8 +174,13 @@ extension OpenAPISpec {
               description: |
                 The first receipt for a device and edition answers 201 with it. A later one answers 200 with the
                 receipt then stored, unchanged, unless the stored one is `failed` and the new one is `newData` or
-                `noData`: that one replaces it. 404 names `token` for a device the app does not have and
-                `editionId` for an edition it does not have.
+                `noData`: that one replaces it (with the new one's context). 404 names `token` for a device the app
+                does not have and `editionId` for an edition it does not have.
+
+                The context fields (`network`, `charging`, `lowPowerMode`, `backgroundRefresh`, `wave`,
+                `secondsFromPush`) are optional: what the app knew when the push ran. `paperboy insights wake-rates`
+                and `GET /v1/insights/wake-rates` measure how often pushes wake the app by them. A receipt without
+                them is stored and answered as before.
               security:
                 - deviceKey: []
               requestBody:
@@ -188,6 +194,12 @@ extension OpenAPISpec {
                       result: newData
                       bytes: 52428800
                       seconds: 4.5
+                      network: wifi
+                      charging: true
+                      lowPowerMode: false
+                      backgroundRefresh: true
+                      wave: 1
+                      secondsFromPush: 12
               responses:
                 "200":
                   description: A receipt was stored already; the one stored now.
@@ -472,6 +484,70 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/NotFound"
                 "409":
                   $ref: "#/components/responses/Conflict"
+
+          /v1/insights/wake-rates:
+            get:
+              tags: [insights]
+              operationId: getWakeRates
+              summary: Observed wake rates, receipts per accepted background push
+              description: |
+                Over the broadcasts created in the last `days` days (the ledger keeps the retention, 7 days by
+                default), the accepted background pushes and how many woke the app, in all and by wave, platform,
+                model family, OS major version, network, charging, Low Power Mode, Background App Refresh and the
+                device's local hour at the push, as `paperboy insights wake-rates --json` prints them.
+
+                A push woke the app when the device's receipt for the edition names the push's wave (the payload's
+                `wave`, echoed), or, for a receipt without one, when it is the device's last accepted push of the
+                broadcast before the receipt (a receipt after the alert wave counts for no background push).
+                Network, charging, Low Power Mode and Background App Refresh are as the device reported them with
+                its receipt for the publication's previous edition (`unknown` without one). Model family: an Apple identifier up to its comma (`iPhone15,2` is `iPhone15`), any
+                other model as reported. Groups with fewer than `minimumPushes` pushes are merged into `other`; a
+                group still below it has its counts and no `rate`.
+
+                400 names `days` or `app` for a bad value, or `app` when several apps have the publication; 404
+                names `publication` or `app` for one that does not exist.
+              security:
+                - adminToken: []
+              parameters:
+                - name: publication
+                  in: query
+                  required: false
+                  description: A publication's id, e.g. `morning`; every publication when absent.
+                  schema:
+                    type: string
+                    minLength: 1
+                    maxLength: 63
+                    pattern: "^[^\\x00]+$"
+                - name: app
+                  in: query
+                  required: false
+                  description: The app, when several have the publication; without `publication`, only its publications.
+                  schema:
+                    type: integer
+                    minimum: 1
+                    maximum: 2147483647
+                - name: days
+                  in: query
+                  required: false
+                  description: The window in days.
+                  schema:
+                    type: integer
+                    minimum: 1
+                    maximum: 90
+                    default: 14
+              responses:
+                "200":
+                  description: The wake rates.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/WakeRates"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
 
           /health/live:
             get:
@@ -921,6 +997,35 @@ extension OpenAPISpec {
                   minimum: 0
                   default: 0
                   description: Null is the same as absent.
+                network:
+                  type: [string, "null"]
+                  enum: [wifi, cellular, none, null]
+                  description: The network the device was on when the app ran. Null is the same as absent.
+                charging:
+                  type: [boolean, "null"]
+                  description: Whether the device was charging when the app ran. Null is the same as absent.
+                lowPowerMode:
+                  type: [boolean, "null"]
+                  description: Whether Low Power Mode was on. Null is the same as absent.
+                backgroundRefresh:
+                  type: [boolean, "null"]
+                  description: |
+                    The user's Background App Refresh setting for the app (on Android: whether background work is
+                    allowed). Null is the same as absent.
+                wave:
+                  type: [integer, "null"]
+                  minimum: 1
+                  maximum: 32767
+                  description: |
+                    The wave of the push that ran: the push payload's `wave`, echoed, so that the receipt counts for
+                    that push. Null is the same as absent.
+                secondsFromPush:
+                  type: [number, "null"]
+                  minimum: 0
+                  maximum: 86400
+                  description: |
+                    Seconds from the push's arrival on the device to the run; stored rounded to whole seconds. Null
+                    is the same as absent.
 
             Receipt:
               type: object
@@ -943,6 +1048,101 @@ extension OpenAPISpec {
                   minimum: 0
                 receivedAt:
                   $ref: "#/components/schemas/Timestamp"
+                network:
+                  type: string
+                  enum: [wifi, cellular, none]
+                  description: The stored receipt's context; each field only when it was sent.
+                charging:
+                  type: boolean
+                lowPowerMode:
+                  type: boolean
+                backgroundRefresh:
+                  type: boolean
+                wave:
+                  type: integer
+                  minimum: 1
+                  maximum: 32767
+                secondsFromPush:
+                  type: integer
+                  minimum: 0
+                  maximum: 86400
+
+            WakeRateGroup:
+              type: object
+              additionalProperties: false
+              required: [key, pushes, wakes]
+              properties:
+                key:
+                  type: string
+                  description: |
+                    The group: a wave (`1`), platform (`ios`), model family (`iPhone15`), OS (`iOS 17`), network
+                    (`wifi`), `true`/`false`, an hour (`05`), `unknown`, `other` (the merged small groups) or `all`.
+                pushes:
+                  type: integer
+                  minimum: 0
+                  description: Accepted background pushes.
+                wakes:
+                  type: integer
+                  minimum: 0
+                  description: Of those, the pushes that woke the app (a receipt counted for them).
+                rate:
+                  type: number
+                  minimum: 0
+                  maximum: 1
+                  description: "`wakes / pushes`; absent when the group has fewer than `minimumPushes` pushes."
+                low:
+                  type: number
+                  minimum: 0
+                  maximum: 1
+                  description: The Wilson 95 % interval's lower end; absent with `rate`.
+                high:
+                  type: number
+                  minimum: 0
+                  maximum: 1
+                  description: The Wilson 95 % interval's upper end; absent with `rate`.
+                merged:
+                  type: integer
+                  minimum: 1
+                  description: For `other`, how many groups it merges.
+
+            WakeRates:
+              type: object
+              additionalProperties: false
+              required: [days, from, to, minimumPushes, total, dimensions]
+              properties:
+                publication:
+                  type: string
+                  description: The publication asked for; absent for every publication.
+                days:
+                  type: integer
+                  minimum: 1
+                  maximum: 90
+                from:
+                  $ref: "#/components/schemas/Timestamp"
+                to:
+                  $ref: "#/components/schemas/Timestamp"
+                minimumPushes:
+                  type: integer
+                  minimum: 1
+                  description: The fewest pushes a group needs for a rate.
+                total:
+                  $ref: "#/components/schemas/WakeRateGroup"
+                dimensions:
+                  type: array
+                  description: One breakdown per dimension, in this order; a dimension's groups add up to `total`.
+                  items:
+                    type: object
+                    additionalProperties: false
+                    required: [dimension, groups]
+                    properties:
+                      dimension:
+                        type: string
+                        enum: [wave, platform, modelFamily, osMajor, network, charging, lowPowerMode, backgroundRefresh, localHour]
+                      groups:
+                        type: array
+                        description: By key for `wave` and `localHour`, the most pushes first otherwise; `other` last.
+                        items:
+                          $ref: "#/components/schemas/WakeRateGroup"
 
             App:
               type: object

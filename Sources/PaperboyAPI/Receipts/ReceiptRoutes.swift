@@ -18,6 +18,10 @@ struct ReceiptRoutes {
     /// stored, which is the first one, unchanged — unless the first was `failed` and the new one is
     /// `newData` or `noData` (a retry that succeeded): that one replaces it.
     ///
+    /// The optional context (``WakeContext``: `network`, `charging`, `lowPowerMode`, `backgroundRefresh`,
+    /// `wave`, `secondsFromPush`) is stored with the receipt and answered with it; a report without it is
+    /// served as before.
+    ///
     /// 404 naming `token` for a device the app does not have, `editionId` for an edition it does not
     /// have (another app's included); 400 naming the field for a bad body, with nothing stored.
     @Sendable func record(_ request: Request, context: APIRequestContext) async throws -> EditedResponse<ReceiptResponse> {
@@ -26,7 +30,10 @@ struct ReceiptRoutes {
         let report = try await request.decodeJSON(
             ReceiptReport.self,
             limit: maxBodyBytes,
-            allowedValues: ["result": ReceiptResult.allCases.map(\.rawValue).joined(separator: ", ")]
+            allowedValues: [
+                "result": ReceiptResult.allCases.map(\.rawValue).joined(separator: ", "),
+                "network": WakeContext.Network.allCases.map(\.rawValue).joined(separator: ", "),
+            ]
         )
         guard report.bytes >= 0 else { throw APIError.invalid("bytes", "bytes must be 0 or more") }
         guard report.seconds >= 0 else { throw APIError.invalid("seconds", "seconds must be 0 or more") }
@@ -37,7 +44,7 @@ struct ReceiptRoutes {
     }
 }
 
-/// A stored receipt as the API shows it.
+/// A stored receipt as the API shows it: the context's fields only when stored.
 struct ReceiptResponse: ResponseEncodable {
     var token: String
     var editionId: String
@@ -45,6 +52,12 @@ struct ReceiptResponse: ResponseEncodable {
     var bytes: Int64
     var seconds: Double
     var receivedAt: Date
+    var network: WakeContext.Network?
+    var charging: Bool?
+    var lowPowerMode: Bool?
+    var backgroundRefresh: Bool?
+    var wave: Int?
+    var secondsFromPush: Int?
 
     init(token: String, _ receipt: Receipt) {
         self.token = token
@@ -53,5 +66,11 @@ struct ReceiptResponse: ResponseEncodable {
         bytes = receipt.bytes
         seconds = receipt.seconds
         receivedAt = receipt.receivedAt
+        network = receipt.context.network
+        charging = receipt.context.charging
+        lowPowerMode = receipt.context.lowPowerMode
+        backgroundRefresh = receipt.context.backgroundRefresh
+        wave = receipt.context.wave
+        secondsFromPush = receipt.context.secondsFromPush
     }
 }

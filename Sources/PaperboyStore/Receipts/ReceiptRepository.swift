@@ -18,9 +18,11 @@ public struct ReceiptRepository: Sendable {
     /// when the stored result is `failed` and the new one is `newData` or `noData` (a retry that
     /// succeeded), the new receipt replaces it. Either way the receipt now stored is returned.
     ///
+    /// The receipt's ``WakeContext`` is stored with it, and replaced with it only when the receipt is.
+    ///
     /// - Throws: `StoreError` (not found) naming `token` when the app has no device with this token, or
-    ///   `editionId` when the app has no such edition; `invalid` naming `bytes` or `seconds` when negative.
-    ///   Nothing is stored then.
+    ///   `editionId` when the app has no such edition; `invalid` naming `bytes` or `seconds` when negative, or
+    ///   the context's field out of range (``WakeContext/validate()``). Nothing is stored then.
     /// - Parameter candidates: the tokens the path's text may be (``PushToken/candidates(_:)``).
     public func record(
         appID: Int,
@@ -32,8 +34,9 @@ public struct ReceiptRepository: Sendable {
         guard report.seconds >= 0, report.seconds.isFinite else {
             throw StoreError(code: .invalid, field: "seconds", message: "seconds must be 0 or more")
         }
+        try report.context.validate()
         let rows = try await client.query(RequestStatements.recordReceipt(appID: appID, candidates: candidates, report), logger: logger)
-        typealias Row = (Int64?, Bool, String?, Int64?, Double?, Date?, Bool?)
+        typealias Row = (Int64?, Bool, String?, Int64?, Double?, Date?, Bool?, Int16?, Bool?, Bool?, Bool?, Int16?, Int32?)
         var found: Row?
         for try await row in rows.decode(Row.self) { found = row }
         guard let row = found, let deviceID = row.0 else {
@@ -47,7 +50,22 @@ public struct ReceiptRepository: Sendable {
             )
         }
         if let result = row.2.flatMap(ReceiptResult.init(rawValue:)), let bytes = row.3, let seconds = row.4, let receivedAt = row.5 {
-            let receipt = Receipt(editionID: report.editionID, result: result, bytes: bytes, seconds: seconds, receivedAt: receivedAt)
+            let context = Self.context(
+                network: row.7,
+                charging: row.8,
+                lowPowerMode: row.9,
+                backgroundRefresh: row.10,
+                wave: row.11,
+                secondsFromPush: row.12
+            )
+            let receipt = Receipt(
+                editionID: report.editionID,
+                result: result,
+                bytes: bytes,
+                seconds: seconds,
+                receivedAt: receivedAt,
+                context: context
+            )
             return (receipt, row.6 ?? false)
         }
         // Nothing inserted or updated: a receipt is stored already and is kept. Read it in a new snapshot,
@@ -70,11 +88,39 @@ public struct ReceiptRepository: Sendable {
 
     private func find(deviceID: Int64, editionID: UUID, logger: Logger) async throws -> Receipt? {
         let rows = try await client.query(RequestStatements.findReceipt(deviceID: deviceID, editionID: editionID), logger: logger)
-        for try await (result, bytes, seconds, receivedAt) in rows.decode((String, Int64, Double, Date).self) {
-            guard let result = ReceiptResult(rawValue: result) else { continue }
-            return Receipt(editionID: editionID, result: result, bytes: bytes, seconds: seconds, receivedAt: receivedAt)
+        typealias Row = (String, Int64, Double, Date, Int16?, Bool?, Bool?, Bool?, Int16?, Int32?)
+        for try await row in rows.decode(Row.self) {
+            guard let result = ReceiptResult(rawValue: row.0) else { continue }
+            let context = Self.context(
+                network: row.4,
+                charging: row.5,
+                lowPowerMode: row.6,
+                backgroundRefresh: row.7,
+                wave: row.8,
+                secondsFromPush: row.9
+            )
+            return Receipt(editionID: editionID, result: result, bytes: row.1, seconds: row.2, receivedAt: row.3, context: context)
         }
         return nil
+    }
+
+    /// The context from its columns (migration 0010).
+    static func context(
+        network: Int16?,
+        charging: Bool?,
+        lowPowerMode: Bool?,
+        backgroundRefresh: Bool?,
+        wave: Int16?,
+        secondsFromPush: Int32?
+    ) -> WakeContext {
+        WakeContext(
+            network: network.flatMap(WakeContext.Network.init(storageCode:)),
+            charging: charging,
+            lowPowerMode: lowPowerMode,
+            backgroundRefresh: backgroundRefresh,
+            wave: wave.map(Int.init),
+            secondsFromPush: secondsFromPush.map(Int.init)
+        )
     }
 }
 

@@ -142,6 +142,15 @@ public enum RequestStatements {
         Statement("GET /v1/broadcasts/{id}: receipts per wave and cohort") { s in
             receiptsPerCohort(broadcastID: s.broadcastID, editionID: s.editionID)
         },
+        Statement("GET /v1/insights/wake-rates: a publication's wake rates, 14 days") { s in
+            WakeRateRepository.countsQuery(publicationIDs: [Int32(s.publicationID)], from: s.now.addingTimeInterval(-14 * 86_400), to: s.now)
+        },
+        Statement("GET /v1/insights/wake-rates: every publication's wake rates, 14 days") { s in
+            WakeRateRepository.countsQuery(publicationIDs: nil, from: s.now.addingTimeInterval(-14 * 86_400), to: s.now)
+        },
+        Statement("paperboy broadcast status: an ended broadcast's wake rates by wave") { s in
+            WakeRateRepository.waveQuery(broadcastID: s.broadcastID)
+        },
         Statement("GET /v1/broadcasts/{id}") { s in BroadcastRepository.selectBroadcasts("WHERE b.id = \(s.broadcastID)") },
         Statement("GET /v1/broadcasts") { _ in BroadcastRepository.selectBroadcasts("ORDER BY b.created_at DESC LIMIT \(50)") },
         Statement("POST /v1/broadcasts: the edition's broadcast") { s in existingBroadcast(editionID: s.editionID, environment: s.environment) },
@@ -334,10 +343,11 @@ public enum RequestStatements {
 
     // MARK: Receipts
 
-    /// One statement: find the device and the edition of the app, insert, or upgrade a failed receipt.
-    /// `xmax = 0` tells an inserted row from an updated one.
+    /// One statement: find the device and the edition of the app, insert, or upgrade a failed receipt (with
+    /// the context the new report has). `xmax = 0` tells an inserted row from an updated one.
     static func recordReceipt(appID: Int, candidates: [PushToken], _ report: ReceiptReport) -> PostgresQuery {
         let lookup = TokenLookup(candidates)
+        let context = report.context
         return """
             WITH device AS (
                 SELECT id FROM devices d
@@ -347,22 +357,37 @@ public enum RequestStatements {
                 SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id
                 WHERE e.id = \(report.editionID) AND p.app_id = \(appID)
             ), upsert AS (
-                INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
-                SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds) FROM device, edition
+                INSERT INTO receipts (
+                    device_id, edition_id, result, bytes, seconds,
+                    network, charging, low_power_mode, background_refresh, wave, seconds_from_push
+                )
+                SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds),
+                    \(context.network?.storageCode)::smallint, \(context.charging)::boolean, \(context.lowPowerMode)::boolean,
+                    \(context.backgroundRefresh)::boolean, \(context.wave.map { Int16(clamping: $0) })::smallint,
+                    \(context.secondsFromPush.map { Int32(clamping: $0) })::integer
+                FROM device, edition
                 ON CONFLICT (device_id, edition_id) DO UPDATE
-                    SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now()
+                    SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now(),
+                        network = EXCLUDED.network, charging = EXCLUDED.charging, low_power_mode = EXCLUDED.low_power_mode,
+                        background_refresh = EXCLUDED.background_refresh, wave = EXCLUDED.wave,
+                        seconds_from_push = EXCLUDED.seconds_from_push
                     WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
-                RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created
+                RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created,
+                    network, charging, low_power_mode, background_refresh, wave, seconds_from_push
             )
             SELECT (SELECT id FROM device), EXISTS (SELECT 1 FROM edition),
-                u.result, u.bytes, u.seconds, u.received_at, u.created
+                u.result, u.bytes, u.seconds, u.received_at, u.created,
+                u.network, u.charging, u.low_power_mode, u.background_refresh, u.wave, u.seconds_from_push
             FROM (SELECT 1) one LEFT JOIN upsert u ON true
             """
     }
 
     // The edition as `(SELECT …)`, a value the planner does not see: see `WaveAudience.condition`.
     static func findReceipt(deviceID: Int64, editionID: UUID) -> PostgresQuery {
-        "SELECT result, bytes, seconds, received_at FROM receipts WHERE device_id = \(deviceID) AND edition_id = (SELECT \(editionID)::uuid)"
+        """
+        SELECT result, bytes, seconds, received_at, network, charging, low_power_mode, background_refresh, wave, seconds_from_push
+        FROM receipts WHERE device_id = \(deviceID) AND edition_id = (SELECT \(editionID)::uuid)
+        """
     }
 
     static func receiptCounts(editionID: UUID) -> PostgresQuery {

@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyStore
+import PaperboyText
+
+struct InsightsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "insights",
+        abstract: "What the delivery ledger says about the fleet.",
+        subcommands: [WakeRatesCommand.self]
+    )
+
+    struct WakeRatesCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "wake-rates",
+            abstract: "Observed wake rates: receipts per accepted background push, by wave, platform, model, OS, network, charging and local hour.",
+            discussion: """
+                Reads the broadcasts created in the last --days days (the ledger keeps the retention, 7 days by default). A push \
+                woke the app when the device's receipt for the edition names the push's wave (the payload's `wave`, echoed), or, \
+                without one, when it is the device's last push of the broadcast before the receipt (after the alert wave: none). \
+                Network, charging, Low Power Mode and Background App Refresh are as the device reported them with its receipt for the publication's previous \
+                edition ("unknown" without one). Model family: an Apple identifier up to its comma (iPhone15,2 is iPhone15), any \
+                other model as reported. Groups under 200 pushes are merged into "other"; one still under 200 shows no rate. \
+                Each rate has its counts and a Wilson 95% interval.
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: "Only this publication's broadcasts, e.g. morning (default: every publication).")
+        var publication: String?
+
+        @Option(help: "The app, when more than one has the publication (or: only this app's publications).")
+        var app: Int?
+
+        @Option(help: "The window: broadcasts created in the last N days, 1 to \(WakeRateRepository.maxDays).")
+        var days = 14
+
+        @OptionGroup var output: OutputOptions
+
+        @OptionGroup var timeZone: TimeZoneOptions
+
+        func validate() throws {
+            guard (1...WakeRateRepository.maxDays).contains(days) else {
+                throw ValidationError("--days must be a whole number of days from 1 to \(WakeRateRepository.maxDays)")
+            }
+            if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
+            if let publication, publication.isEmpty { throw ValidationError("--publication must be a publication's id, like morning") }
+            _ = try timeZone.zone()
+        }
+
+        func run() async throws {
+            let zone = try timeZone.zone()
+            let logger = Logger(label: "paperboy.insights")
+            let rates = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
+                do {
+                    return try await WakeRateRepository(client: client).wakeRates(
+                        publication: publication,
+                        appID: app,
+                        days: days,
+                        now: Date(),
+                        logger: logger
+                    )
+                } catch let error as StoreError {
+                    throw CommandError(error.field.map { "--\($0): \(error.message)" } ?? error.message)
+                }
+            }
+            if output.json { return try printJSON(rates) }
+            print(rates.report(timeZone: zone))
+        }
+    }
+}

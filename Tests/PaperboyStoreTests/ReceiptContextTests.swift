@@ -1,0 +1,179 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+/// A receipt's optional context, in real PostgreSQL: stored and read back, absent for old clients, refused
+/// with the field named and nothing stored; and migration 0010, which must not rewrite `receipts`.
+@Suite("Receipt context in the store")
+struct ReceiptContextTests {
+    static let token = DeviceToken(bytes: Array(repeating: 0xab, count: 32))
+
+    /// An app with a registered device and an edition; the app's id and the edition's.
+    static func prepare(_ db: TestDatabase) async throws -> (appID: Int, editionID: UUID) {
+        let app = try await AppRepository(client: db.client).create(
+            try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
+            logger: db.logger
+        ).app
+        let morning = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
+        _ = try await DeviceRepository(client: db.client).register(
+            appID: app.id,
+            token: token,
+            DeviceRegistration(
+                environment: .production,
+                subscriptions: ["morning"],
+                timeZone: "Asia/Tokyo",
+                tier: .large,
+                autoDownload: true,
+                alertsAuthorized: false
+            ),
+            logger: db.logger
+        )
+        let editionID = UUID()
+        try await db.client.query(
+            """
+            INSERT INTO editions (id, publication_id, issue_date, deadline, manifest)
+            VALUES (\(editionID), \(morning.id), date '2026-11-23', now() + interval '1 day', '{}')
+            """,
+            logger: db.logger
+        )
+        return (app.id, editionID)
+    }
+
+    static func count(_ db: TestDatabase) async throws -> Int {
+        for try await count in try await db.client.query("SELECT count(*) FROM receipts", logger: db.logger).decode(Int.self) { return count }
+        return 0
+    }
+
+    @Test("a receipt with context stores and answers every field; one without stores none; a repeat keeps the first's")
+    func storedAndRead() async throws {
+        try await TestDatabase.with { db in
+            let (appID, editionID) = try await Self.prepare(db)
+            let receipts = ReceiptRepository(client: db.client)
+            let context = WakeContext(network: .cellular, charging: false, lowPowerMode: true, backgroundRefresh: true, wave: 2, secondsFromPush: 95)
+            let first = try await receipts.record(
+                appID: appID,
+                token: Self.token,
+                ReceiptReport(editionID: editionID, result: .failed, context: context),
+                logger: db.logger
+            )
+            #expect(first.created && first.receipt.context == context)
+
+            // A repeated failure changes nothing, context included; a success replaces the receipt and its context.
+            let repeated = try await receipts.record(
+                appID: appID,
+                token: Self.token,
+                ReceiptReport(editionID: editionID, result: .failed, context: WakeContext(network: .wifi)),
+                logger: db.logger
+            )
+            #expect(!repeated.created && repeated.receipt.context == context)
+            let retried = try await receipts.record(
+                appID: appID,
+                token: Self.token,
+                ReceiptReport(editionID: editionID, result: .newData, context: WakeContext(network: .wifi, wave: 3)),
+                logger: db.logger
+            )
+            #expect(retried.receipt.result == .newData && retried.receipt.context == WakeContext(network: .wifi, wave: 3))
+
+            let columns = try await db.client.query(
+                "SELECT network, charging, low_power_mode, background_refresh, wave, seconds_from_push FROM receipts",
+                logger: db.logger
+            )
+            for try await row in columns.decode((Int16?, Bool?, Bool?, Bool?, Int16?, Int32?).self) {
+                #expect(row.0 == 0 && row.1 == nil && row.2 == nil && row.3 == nil && row.4 == 3 && row.5 == nil)
+            }
+
+            // An old client's receipt: no context, all NULL.
+            let second = UUID()
+            try await db.client.query(
+                """
+                INSERT INTO editions (id, publication_id, issue_date, deadline, manifest)
+                SELECT \(second), publication_id, date '2026-11-24', deadline, '{}' FROM editions WHERE id = \(editionID)
+                """,
+                logger: db.logger
+            )
+            let plain = try await receipts.record(
+                appID: appID,
+                token: Self.token,
+                ReceiptReport(editionID: second, result: .noData),
+                logger: db.logger
+            )
+            #expect(plain.created && plain.receipt.context.isEmpty)
+            let nulls = try await db.client.query(
+                "SELECT count(*) FROM receipts WHERE edition_id = \(second) AND network IS NULL AND wave IS NULL AND charging IS NULL",
+                logger: db.logger
+            )
+            for try await count in nulls.decode(Int.self) { #expect(count == 1) }
+        }
+    }
+
+    @Test("a wave or secondsFromPush out of range is refused naming the field, and nothing is stored")
+    func refused() async throws {
+        try await TestDatabase.with { db in
+            let (appID, editionID) = try await Self.prepare(db)
+            let receipts = ReceiptRepository(client: db.client)
+            let cases: [(WakeContext, String)] = [
+                (WakeContext(wave: 0), "wave"),
+                (WakeContext(wave: 40_000), "wave"),
+                (WakeContext(secondsFromPush: -1), "secondsFromPush"),
+                (WakeContext(secondsFromPush: 86_401), "secondsFromPush"),
+            ]
+            for (context, field) in cases {
+                let error = await #expect(throws: StoreError.self) {
+                    try await receipts.record(
+                        appID: appID,
+                        token: Self.token,
+                        ReceiptReport(editionID: editionID, result: .newData, context: context),
+                        logger: db.logger
+                    )
+                }
+                #expect(error?.code == .invalid && error?.field == field, "\(context)")
+            }
+            #expect(try await Self.count(db) == 0)
+
+            // The table's own check holds for rows written any other way.
+            await #expect(throws: PSQLError.self) {
+                try await db.client.query(
+                    """
+                    INSERT INTO receipts (device_id, edition_id, result, wave)
+                    SELECT id, \(editionID), 'newData', 0 FROM devices
+                    """,
+                    logger: db.logger
+                )
+            }
+            #expect(try await Self.count(db) == 0)
+        }
+    }
+
+    @Test("migration 0010 adds the columns without rewriting receipts (a rewrite would give it a new file)")
+    func noRewrite() async throws {
+        try await TestDatabase.with(migrated: false) { db in
+            let before0010 = Migration.bundled.filter { $0.name < "0010" }
+            #expect(before0010.count < Migration.bundled.count)
+            _ = try await Migrator(migrations: before0010).migrate(client: db.client, logger: db.logger)
+            let (appID, editionID) = try await Self.prepare(db)
+            _ = try await db.client.query(
+                "INSERT INTO receipts (device_id, edition_id, result) SELECT id, \(editionID), 'newData' FROM devices WHERE app_id = \(appID)",
+                logger: db.logger
+            )
+            let filenode = try await Self.filenode(db)
+            _ = try await Migrator().migrate(client: db.client, logger: db.logger)
+            #expect(try await Self.filenode(db) == filenode)
+            #expect(try await Self.count(db) == 1)
+
+            // The check can fail: a column whose default must be computed per row rewrites the table.
+            try await db.client.query("ALTER TABLE receipts ADD COLUMN probe integer DEFAULT (random() * 10)::integer", logger: db.logger)
+            #expect(try await Self.filenode(db) != filenode)
+        }
+    }
+
+    static func filenode(_ db: TestDatabase) async throws -> Int64 {
+        for try await node in try await db.client.query("SELECT pg_relation_filenode('receipts')::bigint", logger: db.logger).decode(Int64.self) {
+            return node
+        }
+        return 0
+    }
+}
