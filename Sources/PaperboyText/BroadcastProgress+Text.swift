@@ -153,7 +153,8 @@ extension BroadcastProgress {
             pace,
             options.cohorts == 1 ? "1 cohort" : "\(options.cohorts) cohorts",
             "waves every \(TerminalText.duration(options.waveInterval))",
-            "max \(options.maxPushesPerDevice) pushes per device",
+            options.maxPushesPerDevice == .auto
+                ? "pushes per device: auto (until the deadline)" : "max \(options.maxPushesPerDevice) pushes per device",
             "alert last resort \(options.alertLastResort ? "yes" : "no")",
         ]
     }
