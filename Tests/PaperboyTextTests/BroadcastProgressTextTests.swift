@@ -323,6 +323,18 @@ struct BroadcastProgressTextTests {
         #expect(BroadcastProgress.waveSlots(from: Self.minutes(0), to: Self.minutes(120), interval: 1200) == 6)
     }
 
+    @Test("an expired broadcast says how many planned devices the deadline left unsent, and that it is not a failure")
+    func expiredIsNotAFailure() {
+        var progress = Self.sample()
+        progress.state = .expired
+        let planned = progress.waves.reduce(0) { $0 + $1.counts.planned }
+        let done = progress.waves.reduce(0) { $0 + $1.counts.done }
+        let report = progress.report(timeZone: Self.tokyo, width: 200)
+        #expect(report.contains("expired     the deadline came with \(TerminalText.grouped(planned - done)) planned devices not sent"))
+        #expect(report.contains("not a failure"))
+        #expect(!Self.sample().report(timeZone: Self.tokyo, width: 200).contains("not a failure"), "only when expired")
+    }
+
     @Test("a broadcast without waves, or with nothing planned, neither crashes nor divides by zero")
     func empty() throws {
         let progress = Self.empty()
