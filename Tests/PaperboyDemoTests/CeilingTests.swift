@@ -30,7 +30,8 @@ struct CeilingTests {
         let ceiling = Ceiling(parameters: Self.uniform(run: 0.5), window: 0, deadline: 7200)
         #expect(ceiling.mostPushes == 6)
         #expect(Self.close(ceiling.heldShare, 1 - 1.0 / 64))
-        #expect(Self.close(ceiling.pushesPerReachableDevice, 1 + 0.5 + 0.25 + 0.125 + 0.0625 + 0.031_25))
+        let sixPushes: Double = 1 + 0.5 + 0.25 + 0.125 + 0.0625 + 0.031_25
+        #expect(Self.close(ceiling.pushesPerReachableDevice, sixPushes))
         // A failed download does not hold: run 1, failure 0.5 is the same as run 0.5.
         let failing = Ceiling(parameters: Self.uniform(run: 1, failure: 0.5), window: 0, deadline: 7200)
         #expect(Self.close(failing.heldShare, ceiling.heldShare) && Self.close(failing.pushesPerReachableDevice, ceiling.pushesPerReachableDevice))
@@ -42,8 +43,12 @@ struct CeilingTests {
     func slotsOverTheWindow() {
         let ceiling = Ceiling(parameters: Self.uniform(run: 0.5), window: 1800, deadline: 7200)
         // Two thirds of the slots (0–20 min) get 6 pushes, one third (20–30 min) 5.
-        #expect(Self.close(ceiling.heldShare, 2.0 / 3 * (1 - 1.0 / 64) + 1.0 / 3 * (1 - 1.0 / 32)))
-        #expect(Self.close(ceiling.pushesPerReachableDevice, 2.0 / 3 * 1.968_75 + 1.0 / 3 * 1.937_5))
+        let six: Double = 1 - 1.0 / 64
+        let five: Double = 1 - 1.0 / 32
+        let held: Double = 2.0 / 3 * six + 1.0 / 3 * five
+        #expect(Self.close(ceiling.heldShare, held))
+        let pushes: Double = 2.0 / 3 * 1.968_75 + 1.0 / 3 * 1.937_5
+        #expect(Self.close(ceiling.pushesPerReachableDevice, pushes))
     }
 
     @Test("a push just before the deadline counts only if its run starts in time: with the median delay left, half")
@@ -89,7 +94,9 @@ struct CeilingTests {
         #expect(Self.close(cadence.heldShare, 0.9602, 0.0005))
         #expect(Self.close(cadence.pushesPerReachableDevice, 1.675, 0.002))
         // Swiped-away devices (5 %) get a push at every slot: 5 or 6.
-        #expect(Self.close(cadence.pushesPerDevice, 0.95 * cadence.pushesPerReachableDevice + 0.05 * (2.0 / 3 * 6 + 1.0 / 3 * 5), 1e-9))
+        let unreachable: Double = 2.0 / 3 * 6 + 1.0 / 3 * 5
+        let perDevice: Double = 0.95 * cadence.pushesPerReachableDevice + 0.05 * unreachable
+        #expect(Self.close(cadence.pushesPerDevice, perDevice, 1e-9))
     }
 
     @Test("the ceiling of an actual fleet is close to that of the model's shares, and counts its swiped-away devices apart")
