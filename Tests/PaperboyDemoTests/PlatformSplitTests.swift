@@ -85,8 +85,10 @@ import Testing
         // The JSON of the report's results carries the ceiling, the ratio and the assumptions.
         let compared = try JSONSerialization.jsonObject(with: JSONEncoder().encode(report.results)) as? [[String: Any]]
         let first = try #require(compared?.first)
-        #expect((first["ceiling"] as? [String: Any])?["heldShare"] as? Double == report.ceiling.heldShare)
-        #expect(first["heldShareOfCeiling"] as? Double == (2.0 / 3.0) / report.ceiling.heldShare)
+        let ceilingShare = try #require((first["ceiling"] as? [String: Any])?["heldShare"] as? Double)
+        #expect(abs(ceilingShare - report.ceiling.heldShare) < 1e-12)
+        let ratio = try #require(first["heldShareOfCeiling"] as? Double)
+        #expect(abs(ratio - (2.0 / 3.0) / report.ceiling.heldShare) < 1e-12, "JSON keeps the ratio (to the last bit or so)")
         let assumptions = try #require(first["assumptions"] as? [String: Any])
         #expect((assumptions["note"] as? String)?.contains("assumptions, not measurements") == true)
         #expect((assumptions["parameters"] as? [String: Any])?["androidDozeShare"] as? Double == 0.8)
