@@ -662,7 +662,8 @@ public final class Dispatcher: Service {
             case .completed(let broadcast):
                 logger.notice("broadcast completed", metadata: [LogKey.broadcast: "\(broadcast.uuidString.lowercased())"])
             case .expired(let broadcast):
-                logger.warning(
+                // The deadline, not an error, ended it: with `--max-pushes auto` the last wave often runs into it.
+                logger.notice(
                     "broadcast expired at the edition's deadline with devices left",
                     metadata: [LogKey.broadcast: "\(broadcast.uuidString.lowercased())"]
                 )

@@ -10,9 +10,15 @@ import PaperboyStore
 /// - A wave with devices left to lease or batches not recorded goes on, until the edition's deadline: then
 ///   the broadcast expires.
 /// - A wave with nothing left is finished. The next background wave starts `waveInterval` after the
-///   previous one (counted from wave 1's start), while fewer than `maxPushesPerDevice` background waves were
-///   sent and its start is before the deadline; after the last background wave, the alert wave when the
-///   broadcast asks for a last resort. Each runs at wave 1's rate, the rate the content API was planned for.
+///   previous one (counted from wave 1's start) while its start is before the deadline and, with a fixed
+///   `maxPushesPerDevice`, fewer background waves than that were sent (with `auto`, the default, the
+///   deadline and the interval alone are the limits: at least 20 minutes apart keeps a device within iOS's
+///   3 background pushes an hour); after the last background wave, the alert wave when the broadcast asks
+///   for a last resort. Each runs at wave 1's rate, the rate the content API was planned for.
+/// - A wave that cannot finish before the deadline sends what it can: its devices go out in plan order
+///   (each cohort's batches are carved earliest-due first, and the cohort due soonest is carved first), a
+///   device due at or after the deadline is skipped (`deadline`, ``SendRules``), and at the deadline the
+///   broadcast ends `expired`, the state that says the deadline, not an error, ended it.
 /// - A wave whose audience is empty is not started; the next candidate is tried. With no candidate left,
 ///   the broadcast is completed.
 /// - Audiences are counted outside the broadcast's lock (seconds at millions of devices, minutes at ten
@@ -118,7 +124,13 @@ public enum WavePolicy {
         guard let first = state.waves.first, let last = state.waves.last else { return [] }
         guard last.kind == .background, first.rate > 0, nextStart(state) < state.deadline else { return [] }
         var kinds: [BroadcastProgress.Wave.Kind] = []
-        if state.waves.filter({ $0.kind == .background }).count < state.options.maxPushesPerDevice { kinds.append(.background) }
+        var background = state.options.maxPushesPerDevice.allowsWave(after: state.waves.filter { $0.kind == .background }.count)
+        // With `auto` the last background wave is the last one before the deadline; the alert last resort
+        // takes that slot, so a background wave goes out only while another slot follows it.
+        if background, state.options.maxPushesPerDevice == .auto, state.options.alertLastResort {
+            background = nextStart(state).addingTimeInterval(state.options.waveInterval) < state.deadline
+        }
+        if background { kinds.append(.background) }
         if state.options.alertLastResort { kinds.append(.alert) }
         return kinds
     }

@@ -12,8 +12,9 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
     public var cohorts: Int
     /// Time between the starts of consecutive waves.
     public var waveInterval: TimeInterval
-    /// Background pushes one device may get for one edition, over all waves.
-    public var maxPushesPerDevice: Int
+    /// Background pushes one device may get for one edition, over all waves: `auto` (the default) sends
+    /// follow-up waves for as long as the deadline allows, a fixed number stops after that many.
+    public var maxPushesPerDevice: MaxPushes
     /// After the last background wave, one alert push (`mutable-content: 1`) to devices whose background
     /// pushes led to no receipt and whose user allowed alerts.
     public var alertLastResort: Bool
@@ -36,7 +37,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
     public static let defaultWaveInterval: TimeInterval = 30 * 60
     /// iOS runs a few background pushes per hour at most; waves closer than this only waste the budget.
     public static let minimumWaveInterval: TimeInterval = 20 * 60
-    public static let defaultMaxPushesPerDevice = 3
+    public static let defaultMaxPushesPerDevice = MaxPushes.auto
     public static let maxPushesPerDeviceRange: ClosedRange<Int> = 1...10
     /// The longest window and wave interval: an edition is worth a day at most.
     public static let longestWindow: TimeInterval = 24 * 3600
@@ -49,7 +50,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         pace: StaggerPlan.Pace = .window(BroadcastOptions.defaultWindow),
         cohorts: Int = BroadcastOptions.defaultCohorts,
         waveInterval: TimeInterval = BroadcastOptions.defaultWaveInterval,
-        maxPushesPerDevice: Int = BroadcastOptions.defaultMaxPushesPerDevice,
+        maxPushesPerDevice: MaxPushes = BroadcastOptions.defaultMaxPushesPerDevice,
         alertLastResort: Bool = false,
         jitter: TimeInterval = 90,
         androidPriority: AndroidPriority = .normal
@@ -87,11 +88,11 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
                 message: "waves must be at least \(Int(minimumWaveInterval / 60)) minutes (iOS budgets background pushes) and at most 24 hours apart"
             )
         }
-        guard Self.maxPushesPerDeviceRange.contains(maxPushesPerDevice) else {
+        if case .fixed(let count) = maxPushesPerDevice, !Self.maxPushesPerDeviceRange.contains(count) {
             throw BroadcastOptionsError(
                 field: "maxPushesPerDevice",
                 message:
-                    "maxPushesPerDevice must be between \(Self.maxPushesPerDeviceRange.lowerBound) and \(Self.maxPushesPerDeviceRange.upperBound)"
+                    "maxPushesPerDevice must be auto or between \(Self.maxPushesPerDeviceRange.lowerBound) and \(Self.maxPushesPerDeviceRange.upperBound)"
             )
         }
         guard jitter.isFinite, jitter >= 1, jitter <= 3600 else {
@@ -116,7 +117,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         }
         cohorts = try container.decodeIfPresent(Int.self, forKey: .cohorts) ?? Self.defaultCohorts
         waveInterval = try container.decodeIfPresent(Double.self, forKey: .waveInterval) ?? Self.defaultWaveInterval
-        maxPushesPerDevice = try container.decodeIfPresent(Int.self, forKey: .maxPushesPerDevice) ?? Self.defaultMaxPushesPerDevice
+        maxPushesPerDevice = try container.decodeIfPresent(MaxPushes.self, forKey: .maxPushesPerDevice) ?? Self.defaultMaxPushesPerDevice
         alertLastResort = try container.decodeIfPresent(Bool.self, forKey: .alertLastResort) ?? false
         jitter = try container.decodeIfPresent(Double.self, forKey: .jitter) ?? 90
         androidPriority = try container.decodeIfPresent(AndroidPriority.self, forKey: .androidPriority) ?? .normal

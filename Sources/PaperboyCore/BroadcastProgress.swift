@@ -216,10 +216,27 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     /// The wave being sent or last sent: the highest wave number present, or `nil` before the first.
     public var currentWave: Wave? { waves.max { $0.wave < $1.wave } }
 
-    /// How many waves the broadcast may send at most: one background wave per allowed push, and the
-    /// alert wave when it is the last resort; never fewer than the waves already present.
+    /// How many waves the broadcast may send at most; never fewer than the waves already present. With a
+    /// fixed ``BroadcastOptions/maxPushesPerDevice``, one background wave per allowed push and the alert
+    /// wave when it is the last resort; with `auto`, the wave slots (`waveInterval` apart from wave 1's
+    /// start, or from the creation before wave 1) that start before the deadline, the last of them the
+    /// alert's when it is the last resort.
     public var expectedWaves: Int {
-        max(options.maxPushesPerDevice + (options.alertLastResort ? 1 : 0), waves.map(\.wave).max() ?? 0)
+        let planned: Int
+        switch options.maxPushesPerDevice {
+        case .fixed(let count):
+            planned = count + (options.alertLastResort ? 1 : 0)
+        case .auto:
+            planned = Self.waveSlots(from: waves.min { $0.wave < $1.wave }?.startsAt ?? createdAt, to: deadline, interval: options.waveInterval)
+        }
+        return max(planned, waves.map(\.wave).max() ?? 0)
+    }
+
+    /// Wave starts `interval` apart from `start` (the first at `start`) that fall before `deadline`; at least 1.
+    public static func waveSlots(from start: Date, to deadline: Date, interval: TimeInterval) -> Int {
+        let span = deadline.timeIntervalSince(start)
+        guard interval > 0, span > 0, span.isFinite else { return 1 }
+        return max(1, Int((span / interval).rounded(.up)))
     }
 
     /// Devices that have the edition: receipts `newData` and `noData`.

@@ -88,6 +88,17 @@ extension BroadcastProgress {
             field("deadline", Self.dateTime(deadline, timeZone: timeZone)),
         ]
         if let finishedAt { lines.append(field("finished", Self.dateTime(finishedAt, timeZone: timeZone))) }
+        if state == .expired {
+            // The deadline ended it: no error, and the devices it did not reach are said, not hidden.
+            let notSent = waves.reduce(0) { $0 + max(0, $1.counts.planned - $1.counts.done) }
+            lines.append(
+                field(
+                    "expired",
+                    "the deadline came with \(TerminalText.grouped(notSent)) planned device\(notSent == 1 ? "" : "s") not sent"
+                        + " (the last wave sent what it could, earliest-due first); not a failure"
+                )
+            )
+        }
         if let failure { lines.append(field("failure", failure)) }
         lines += Self.wrap(label: TerminalText.pad("options", labelWidth), items: optionsSummary, width: width)
 
@@ -153,7 +164,8 @@ extension BroadcastProgress {
             pace,
             options.cohorts == 1 ? "1 cohort" : "\(options.cohorts) cohorts",
             "waves every \(TerminalText.duration(options.waveInterval))",
-            "max \(options.maxPushesPerDevice) pushes per device",
+            options.maxPushesPerDevice == .auto
+                ? "pushes per device: auto (until the deadline)" : "max \(options.maxPushesPerDevice) pushes per device",
             "alert last resort \(options.alertLastResort ? "yes" : "no")",
         ]
     }

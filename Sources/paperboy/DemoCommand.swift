@@ -22,8 +22,14 @@ struct DemoCommand: AsyncParsableCommand {
             APNs and FCM clients to the APNs and FCM simulators, and the simulated devices fetch the edition from
             Paperboy's HTTP API and post receipts. Android devices (--android-share) register through the API with
             FCM; whether Doze holds their messages follows a stated model whose parameters are assumptions. Time is compressed (the factor is printed); every figure is computed from what
-            the simulator, the API and the receipts table recorded. With --json, progress still goes to standard
-            error.
+            the simulator, the API and the receipts table recorded. The waves strategy sends follow-up waves
+            20 minutes apart (Apple's cadence) until the deadline (--max-pushes auto). Beside each strategy's
+            held share the report prints the ceiling: the share of reachable iOS devices a policy could hold
+            that pushes each one from its wave-1 slot every 20 minutes until it holds the edition or the
+            deadline passes, computed from the model's parameters, and each strategy's share of it.
+            The model's parameters are assumptions, not measurements: try others with --fleet FILE.json
+            (docs/fleets/ has two). With --json (each strategy's result, with its ceiling, heldShareOfCeiling and
+            the assumptions), progress still goes to standard error.
             """
     )
 
@@ -56,7 +62,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The device model's parameters as JSON (any FleetParameters fields; see `PaperboyDemo/Model/FleetModel.swift`), e.g. run probabilities and delays.",
+            "The device model's parameters as JSON (any FleetParameters fields; see `PaperboyDemo/Model/FleetModel.swift`), e.g. run probabilities and delays: the defaults are assumptions, this is how to try others (docs/fleets/cellular-older.json, docs/fleets/charging-newer.json).",
             valueName: "file"
         )
     )
@@ -117,7 +123,9 @@ struct DemoCommand: AsyncParsableCommand {
             timeCompression: configuration.timeCompression,
             parameters: configuration.fleet,
             window: configuration.window,
-            deadline: configuration.deadlineAfter
+            deadline: configuration.deadlineAfter,
+            // The fleet this run had: its iOS devices, as drawn.
+            ceiling: Ceiling(model: model, devices: 0..<devices, window: configuration.window, deadline: configuration.deadlineAfter)
         )
         if let report {
             do {
@@ -126,7 +134,7 @@ struct DemoCommand: AsyncParsableCommand {
                 throw CommandError("--report: could not write \(report): \(error.localizedDescription)")
             }
         }
-        if output.json { return try printJSON(results) }
+        if output.json { return try printJSON(demoReport.results) }
         print(demoReport.terminal(width: min(terminalWidth(), 120)))
         print()
         print("demo finished in \(String(format: "%.0f", Date().timeIntervalSince(started))) s" + (report.map { "; report written to \($0)" } ?? ""))

@@ -58,6 +58,35 @@ struct BroadcastRoutesTests {
         }
     }
 
+    @Test("maxPushesPerDevice is auto by default, takes \"auto\" or an integer, and the progress shows what was asked")
+    func maxPushesAutoOrFixed() async throws {
+        try await APIFixture.with { fixture, client in
+            let edition = try await Self.prepare(fixture, client)
+            for (field, shown) in [("", "auto"), (#", "maxPushesPerDevice": "auto""#, "auto"), (#", "maxPushesPerDevice": 4"#, "4")] {
+                let started = try await client.send(
+                    .post,
+                    "/v1/broadcasts",
+                    headers: Self.admin,
+                    body: #"{"edition": "\#(edition)", "window": 600\#(field)}"#
+                )
+                #expect(started.status == .created, "\(field)")
+                let broadcast = try #require(try started.json()["broadcast"] as? [String: Any])
+                let options = try #require(broadcast["options"] as? [String: Any])
+                #expect(options["maxPushesPerDevice"].map { "\($0)" } == shown, "\(field)")
+                let id = try #require(broadcast["id"] as? String)
+                #expect(try await client.send(.post, "/v1/broadcasts/\(id)/cancel", headers: Self.admin).status == .ok)
+            }
+            let refused = try await client.send(
+                .post,
+                "/v1/broadcasts",
+                headers: Self.admin,
+                body: #"{"edition": "\#(edition)", "maxPushesPerDevice": "lots"}"#
+            )
+            #expect(refused.status == .badRequest)
+            #expect(try refused.apiError().message.contains("auto"))
+        }
+    }
+
     @Test("dry run answers the plan and stores nothing")
     func dryRun() async throws {
         try await APIFixture.with { fixture, client in
@@ -85,6 +114,9 @@ struct BroadcastRoutesTests {
             (#"{"edition": "EDITION", "waveInterval": 60}"#, 400, "waveInterval"),
             (#"{"edition": "EDITION", "cohorts": 0}"#, 400, "cohorts"),
             (#"{"edition": "EDITION", "maxPushesPerDevice": 11}"#, 400, "maxPushesPerDevice"),
+            (#"{"edition": "EDITION", "maxPushesPerDevice": 0}"#, 400, "maxPushesPerDevice"),
+            (#"{"edition": "EDITION", "maxPushesPerDevice": "many"}"#, 400, "maxPushesPerDevice"),
+            (#"{"edition": "EDITION", "maxPushesPerDevice": 2.5}"#, 400, "maxPushesPerDevice"),
             (#"{"edition": "EDITION", "window": 60, "capacity": 10}"#, 400, "capacity"),
             (#"{"edition": "00000000-0000-0000-0000-000000000000"}"#, 404, "edition"),
             // Found by schemathesis: values that overflowed dates (the process died) or made an infinite window.

@@ -15,7 +15,12 @@ import Testing
 struct DispatcherTests {
     static let minute: TimeInterval = 60
 
-    static func options(window: TimeInterval = 10 * 60, cohorts: Int = 4, maxPushes: Int = 3, alert: Bool = false) -> BroadcastOptions {
+    static func options(
+        window: TimeInterval = 10 * 60,
+        cohorts: Int = 4,
+        maxPushes: BroadcastOptions.MaxPushes = 3,
+        alert: Bool = false
+    ) -> BroadcastOptions {
         BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: maxPushes, alertLastResort: alert)
     }
 

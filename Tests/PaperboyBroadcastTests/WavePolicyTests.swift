@@ -16,7 +16,7 @@ struct WavePolicyTests {
         waves: [StoredWave],
         workLeft: Bool = false,
         deadlineAfter: TimeInterval = 4 * 3600,
-        maxPushes: Int = 3,
+        maxPushes: BroadcastOptions.MaxPushes = 3,
         alert: Bool = false,
         cohorts: Int = 2
     ) -> WavePolicy.State {
@@ -144,6 +144,66 @@ struct WavePolicyTests {
         // Nothing follows an alert wave.
         let afterAlert = Self.state(waves: [Self.wave(1, finished: true), Self.wave(2, kind: .alert, finished: true)], alert: true)
         #expect(try WavePolicy.next(afterAlert, now: Self.start.addingTimeInterval(3 * Self.interval), counted: nil) == [.complete])
+    }
+
+    /// Background waves 1…`count`, finished, `interval` apart.
+    static func finishedWaves(_ count: Int) -> [StoredWave] {
+        (1...count).map { Self.wave($0, finished: true) }
+    }
+
+    @Test("with maxPushesPerDevice auto, background waves go on past any fixed number while the next starts before the deadline")
+    func autoUntilDeadline() throws {
+        // Deadline 4 h after wave 1, waves 30 min apart: waves start at 0, 30, … 210 min, 8 in all.
+        for sent in 1...7 {
+            let state = Self.state(waves: Self.finishedWaves(sent), maxPushes: .auto)
+            let start = Self.start.addingTimeInterval(Double(sent) * Self.interval)
+            #expect(try WavePolicy.next(state, now: start, counted: nil) == [.count(wave: sent + 1, kinds: [.background])], "after \(sent) waves")
+            let counted = WavePolicy.Counts(afterWave: sent, perCohort: [.background: [3, 4]])
+            guard case .startWave(let wave, .background, let plan) = try WavePolicy.next(state, now: start, counted: counted).first else {
+                Issue.record("no background wave after \(sent) waves")
+                continue
+            }
+            #expect(wave == sent + 1)
+            #expect(plan.start == start, "on the interval, counted from wave 1")
+        }
+        // The 9th would start at the deadline: the broadcast completes.
+        let last = Self.state(waves: Self.finishedWaves(8), maxPushes: .auto)
+        #expect(try WavePolicy.next(last, now: Self.start.addingTimeInterval(8 * Self.interval), counted: nil) == [.complete])
+    }
+
+    @Test("a fixed maxPushesPerDevice still stops after that many background waves, with the deadline far off")
+    func fixedCapStillHolds() throws {
+        let state = Self.state(waves: Self.finishedWaves(3), deadlineAfter: 24 * 3600, maxPushes: 3)
+        #expect(try WavePolicy.next(state, now: Self.start.addingTimeInterval(3 * Self.interval), counted: nil) == [.complete])
+        let four = Self.state(waves: Self.finishedWaves(3), deadlineAfter: 24 * 3600, maxPushes: 4)
+        #expect(
+            try WavePolicy.next(four, now: Self.start.addingTimeInterval(3 * Self.interval), counted: nil) == [.count(wave: 4, kinds: [.background])]
+        )
+    }
+
+    @Test("with auto, the last wave that starts before the deadline may run past it: it expires at the deadline, the state that is not a failure")
+    func autoLastWaveExpires() throws {
+        // Deadline 100 min after wave 1: wave 4 starts at 90 min, is still sending at the deadline.
+        let state = Self.state(waves: Self.finishedWaves(3) + [Self.wave(4)], workLeft: true, deadlineAfter: 100 * 60, maxPushes: .auto)
+        #expect(try WavePolicy.next(state, now: Self.start.addingTimeInterval(100 * 60 - 1), counted: nil) == [])
+        #expect(try WavePolicy.next(state, now: Self.start.addingTimeInterval(100 * 60), counted: nil) == [.expire])
+        // Done in time: no fifth wave (it would start at 120 min), completed.
+        let done = Self.state(waves: Self.finishedWaves(3) + [Self.wave(4)], deadlineAfter: 100 * 60, maxPushes: .auto)
+        #expect(try WavePolicy.next(done, now: Self.start.addingTimeInterval(95 * 60), counted: nil) == [.finishWave(4), .complete])
+    }
+
+    @Test("with auto and the alert last resort, the alert takes the last slot before the deadline")
+    func autoAlertTakesLastSlot() throws {
+        // Deadline 100 min: slots at 0, 30, 60, 90 min; background in the first three, the alert at 90.
+        let beforeLast = Self.state(waves: Self.finishedWaves(2), deadlineAfter: 100 * 60, maxPushes: .auto, alert: true)
+        #expect(
+            try WavePolicy.next(beforeLast, now: Self.start.addingTimeInterval(2 * Self.interval), counted: nil)
+                == [.count(wave: 3, kinds: [.background, .alert])]
+        )
+        let lastSlot = Self.state(waves: Self.finishedWaves(3), deadlineAfter: 100 * 60, maxPushes: .auto, alert: true)
+        #expect(
+            try WavePolicy.next(lastSlot, now: Self.start.addingTimeInterval(3 * Self.interval), counted: nil) == [.count(wave: 4, kinds: [.alert])]
+        )
     }
 }
 

@@ -69,8 +69,10 @@ import Testing
         #expect(text.contains("androidDozeShare 0.80"))
         #expect(text.split(separator: "\n").allSatisfy { $0.count <= 100 })
         // The iOS goal is judged on iOS devices: Doze does not blur it.
-        #expect(report.goals[2].title == "waves held by deadline ≥ 98% (iOS)")
-        #expect(report.goals[2].value == "66.7%")
+        #expect(report.goals[2].title == "waves held ≥ 0.98 × ceiling (iOS)")
+        let ceiling = report.ceiling.heldShare
+        #expect(report.goals[2].value == String(format: "%.3f × %.1f%%", (2.0 / 3.0) / ceiling, ceiling * 100))
+        #expect(report.results[0].heldShareOfCeiling == (2.0 / 3.0) / ceiling, "iOS held over the iOS ceiling")
 
         let html = report.html()
         #expect(html.contains("<h3>By platform</h3>"))
@@ -80,6 +82,16 @@ import Testing
         let platforms = try #require(json?.first?["platforms"] as? [[String: Any]])
         #expect(platforms.map { $0["platform"] as? String } == ["ios", "android"])
         #expect(platforms[1]["heldShare"] as? Double == 0.5)
+        // The JSON of the report's results carries the ceiling, the ratio and the assumptions.
+        let compared = try JSONSerialization.jsonObject(with: JSONEncoder().encode(report.results)) as? [[String: Any]]
+        let first = try #require(compared?.first)
+        let ceilingShare = try #require((first["ceiling"] as? [String: Any])?["heldShare"] as? Double)
+        #expect(abs(ceilingShare - report.ceiling.heldShare) < 1e-12)
+        let ratio = try #require(first["heldShareOfCeiling"] as? Double)
+        #expect(abs(ratio - (2.0 / 3.0) / report.ceiling.heldShare) < 1e-12, "JSON keeps the ratio (to the last bit or so)")
+        let assumptions = try #require(first["assumptions"] as? [String: Any])
+        #expect((assumptions["note"] as? String)?.contains("assumptions, not measurements") == true)
+        #expect((assumptions["parameters"] as? [String: Any])?["androidDozeShare"] as? Double == 0.8)
     }
 
     @Test("an iOS-only report looks as before: no platform table, no Android parameters")
@@ -87,6 +99,6 @@ import Testing
         let report = SyntheticRecording.report()
         #expect(!report.terminal().contains("by platform:"))
         #expect(!report.html().contains("By platform"))
-        #expect(report.goals[2].title == "waves held by deadline ≥ 98%")
+        #expect(report.goals[2].title == "waves held ≥ 0.98 × ceiling")
     }
 }

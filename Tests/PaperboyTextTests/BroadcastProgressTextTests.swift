@@ -94,7 +94,7 @@ struct BroadcastProgressTextTests {
             environment: .production,
             state: state,
             origin: "cron",
-            options: BroadcastOptions(),
+            options: BroadcastOptions(maxPushesPerDevice: 3),
             createdAt: minutes(-1),
             deadline: minutes(240),
             finishedAt: nil,
@@ -305,6 +305,34 @@ struct BroadcastProgressTextTests {
             report.contains("options     capacity 2,000/s, 1 cohort, waves every 30m,\n            max 2 pushes per device, alert last resort yes")
         )
         #expect(progress.progressLine(width: 200, now: Self.minutes(45)).contains("wave 2/3"), "two background waves and the alert")
+    }
+
+    @Test("with maxPushesPerDevice auto, the waves are the slots before the deadline, and the options say auto")
+    func autoWaves() {
+        var progress = Self.sample()
+        progress.options = BroadcastOptions(maxPushesPerDevice: .auto)
+        #expect(progress.progressLine(width: 200, now: Self.minutes(45)).contains("wave 2/8"))
+        #expect(progress.report(timeZone: Self.tokyo, width: 200).contains("pushes per device: auto (until the deadline)"))
+        // Wave 1 starts at 1.5 min: slots at 1.5, 31.5, … 211.5 min. Before wave 1, counted from the
+        // creation at -1 min: a ninth slot at 239 min.
+        var empty = Self.empty()
+        empty.options = progress.options
+        #expect(empty.progressLine(width: 200, now: Self.minutes(0)).contains("wave 0/9"))
+        #expect(BroadcastProgress.waveSlots(from: Self.minutes(0), to: Self.minutes(240), interval: 1800) == 8)
+        #expect(BroadcastProgress.waveSlots(from: Self.minutes(0), to: Self.minutes(241), interval: 1800) == 9)
+        #expect(BroadcastProgress.waveSlots(from: Self.minutes(0), to: Self.minutes(120), interval: 1200) == 6)
+    }
+
+    @Test("an expired broadcast says how many planned devices the deadline left unsent, and that it is not a failure")
+    func expiredIsNotAFailure() {
+        var progress = Self.sample()
+        progress.state = .expired
+        let planned = progress.waves.reduce(0) { $0 + $1.counts.planned }
+        let done = progress.waves.reduce(0) { $0 + $1.counts.done }
+        let report = progress.report(timeZone: Self.tokyo, width: 200)
+        #expect(report.contains("expired     the deadline came with \(TerminalText.grouped(planned - done)) planned devices not sent"))
+        #expect(report.contains("not a failure"))
+        #expect(!Self.sample().report(timeZone: Self.tokyo, width: 200).contains("not a failure"), "only when expired")
     }
 
     @Test("a broadcast without waves, or with nothing planned, neither crashes nor divides by zero")

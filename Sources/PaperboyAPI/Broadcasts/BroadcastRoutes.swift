@@ -52,7 +52,11 @@ struct BroadcastRoutes {
     /// `POST`: 201 with the new broadcast's progress, or 200 with the one the edition already has
     /// (`"created": false`); with `"dryRun": true`, 200 with wave 1's plan and nothing stored.
     @Sendable func start(_ request: Request, context: APIRequestContext) async throws -> Response {
-        let body = try await request.decodeJSON(StartBody.self, limit: maxBodyBytes, allowedValues: ["environment": "production, sandbox"])
+        let body = try await request.decodeJSON(
+            StartBody.self,
+            limit: maxBodyBytes,
+            allowedValues: ["environment": "production, sandbox", "maxPushesPerDevice": "\"auto\", 1 … 10"]
+        )
         let now = Date()
         if body.dryRun {
             let plan = try await broadcasts.plan(

@@ -1361,10 +1361,15 @@ extension OpenAPISpec {
                   maximum: 86400
                   default: 1800
                 maxPushesPerDevice:
-                  type: [integer, "null"]
-                  minimum: 1
-                  maximum: 10
-                  default: 3
+                  oneOf:
+                    - type: integer
+                      minimum: 1
+                      maximum: 10
+                    - type: string
+                      enum: [auto]
+                    - type: "null"
+                  default: auto
+                  description: Background pushes one device may get for the edition, over all waves. "auto" (the default) sends follow-up waves to devices without a receipt, waveInterval apart (at least 20 minutes, so at most 3 an hour), as long as the next wave starts before the edition's deadline; the last wave sends what it can before the deadline, earliest-due first, and the broadcast then ends expired. An integer (1 to 10) is a fixed cap. Anything else is a 400 naming maxPushesPerDevice.
                 alertLastResort:
                   type: [boolean, "null"]
                   default: false
@@ -1396,7 +1401,11 @@ extension OpenAPISpec {
                 waveInterval:
                   type: number
                 maxPushesPerDevice:
-                  type: integer
+                  description: '"auto" or a fixed integer; broadcasts stored before "auto" existed show their integer.'
+                  oneOf:
+                    - type: integer
+                    - type: string
+                      enum: [auto]
                 alertLastResort:
                   type: boolean
                 jitter:

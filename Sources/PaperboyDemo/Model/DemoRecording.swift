@@ -6,14 +6,15 @@ public enum DemoStrategy: String, Sendable, Codable, CaseIterable {
     case blast
     /// Staggered cohorts over the window, one push.
     case staggered
-    /// Staggered cohorts with receipt-driven follow-up waves: Paperboy's default.
+    /// Staggered cohorts with receipt-driven follow-up waves until the deadline (`maxPushesPerDevice` auto,
+    /// Paperboy's default), 20 minutes apart.
     case waves
 
     public var title: String {
         switch self {
         case .blast: "blast (everyone at once, one push)"
         case .staggered: "staggered cohorts, one push"
-        case .waves: "staggered cohorts + waves (Paperboy's default)"
+        case .waves: "staggered cohorts + waves until the deadline"
         }
     }
 }

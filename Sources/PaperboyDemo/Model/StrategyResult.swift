@@ -36,6 +36,12 @@ public struct StrategyResult: Sendable, Codable, Equatable {
     public var wallSeconds: Double
     /// The same figures per platform: iOS, and Android when the fleet has Android devices.
     public var platforms: [PlatformResult]
+    /// The most a policy could reach on the model's iOS devices (``Ceiling``), when the report computed it.
+    public var ceiling: Ceiling?
+    /// The iOS devices' held share / the ceiling's held share.
+    public var heldShareOfCeiling: Double?
+    /// The fleet model's parameters, stated as assumptions.
+    public var assumptions: ModelAssumptions?
 
     /// The prefix of the routes that count as content load.
     public static let editionRoutePrefix = "GET /v1/editions/"
@@ -47,6 +53,7 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         "held = devices with a newData or noData receipt before the deadline (failed and late receipts do not count) / reachable devices (app not swiped away).",
         "pushes/device = pushes APNs and FCM accepted (background, alert, Android data messages) / devices.",
         "time to hold = from the broadcast's start to a device's first holding receipt: median / 90th percentile of the devices that held it.",
+        "of ceiling = iOS devices held / the ceiling: the share of reachable iOS devices a policy could hold that pushes each from its wave-1 slot every 20 minutes (Apple's cadence, at most 3 an hour) until it holds the edition or the deadline passes, computed from the model's parameters (iOS only: Doze, not a per-push chance, limits Android).",
     ]
 
     /// - Parameters:
@@ -88,6 +95,14 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         if recording.androidDevices > 0 {
             platforms.append(PlatformResult(.android, recording: recording, reachable: recording.androidDevices))
         }
+    }
+
+    /// Sets ``ceiling``, ``heldShareOfCeiling`` (on iOS devices: the ceiling is iOS-only) and ``assumptions``.
+    public mutating func compare(to ceiling: Ceiling, assumptions: ModelAssumptions) {
+        self.ceiling = ceiling
+        let iosHeld = platform(.ios)?.heldShare ?? heldShare
+        heldShareOfCeiling = ceiling.heldShare > 0 ? iosHeld / ceiling.heldShare : nil
+        self.assumptions = assumptions
     }
 
     /// The figures of one platform, nil when the fleet has none of its devices.

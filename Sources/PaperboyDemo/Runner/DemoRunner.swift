@@ -27,8 +27,10 @@ public struct DemoConfiguration: Sendable {
     public var strategies: [DemoStrategy] = DemoStrategy.allCases
     /// The staggered strategies spread wave 1 over this window (demo time): Paperboy's default.
     public var window: TimeInterval = 30 * 60
-    /// Waves start this far apart: Paperboy's default.
-    public var waveInterval: TimeInterval = 30 * 60
+    /// Waves start this far apart: 20 minutes, Apple's cadence for background pushes (at most 3 an hour) and
+    /// the shortest interval Paperboy allows, so that the waves strategy is the policy ``Ceiling`` assumes
+    /// (Paperboy's default is 30 minutes, which leaves 4 pushes in 2 hours instead of 6).
+    public var waveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval
     /// From the broadcast's start to the edition's deadline (demo time).
     public var deadlineAfter: TimeInterval = 2 * 3600
     /// How much faster than the wall clock demo time runs, per strategy. The blast runs slower, so that
@@ -440,7 +442,7 @@ public struct DemoRunner: Sendable {
                 pace: .window(configuration.window),
                 cohorts: 16,
                 waveInterval: configuration.waveInterval,
-                maxPushesPerDevice: 3,
+                maxPushesPerDevice: .auto,
                 jitter: 1,
                 androidPriority: configuration.androidPriority
             )

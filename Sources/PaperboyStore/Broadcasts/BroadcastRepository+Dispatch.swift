@@ -467,7 +467,7 @@ extension BroadcastRepository {
                 appID: row.12,
                 publicationID: row.13,
                 environment: APNsEnvironment(storageCode: row.14),
-                maxPushesPerDevice: options.maxPushesPerDevice,
+                maxPushesPerDevice: options.maxPushesPerDevice.audienceCap(wave: Int(row.2)),
                 deadline: row.16,
                 androidPriority: options.androidPriority,
                 leases: Int(row.17),

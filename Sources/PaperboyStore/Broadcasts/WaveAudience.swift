@@ -9,7 +9,7 @@ import PostgresNIO
 ///   publication.
 /// - Later background waves: of those, the ones with no successful receipt for the edition (a `failed`
 ///   receipt asks for another try) and fewer background pushes for it than the maximum (`notSent` is no
-///   push). A device whose token APNs declared permanently bad (410, `BadDeviceToken`,
+///   push): the fixed `maxPushesPerDevice`, or with `auto` the wave's number. A device whose token APNs declared permanently bad (410, `BadDeviceToken`,
 ///   `DeviceTokenNotForTopic`) is inactive from the moment the batch is recorded, so `active` alone keeps
 ///   it out, until a newer registration revives it.
 /// - The alert wave: targets without a successful receipt that allowed alerts, got a background push for
@@ -22,6 +22,8 @@ public struct WaveAudience: Sendable, Equatable {
     public var editionID: UUID?
     public var wave: Int
     public var kind: BroadcastProgress.Wave.Kind
+    /// Background wave: a device with this many background pushes for the edition or more is left out
+    /// (``BroadcastOptions/MaxPushes/audienceCap(wave:)``).
     public var maxPushesPerDevice: Int
 
     public init(
@@ -51,7 +53,7 @@ public struct WaveAudience: Sendable, Equatable {
             editionID: broadcast.editionID,
             wave: wave,
             kind: kind,
-            maxPushesPerDevice: broadcast.options.maxPushesPerDevice
+            maxPushesPerDevice: broadcast.options.maxPushesPerDevice.audienceCap(wave: wave)
         )
     }
 
@@ -64,7 +66,7 @@ public struct WaveAudience: Sendable, Equatable {
             editionID: nil,
             wave: 1,
             kind: .background,
-            maxPushesPerDevice: BroadcastOptions.defaultMaxPushesPerDevice
+            maxPushesPerDevice: BroadcastOptions.defaultMaxPushesPerDevice.audienceCap(wave: 1)
         )
     }
 

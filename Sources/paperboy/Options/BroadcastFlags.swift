@@ -20,8 +20,14 @@ struct BroadcastFlags: ParsableArguments {
     )
     var waveInterval: String?
 
-    @Option(name: .customLong("max-pushes"), help: "Background pushes per device for the edition, over all waves (1 to 10; default 3).")
-    var maxPushes: Int?
+    @Option(
+        name: .customLong("max-pushes"),
+        help: ArgumentHelp(
+            "Background pushes per device for the edition, over all waves: auto (the default: follow-up waves to devices without a receipt, --wave-interval apart, as long as the next starts before the deadline) or a fixed 1 to 10.",
+            valueName: "auto|n"
+        )
+    )
+    var maxPushes: String?
 
     @Flag(
         name: .customLong("alert-last-resort"),
@@ -56,7 +62,12 @@ struct BroadcastFlags: ParsableArguments {
         if let waveInterval {
             do { options.waveInterval = try StaggerPlan.seconds(parsing: waveInterval) } catch { throw ValidationError("--wave-interval: \(error)") }
         }
-        if let maxPushes { options.maxPushesPerDevice = maxPushes }
+        if let maxPushes {
+            guard let parsed = BroadcastOptions.MaxPushes(maxPushes) else {
+                throw ValidationError("--max-pushes: auto or a number from 1 to 10, got '\(maxPushes)'")
+            }
+            options.maxPushesPerDevice = parsed
+        }
         options.alertLastResort = alertLastResort
         if let jitter {
             do { options.jitter = try StaggerPlan.seconds(parsing: jitter) } catch { throw ValidationError("--jitter: \(error)") }
