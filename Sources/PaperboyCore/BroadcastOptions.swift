@@ -22,6 +22,11 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
     public var jitter: TimeInterval
     /// How Android devices (through FCM) are asked to handle the edition's data messages.
     public var androidPriority: AndroidPriority
+    /// A device that got background pushes for this many editions in a row and posted no receipt for any of
+    /// them is dormant (a swiped-away app, an abandoned install): it gets wave 1's push and no follow-ups
+    /// (neither background waves nor the alert last resort) until a receipt or a newer registration revives
+    /// it. 0 spares nobody. Default 3: a live device on a bad morning answers the next one.
+    public var dormantAfter: Int
 
     /// FCM's `android.priority` for a broadcast's data messages.
     public enum AndroidPriority: String, Codable, Sendable, CaseIterable {
@@ -45,6 +50,8 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
     public static let capacityRange: ClosedRange<Double> = 0.01...10_000_000
     /// Background pushes to one device in any hour, across all broadcasts: iOS throttles beyond this.
     public static let hourlyBudget = 3
+    public static let defaultDormantAfter = 3
+    public static let dormantAfterRange: ClosedRange<Int> = 0...100
 
     public init(
         pace: StaggerPlan.Pace = .window(BroadcastOptions.defaultWindow),
@@ -53,7 +60,8 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         maxPushesPerDevice: MaxPushes = BroadcastOptions.defaultMaxPushesPerDevice,
         alertLastResort: Bool = false,
         jitter: TimeInterval = 90,
-        androidPriority: AndroidPriority = .normal
+        androidPriority: AndroidPriority = .normal,
+        dormantAfter: Int = BroadcastOptions.defaultDormantAfter
     ) {
         self.pace = pace
         self.cohorts = cohorts
@@ -62,6 +70,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         self.alertLastResort = alertLastResort
         self.jitter = jitter
         self.androidPriority = androidPriority
+        self.dormantAfter = dormantAfter
     }
 
     /// Checks the options; the error names the field (as in the JSON and the API).
@@ -98,10 +107,16 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         guard jitter.isFinite, jitter >= 1, jitter <= 3600 else {
             throw BroadcastOptionsError(field: "jitter", message: "the jitter must be between 1 second and 1 hour")
         }
+        guard Self.dormantAfterRange.contains(dormantAfter) else {
+            throw BroadcastOptionsError(
+                field: "dormantAfter",
+                message: "dormantAfter must be between 0 (spare nobody) and \(Self.dormantAfterRange.upperBound) editions"
+            )
+        }
     }
 
     enum CodingKeys: String, CodingKey {
-        case window, capacity, cohorts, waveInterval, maxPushesPerDevice, alertLastResort, jitter, androidPriority
+        case window, capacity, cohorts, waveInterval, maxPushesPerDevice, alertLastResort, jitter, androidPriority, dormantAfter
     }
 
     public init(from decoder: any Decoder) throws {
@@ -121,6 +136,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         alertLastResort = try container.decodeIfPresent(Bool.self, forKey: .alertLastResort) ?? false
         jitter = try container.decodeIfPresent(Double.self, forKey: .jitter) ?? 90
         androidPriority = try container.decodeIfPresent(AndroidPriority.self, forKey: .androidPriority) ?? .normal
+        dormantAfter = try container.decodeIfPresent(Int.self, forKey: .dormantAfter) ?? Self.defaultDormantAfter
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -135,6 +151,7 @@ public struct BroadcastOptions: Codable, Sendable, Equatable {
         try container.encode(alertLastResort, forKey: .alertLastResort)
         try container.encode(jitter, forKey: .jitter)
         try container.encode(androidPriority, forKey: .androidPriority)
+        try container.encode(dormantAfter, forKey: .dormantAfter)
     }
 }
 

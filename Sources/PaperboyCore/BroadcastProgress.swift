@@ -35,6 +35,9 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         public var receipts: [String: Int]
         /// What was sent through each provider (`apns`, `fcm`) and what it answered; empty before anything was sent.
         public var byProvider: [String: ProviderCounts]
+        /// Wave 1: devices pushed that are dormant (no receipt after their last
+        /// ``BroadcastOptions/dormantAfter`` editions), so they get no follow-ups. 0 in later waves.
+        public var dormant: Int
 
         public init(
             planned: Int = 0,
@@ -43,7 +46,8 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
             rejected: [String: Int] = [:],
             skipped: [String: Int] = [:],
             receipts: [String: Int] = [:],
-            byProvider: [String: ProviderCounts] = [:]
+            byProvider: [String: ProviderCounts] = [:],
+            dormant: Int = 0
         ) {
             self.planned = planned
             self.sent = sent
@@ -52,6 +56,7 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
             self.skipped = skipped
             self.receipts = receipts
             self.byProvider = byProvider
+            self.dormant = dormant
         }
 
         /// Planned devices dealt with: sent or skipped.
@@ -65,7 +70,8 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
                 rejected: lhs.rejected.merging(rhs.rejected, uniquingKeysWith: +),
                 skipped: lhs.skipped.merging(rhs.skipped, uniquingKeysWith: +),
                 receipts: lhs.receipts.merging(rhs.receipts, uniquingKeysWith: +),
-                byProvider: lhs.byProvider.merging(rhs.byProvider, uniquingKeysWith: +)
+                byProvider: lhs.byProvider.merging(rhs.byProvider, uniquingKeysWith: +),
+                dormant: lhs.dormant + rhs.dormant
             )
         }
     }

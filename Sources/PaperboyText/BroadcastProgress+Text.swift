@@ -123,6 +123,18 @@ extension BroadcastProgress {
             wroteReasons = true
             lines += Self.wrap(label: label + " ", items: Self.tally(counts), width: width)
         }
+        if all.dormant > 0 {
+            lines.append("")
+            lines += Self.wrap(
+                label: "Dormant: ",
+                items: [
+                    "\(TerminalText.grouped(all.dormant)) device\(all.dormant == 1 ? "" : "s") got wave 1's push and no follow-ups",
+                    "no receipt for their last \(options.dormantAfter) edition\(options.dormantAfter == 1 ? "" : "s")",
+                    "a receipt or a new registration revives a device",
+                ],
+                width: width
+            )
+        }
         if all.byProvider.keys.contains(where: { $0 != "apns" }) {
             // A mixed fleet: what each provider was handed and said.
             let items = all.byProvider.keys.sorted().map { provider -> String in
@@ -167,6 +179,9 @@ extension BroadcastProgress {
             options.maxPushesPerDevice == .auto
                 ? "pushes per device: auto (until the deadline)" : "max \(options.maxPushesPerDevice) pushes per device",
             "alert last resort \(options.alertLastResort ? "yes" : "no")",
+            options.dormantAfter == 0
+                ? "dormant devices: not spared"
+                : "dormant after \(options.dormantAfter) unanswered edition\(options.dormantAfter == 1 ? "" : "s")",
         ]
     }
 

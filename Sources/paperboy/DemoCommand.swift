@@ -30,6 +30,10 @@ struct DemoCommand: AsyncParsableCommand {
             The model's parameters are assumptions, not measurements: try others with --fleet FILE.json
             (docs/fleets/ has two). With --json (each strategy's result, with its ceiling, heldShareOfCeiling and
             the assumptions), progress still goes to standard error.
+
+            --days N runs the waves strategy on N mornings in a row on one fleet, a new edition each morning:
+            devices that posted no receipt for their last 3 editions are dormant from then on (wave 1's push,
+            no follow-ups), so pushes per device fall while the held share stays. About 2 minutes a morning.
             """
     )
 
@@ -57,6 +61,14 @@ struct DemoCommand: AsyncParsableCommand {
     )
     var strategies: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Mornings to run, 1 to 14 (default 1). More than one runs the waves strategy only, one edition a morning on one fleet, to show dormant devices spared.",
+            valueName: "n"
+        )
+    )
+    var days = 1
+
     @Option(help: ArgumentHelp("Also write a self-contained HTML report with SVG charts here.", valueName: "file"))
     var report: String?
 
@@ -73,6 +85,7 @@ struct DemoCommand: AsyncParsableCommand {
     func validate() throws {
         guard (100...1_000_000).contains(devices) else { throw ValidationError("--devices: between 100 and 1000000, got \(devices)") }
         guard (0...0.9).contains(androidShare) else { throw ValidationError("--android-share: between 0 and 0.9, got \(androidShare)") }
+        guard (1...14).contains(days) else { throw ValidationError("--days: between 1 and 14, got \(days)") }
         _ = try chosenStrategies()
     }
 
@@ -83,6 +96,7 @@ struct DemoCommand: AsyncParsableCommand {
         configuration.devices = devices
         configuration.seed = seed
         configuration.strategies = try chosenStrategies()
+        configuration.days = days
         configuration.androidShare = androidShare
         configuration.androidPriority = androidPriority
         if let fleet { configuration.fleet = try fleetParameters(fleet) }
@@ -164,13 +178,19 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     private func chosenStrategies() throws -> [DemoStrategy] {
-        guard let strategies else { return DemoStrategy.allCases }
-        return try strategies.split(separator: ",").map { name in
+        guard let strategies else { return days > 1 ? [.waves] : DemoStrategy.allCases }
+        let chosen = try strategies.split(separator: ",").map { name in
             guard let strategy = DemoStrategy(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
                 throw ValidationError("--strategies: '\(name)' is not one of blast, staggered, waves")
             }
             return strategy
         }
+        if days > 1, chosen != [.waves] {
+            throw ValidationError(
+                "--strategies: with --days \(days) only waves runs (dormant devices show in follow-up waves); leave --strategies out"
+            )
+        }
+        return chosen
     }
 }
 

@@ -126,6 +126,9 @@ struct BroadcastRoutesTests {
             (#"{"edition": "EDITION", "capacity": 5e-324, "dryRun": true}"#, 400, "capacity"),
             (#"{"edition": "EDITION", "waveInterval": 1e12}"#, 400, "waveInterval"),
             (#"{"edition": "EDITION", "androidPriority": "urgent"}"#, 400, "androidPriority"),
+            (#"{"edition": "EDITION", "dormantAfter": -1}"#, 400, "dormantAfter"),
+            (#"{"edition": "EDITION", "dormantAfter": 101}"#, 400, "dormantAfter"),
+            (#"{"edition": "EDITION", "dormantAfter": "never"}"#, 400, "dormantAfter"),
         ]
     )
     func badRequests(body: String, status: Int, field: String) async throws {

@@ -125,4 +125,20 @@ struct EditionManifestTests {
         #expect(try JSONDecoder().decode(BroadcastOptions.self, from: JSONEncoder().encode(high)) == high)
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(BroadcastOptions.self, from: Data(#"{"androidPriority": "urgent"}"#.utf8)) }
     }
+
+    @Test("broadcast options: dormantAfter is 3 when absent (broadcasts stored before it existed), round-trips, and 0...100 validate")
+    func dormantAfter() throws {
+        let absent = try JSONDecoder().decode(BroadcastOptions.self, from: Data("{}".utf8))
+        #expect(absent.dormantAfter == 3)
+        let never = try JSONDecoder().decode(BroadcastOptions.self, from: Data(#"{"dormantAfter": 0}"#.utf8))
+        #expect(never.dormantAfter == 0)
+        #expect(try JSONDecoder().decode(BroadcastOptions.self, from: JSONEncoder().encode(never)) == never)
+        try never.validate()
+        for bad in [-1, 101] {
+            var options = BroadcastOptions()
+            options.dormantAfter = bad
+            #expect(throws: BroadcastOptionsError.self) { try options.validate() }
+            do { try options.validate() } catch { #expect(error.field == "dormantAfter") }
+        }
+    }
 }

@@ -116,4 +116,38 @@ struct DemoRunnerTests {
             }
         }
     }
+
+    @Test("four mornings: from the fourth, swiped-away devices are dormant and get one push; pushes per device fall")
+    func severalMornings() async throws {
+        try await TestDatabase.with { db in
+            var configuration = DemoConfiguration()
+            configuration.devices = 300
+            configuration.androidShare = 0
+            configuration.seed = 5
+            configuration.strategies = [.waves]
+            configuration.days = 4
+            configuration.window = 10 * 60
+            configuration.timeCompression = [.waves: 600]
+            let runner = DemoRunner(configuration: configuration, logger: db.logger)
+            let recordings = try await runner.run(database: db.configuration) { _ in }
+            #expect(recordings.map(\.day) == [1, 2, 3, 4])
+            let model = FleetModel(seed: 5, parameters: configuration.fleet)
+            let swipedAway = (0..<300).filter { !model.isReachable($0) }
+            #expect(!swipedAway.isEmpty)
+            func pushes(_ recording: DemoRecording) -> [Int: Int] { Dictionary(grouping: recording.pushes, by: \.device).mapValues(\.count) }
+
+            // Mornings 1 to 3: nobody is dormant yet, and a swiped-away device gets every wave.
+            for recording in recordings.prefix(3) {
+                #expect(recording.dormant == 0)
+                let perDevice = pushes(recording)
+                #expect(swipedAway.allSatisfy { (perDevice[$0] ?? 0) > 1 })
+            }
+            // Morning 4: no receipt for 3 editions makes them dormant; wave 1's push only.
+            let fourth = recordings[3]
+            #expect(fourth.dormant >= swipedAway.count)
+            let perDevice = pushes(fourth)
+            #expect(swipedAway.allSatisfy { perDevice[$0] == 1 })
+            #expect(fourth.pushes.count < recordings[0].pushes.count)
+        }
+    }
 }

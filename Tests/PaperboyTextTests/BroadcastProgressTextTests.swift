@@ -133,6 +133,23 @@ struct BroadcastProgressTextTests {
         #expect(narrow.contains("By provider: APNs: 700 sent / 692 accepted (Unregistered 8),\n             FCM: 300 sent"), "\(narrow)")
     }
 
+    @Test("status counts the dormant devices wave 1 pushed and says why they got no follow-ups; none, no line")
+    func dormant() {
+        var progress = Self.sample()
+        #expect(!progress.report(timeZone: Self.tokyo, width: 100).contains("Dormant"))
+        #expect(progress.report(timeZone: Self.tokyo, width: 200).contains("dormant after 3 unanswered editions"))
+        progress.waves[1].counts.dormant = 1234
+        let report = progress.report(timeZone: Self.tokyo, width: 200)
+        #expect(
+            report.contains(
+                "Dormant: 1,234 devices got wave 1's push and no follow-ups, no receipt for their last 3 editions, a receipt or a new registration revives a device"
+            ),
+            "\(report)"
+        )
+        progress.options.dormantAfter = 0
+        #expect(progress.report(timeZone: Self.tokyo, width: 200).contains("dormant devices: not spared"))
+    }
+
     @Test("the progress line shows the current wave, its bar and percent, accepted, receipts and the deadline")
     func line() {
         let line = Self.sample().progressLine(width: 200, now: Self.minutes(45))
@@ -235,8 +252,9 @@ struct BroadcastProgressTextTests {
         #expect(lines.contains("created     2026-11-23 04:59:00 Asia/Tokyo"))
         #expect(lines.contains("deadline    2026-11-23 09:00:00 Asia/Tokyo"))
         #expect(
-            lines.contains("options     window 30m, 16 cohorts, waves every 30m, max 3 pushes per device, alert last resort no")
+            lines.contains("options     window 30m, 16 cohorts, waves every 30m, max 3 pushes per device, alert last resort no,")
         )
+        #expect(lines.contains("            dormant after 3 unanswered editions"))
 
         func tokens(startingWith first: String) throws -> [String] {
             let line = try #require(lines.first { $0.split(separator: " ").first.map(String.init) == first })

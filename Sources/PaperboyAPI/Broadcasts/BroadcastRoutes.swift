@@ -20,7 +20,7 @@ struct BroadcastRoutes {
 
     /// The body of `POST /v1/broadcasts`: the edition, the environment, and the ``BroadcastOptions``
     /// fields beside them (`window` or `capacity`, `cohorts`, `waveInterval`, `maxPushesPerDevice`,
-    /// `alertLastResort`, `jitter`, `androidPriority`), each optional.
+    /// `alertLastResort`, `jitter`, `androidPriority`, `dormantAfter`), each optional.
     struct StartBody: Codable {
         var edition: UUID
         var environment: APNsEnvironment

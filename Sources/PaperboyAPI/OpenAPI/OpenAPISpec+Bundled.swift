@@ -1383,11 +1383,17 @@ extension OpenAPISpec {
                   enum: [normal, high, null]
                   default: normal
                   description: FCM's android.priority for the edition's data messages to Android devices. normal (the default) is delivered at once unless the device dozes, then at its next maintenance window; high may wake a dozing device, and Android downgrades it when it leads to no visible notification.
+                dormantAfter:
+                  type: [integer, "null"]
+                  minimum: 0
+                  maximum: 100
+                  default: 3
+                  description: A device that got background pushes for this many editions in a row and posted no receipt for any of them is dormant (a swiped-away app, an abandoned install) and gets wave 1's push and no follow-ups (neither background waves nor the alert last resort) until a receipt or a new registration revives it. 0 spares nobody. Anything else is a 400 naming dormantAfter.
 
             BroadcastOptions:
               type: object
               additionalProperties: false
-              required: [cohorts, waveInterval, maxPushesPerDevice, alertLastResort, jitter, androidPriority]
+              required: [cohorts, waveInterval, maxPushesPerDevice, alertLastResort, jitter, androidPriority, dormantAfter]
               oneOf:
                 - required: [window]
                 - required: [capacity]
@@ -1413,12 +1419,17 @@ extension OpenAPISpec {
                 androidPriority:
                   type: string
                   enum: [normal, high]
+                dormantAfter:
+                  type: integer
 
             Counts:
               type: object
               additionalProperties: false
-              required: [planned, sent, accepted, rejected, skipped, receipts]
+              required: [planned, sent, accepted, rejected, skipped, receipts, dormant]
               properties:
+                dormant:
+                  type: integer
+                  description: Wave 1 only (0 in later waves) - devices pushed that are dormant (no receipt after their last dormantAfter editions) and get no follow-ups.
                 planned:
                   type: integer
                 sent:

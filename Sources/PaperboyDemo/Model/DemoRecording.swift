@@ -84,6 +84,10 @@ public struct DemoRecording: Sendable, Codable, Equatable {
     public var rejections: [String: Int]
     /// Wall-clock seconds the run took.
     public var wallSeconds: Double
+    /// The morning, from 1, when the demo ran several (`--days`); nil for a one-morning run.
+    public var day: Int?
+    /// Devices pushed in wave 1 that were dormant (no receipt for their last editions), so they got no follow-ups.
+    public var dormant: Int = 0
 
     public init(
         strategy: DemoStrategy,

@@ -223,13 +223,26 @@ public struct SimulatedDevice: Sendable, Equatable {
 /// Every random choice is a counter-based draw, SplitMix64 over (seed, device index, purpose, ordinal), so
 /// nothing depends on the order of calls: the same device reacts the same way to its n-th push under every
 /// strategy (common random numbers), and the strategies differ only by what they send and when.
+///
+/// Several mornings (`paperboy demo --days N`): a device keeps its hardware (newer or older) and whether its
+/// app is swiped away (an assumption: a user who swiped the app away, or abandoned it, does not open it again
+/// during the run); everything else (Wi-Fi, charging, Doze, each push's run and delay) is drawn afresh each
+/// morning. Morning 0 draws what a one-morning run draws.
 public struct FleetModel: Sendable {
     public let seed: UInt64
     public let parameters: FleetParameters
+    /// The morning, from 0.
+    public let day: Int
 
-    public init(seed: UInt64, parameters: FleetParameters = .init()) {
+    public init(seed: UInt64, parameters: FleetParameters = .init(), day: Int = 0) {
         self.seed = seed
         self.parameters = parameters
+        self.day = day
+    }
+
+    /// The same fleet on morning `day` (from 0).
+    public func on(day: Int) -> FleetModel {
+        FleetModel(seed: seed, parameters: parameters, day: day)
     }
 
     /// Device `index`'s fixed traits.
@@ -317,12 +330,14 @@ public struct FleetModel: Sendable {
         return z ^ (z >> 31)
     }
 
-    /// A uniform draw in [0, 1) from (seed, index, purpose, ordinal).
+    /// A uniform draw in [0, 1) from (seed, index, purpose, ordinal), and the morning unless the purpose is a
+    /// lasting trait (an ordinal is a push's number, far below 1,000).
     func uniform(_ index: Int, _ purpose: Purpose, _ ordinal: Int) -> Double {
+        let lasting = purpose == .newer || purpose == .swipedAway
         var h = Self.splitMix64(seed)
         h = Self.splitMix64(h ^ UInt64(bitPattern: Int64(index)))
         h = Self.splitMix64(h ^ purpose.rawValue)
-        h = Self.splitMix64(h ^ UInt64(bitPattern: Int64(ordinal)))
+        h = Self.splitMix64(h ^ UInt64(bitPattern: Int64(lasting ? ordinal : ordinal + day * 1_000)))
         return Double(h >> 11) * 0x1p-53
     }
 

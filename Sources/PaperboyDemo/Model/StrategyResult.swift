@@ -42,6 +42,15 @@ public struct StrategyResult: Sendable, Codable, Equatable {
     public var heldShareOfCeiling: Double?
     /// The fleet model's parameters, stated as assumptions.
     public var assumptions: ModelAssumptions?
+    /// The morning, from 1, when the demo ran several (`--days`); nil for a one-morning run.
+    public var day: Int?
+    /// Devices pushed in wave 1 that were dormant (no receipt for their last editions), so they got no follow-ups.
+    public var dormant: Int
+
+    /// The strategy's name, with the morning when the demo ran several: `waves`, `waves day 2`.
+    public var name: String { strategy.rawValue + (day.map { " day \($0)" } ?? "") }
+    /// The strategy's title, with the morning: `staggered cohorts + waves until the deadline, morning 2`.
+    public var title: String { strategy.title + (day.map { ", morning \($0)" } ?? "") }
 
     /// The prefix of the routes that count as content load.
     public static let editionRoutePrefix = "GET /v1/editions/"
@@ -91,6 +100,8 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         self.receipts = receipts
         rejections = recording.rejections
         wallSeconds = recording.wallSeconds
+        day = recording.day
+        dormant = recording.dormant
         platforms = [PlatformResult(.ios, recording: recording, reachable: max(0, reachable - recording.androidDevices))]
         if recording.androidDevices > 0 {
             platforms.append(PlatformResult(.android, recording: recording, reachable: recording.androidDevices))

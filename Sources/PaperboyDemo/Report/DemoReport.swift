@@ -91,8 +91,63 @@ public struct DemoReport: Sendable {
                 value: waves.map { Self.decimal($0.pushesPerDevice, 2) } ?? "-",
                 met: waves.map { $0.pushesPerDevice <= 1.8 }
             ),
+        ] + morningGoals
+    }
+
+    /// The waves strategy's mornings in order, when the demo ran several (`--days`).
+    public var mornings: [StrategyResult] {
+        results.filter { $0.strategy == .waves && $0.day != nil }.sorted { ($0.day ?? 0) < ($1.day ?? 0) }
+    }
+
+    /// Several mornings: by the last, pushes per device at least 15 % below the first morning's, and the held
+    /// share unchanged within noise (the two shares differ by at most 2 standard errors of their difference).
+    var morningGoals: [Goal] {
+        let mornings = mornings
+        guard mornings.count > 1, let first = mornings.first, let last = mornings.last, let lastDay = last.day else { return [] }
+        let drop = first.pushesPerDevice > 0 ? 1 - last.pushesPerDevice / first.pushesPerDevice : 0
+        let noise = Self.twoStandardErrors(first.heldShare, last.heldShare, first.reachable, last.reachable)
+        let change = last.heldShare - first.heldShare
+        return [
+            Goal(
+                title: "day \(lastDay) pushes/device ≥ 15 % below day 1",
+                value: "\(Self.decimal(first.pushesPerDevice, 2)) → \(Self.decimal(last.pushesPerDevice, 2)) (−\(Self.percent(drop)))",
+                met: drop >= 0.15
+            ),
+            Goal(
+                title: "day \(lastDay) held unchanged (within 2 SE)",
+                value: "\(Self.percent(first.heldShare)) → \(Self.percent(last.heldShare)) (2 SE \(Self.decimal(noise * 100, 2)) pp)",
+                met: abs(change) <= noise
+            ),
         ]
     }
+
+    /// Two standard errors of the difference of two independent shares `p` of `n` and `q` of `m`.
+    static func twoStandardErrors(_ p: Double, _ q: Double, _ n: Int, _ m: Int) -> Double {
+        guard n > 0, m > 0 else { return 0 }
+        return 2 * (p * (1 - p) / Double(n) + q * (1 - q) / Double(m)).squareRoot()
+    }
+
+    /// The mornings side by side: held, of ceiling, pushes per device, dormant devices, wall time.
+    func terminalMornings(width: Int) -> [String] {
+        let header = ["MORNING", "HELD", "OF CEIL", "PUSHES/DEV", "DORMANT", "WALL"]
+        let rows = mornings.map { result in
+            [
+                "day \(result.day ?? 0)", Self.percent(result.heldShare), result.heldShareOfCeiling.map { Self.decimal($0, 3) } ?? "-",
+                Self.decimal(result.pushesPerDevice, 2), TerminalText.grouped(result.dormant), Self.decimal(result.wallSeconds, 0) + " s",
+            ]
+        }
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        func line(_ cells: [String]) -> String {
+            cells.indices.map { TerminalText.pad(cells[$0], widths[$0], right: $0 > 0) }.joined(separator: "  ")
+        }
+        return Self.wrap(Self.morningsNote, width: width) + [""] + [Self.clip(line(header), width)] + rows.map { Self.clip(line($0), width) }
+    }
+
+    /// What the several mornings show, for both reports.
+    static let morningsNote =
+        "mornings: the waves strategy on one fleet, one edition a morning. A device keeps its hardware and whether its app is "
+        + "swiped away; Wi-Fi, charging, Doze and every push's chance are drawn afresh each morning. DORMANT = devices that posted "
+        + "no receipt for their last editions (--dormant-after, 3 by default) and so got wave 1's push and no follow-ups."
 
     /// Whether any run had Android devices.
     var hasAndroid: Bool { results.contains { $0.platform(.android) != nil } }
@@ -134,6 +189,10 @@ public struct DemoReport: Sendable {
         lines.append("")
         lines.append(contentsOf: terminalTable(width: width))
         lines.append("")
+        if mornings.count > 1 {
+            lines.append(contentsOf: terminalMornings(width: width))
+            lines.append("")
+        }
         lines.append(contentsOf: Self.wrap(ceilingText, width: width))
         lines.append("")
         lines.append(contentsOf: Self.wrap(iosAssumptionsText, width: width))
@@ -170,7 +229,7 @@ public struct DemoReport: Sendable {
         if !timeCompression.isEmpty {
             lines.append("")
             let factors = Set(timeCompression.values)
-            let walls = results.map { "\($0.strategy.rawValue) \(Self.decimal($0.wallSeconds, 1))\u{A0}s" }.joined(separator: ", ")
+            let walls = results.map { "\($0.name) \(Self.decimal($0.wallSeconds, 1))\u{A0}s" }.joined(separator: ", ")
             let text: String
             if factors.count == 1, let factor = factors.first {
                 text = "time: ×\(Self.factor(factor)) (demo seconds per wall-clock second); wall time " + walls
@@ -201,7 +260,7 @@ public struct DemoReport: Sendable {
             lines.append("")
             lines.append(
                 Self.clip(
-                    "\(result.strategy.title): peak \(Self.decimal(result.peakPerSecond, 1))/s, mean \(Self.decimal(result.meanPerSecond, 1))/s",
+                    "\(result.title): peak \(Self.decimal(result.peakPerSecond, 1))/s, mean \(Self.decimal(result.meanPerSecond, 1))/s",
                     width
                 )
             )
@@ -251,7 +310,7 @@ public struct DemoReport: Sendable {
         let header = ["STRATEGY", "PEAK/S", "MEAN/S", "PEAK/MEAN", "HELD", "OF CEIL", "PUSHES/DEV", "REJECTED"]
         let rows = results.map { result in
             [
-                result.strategy.rawValue, Self.decimal(result.peakPerSecond, 1), Self.decimal(result.meanPerSecond, 1),
+                result.name, Self.decimal(result.peakPerSecond, 1), Self.decimal(result.meanPerSecond, 1),
                 Self.decimal(result.peakToMean, 1), Self.percent(result.heldShare), result.heldShareOfCeiling.map { Self.decimal($0, 3) } ?? "-",
                 Self.decimal(result.pushesPerDevice, 2), TerminalText.grouped(result.rejectionCount),
             ]
@@ -262,7 +321,7 @@ public struct DemoReport: Sendable {
         }
         var lines = [Self.clip(line(header), width)] + rows.map { Self.clip(line($0), width) }
         for result in results {
-            let held = "\(result.strategy.rawValue): held \(TerminalText.grouped(result.held)) of \(TerminalText.grouped(result.reachable)) reachable"
+            let held = "\(result.name): held \(TerminalText.grouped(result.held)) of \(TerminalText.grouped(result.reachable)) reachable"
             var text = held + "; receipts " + Self.breakdown(result.receipts)
             if !result.rejections.isEmpty { text += "; rejections " + Self.breakdown(result.rejections) }
             lines.append(contentsOf: Self.wrap(text, width: width, indent: "  ", first: "  "))
@@ -292,7 +351,7 @@ public struct DemoReport: Sendable {
         let rows = results.flatMap { result in
             result.platforms.map { platform in
                 [
-                    result.strategy.rawValue, platform.platform.title, TerminalText.grouped(platform.devices), Self.percent(platform.heldShare),
+                    result.name, platform.platform.title, TerminalText.grouped(platform.devices), Self.percent(platform.heldShare),
                     Self.decimal(platform.pushesPerDevice, 2), platform.timeToHoldMedian.map(Self.duration) ?? "-",
                     platform.timeToHoldP90.map(Self.duration) ?? "-",
                 ]
@@ -341,26 +400,26 @@ public struct DemoReport: Sendable {
         for result in results {
             body += "<figure>\n<figcaption>"
             body += e(
-                "\(result.strategy.title): peak \(Self.decimal(result.peakPerSecond, 1))/s, mean \(Self.decimal(result.meanPerSecond, 1))/s, "
+                "\(result.title): peak \(Self.decimal(result.peakPerSecond, 1))/s, mean \(Self.decimal(result.meanPerSecond, 1))/s, "
                     + "peak/mean \(Self.decimal(result.peakToMean, 1))"
             )
             body += "</figcaption>\n"
             body += svgChart(
-                series: [(result.strategy.rawValue, Self.colors[result.strategy] ?? "#555", result.editionRequestsPerSecond)],
+                series: [(result.name, Self.colors[result.strategy] ?? "#555", result.editionRequestsPerSecond)],
                 minutes: minutes,
                 yScale: yScale,
                 height: 230,
                 area: true,
                 legend: false,
                 mean: result.meanPerSecond,
-                label: "Edition requests per second for \(result.strategy.rawValue)"
+                label: "Edition requests per second for \(result.name)"
             )
             body += "</figure>\n"
         }
         if results.count > 1 {
             body += "<figure>\n<figcaption>All strategies overlaid</figcaption>\n"
             body += svgChart(
-                series: results.map { ($0.strategy.rawValue, Self.colors[$0.strategy] ?? "#555", $0.editionRequestsPerSecond) },
+                series: results.map { ($0.name, Self.colors[$0.strategy] ?? "#555", $0.editionRequestsPerSecond) },
                 minutes: minutes,
                 yScale: yScale,
                 height: 320,
@@ -380,7 +439,7 @@ public struct DemoReport: Sendable {
                 )
                 body += "</figcaption>\n"
                 body += svgChart(
-                    series: results.map { ($0.strategy.rawValue, Self.colors[$0.strategy] ?? "#555", $0.editionRequestsPerSecond) },
+                    series: results.map { ($0.name, Self.colors[$0.strategy] ?? "#555", $0.editionRequestsPerSecond) },
                     minutes: minutes,
                     yScale: zoom,
                     height: 320,
@@ -398,6 +457,19 @@ public struct DemoReport: Sendable {
         body += "<p class=\"note\">\(e(ceilingText))</p>\n"
         if hasAndroid {
             body += "<h3>By platform</h3>\n" + htmlPlatformTable()
+        }
+        if mornings.count > 1 {
+            body += "<h3>Mornings</h3>\n<p class=\"note\">\(e(Self.morningsNote))</p>\n"
+            body += "<table>\n<thead><tr><th>morning</th><th>held</th><th>of ceiling</th><th>pushes/device</th><th>dormant</th>"
+            body += "<th>wall time</th></tr></thead>\n<tbody>\n"
+            for result in mornings {
+                body += "<tr><td>day \(result.day ?? 0)</td><td class=\"num\">\(e(Self.percent(result.heldShare)))</td>"
+                body += "<td class=\"num\">\(e(result.heldShareOfCeiling.map { Self.decimal($0, 3) } ?? "-"))</td>"
+                body += "<td class=\"num\">\(e(Self.decimal(result.pushesPerDevice, 2)))</td>"
+                body += "<td class=\"num\">\(e(TerminalText.grouped(result.dormant)))</td>"
+                body += "<td class=\"num\">\(e(Self.decimal(result.wallSeconds, 0))) s</td></tr>\n"
+            }
+            body += "</tbody>\n</table>\n"
         }
         body += "<h3>Goals</h3>\n<table class=\"goals\">\n<thead><tr><th>goal</th><th>value</th><th>verdict</th></tr></thead>\n<tbody>\n"
         for goal in goals {
@@ -499,7 +571,7 @@ public struct DemoReport: Sendable {
             "<th>held by deadline</th><th>pushes/device</th><th>time to hold, median</th><th>time to hold, 90th percentile</th></tr></thead>\n<tbody>\n"
         for result in results {
             for platform in result.platforms {
-                html += "<tr><td>\(e(result.strategy.rawValue))</td><td>\(e(platform.platform.title))</td>"
+                html += "<tr><td>\(e(result.name))</td><td>\(e(platform.platform.title))</td>"
                 html += "<td class=\"num\">\(e(TerminalText.grouped(platform.devices)))</td>"
                 html +=
                     "<td class=\"num\">\(e(Self.percent(platform.heldShare))) (\(e(TerminalText.grouped(platform.held))) of \(e(TerminalText.grouped(platform.reachable))))</td>"
@@ -518,7 +590,7 @@ public struct DemoReport: Sendable {
         html += "<th>held by deadline</th><th>of ceiling (iOS)</th><th>pushes/device</th><th>rejections</th><th>receipts</th></tr></thead>\n<tbody>\n"
         for result in results {
             let color = Self.colors[result.strategy] ?? "#555"
-            html += "<tr><td><span class=\"swatch\" style=\"background: \(color)\"></span>\(e(result.strategy.title))</td>"
+            html += "<tr><td><span class=\"swatch\" style=\"background: \(color)\"></span>\(e(result.title))</td>"
             html += "<td class=\"num\">\(e(Self.decimal(result.peakPerSecond, 1)))</td>"
             html += "<td class=\"num\">\(e(Self.decimal(result.meanPerSecond, 1)))</td>"
             html += "<td class=\"num\">\(e(Self.decimal(result.peakToMean, 1)))</td>"

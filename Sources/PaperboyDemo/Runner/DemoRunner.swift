@@ -49,6 +49,10 @@ public struct DemoConfiguration: Sendable {
     /// Demo time runs at least this much faster than the wall clock once a broadcast has finished and only
     /// Android devices waiting for a Doze maintenance window remain.
     public var tailCompression: Double = 600
+    /// Mornings to run (`--days`): with more than one, the strategies run that many mornings in a row on one
+    /// fleet, a new edition each morning (the CLI runs only the waves strategy then). Dormant devices show
+    /// from the morning after ``BroadcastOptions/dormantAfter`` unanswered ones.
+    public var days = 1
 
     /// Called with the FCM simulator after the last strategy, before it stops; its ledger is kept only then.
     /// For tests, which count what it accepted per token.
@@ -196,22 +200,38 @@ public struct DemoRunner: Sendable {
         var recordings: [DemoRecording] = []
         do {
             for strategy in configuration.strategies {
-                let recording = try await runStrategy(
+                let apiBase = "http://127.0.0.1:\(apiPort)"
+                let wallStart = Date()
+                let (appID, apiKey) = try await prepare(
                     strategy,
                     client: client,
                     keyFile: keyFile,
                     tokens: tokens,
-                    model: model,
-                    channels: channels,
-                    fcmChannels: fcmChannels,
                     credentials: credentials,
                     http: http,
-                    apiBase: "http://127.0.0.1:\(apiPort)",
-                    requests: requests,
-                    currentFleet: currentFleet,
+                    apiBase: apiBase,
                     progress: progress
                 )
-                recordings.append(recording)
+                for day in 1...max(1, configuration.days) {
+                    let recording = try await runMorning(
+                        strategy,
+                        day: configuration.days > 1 ? day : nil,
+                        appID: appID,
+                        client: client,
+                        tokens: tokens,
+                        model: model.on(day: day - 1),
+                        channels: channels,
+                        fcmChannels: fcmChannels,
+                        http: http,
+                        apiBase: apiBase,
+                        apiKey: apiKey,
+                        requests: requests,
+                        currentFleet: currentFleet,
+                        wallStart: day == 1 ? wallStart : Date(),
+                        progress: progress
+                    )
+                    recordings.append(recording)
+                }
                 let fcm = fcmSimulator.stats()
                 logger.debug(
                     "FCM simulator so far",
@@ -256,22 +276,18 @@ public struct DemoRunner: Sendable {
         return String(characters[0..<11]) + ":APA91b" + String(characters[11..<145])
     }
 
-    private func runStrategy(
+    /// A strategy's app, publication and devices (seeded iOS ones, Android ones registered through the API),
+    /// used by each of its mornings: the app's id and its device API key.
+    private func prepare(
         _ strategy: DemoStrategy,
         client: PostgresClient,
         keyFile: String,
         tokens: [String],
-        model: FleetModel,
-        channels: APNsChannels,
-        fcmChannels: FCMChannels,
         credentials: FCMCredentials,
         http: HTTPClient,
         apiBase: String,
-        requests: Locked<[ObservedRequest]>,
-        currentFleet: Locked<SimulatedFleet?>,
         progress: @escaping @Sendable (DemoProgress) -> Void
-    ) async throws -> DemoRecording {
-        let wallStart = Date()
+    ) async throws -> (appID: Int, apiKey: String) {
         progress(.step("\(strategy.title): \(configuration.devices.formatted()) devices"))
         let (app, apiKey) = try await AppRepository(client: client).create(
             try NewApp(bundleID: "com.example.demo.\(strategy.rawValue)", teamID: Self.teamID, keyID: Self.keyID, keyReference: keyFile),
@@ -293,13 +309,37 @@ public struct DemoRunner: Sendable {
             progress(.step("registering \(configuration.androidDevices.formatted()) Android devices through the API (provider fcm)"))
             try await registerAndroid(tokens: Array(tokens[configuration.devices...]), http: http, apiBase: apiBase, apiKey: apiKey.secret)
         }
+        return (app.id, apiKey.secret)
+    }
 
+    /// One morning of a strategy (`day` from 1 when the demo runs several, nil for one): an edition published,
+    /// its broadcast sent by a dispatcher to the simulated fleet until it ends and the devices are done, and
+    /// what was recorded.
+    private func runMorning(
+        _ strategy: DemoStrategy,
+        day: Int?,
+        appID: Int,
+        client: PostgresClient,
+        tokens: [String],
+        model: FleetModel,
+        channels: APNsChannels,
+        fcmChannels: FCMChannels,
+        http: HTTPClient,
+        apiBase: String,
+        apiKey: String,
+        requests: Locked<[ObservedRequest]>,
+        currentFleet: Locked<SimulatedFleet?>,
+        wallStart: Date,
+        progress: @escaping @Sendable (DemoProgress) -> Void
+    ) async throws -> DemoRecording {
+        let morning = Self.morning.addingTimeInterval(Double((day ?? 1) - 1) * 86400)
+        if let day { progress(.step("\(strategy.rawValue): morning \(day) of \(configuration.days)")) }
         let factor = configuration.timeCompression[strategy] ?? 60
-        let deadline = Self.morning.addingTimeInterval(configuration.deadlineAfter)
+        let deadline = morning.addingTimeInterval(configuration.deadlineAfter)
         let edition = try await EditionRepository(client: client).publish(
             Self.manifest(deadline: deadline),
-            appID: app.id,
-            now: Self.morning,
+            appID: appID,
+            now: morning,
             logger: logger
         )
         let repository = BroadcastRepository(client: client)
@@ -308,13 +348,13 @@ public struct DemoRunner: Sendable {
             environment: .production,
             options: options(strategy),
             origin: "demo",
-            now: Self.morning,
+            now: morning,
             logger: logger
         )
         let broadcast = started.broadcast
         // Demo time begins at the broadcast's start: with FCM targets it moves 2 minutes past 05:00 (Firebase's
         // quarter-hour advice), which the slow blast would otherwise spend waiting.
-        let clock = DemoClock(origin: max(Self.morning, broadcast.start), factor: factor)
+        let clock = DemoClock(origin: max(morning, broadcast.start), factor: factor)
         let fleet = SimulatedFleet(
             model: model,
             tokens: tokens,
@@ -322,7 +362,7 @@ public struct DemoRunner: Sendable {
             clock: clock,
             http: http,
             apiBase: apiBase,
-            apiKey: apiKey.secret,
+            apiKey: apiKey,
             logger: logger
         )
         currentFleet.withLock { $0 = fleet }
@@ -373,7 +413,7 @@ public struct DemoRunner: Sendable {
         }
         let receipts = try await self.receipts(edition: edition.id, client: client, tokens: fleet.tokenIndex, clock: clock, origin: origin)
         let progressReport = try await repository.progress(id: broadcast.id, logger: logger)
-        let recording = DemoRecording(
+        var recording = DemoRecording(
             strategy: strategy,
             devices: configuration.devices + configuration.androidDevices,
             deadline: deadline.timeIntervalSince1970 - origin,
@@ -385,10 +425,12 @@ public struct DemoRunner: Sendable {
             wallSeconds: Date().timeIntervalSince(wallStart),
             androidDevices: configuration.androidDevices
         )
+        recording.day = day
+        recording.dormant = progressReport?.totals.dormant ?? 0
         progress(
             .finished(
                 strategy,
-                "\(strategy.rawValue): \(pushes.count.formatted()) pushes, \(receipts.count.formatted()) receipts, "
+                "\(strategy.rawValue)\(day.map { " day \($0)" } ?? ""): \(pushes.count.formatted()) pushes, \(receipts.count.formatted()) receipts, "
                     + "\(answered.count.formatted()) API requests in \(String(format: "%.0f", recording.wallSeconds)) s"
                     + (fleet.requestsFailed > 0 ? "; \(fleet.requestsFailed.formatted()) device requests failed (see LOG_LEVEL=debug)" : "")
             )
@@ -449,6 +491,7 @@ public struct DemoRunner: Sendable {
         }
     }
 
+    /// The morning's edition: its issue date is the deadline's day in Tokyo.
     static func manifest(deadline: Date) -> EditionManifest {
         func bundle(_ name: String, _ bytes: Int64) -> EditionManifest.Bundle {
             EditionManifest.Bundle(
@@ -459,9 +502,12 @@ public struct DemoRunner: Sendable {
         }
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = TimeZone(identifier: "Asia/Tokyo")
+        let day = ISO8601DateFormatter()
+        day.timeZone = TimeZone(identifier: "Asia/Tokyo")
+        day.formatOptions = [.withFullDate]
         return EditionManifest(
             publication: "morning",
-            issueDate: "2026-11-23",
+            issueDate: day.string(from: deadline),
             deadline: formatter.string(from: deadline),
             tiers: [
                 "small": .init(bundles: [bundle("small-1", 8_000_000)]),

@@ -53,6 +53,8 @@ public struct LeasedBatch: Sendable, Equatable {
     public var publicationID: Int
     public var environment: APNsEnvironment
     public var maxPushesPerDevice: Int
+    /// Devices dormant after this many unanswered editions get no follow-ups (``BroadcastOptions/dormantAfter``).
+    public var dormantAfter: Int = BroadcastOptions.defaultDormantAfter
     public var deadline: Date
     /// FCM's `android.priority` for the broadcast's Android devices (``BroadcastOptions/androidPriority``).
     public var androidPriority: BroadcastOptions.AndroidPriority = .normal

@@ -285,7 +285,8 @@ extension BroadcastRepository {
             editionID: batch.editionID,
             wave: batch.wave,
             kind: batch.kind,
-            maxPushesPerDevice: batch.maxPushesPerDevice
+            maxPushesPerDevice: batch.maxPushesPerDevice,
+            dormantAfter: batch.dormantAfter
         )
         let rows = try await client.query(Self.targetsQuery(audience, firstKey: batch.firstKey, lastKey: batch.lastKey, now: now), logger: logger)
         var targets: [BatchTarget] = []
@@ -308,8 +309,8 @@ extension BroadcastRepository {
     static func targetsQuery(_ audience: WaveAudience, firstKey: Int64, lastKey: Int64, now: Date) -> PostgresQuery {
         audience.query(
             """
-            SELECT d.id, d.token, d.provider, d.platform, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $10 AND x.outcome <> 'notSent')
-            FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9 ORDER BY d.cohort_key, d.id
+            SELECT d.id, d.token, d.provider, d.platform, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $11 AND x.outcome <> 'notSent')
+            FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $9 AND $10 ORDER BY d.cohort_key, d.id
             """
         ) {
             $0.append(firstKey)
@@ -378,6 +379,8 @@ extension BroadcastRepository {
         }
         let sent = sentIDs.count
         let background = batch.kind == .background
+        // Wave 1's accepted pushes count towards dormancy (``countPushes``).
+        let counted = background && batch.wave == 1 ? zip(sentIDs, results).filter { $0.1 == "accepted" }.map(\.0) : []
         return try await client.transaction(logger: logger) { connection -> Bool in
             let done = try await connection.query(
                 """
@@ -398,7 +401,8 @@ extension BroadcastRepository {
                     logger: logger
                 )
             }
-            var binds = PostgresBindings(capacity: 8)
+            let dormant = counted.isEmpty ? 0 : try await Self.countPushes(counted, batch: batch, on: connection, logger: logger)
+            var binds = PostgresBindings(capacity: 9)
             binds.append(sent)
             binds.append(accepted)
             binds.append(Self.json(rejected))
@@ -407,12 +411,13 @@ extension BroadcastRepository {
             binds.append(Int16(batch.wave))
             binds.append(batch.cohort)
             binds.append(Self.json(providers))
+            binds.append(dormant)
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
                         UPDATE broadcast_cohorts SET sent = sent + $1, accepted = accepted + $2,
                             rejected = \(Self.mergeCounts("rejected", "$3")), skipped = \(Self.mergeCounts("skipped", "$4")),
-                            providers = \(Self.mergeCounts("providers", "$8"))
+                            providers = \(Self.mergeCounts("providers", "$8")), dormant = dormant + $9
                         WHERE broadcast_id = $5 AND wave = $6 AND cohort = $7
                         """,
                     binds: binds
@@ -427,6 +432,22 @@ extension BroadcastRepository {
             }
             return true
         }
+    }
+
+    /// Counts wave 1's accepted pushes towards dormancy, in the recording transaction: a device's first
+    /// counted push of an edition adds one to its unanswered editions, or starts them again at 0 when it posted
+    /// a receipt for the edition pushed before (any result: the app ran); a second push of the same edition
+    /// (another broadcast of it) counts nothing.
+    ///
+    /// - Returns: how many of the devices are dormant for this edition (``BroadcastOptions/dormantAfter``; 0
+    ///   when it is 0).
+    static func countPushes(_ deviceIDs: [Int64], batch: LeasedBatch, on connection: PostgresConnection, logger: Logger) async throws -> Int {
+        let rows = try await connection.query(RequestStatements.countPushes(deviceIDs: deviceIDs, editionID: batch.editionID), logger: logger)
+        var dormant = 0
+        for try await unanswered in rows.decode(Int16.self) where batch.dormantAfter > 0 && unanswered >= batch.dormantAfter {
+            dormant += 1
+        }
+        return dormant
     }
 
     /// `column` plus the counts in the JSON object bound at `parameter`, key by key.
@@ -468,6 +489,7 @@ extension BroadcastRepository {
                 publicationID: row.13,
                 environment: APNsEnvironment(storageCode: row.14),
                 maxPushesPerDevice: options.maxPushesPerDevice.audienceCap(wave: Int(row.2)),
+                dormantAfter: options.dormantAfter,
                 deadline: row.16,
                 androidPriority: options.androidPriority,
                 leases: Int(row.17),

@@ -172,12 +172,12 @@ public struct BroadcastRepository: Sendable {
         var cohortsByWave: [Int: [BroadcastProgress.Cohort]] = [:]
         let cohortRows = try await client.query(
             """
-            SELECT wave, cohort, starts_at, ends_at, planned, sent, accepted, rejected::text, skipped::text, providers::text
+            SELECT wave, cohort, starts_at, ends_at, planned, sent, accepted, rejected::text, skipped::text, providers::text, dormant
             FROM broadcast_cohorts WHERE broadcast_id = \(id) ORDER BY wave, cohort
             """,
             logger: logger
         )
-        for try await row in cohortRows.decode((Int16, Int, Date, Date, Int, Int, Int, String, String, String).self) {
+        for try await row in cohortRows.decode((Int16, Int, Date, Date, Int, Int, Int, String, String, String, Int).self) {
             let wave = Int(row.0)
             let counts = BroadcastProgress.Counts(
                 planned: row.4,
@@ -186,7 +186,8 @@ public struct BroadcastRepository: Sendable {
                 rejected: Self.counts(json: row.7),
                 skipped: Self.counts(json: row.8),
                 receipts: receipts[wave]?[row.1] ?? [:],
-                byProvider: BroadcastProgress.ProviderCounts.split(Self.counts(json: row.9))
+                byProvider: BroadcastProgress.ProviderCounts.split(Self.counts(json: row.9)),
+                dormant: row.10
             )
             cohortsByWave[wave, default: []].append(BroadcastProgress.Cohort(cohort: row.1, startsAt: row.2, endsAt: row.3, counts: counts))
         }

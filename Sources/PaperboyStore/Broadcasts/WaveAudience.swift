@@ -14,6 +14,9 @@ import PostgresNIO
 ///   it out, until a newer registration revives it.
 /// - The alert wave: targets without a successful receipt that allowed alerts, got a background push for
 ///   the edition and no alert yet.
+/// - Neither kind of later wave goes to a dormant device: one whose counted push for this edition
+///   (`pushed_edition`) followed `dormantAfter` or more editions pushed without a receipt
+///   (`editions_unanswered`; migration 0011, written when a wave-1 batch is recorded).
 public struct WaveAudience: Sendable, Equatable {
     public var appID: Int
     public var environment: APNsEnvironment
@@ -25,6 +28,9 @@ public struct WaveAudience: Sendable, Equatable {
     /// Background wave: a device with this many background pushes for the edition or more is left out
     /// (``BroadcastOptions/MaxPushes/audienceCap(wave:)``).
     public var maxPushesPerDevice: Int
+    /// Later waves leave out devices dormant after this many unanswered editions; 0 leaves out nobody
+    /// (``BroadcastOptions/dormantAfter``).
+    public var dormantAfter: Int
 
     public init(
         appID: Int,
@@ -33,7 +39,8 @@ public struct WaveAudience: Sendable, Equatable {
         editionID: UUID?,
         wave: Int,
         kind: BroadcastProgress.Wave.Kind,
-        maxPushesPerDevice: Int
+        maxPushesPerDevice: Int,
+        dormantAfter: Int = 0
     ) {
         self.appID = appID
         self.environment = environment
@@ -42,6 +49,7 @@ public struct WaveAudience: Sendable, Equatable {
         self.wave = wave
         self.kind = kind
         self.maxPushesPerDevice = maxPushesPerDevice
+        self.dormantAfter = dormantAfter
     }
 
     /// Wave `wave` of `broadcast`, of `kind`.
@@ -53,7 +61,8 @@ public struct WaveAudience: Sendable, Equatable {
             editionID: broadcast.editionID,
             wave: wave,
             kind: kind,
-            maxPushesPerDevice: broadcast.options.maxPushesPerDevice.audienceCap(wave: wave)
+            maxPushesPerDevice: broadcast.options.maxPushesPerDevice.audienceCap(wave: wave),
+            dormantAfter: broadcast.options.dormantAfter
         )
     }
 
@@ -79,8 +88,10 @@ public struct WaveAudience: Sendable, Equatable {
     // see: with the value, this morning's edition, newer than the statistics, looks as if it had one receipt,
     // and the probe may read all of its receipts by edition for every device (at 10 M devices a later wave
     // never finished). Unseen, it is estimated as an average edition, and only the primary key fits.
+    // The dormant test reads two columns of the device's own row, before any probe.
     static let condition = """
         d.app_id = $1 AND d.environment = $2 AND d.active AND d.auto_download AND $3 = ANY (d.subscriptions)
+        AND ($5 = 1 OR $8 = 0 OR d.pushed_edition IS DISTINCT FROM $4 OR d.editions_unanswered < $8)
         AND ($5 = 1 OR NOT EXISTS (
             SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = (SELECT $4::uuid) AND r.result <> 'failed' OFFSET 0))
         AND ($5 = 1 OR $6 OR (
@@ -106,10 +117,11 @@ public struct WaveAudience: Sendable, Equatable {
         binds.append(wave)
         binds.append(kind == .alert)
         binds.append(maxPushesPerDevice)
+        binds.append(dormantAfter)
         return binds
     }
 
-    /// `sql` with the condition at `{audience}`; `extra` binds follow as `$8`….
+    /// `sql` with the condition at `{audience}`; `extra` binds follow as `$9`….
     func query(_ sql: String, _ extra: (inout PostgresBindings) -> Void = { _ in }) -> PostgresQuery {
         var binds = bindings
         extra(&binds)
@@ -120,7 +132,7 @@ public struct WaveAudience: Sendable, Equatable {
     /// last key of a batch of that many, which then holds every device up to and including that key.
     func batchBoundaryQuery(from firstKey: Int64, before endKey: Int64, size: Int) -> PostgresQuery {
         query(
-            "SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $8 AND d.cohort_key < $9 ORDER BY d.cohort_key OFFSET $10 LIMIT 1"
+            "SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $9 AND d.cohort_key < $10 ORDER BY d.cohort_key OFFSET $11 LIMIT 1"
         ) {
             $0.append(firstKey)
             $0.append(endKey)
@@ -130,7 +142,7 @@ public struct WaveAudience: Sendable, Equatable {
 
     /// How many devices of the audience have stored keys `firstKey...lastKey`.
     func batchSizeQuery(firstKey: Int64, lastKey: Int64) -> PostgresQuery {
-        query("SELECT count(*) FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $8 AND $9") {
+        query("SELECT count(*) FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $9 AND $10") {
             $0.append(firstKey)
             $0.append(lastKey)
         }
@@ -140,7 +152,7 @@ public struct WaveAudience: Sendable, Equatable {
     func cohortCountsQuery(cohorts: Int) -> PostgresQuery {
         query(
             """
-            SELECT \(StoredCohortKey.cohortSQL(column: "d.cohort_key", count: "$8")), count(*), count(*) FILTER (WHERE d.provider = 1)
+            SELECT \(StoredCohortKey.cohortSQL(column: "d.cohort_key", count: "$9")), count(*), count(*) FILTER (WHERE d.provider = 1)
             FROM devices d WHERE {audience} GROUP BY 1
             """
         ) {

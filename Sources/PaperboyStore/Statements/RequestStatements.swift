@@ -214,6 +214,9 @@ public enum RequestStatements {
         Statement("dispatch: a broadcast that cannot be sent ends as failed") { s in
             BroadcastRepository.failQuery(id: s.broadcastID, reason: "reason", now: s.now)
         },
+        Statement("dispatch: count wave 1's pushes towards dormancy (record)") { s in
+            countPushes(deviceIDs: [s.deviceID], editionID: s.editionID)
+        },
         Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now)
         },
     ]
@@ -227,7 +230,8 @@ public enum RequestStatements {
             editionID: s.editionID,
             wave: wave,
             kind: kind,
-            maxPushesPerDevice: 3
+            maxPushesPerDevice: 3,
+            dormantAfter: BroadcastOptions.defaultDormantAfter
         )
     }
 
@@ -291,6 +295,7 @@ public enum RequestStatements {
                 registered_at = now(),
                 updated_at = now(),
                 deleted_at = NULL,
+                editions_unanswered = 0,
                 active = d.unregistered_at IS NULL OR now() > d.unregistered_at
             RETURNING xmax = 0, active, registered_at, updated_at, unregistered_at
             """
@@ -338,6 +343,22 @@ public enum RequestStatements {
         FROM (SELECT id, CASE WHEN database_now THEN now() ELSE at END AS at
               FROM unnest(\(deviceIDs)::bigint[], \(times)::timestamptz[], \(atDatabaseNow)::boolean[]) AS given(id, at, database_now)) u
         WHERE devices.id = u.id
+        """
+    }
+
+    /// A wave-1 batch's accepted devices, counted towards dormancy (migration 0011): each probes the receipts
+    /// primary key once, for the edition it was pushed before. Returns each counted device's unanswered
+    /// editions; a device already counted for this edition returns nothing.
+    static func countPushes(deviceIDs: [Int64], editionID: UUID) -> PostgresQuery {
+        """
+        UPDATE devices d SET
+            editions_unanswered = CASE
+                WHEN d.pushed_edition IS NULL THEN 0
+                WHEN EXISTS (SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = d.pushed_edition) THEN 0
+                ELSE least(d.editions_unanswered + 1, 10000) END,
+            pushed_edition = \(editionID)
+        WHERE d.id = ANY(\(deviceIDs)) AND d.pushed_edition IS DISTINCT FROM \(editionID)
+        RETURNING d.editions_unanswered
         """
     }
 

@@ -44,6 +44,15 @@ struct BroadcastFlags: ParsableArguments {
     )
     var androidPriority: BroadcastOptions.AndroidPriority?
 
+    @Option(
+        name: .customLong("dormant-after"),
+        help: ArgumentHelp(
+            "A device that got pushes for this many editions in a row and posted no receipt is dormant: wave 1's push only, no follow-ups, until a receipt or a new registration revives it (0 to 100; 0 spares nobody; default 3).",
+            valueName: "editions"
+        )
+    )
+    var dormantAfter: Int?
+
     /// The options the flags ask for.
     /// - Throws: `ValidationError` naming the flag at fault.
     func options(minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval) throws -> BroadcastOptions {
@@ -73,6 +82,7 @@ struct BroadcastFlags: ParsableArguments {
             do { options.jitter = try StaggerPlan.seconds(parsing: jitter) } catch { throw ValidationError("--jitter: \(error)") }
         }
         if let androidPriority { options.androidPriority = androidPriority }
+        if let dormantAfter { options.dormantAfter = dormantAfter }
         do {
             try options.validate(minimumWaveInterval: minimumWaveInterval)
         } catch {
@@ -88,6 +98,7 @@ struct BroadcastFlags: ParsableArguments {
         case "maxPushesPerDevice": "--max-pushes"
         case "alertLastResort": "--alert-last-resort"
         case "androidPriority": "--android-priority"
+        case "dormantAfter": "--dormant-after"
         default: "--\(field)"
         }
     }
