@@ -8,6 +8,9 @@ import PaperboyCore
 struct BatchSenders: Sendable {
     var apns: APNsChannels.Channel?
     var apnsNotifications: [ImageTier: APNsNotification] = [:]
+    /// The last background follow-up's push to devices whose reader asked to be told when the edition is
+    /// ready (``BroadcastPreflight/readyNotification(for:wave:)``); nil in other batches.
+    var readyNotification: APNsNotification?
     var fcm: FCMChannels.Channel?
     let edition: Edition
     let kind: BroadcastProgress.Wave.Kind

@@ -75,6 +75,18 @@ public enum BroadcastPreflight {
         }
     }
 
+    /// The ready alert, sent in place of the last background follow-up to APNs devices whose reader asked to
+    /// be told when the edition is ready: an alert with `mutable-content: 1`, for the app's Notification Service
+    /// Extension to fetch the small tier (``EditionPush/ready(edition:wave:)``) before iOS shows it.
+    static func readyNotification(for edition: Edition, wave: Int) throws -> APNsNotification {
+        try .alert(
+            title: alertTitle(edition),
+            body: "The edition of \(edition.manifest.issueDate) is ready to read.",
+            appKeys: EditionPush.ready(edition: edition, wave: wave),
+            expiration: edition.deadline
+        )
+    }
+
     static func alertTitle(_ edition: Edition) -> String { "Your \(edition.manifest.publication) edition is ready" }
 
     static func alertBody(_ edition: Edition) -> String { "The edition of \(edition.manifest.issueDate) is waiting to be downloaded." }
@@ -83,6 +95,17 @@ public enum BroadcastPreflight {
     /// with the longest wave number a push may carry.
     /// - Throws: `StoreError` (invalid) naming `tiers.<tier>.bundles`, the list that makes a push too large.
     public static func checkPushes(_ edition: Edition) throws(StoreError) {
+        do {
+            _ = try readyNotification(for: edition, wave: EditionPush.largestWave)
+        } catch {
+            let bundles = edition.manifest.tiers[ImageTier.small.rawValue]?.bundles.count ?? 0
+            throw StoreError(
+                code: .invalid,
+                field: "tiers.small.bundles",
+                message: "the ready alert (the small tier, for a Notification Service Extension) cannot be sent: \(error); it lists \(bundles) "
+                    + "bundle URLs in the push, so use fewer, shorter URLs or larger bundles"
+            )
+        }
         for tier in ImageTier.allCases {
             for kind in [BroadcastProgress.Wave.Kind.background, .alert] {
                 do {

@@ -496,13 +496,17 @@ public final class Dispatcher: Service {
                 let sentAt = max(instant, clock.now())
                 metrics.late(by: sentAt.timeIntervalSince(instant))
                 var deliveries: [(position: Int, delivery: APNsDelivery)] = []
+                var readyPositions = Set<Int>()
                 var messages: [(position: Int, delivery: FCMDelivery)] = []
                 var fcmMessages = FCMMessageCache()
                 for target in positions[position..<end] {
                     let device = targets[target]
+                    // The ready alert goes in place of the last background follow-up (not a background push:
+                    // iOS's background budget does not apply).
+                    let ready = senders.readyNotification != nil && device.provider == .apns && device.notifyWhenReady
                     if let reason = SendRules.skipReason(
                         for: device,
-                        kind: batch.kind,
+                        kind: ready ? .alert : batch.kind,
                         at: sentAt,
                         deadline: batch.deadline,
                         fcmHasChannel: senders.fcm != nil
@@ -512,7 +516,10 @@ public final class Dispatcher: Service {
                     }
                     switch device.token {
                     case .apns(let token):
-                        if let channel = senders.apns, let notification = senders.apnsNotifications[device.tier] {
+                        if ready, let channel = senders.apns, let notification = senders.readyNotification {
+                            deliveries.append((target, APNsDelivery(notification, to: token.hex, topic: channel.topic)))
+                            readyPositions.insert(target)
+                        } else if let channel = senders.apns, let notification = senders.apnsNotifications[device.tier] {
                             deliveries.append((target, APNsDelivery(notification, to: token.hex, topic: channel.topic)))
                         }
                     case .fcm(let token):
@@ -526,6 +533,11 @@ public final class Dispatcher: Service {
                     group.addTask {
                         let results = await channel.client.send(deliveries.map(\.delivery))
                         return Self.outcomes(deliveries.map(\.position), results.map { SendRules.result(of: $0.outcome) }, .apns, targets, sentAt)
+                            .map { position, outcome in
+                                var outcome = outcome
+                                outcome.alert = readyPositions.contains(position)
+                                return (position, outcome)
+                            }
                     }
                 }
                 if let channel = senders.fcm, !messages.isEmpty {
@@ -638,6 +650,9 @@ public final class Dispatcher: Service {
         if targets.contains(where: { $0.provider == .apns }) {
             senders.apns = try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger)
             senders.apnsNotifications = try BroadcastPreflight.notifications(for: edition, kind: batch.kind, wave: batch.wave)
+            if batch.readyAlerts, targets.contains(where: { $0.provider == .apns && $0.notifyWhenReady }) {
+                senders.readyNotification = try BroadcastPreflight.readyNotification(for: edition, wave: batch.wave)
+            }
         }
         if targets.contains(where: { $0.provider == .fcm }), let fcmChannels {
             senders.fcm = try await fcmChannels.channel(appID: batch.appID, logger: logger)

@@ -124,13 +124,12 @@ public enum WavePolicy {
         guard let first = state.waves.first, let last = state.waves.last else { return [] }
         guard last.kind == .background, first.rate > 0, nextStart(state) < state.deadline else { return [] }
         var kinds: [BroadcastProgress.Wave.Kind] = []
-        var background = state.options.maxPushesPerDevice.allowsWave(after: state.waves.filter { $0.kind == .background }.count)
-        // With `auto` the last background wave is the last one before the deadline; the alert last resort
-        // takes that slot, so a background wave goes out only while another slot follows it.
-        if background, state.options.maxPushesPerDevice == .auto, state.options.alertLastResort {
-            background = nextStart(state).addingTimeInterval(state.options.waveInterval) < state.deadline
+        let backgroundWaves = state.waves.filter { $0.kind == .background }.count
+        // The previous background wave's slot: `waveInterval` before the next one's.
+        let lastSlot = nextStart(state).addingTimeInterval(-state.options.waveInterval)
+        if state.options.allowsBackgroundWave(after: backgroundWaves, lastStart: lastSlot, deadline: state.deadline) {
+            kinds.append(.background)
         }
-        if background { kinds.append(.background) }
         if state.options.alertLastResort { kinds.append(.alert) }
         return kinds
     }

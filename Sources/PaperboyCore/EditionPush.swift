@@ -22,6 +22,26 @@ public struct EditionPush: Codable, Sendable, Equatable {
     /// so that a receipt counts for the push that ran, not an earlier one iOS dropped: what wake rates per
     /// wave are measured with. A few bytes of the 4096.
     public var wave: Int
+    /// Only in the ready alert (``ready(edition:wave:)``): the limits of the Notification Service Extension
+    /// that fetches `fetch`, the small tier's bundles. JSON key `extension`.
+    public var extensionLimits: ExtensionLimits?
+
+    /// What a Notification Service Extension has: about 30 seconds from the alert's arrival before iOS shows
+    /// it as it is, and little memory (24 MB on current iOS): the small tier, streamed to disk, fits.
+    public struct ExtensionLimits: Codable, Sendable, Equatable {
+        public var seconds: Int
+        public var megabytes: Int
+
+        public init(seconds: Int = 30, megabytes: Int = 24) {
+            self.seconds = seconds
+            self.megabytes = megabytes
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case edition, manifest, tier, deadline, fetch, wave
+        case extensionLimits = "extension"
+    }
 
     /// The largest wave a push may carry: `deliveries.wave` is a smallint. Pushes are checked against APNs'
     /// and FCM's size limits with it, so that no wave's push is larger than the one checked.
@@ -34,6 +54,13 @@ public struct EditionPush: Codable, Sendable, Equatable {
         self.deadline = edition.manifest.deadline
         self.fetch = edition.manifest.tiers[tier.rawValue]?.bundles.map(\.url) ?? []
         self.wave = wave
+    }
+
+    /// The ready alert's keys: the small tier's bundles to fetch, and the extension's limits to fetch them in.
+    public static func ready(edition: Edition, wave: Int) -> EditionPush {
+        var push = EditionPush(edition: edition, tier: .small, wave: wave)
+        push.extensionLimits = ExtensionLimits()
+        return push
     }
 }
 

@@ -18,9 +18,12 @@ struct DeviceRoutesTests {
             #expect(created.status == .created)
             #expect(try created.json()["token"] as? String == token())
             #expect(try created.json()["active"] as? Bool == true)
+            // Absent, the reader did not ask to be told when the edition is ready.
+            #expect(try created.json()["notifyWhenReady"] as? Bool == false)
 
             let update = validRegistration.replacingOccurrences(of: "[\"morning\"]", with: "[\"morning\", \"evening\"]")
                 .replacingOccurrences(of: "\"large\"", with: "\"small\"")
+                .replacingOccurrences(of: "\"autoDownload\": true", with: "\"autoDownload\": true, \"notifyWhenReady\": true")
             let updated = try await client.send(.put, "/v1/devices/\(token())", key: fixture.apiKey, body: update)
             #expect(updated.status == .ok)
 
@@ -32,6 +35,7 @@ struct DeviceRoutesTests {
             #expect(json["timeZone"] as? String == "Asia/Tokyo")
             #expect(json["model"] as? String == "iPad13,1")
             #expect(json["environment"] as? String == "production")
+            #expect(json["notifyWhenReady"] as? Bool == true)
 
             let rows = try await fixture.db.client.query("SELECT count(*) FROM devices")
             for try await count in rows.decode(Int.self) { #expect(count == 1) }
@@ -112,6 +116,12 @@ struct DeviceRoutesTests {
             body: validRegistration.replacingOccurrences(of: "\"autoDownload\": true", with: "\"autoDownload\": \"yes\""),
             code: .wrongType,
             field: "autoDownload"
+        ),
+        BadInput(
+            name: "notifyWhenReady not a boolean",
+            body: validRegistration.replacingOccurrences(of: "\"autoDownload\": true", with: "\"autoDownload\": true, \"notifyWhenReady\": 1"),
+            code: .wrongType,
+            field: "notifyWhenReady"
         ),
         BadInput(
             name: "wrong element type",

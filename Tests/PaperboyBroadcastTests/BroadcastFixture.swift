@@ -113,7 +113,8 @@ struct BroadcastFixture {
         subscriptions: [String] = ["morning"],
         tier: ImageTier = .large,
         alerts: Bool = false,
-        autoDownload: Bool = true
+        autoDownload: Bool = true,
+        notifyWhenReady: Bool = false
     ) async throws {
         let devices = DeviceRepository(client: db.client)
         for index in 0..<count {
@@ -127,7 +128,8 @@ struct BroadcastFixture {
                     timeZone: "Asia/Tokyo",
                     tier: tier,
                     autoDownload: autoDownload,
-                    alertsAuthorized: alerts
+                    alertsAuthorized: alerts,
+                    notifyWhenReady: notifyWhenReady
                 ),
                 logger: logger
             )

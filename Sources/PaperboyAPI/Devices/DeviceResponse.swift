@@ -14,6 +14,7 @@ struct DeviceResponse: ResponseEncodable {
     var tier: ImageTier
     var autoDownload: Bool
     var alertsAuthorized: Bool
+    var notifyWhenReady: Bool
     var appVersion: String?
     var osVersion: String?
     var model: String?
@@ -35,6 +36,7 @@ struct DeviceResponse: ResponseEncodable {
         tier = registration.tier
         autoDownload = registration.autoDownload
         alertsAuthorized = registration.alertsAuthorized
+        notifyWhenReady = registration.notifyWhenReady
         appVersion = registration.appVersion
         osVersion = registration.osVersion
         model = registration.model

@@ -906,6 +906,10 @@ extension OpenAPISpec {
                   type: boolean
                 alertsAuthorized:
                   type: boolean
+                notifyWhenReady:
+                  type: boolean
+                  default: false
+                  description: The reader asked to be told when the edition is ready (the app's own setting, distinct from the system's alert permission). A broadcast sends such a device, when alertsAuthorized is also true, an alert with mutable-content 1 in place of its last background follow-up, for the app's Notification Service Extension to fetch the small tier (the extension has about 30 seconds and 24 MB). Set it only in an app that has such an extension.
                 appVersion:
                   type: [string, "null"]
                   maxLength: 64
@@ -927,8 +931,8 @@ extension OpenAPISpec {
               type: object
               additionalProperties: false
               required:
-                [token, provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, active, registeredAt,
-                  updatedAt]
+                [token, provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, notifyWhenReady, active,
+                  registeredAt, updatedAt]
               properties:
                 token:
                   type: string
@@ -960,6 +964,8 @@ extension OpenAPISpec {
                   type: string
                 locale:
                   type: string
+                notifyWhenReady:
+                  type: boolean
                 active:
                   type: boolean
                   description: Whether broadcasts send to it.

@@ -88,6 +88,10 @@ public struct DemoRecording: Sendable, Codable, Equatable {
     public var day: Int?
     /// Devices pushed in wave 1 that were dormant (no receipt for their last editions), so they got no follow-ups.
     public var dormant: Int = 0
+    /// Ready alerts (`mutable-content: 1`, for the Notification Service Extension) the devices received, and
+    /// the devices whose extension fetched the small tier in time.
+    public var readyAlerts = 0
+    public var readyHeld = 0
 
     public init(
         strategy: DemoStrategy,

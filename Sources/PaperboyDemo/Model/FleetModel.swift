@@ -80,6 +80,20 @@ public struct FleetParameters: Sendable, Codable, Equatable {
     /// The longest that delay, in seconds. Default 60.
     public var androidJobMaxDelay: TimeInterval
 
+    // The NSE path (assumptions: the starting figure is one messaging app's published measurement of ~88 %
+    // of its `mutable-content` alerts reaching their Notification Service Extension; a newspaper's fleet is
+    // not a messaging app's).
+
+    /// Share of the devices that allow alerts whose reader asked to be told when the edition is ready
+    /// (`notifyWhenReady`). Default 0.5.
+    public var notifyWhenReadyShare: Double
+    /// Chance a ready alert (`mutable-content: 1`) reaches the device and its Notification Service Extension
+    /// runs, whatever the power and network state and even for a swiped-away app. Default 0.88.
+    public var nseDeliveryProbability: Double
+    /// The extension's time limit in seconds: a fetch that would take longer is cut off, and the extension
+    /// posts no receipt. Default 30.
+    public var nseTimeLimit: TimeInterval
+
     public init(
         newerShare: Double = 0.6,
         wifiShare: Double = 0.75,
@@ -105,7 +119,10 @@ public struct FleetParameters: Sendable, Codable, Equatable {
         androidDeepDozeMaxInterval: TimeInterval = 21600,
         androidJobMedianDelay: TimeInterval = 10,
         androidJobDelaySpread: Double = 0.8,
-        androidJobMaxDelay: TimeInterval = 60
+        androidJobMaxDelay: TimeInterval = 60,
+        notifyWhenReadyShare: Double = 0.5,
+        nseDeliveryProbability: Double = 0.88,
+        nseTimeLimit: TimeInterval = 30
     ) {
         self.newerShare = newerShare
         self.wifiShare = wifiShare
@@ -132,6 +149,9 @@ public struct FleetParameters: Sendable, Codable, Equatable {
         self.androidJobMedianDelay = androidJobMedianDelay
         self.androidJobDelaySpread = androidJobDelaySpread
         self.androidJobMaxDelay = androidJobMaxDelay
+        self.notifyWhenReadyShare = notifyWhenReadyShare
+        self.nseDeliveryProbability = nseDeliveryProbability
+        self.nseTimeLimit = nseTimeLimit
     }
 
     /// The chance iOS runs a background push on `device` (0 for a swiped-away app).
@@ -175,6 +195,15 @@ public struct FleetParameters: Sendable, Codable, Equatable {
             ("alertMedianDelay", seconds(alertMedianDelay), "median delay from an alert's arrival to the tap"),
             ("alertDelaySpread", share(alertDelaySpread), "σ of the tap delay's logarithm"),
             ("alertMaxDelay", seconds(alertMaxDelay), "longest delay of a tap"),
+            (
+                "notifyWhenReadyShare", share(notifyWhenReadyShare),
+                "share of devices allowing alerts whose reader asked to be told when the edition is ready"
+            ),
+            (
+                "nseDeliveryProbability", share(nseDeliveryProbability),
+                "chance a ready alert's Notification Service Extension runs (one messaging app measured ~0.88)"
+            ),
+            ("nseTimeLimit", seconds(nseTimeLimit), "the extension's time to fetch the small tier"),
         ]
     }
 
@@ -261,6 +290,22 @@ public struct FleetModel: Sendable {
         !device(index).swipedAway
     }
 
+    /// Whether device `index`'s reader asked to be told when the edition is ready: a lasting setting of the
+    /// app, which takes effect only where the device allows alerts.
+    public func notifyWhenReady(_ index: Int) -> Bool {
+        uniform(index, .notifyWhenReady, 0) < parameters.notifyWhenReadyShare
+    }
+
+    /// What device `index` does with its `ordinal`-th ready alert: its Notification Service Extension runs with
+    /// ``FleetParameters/nseDeliveryProbability`` within seconds of the alert (a swiped-away app's too) and
+    /// fetches the small tier; the download fails as any download does on the device's network.
+    public func readyAlertReaction(device index: Int, ordinal: Int) -> Reaction {
+        guard uniform(index, .nseDelivery, ordinal) < parameters.nseDeliveryProbability else { return .ignored(reason: "notDelivered") }
+        let delay = logNormal(index, .nseDelay, ordinal, median: 2, spread: 0.5, cap: 10)
+        let failed = uniform(index, .nseFailure, ordinal) < parameters.failureProbability(for: device(index))
+        return .runs(after: delay, download: failed ? .failed : .newData)
+    }
+
     /// What a device does with one push.
     public enum Reaction: Sendable, Equatable {
         /// Nothing happens: `swipedAway` (background push to a swiped-away app), `throttled` (iOS chose not
@@ -321,6 +366,7 @@ public struct FleetModel: Sendable {
         case run, delay, delayAngle, failure
         case alertTap, alertDelay, alertDelayAngle, alertFailure
         case doze, deepDoze, dozeInterval, dozePhase, jobDelay, jobDelayAngle, jobFailure
+        case notifyWhenReady, nseDelivery, nseDelay, nseDelayAngle, nseFailure
     }
 
     static func splitMix64(_ value: UInt64) -> UInt64 {
@@ -333,7 +379,7 @@ public struct FleetModel: Sendable {
     /// A uniform draw in [0, 1) from (seed, index, purpose, ordinal), and the morning unless the purpose is a
     /// lasting trait (an ordinal is a push's number, far below 1,000).
     func uniform(_ index: Int, _ purpose: Purpose, _ ordinal: Int) -> Double {
-        let lasting = purpose == .newer || purpose == .swipedAway
+        let lasting = purpose == .newer || purpose == .swipedAway || purpose == .notifyWhenReady
         var h = Self.splitMix64(seed)
         h = Self.splitMix64(h ^ UInt64(bitPattern: Int64(index)))
         h = Self.splitMix64(h ^ purpose.rawValue)
@@ -347,6 +393,7 @@ public struct FleetModel: Sendable {
             switch purpose {
             case .alertDelay: .alertDelayAngle
             case .jobDelay: .jobDelayAngle
+            case .nseDelay: .nseDelayAngle
             default: .delayAngle
             }
         let u1 = 1 - uniform(index, purpose, ordinal)  // (0, 1]

@@ -46,6 +46,11 @@ public struct StrategyResult: Sendable, Codable, Equatable {
     public var day: Int?
     /// Devices pushed in wave 1 that were dormant (no receipt for their last editions), so they got no follow-ups.
     public var dormant: Int
+    /// Ready alerts the devices received (in place of the last background follow-up, to readers who asked to
+    /// be told), and the devices whose Notification Service Extension fetched the small tier with one: they
+    /// count as holding the edition.
+    public var readyAlerts: Int
+    public var readyHeld: Int
 
     /// The strategy's name, with the morning when the demo ran several: `waves`, `waves day 2`.
     public var name: String { strategy.rawValue + (day.map { " day \($0)" } ?? "") }
@@ -102,6 +107,8 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         wallSeconds = recording.wallSeconds
         day = recording.day
         dormant = recording.dormant
+        readyAlerts = recording.readyAlerts
+        readyHeld = recording.readyHeld
         platforms = [PlatformResult(.ios, recording: recording, reachable: max(0, reachable - recording.androidDevices))]
         if recording.androidDevices > 0 {
             platforms.append(PlatformResult(.android, recording: recording, reachable: recording.androidDevices))

@@ -323,6 +323,10 @@ public struct DemoReport: Sendable {
         for result in results {
             let held = "\(result.name): held \(TerminalText.grouped(result.held)) of \(TerminalText.grouped(result.reachable)) reachable"
             var text = held + "; receipts " + Self.breakdown(result.receipts)
+            if result.readyAlerts > 0 {
+                text +=
+                    "; ready alerts \(TerminalText.grouped(result.readyAlerts)) (the extension fetched the small tier on \(TerminalText.grouped(result.readyHeld)))"
+            }
             if !result.rejections.isEmpty { text += "; rejections " + Self.breakdown(result.rejections) }
             lines.append(contentsOf: Self.wrap(text, width: width, indent: "  ", first: "  "))
         }

@@ -304,6 +304,16 @@ public struct DemoRunner: Sendable {
             autoDownloadShare: 1,
             logger: logger
         )
+        // The readers who asked to be told when the edition is ready (where the device allows alerts): the app
+        // registers the setting; here it is set on the seeded rows.
+        let model = FleetModel(seed: configuration.seed, parameters: configuration.fleet)
+        let notify = try (0..<configuration.devices).filter { model.notifyWhenReady($0) }.map {
+            ByteBuffer(bytes: try DeviceSeeder.token(index: $0, seed: configuration.seed).bytes)
+        }
+        try await client.query(
+            "UPDATE devices SET notify_when_ready = true WHERE app_id = \(app.id) AND provider = 0 AND alerts_authorized AND token = ANY(\(notify))",
+            logger: logger
+        )
         if configuration.androidDevices > 0 {
             _ = try await AppRepository(client: client).setFCM(appID: app.id, credentials, logger: logger)
             progress(.step("registering \(configuration.androidDevices.formatted()) Android devices through the API (provider fcm)"))
@@ -427,6 +437,7 @@ public struct DemoRunner: Sendable {
         )
         recording.day = day
         recording.dormant = progressReport?.totals.dormant ?? 0
+        (recording.readyAlerts, recording.readyHeld) = fleet.readyAlerts
         progress(
             .finished(
                 strategy,

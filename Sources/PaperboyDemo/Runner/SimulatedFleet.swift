@@ -18,6 +18,18 @@ final class SimulatedFleet: Sendable {
         var edition: String
         var manifest: String
         var tier: String
+        /// Only in the ready alert: the Notification Service Extension's limits.
+        var `extension`: Limits?
+
+        struct Limits: Decodable {
+            var seconds: Double
+        }
+
+        init(edition: String, manifest: String, tier: String) {
+            self.edition = edition
+            self.manifest = manifest
+            self.tier = tier
+        }
     }
 
     private struct State {
@@ -27,6 +39,9 @@ final class SimulatedFleet: Sendable {
         var pending = 0
         var pushes: [DemoRecording.Push] = []
         var requestsFailed = 0
+        /// Ready alerts received, and the devices whose extension fetched the small tier in time.
+        var readyAlerts = 0
+        var readyHeld = 0
         /// Android devices: when the message Doze holds for the device is delivered (seconds after the
         /// morning's start). A newer message with the same collapse key replaces a held one, so it runs once.
         var androidHeldUntil: [Int: TimeInterval] = [:]
@@ -78,6 +93,8 @@ final class SimulatedFleet: Sendable {
     var pushes: [DemoRecording.Push] { state.withLock { $0.pushes } }
     var holding: Int { state.withLock { $0.holding.count } }
     var requestsFailed: Int { state.withLock { $0.requestsFailed } }
+    /// Ready alerts received, and devices whose Notification Service Extension fetched the small tier.
+    var readyAlerts: (received: Int, held: Int) { state.withLock { ($0.readyAlerts, $0.readyHeld) } }
     /// Android messages that replaced one Doze still held (same collapse key).
     var collapsed: Int { state.withLock { $0.collapsed } }
     /// Whether every pending device is an Android device (waiting for a Doze maintenance window, or running
@@ -89,13 +106,19 @@ final class SimulatedFleet: Sendable {
     func receive(token: String, pushType: String, payload: [UInt8], acceptedAt: Date) {
         guard let index = tokenIndex[token], let push = try? JSONDecoder().decode(Payload.self, from: Data(payload)) else { return }
         let arrived = clock.demoTime(acceptedAt)
+        let ready = push.extension != nil
+        // A ready alert counts apart: its extension runs on its own terms, not iOS's background budget.
+        let kind = ready ? "ready" : pushType
         let ordinal = state.withLock { state -> Int in
-            let ordinal = state.received[pushType, default: [:]][index, default: 0]
-            state.received[pushType, default: [:]][index] = ordinal + 1
-            state.pushes.append(DemoRecording.Push(device: index, at: arrived.timeIntervalSince1970, pushType: pushType))
+            let ordinal = state.received[kind, default: [:]][index, default: 0]
+            state.received[kind, default: [:]][index] = ordinal + 1
+            state.pushes.append(DemoRecording.Push(device: index, at: arrived.timeIntervalSince1970, pushType: kind))
+            if ready { state.readyAlerts += 1 }
             return ordinal
         }
-        guard case .runs(let delay, let download) = model.reaction(device: index, pushType: pushType, ordinal: ordinal) else { return }
+        let reaction =
+            ready ? model.readyAlertReaction(device: index, ordinal: ordinal) : model.reaction(device: index, pushType: pushType, ordinal: ordinal)
+        guard case .runs(let delay, let download) = reaction else { return }
         schedule(index, push: push, arrived: arrived, delay: delay, download: download)
     }
 
@@ -196,10 +219,17 @@ final class SimulatedFleet: Sendable {
         // Downloading takes demo time: on Wi-Fi at ~50 Mbit/s, on cellular at ~10.
         let device = model.device(index)
         let seconds = Double(bytes) * 8 / (device.onWiFi ? 50_000_000 : 10_000_000)
+        // A Notification Service Extension that runs out of time is ended by iOS: no receipt.
+        if let limits = push.extension, seconds > min(limits.seconds, model.parameters.nseTimeLimit) { return }
         try await clock.sleep(until: clock.now().addingTimeInterval(seconds))
         let result = download == .newData ? "newData" : "failed"
         try await postReceipt(token: token, edition: push.edition, result: result, bytes: download == .newData ? bytes : 0, seconds: seconds)
-        if download == .newData { state.withLock { _ = $0.holding.insert(index) } }
+        if download == .newData {
+            state.withLock {
+                $0.holding.insert(index)
+                if push.extension != nil { $0.readyHeld += 1 }
+            }
+        }
     }
 
     private func postReceipt(token: String, edition: String, result: String, bytes: Int64, seconds: Double) async throws {

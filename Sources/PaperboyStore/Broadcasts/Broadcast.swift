@@ -65,6 +65,10 @@ public struct LeasedBatch: Sendable, Equatable {
     /// plan (a slot claimed from the wave's shared timeline; see ``BroadcastRepository/reclaimSlot``).
     public var slotStart: Date
 
+    /// The batch belongs to the last background follow-up (``BroadcastOptions/isLastBackgroundFollowUp(wave:start:deadline:)``):
+    /// its APNs devices whose reader asked to be told when the edition is ready get the ready alert instead.
+    public var readyAlerts = false
+
     /// When the `index`-th device of the batch is due in the plan.
     public func plannedTime(index: Int) -> Date {
         guard rate > 0 else { return cohortStart }
@@ -89,13 +93,23 @@ public struct BatchTarget: Sendable, Equatable {
     public var tier: ImageTier
     /// Background pushes the device got in the hour before the batch was read, across all broadcasts.
     public var pushesInLastHour: Int
+    /// The reader asked to be told when the edition is ready, and the device allows alerts.
+    public var notifyWhenReady: Bool
 
-    public init(deviceID: Int64, token: PushToken, platform: DevicePlatform = .ios, tier: ImageTier, pushesInLastHour: Int) {
+    public init(
+        deviceID: Int64,
+        token: PushToken,
+        platform: DevicePlatform = .ios,
+        tier: ImageTier,
+        pushesInLastHour: Int,
+        notifyWhenReady: Bool = false
+    ) {
         self.deviceID = deviceID
         self.token = token
         self.platform = platform
         self.tier = tier
         self.pushesInLastHour = pushesInLastHour
+        self.notifyWhenReady = notifyWhenReady
     }
 
     /// The provider the device is registered with.
@@ -128,11 +142,14 @@ public struct BatchOutcome: Sendable, Equatable {
     public var result: Result
     /// Who it went through, for the counts per provider.
     public var provider: PushProvider
+    /// An alert sent in a background wave (the ready alert), recorded as no background push.
+    public var alert: Bool
 
-    public init(deviceID: Int64, sentAt: Date, result: Result, provider: PushProvider = .apns) {
+    public init(deviceID: Int64, sentAt: Date, result: Result, provider: PushProvider = .apns, alert: Bool = false) {
         self.deviceID = deviceID
         self.sentAt = sentAt
         self.result = result
         self.provider = provider
+        self.alert = alert
     }
 }

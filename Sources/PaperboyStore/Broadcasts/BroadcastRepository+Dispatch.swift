@@ -290,14 +290,15 @@ extension BroadcastRepository {
         )
         let rows = try await client.query(Self.targetsQuery(audience, firstKey: batch.firstKey, lastKey: batch.lastKey, now: now), logger: logger)
         var targets: [BatchTarget] = []
-        for try await (id, token, provider, platform, tier, recent) in rows.decode((Int64, ByteBuffer, Int16, Int16, Int16, Int).self) {
+        for try await (id, token, provider, platform, tier, recent, notify) in rows.decode((Int64, ByteBuffer, Int16, Int16, Int16, Int, Bool).self) {
             targets.append(
                 BatchTarget(
                     deviceID: id,
                     token: PushToken(provider: PushProvider(storageCode: provider), bytes: Array(buffer: token)),
                     platform: DevicePlatform(storageCode: platform),
                     tier: ImageTier(storageCode: tier),
-                    pushesInLastHour: recent
+                    pushesInLastHour: recent,
+                    notifyWhenReady: notify
                 )
             )
         }
@@ -309,7 +310,8 @@ extension BroadcastRepository {
     static func targetsQuery(_ audience: WaveAudience, firstKey: Int64, lastKey: Int64, now: Date) -> PostgresQuery {
         audience.query(
             """
-            SELECT d.id, d.token, d.provider, d.platform, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $11 AND x.outcome <> 'notSent')
+            SELECT d.id, d.token, d.provider, d.platform, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $11 AND x.outcome <> 'notSent'),
+                d.notify_when_ready AND d.alerts_authorized
             FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $9 AND $10 ORDER BY d.cohort_key, d.id
             """
         ) {
@@ -328,6 +330,7 @@ extension BroadcastRepository {
     public func record(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, now: Date, logger: Logger) async throws -> Bool {
         var sentIDs: [Int64] = []
         var sentAt: [Date] = []
+        var sentBackground: [Bool] = []
         var results: [String] = []
         var reasons: [String] = []
         var accepted = 0
@@ -371,6 +374,7 @@ extension BroadcastRepository {
             }
             sentIDs.append(outcome.deviceID)
             sentAt.append(outcome.sentAt)
+            sentBackground.append(batch.kind == .background && !outcome.alert)
             results.append(result)
             reasons.append(reason)
             let provider = outcome.provider.rawValue
@@ -380,7 +384,8 @@ extension BroadcastRepository {
         let sent = sentIDs.count
         let background = batch.kind == .background
         // Wave 1's accepted pushes count towards dormancy (``countPushes``).
-        let counted = background && batch.wave == 1 ? zip(sentIDs, results).filter { $0.1 == "accepted" }.map(\.0) : []
+        let counted =
+            background && batch.wave == 1 ? sentIDs.indices.filter { results[$0] == "accepted" && sentBackground[$0] }.map { sentIDs[$0] } : []
         return try await client.transaction(logger: logger) { connection -> Bool in
             let done = try await connection.query(
                 """
@@ -394,8 +399,9 @@ extension BroadcastRepository {
                 try await connection.query(
                     """
                     INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome, reason)
-                    SELECT u.id, \(batch.broadcastID), \(Int16(batch.wave)), \(batch.cohort), \(background), u.at, u.outcome, NULLIF(u.reason, '')
-                    FROM unnest(\(sentIDs)::bigint[], \(sentAt)::timestamptz[], \(results)::text[], \(reasons)::text[]) AS u(id, at, outcome, reason)
+                    SELECT u.id, \(batch.broadcastID), \(Int16(batch.wave)), \(batch.cohort), u.background, u.at, u.outcome, NULLIF(u.reason, '')
+                    FROM unnest(\(sentIDs)::bigint[], \(sentAt)::timestamptz[], \(results)::text[], \(reasons)::text[], \(sentBackground)::boolean[])
+                        AS u(id, at, outcome, reason, background)
                     ON CONFLICT DO NOTHING
                     """,
                     logger: logger
@@ -468,7 +474,9 @@ extension BroadcastRepository {
 
     func batch(id: Int64, on connection: PostgresConnection, logger: Logger) async throws -> LeasedBatch? {
         let rows = try await connection.query(Self.batchQuery(id: id), logger: logger)
-        typealias Row = (Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?)
+        typealias Row = (
+            Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?, Date
+        )
         for try await row in rows.decode(Row.self) {
             let options = (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.15.utf8))) ?? BroadcastOptions()
             let planned = row.10 > 0 ? row.9.addingTimeInterval(Double(row.7) / row.10) : row.9
@@ -493,7 +501,9 @@ extension BroadcastRepository {
                 deadline: row.16,
                 androidPriority: options.androidPriority,
                 leases: Int(row.17),
-                slotStart: row.18 ?? planned
+                slotStart: row.18 ?? planned,
+                readyAlerts: row.3 == BroadcastProgress.Wave.Kind.background.rawValue
+                    && options.isLastBackgroundFollowUp(wave: Int(row.2), start: row.19, deadline: row.16)
             )
         }
         return nil
@@ -502,7 +512,7 @@ extension BroadcastRepository {
     static func batchQuery(id: Int64) -> PostgresQuery {
         """
         SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
-            c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start
+            c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start, w.starts_at
         FROM broadcast_batches bb
         JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
         JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave

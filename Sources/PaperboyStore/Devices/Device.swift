@@ -18,6 +18,11 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
     public var tier: ImageTier
     public var autoDownload: Bool
     public var alertsAuthorized: Bool
+    /// The reader asked to be told when the edition is ready (the app's own setting, distinct from the
+    /// system's alert permission): a broadcast sends such a device, when it also allows alerts, an alert with
+    /// `mutable-content: 1` in place of its last background follow-up, for the app's Notification Service
+    /// Extension to fetch the small tier. Only for apps that have such an extension. Default false.
+    public var notifyWhenReady: Bool
     public var appVersion: String?
     public var osVersion: String?
     public var model: String?
@@ -32,6 +37,7 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
         tier: ImageTier,
         autoDownload: Bool,
         alertsAuthorized: Bool,
+        notifyWhenReady: Bool = false,
         appVersion: String? = nil,
         osVersion: String? = nil,
         model: String? = nil,
@@ -45,6 +51,7 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
         self.tier = tier
         self.autoDownload = autoDownload
         self.alertsAuthorized = alertsAuthorized
+        self.notifyWhenReady = notifyWhenReady
         self.appVersion = appVersion
         self.osVersion = osVersion
         self.model = model
@@ -52,8 +59,8 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, appVersion, osVersion, model,
-            locale
+        case provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, notifyWhenReady, appVersion,
+            osVersion, model, locale
     }
 
     public init(from decoder: any Decoder) throws {
@@ -78,6 +85,7 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
         tier = try container.decode(ImageTier.self, forKey: .tier)
         autoDownload = try container.decode(Bool.self, forKey: .autoDownload)
         alertsAuthorized = try container.decode(Bool.self, forKey: .alertsAuthorized)
+        notifyWhenReady = try decode(.notifyWhenReady, default: false)
         appVersion = try container.decodeIfPresent(String.self, forKey: .appVersion)
         osVersion = try container.decodeIfPresent(String.self, forKey: .osVersion)
         model = try container.decodeIfPresent(String.self, forKey: .model)

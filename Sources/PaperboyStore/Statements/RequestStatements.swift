@@ -273,13 +273,13 @@ public enum RequestStatements {
             )
             INSERT INTO devices AS d (
                 app_id, provider, platform, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
-                time_zone, app_version, os_version, model, locale
+                time_zone, app_version, os_version, model, locale, notify_when_ready
             )
             SELECT \(appID), \(token.provider.storageCode), \(registration.platform.storageCode), \(registration.environment.storageCode),
                 \(StoredCohortKey.stored(token.cohortKey)),
                 \(ByteBuffer(bytes: token.bytes)), \(registration.autoDownload), \(registration.alertsAuthorized),
                 \(registration.tier.storageCode), subscribed.ids, \(registration.timeZone), \(registration.appVersion),
-                \(registration.osVersion), \(registration.model), \(registration.locale)
+                \(registration.osVersion), \(registration.model), \(registration.locale), \(registration.notifyWhenReady)
             FROM subscribed WHERE subscribed.found = \(slugs.count)
             ON CONFLICT (app_id, token, provider, environment) DO UPDATE SET
                 platform = excluded.platform,
@@ -292,6 +292,7 @@ public enum RequestStatements {
                 os_version = excluded.os_version,
                 model = excluded.model,
                 locale = excluded.locale,
+                notify_when_ready = excluded.notify_when_ready,
                 registered_at = now(),
                 updated_at = now(),
                 deleted_at = NULL,
@@ -306,7 +307,7 @@ public enum RequestStatements {
         return """
             SELECT provider, token, platform, environment, array(SELECT slug FROM publications p WHERE p.id = ANY(d.subscriptions) ORDER BY slug),
                 time_zone, tier, auto_download, alerts_authorized, app_version, os_version, model, locale,
-                active, registered_at, updated_at, deleted_at, unregistered_at
+                active, registered_at, updated_at, deleted_at, unregistered_at, notify_when_ready
             FROM devices d
             WHERE d.app_id = \(appID) AND ((d.provider = 0 AND d.token = \(lookup.apns)) OR (d.provider = 1 AND d.token = \(lookup.fcm)))
             ORDER BY updated_at DESC LIMIT 1

@@ -1,0 +1,112 @@
+import APNs
+import Foundation
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+@testable import PaperboyBroadcast
+
+/// The NSE path: in place of the last background follow-up, an alert with `mutable-content: 1` to devices
+/// whose reader asked to be told when the edition is ready, for the app's Notification Service Extension.
+@Suite("Ready alerts")
+struct ReadyAlertTests {
+    static let minute: TimeInterval = 60
+
+    @Test("the last background follow-up is the wave after which no background wave fits, by the wave policy's own rule")
+    func lastFollowUp() {
+        let start = Date(timeIntervalSince1970: 0)
+        let deadline = start.addingTimeInterval(7200)
+        var options = BroadcastOptions(waveInterval: 1200, maxPushesPerDevice: .auto)
+        // auto, 20 minutes apart, 2 hours: waves at 0, 20, …, 100 minutes; the sixth is the last.
+        #expect(!options.isLastBackgroundFollowUp(wave: 1, start: start, deadline: deadline))
+        #expect(!options.isLastBackgroundFollowUp(wave: 5, start: start.addingTimeInterval(4800), deadline: deadline))
+        #expect(options.isLastBackgroundFollowUp(wave: 6, start: start.addingTimeInterval(6000), deadline: deadline))
+        // With the alert last resort, the alert takes the last slot: the fifth is the last background one.
+        options.alertLastResort = true
+        #expect(options.isLastBackgroundFollowUp(wave: 5, start: start.addingTimeInterval(4800), deadline: deadline))
+        // A fixed cap: wave 2 of 2, wherever the deadline is; wave 1 is never a follow-up.
+        options = BroadcastOptions(waveInterval: 1800, maxPushesPerDevice: 2)
+        #expect(options.isLastBackgroundFollowUp(wave: 2, start: start.addingTimeInterval(1800), deadline: start.addingTimeInterval(86400)))
+        #expect(!BroadcastOptions(maxPushesPerDevice: 1).isLastBackgroundFollowUp(wave: 1, start: start, deadline: deadline))
+    }
+
+    @Test("the ready alert: mutable-content alert, the small tier's bundles to fetch, the extension's limits, the wave")
+    func payload() throws {
+        let edition = Edition(
+            id: UUID(),
+            appID: 1,
+            manifest: EditionManifest(
+                publication: "morning",
+                issueDate: "2026-11-23",
+                deadline: "2026-11-23T09:00:00+09:00",
+                tiers: [
+                    "small": .init(bundles: [
+                        .init(url: "https://cdn.example.com/s.zip", bytes: 8_000_000, sha256: String(repeating: "0f", count: 32))
+                    ]),
+                    "large": .init(bundles: [
+                        .init(url: "https://cdn.example.com/l.zip", bytes: 50_000_000, sha256: String(repeating: "0f", count: 32))
+                    ]),
+                ],
+                pages: [.init(number: 1, title: nil)]
+            ),
+            deadline: Date().addingTimeInterval(3600),
+            publishedAt: Date()
+        )
+        let notification = try BroadcastPreflight.readyNotification(for: edition, wave: 4)
+        #expect(notification.pushType == .alert)
+        let payload = try #require(try JSONSerialization.jsonObject(with: Data(notification.payload)) as? [String: Any])
+        let aps = try #require(payload["aps"] as? [String: Any])
+        #expect(aps["mutable-content"] as? Int == 1)
+        #expect(aps["alert"] != nil)
+        #expect(payload["tier"] as? String == "small")
+        #expect(payload["fetch"] as? [String] == ["https://cdn.example.com/s.zip"])
+        #expect(payload["wave"] as? Int == 4)
+        let limits = try #require(payload["extension"] as? [String: Any])
+        #expect(limits["seconds"] as? Int == 30 && limits["megabytes"] as? Int == 24)
+    }
+
+    @Test(
+        "in the last follow-up, devices whose reader asked and that allow alerts get the ready alert, recorded as no background push; the others a background push"
+    )
+    func inPlaceOfTheLastFollowUp() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(5, alerts: true, notifyWhenReady: true)
+            try await fixture.register(5, offset: 100, alerts: false, notifyWhenReady: true)  // alerts not allowed: no alert
+            try await fixture.register(5, offset: 200, alerts: true)
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+            let started = try await fixture.repository.start(
+                editionID: edition.id,
+                environment: .production,
+                options: BroadcastOptions(pace: .window(10 * 60), cohorts: 1, maxPushesPerDevice: 2, alertLastResort: true),
+                origin: "test",
+                now: t0,
+                logger: fixture.logger
+            )
+            let dispatcher = fixture.dispatcher()
+            let start = started.broadcast.start
+            for offset in [11, 30, 41, 60, 71, 90] {
+                _ = try await fixture.step(at: start.addingTimeInterval(Double(offset) * Self.minute), dispatcher)
+            }
+            // Per device, wave by wave: (wave, background).
+            var sent: [Int64: [String]] = [:]
+            let rows = try await fixture.db.client.query(
+                "SELECT device_id, wave, background FROM deliveries WHERE broadcast_id = \(started.broadcast.id) ORDER BY device_id, wave",
+                logger: fixture.logger
+            )
+            for try await (device, wave, background) in rows.decode((Int64, Int16, Bool).self) {
+                sent[device, default: []].append("\(wave)\(background ? "b" : "a")")
+            }
+            let patterns = sent.values.map { $0.joined(separator: " ") }.sorted()
+            // Asked and allowed: background, then the ready alert, and no alert last resort (it had an alert).
+            // Asked but alerts not allowed: two background pushes. Allowed, not asked: two background pushes and
+            // the last resort.
+            #expect(patterns == Array(repeating: "1b 2a", count: 5) + Array(repeating: "1b 2b", count: 5) + Array(repeating: "1b 2b 3a", count: 5))
+            let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            #expect(progress.waves.map(\.kind) == [.background, .background, .alert])
+            #expect(progress.waves[1].counts.accepted == 15)
+        }
+    }
+}
