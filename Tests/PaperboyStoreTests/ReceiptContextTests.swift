@@ -13,25 +13,40 @@ struct ReceiptContextTests {
     static let token = DeviceToken(bytes: Array(repeating: 0xab, count: 32))
 
     /// An app with a registered device and an edition; the app's id and the edition's.
-    static func prepare(_ db: TestDatabase) async throws -> (appID: Int, editionID: UUID) {
+    /// - Parameter seeded: the device is seeded (`DeviceSeeder`, the columns of migration 0001 only) rather than
+    ///   registered, for a database not migrated to the end.
+    static func prepare(_ db: TestDatabase, seeded: Bool = false) async throws -> (appID: Int, editionID: UUID) {
         let app = try await AppRepository(client: db.client).create(
             try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
             logger: db.logger
         ).app
         let morning = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
-        _ = try await DeviceRepository(client: db.client).register(
-            appID: app.id,
-            token: token,
-            DeviceRegistration(
+        if seeded {
+            _ = try await DeviceSeeder(client: db.client).seed(
+                appID: app.id,
+                publicationSlugs: ["morning"],
+                count: 1,
                 environment: .production,
-                subscriptions: ["morning"],
-                timeZone: "Asia/Tokyo",
-                tier: .large,
-                autoDownload: true,
-                alertsAuthorized: false
-            ),
-            logger: db.logger
-        )
+                seed: 1,
+                alertsShare: 0,
+                autoDownloadShare: 1,
+                logger: db.logger
+            )
+        } else {
+            _ = try await DeviceRepository(client: db.client).register(
+                appID: app.id,
+                token: token,
+                DeviceRegistration(
+                    environment: .production,
+                    subscriptions: ["morning"],
+                    timeZone: "Asia/Tokyo",
+                    tier: .large,
+                    autoDownload: true,
+                    alertsAuthorized: false
+                ),
+                logger: db.logger
+            )
+        }
         let editionID = UUID()
         try await db.client.query(
             """
@@ -154,7 +169,7 @@ struct ReceiptContextTests {
             let before0010 = Migration.bundled.filter { $0.name < "0010" }
             #expect(before0010.count < Migration.bundled.count)
             _ = try await Migrator(migrations: before0010).migrate(client: db.client, logger: db.logger)
-            let (appID, editionID) = try await Self.prepare(db)
+            let (appID, editionID) = try await Self.prepare(db, seeded: true)
             _ = try await db.client.query(
                 "INSERT INTO receipts (device_id, edition_id, result) SELECT id, \(editionID), 'newData' FROM devices WHERE app_id = \(appID)",
                 logger: db.logger

@@ -270,7 +270,7 @@ public enum RequestStatements {
             WITH subscribed AS (
                 SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids, count(*) AS found
                 FROM publications WHERE app_id = \(appID) AND slug = ANY(\(slugs))
-            )
+            ), upserted AS (
             INSERT INTO devices AS d (
                 app_id, provider, platform, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
                 time_zone, app_version, os_version, model, locale, notify_when_ready
@@ -296,9 +296,14 @@ public enum RequestStatements {
                 registered_at = now(),
                 updated_at = now(),
                 deleted_at = NULL,
-                editions_unanswered = 0,
                 active = d.unregistered_at IS NULL OR now() > d.unregistered_at
-            RETURNING xmax = 0, active, registered_at, updated_at, unregistered_at
+            RETURNING id, xmax = 0 AS created, active, registered_at, updated_at, unregistered_at
+            ), revived AS (
+                -- A registration revives a dormant device (migration 0011): one primary-key probe.
+                UPDATE device_pushes p SET editions_unanswered = 0 FROM upserted
+                WHERE p.device_id = upserted.id AND p.editions_unanswered <> 0
+            )
+            SELECT created, active, registered_at, updated_at, unregistered_at FROM upserted
             """
     }
 
@@ -347,19 +352,21 @@ public enum RequestStatements {
         """
     }
 
-    /// A wave-1 batch's accepted devices, counted towards dormancy (migration 0011): each probes the receipts
-    /// primary key once, for the edition it was pushed before. Returns each counted device's unanswered
-    /// editions; a device already counted for this edition returns nothing.
+    /// A wave-1 batch's accepted devices, counted towards dormancy (`device_pushes`, migration 0011): a
+    /// device's first count inserts its row at 0; later each probes the receipts primary key once, for the
+    /// edition it was pushed before. Returns each counted device's unanswered editions; a device already
+    /// counted for this edition returns nothing.
     static func countPushes(deviceIDs: [Int64], editionID: UUID) -> PostgresQuery {
         """
-        UPDATE devices d SET
+        INSERT INTO device_pushes AS p (device_id, pushed_edition, editions_unanswered)
+        SELECT u.id, \(editionID), 0 FROM unnest(\(deviceIDs)::bigint[]) AS u(id)
+        ON CONFLICT (device_id) DO UPDATE SET
             editions_unanswered = CASE
-                WHEN d.pushed_edition IS NULL THEN 0
-                WHEN EXISTS (SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = d.pushed_edition) THEN 0
-                ELSE least(d.editions_unanswered + 1, 10000) END,
-            pushed_edition = \(editionID)
-        WHERE d.id = ANY(\(deviceIDs)) AND d.pushed_edition IS DISTINCT FROM \(editionID)
-        RETURNING d.editions_unanswered
+                WHEN EXISTS (SELECT 1 FROM receipts r WHERE r.device_id = p.device_id AND r.edition_id = p.pushed_edition) THEN 0
+                ELSE least(p.editions_unanswered + 1, 10000) END,
+            pushed_edition = EXCLUDED.pushed_edition
+        WHERE p.pushed_edition <> EXCLUDED.pushed_edition
+        RETURNING p.editions_unanswered
         """
     }
 
