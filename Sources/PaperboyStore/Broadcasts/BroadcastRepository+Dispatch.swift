@@ -448,7 +448,10 @@ extension BroadcastRepository {
     /// - Returns: how many of the devices are dormant for this edition (``BroadcastOptions/dormantAfter``; 0
     ///   when it is 0).
     static func countPushes(_ deviceIDs: [Int64], batch: LeasedBatch, on connection: PostgresConnection, logger: Logger) async throws -> Int {
-        let rows = try await connection.query(RequestStatements.countPushes(deviceIDs: deviceIDs, editionID: batch.editionID), logger: logger)
+        let rows = try await connection.query(
+            RequestStatements.countPushes(deviceIDs: deviceIDs, editionID: batch.editionID, dormantAfter: batch.dormantAfter),
+            logger: logger
+        )
         var dormant = 0
         for try await unanswered in rows.decode(Int16.self) where batch.dormantAfter > 0 && unanswered >= batch.dormantAfter {
             dormant += 1

@@ -14,9 +14,9 @@ import PostgresNIO
 ///   it out, until a newer registration revives it.
 /// - The alert wave: targets without a successful receipt that allowed alerts, got a background push for
 ///   the edition and no alert yet.
-/// - Neither kind of later wave goes to a dormant device: one whose counted push for this edition
-///   (`device_pushes.pushed_edition`) followed `dormantAfter` or more editions pushed without a receipt
-///   (`editions_unanswered`; migration 0011, written when a wave-1 batch is recorded).
+/// - Neither kind of later wave goes to a dormant device (`devices.dormant`): one whose last counted push
+///   followed `dormantAfter` or more editions pushed without a receipt (`device_pushes`, migration 0011,
+///   written when a wave-1 batch is recorded; a broadcast with `dormantAfter` 0 ignores the flag).
 public struct WaveAudience: Sendable, Equatable {
     public var appID: Int
     public var environment: APNsEnvironment
@@ -88,11 +88,10 @@ public struct WaveAudience: Sendable, Equatable {
     // see: with the value, this morning's edition, newer than the statistics, looks as if it had one receipt,
     // and the probe may read all of its receipts by edition for every device (at 10 M devices a later wave
     // never finished). Unseen, it is estimated as an average edition, and only the primary key fits.
-    // The dormant test is one probe of `device_pushes`' primary key.
+    // The dormant test reads a column of the device's own row, before any probe.
     static let condition = """
         d.app_id = $1 AND d.environment = $2 AND d.active AND d.auto_download AND $3 = ANY (d.subscriptions)
-        AND ($5 = 1 OR $8 = 0 OR NOT EXISTS (
-            SELECT 1 FROM device_pushes z WHERE z.device_id = d.id AND z.pushed_edition = $4 AND z.editions_unanswered >= $8 OFFSET 0))
+        AND ($5 = 1 OR $8 = 0 OR NOT d.dormant)
         AND ($5 = 1 OR NOT EXISTS (
             SELECT 1 FROM receipts r WHERE r.device_id = d.id AND r.edition_id = (SELECT $4::uuid) AND r.result <> 'failed' OFFSET 0))
         AND ($5 = 1 OR $6 OR (

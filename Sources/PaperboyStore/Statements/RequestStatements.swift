@@ -215,7 +215,7 @@ public enum RequestStatements {
             BroadcastRepository.failQuery(id: s.broadcastID, reason: "reason", now: s.now)
         },
         Statement("dispatch: count wave 1's pushes towards dormancy (record)") { s in
-            countPushes(deviceIDs: [s.deviceID], editionID: s.editionID)
+            countPushes(deviceIDs: [s.deviceID], editionID: s.editionID, dormantAfter: BroadcastOptions.defaultDormantAfter)
         },
         Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now)
         },
@@ -296,10 +296,11 @@ public enum RequestStatements {
                 registered_at = now(),
                 updated_at = now(),
                 deleted_at = NULL,
+                dormant = false,
                 active = d.unregistered_at IS NULL OR now() > d.unregistered_at
             RETURNING id, xmax = 0 AS created, active, registered_at, updated_at, unregistered_at
             ), revived AS (
-                -- A registration revives a dormant device (migration 0011): one primary-key probe.
+                -- A registration revives a dormant device (migration 0011; `dormant` above): its count starts again.
                 UPDATE device_pushes p SET editions_unanswered = 0 FROM upserted
                 WHERE p.device_id = upserted.id AND p.editions_unanswered <> 0
             )
@@ -354,19 +355,25 @@ public enum RequestStatements {
 
     /// A wave-1 batch's accepted devices, counted towards dormancy (`device_pushes`, migration 0011): a
     /// device's first count inserts its row at 0; later each probes the receipts primary key once, for the
-    /// edition it was pushed before. Returns each counted device's unanswered editions; a device already
-    /// counted for this edition returns nothing.
-    static func countPushes(deviceIDs: [Int64], editionID: UUID) -> PostgresQuery {
+    /// edition it was pushed before. A device whose dormancy changes (the count reached `dormantAfter`, or
+    /// started again) has `devices.dormant` written; the others' devices rows are not touched. Returns each
+    /// counted device's unanswered editions; a device already counted for this edition returns nothing.
+    static func countPushes(deviceIDs: [Int64], editionID: UUID, dormantAfter: Int) -> PostgresQuery {
         """
-        INSERT INTO device_pushes AS p (device_id, pushed_edition, editions_unanswered)
-        SELECT u.id, \(editionID), 0 FROM unnest(\(deviceIDs)::bigint[]) AS u(id)
-        ON CONFLICT (device_id) DO UPDATE SET
-            editions_unanswered = CASE
-                WHEN EXISTS (SELECT 1 FROM receipts r WHERE r.device_id = p.device_id AND r.edition_id = p.pushed_edition) THEN 0
-                ELSE least(p.editions_unanswered + 1, 10000) END,
-            pushed_edition = EXCLUDED.pushed_edition
-        WHERE p.pushed_edition <> EXCLUDED.pushed_edition
-        RETURNING p.editions_unanswered
+        WITH counted AS (
+            INSERT INTO device_pushes AS p (device_id, pushed_edition, editions_unanswered)
+            SELECT u.id, \(editionID), 0 FROM unnest(\(deviceIDs)::bigint[]) AS u(id)
+            ON CONFLICT (device_id) DO UPDATE SET
+                editions_unanswered = CASE
+                    WHEN EXISTS (SELECT 1 FROM receipts r WHERE r.device_id = p.device_id AND r.edition_id = p.pushed_edition) THEN 0
+                    ELSE least(p.editions_unanswered + 1, 10000) END,
+                pushed_edition = EXCLUDED.pushed_edition
+            WHERE p.pushed_edition <> EXCLUDED.pushed_edition
+            RETURNING p.device_id, p.editions_unanswered, \(dormantAfter) > 0 AND p.editions_unanswered >= \(dormantAfter) AS dormant
+        ), flagged AS (
+            UPDATE devices d SET dormant = counted.dormant FROM counted WHERE d.id = counted.device_id AND d.dormant <> counted.dormant
+        )
+        SELECT editions_unanswered FROM counted
         """
     }
 
