@@ -8,6 +8,9 @@ import Glibc
 
 /// Waiting for a child process suspends the test's task instead of blocking one of the cooperative threads
 /// (one per core) that every test in the process shares.
+///
+/// Timed against a ticker: `.ci/run` runs this target in its one-test-at-a-time step, because in the parallel
+/// step other tests' own work on those threads stalls the ticker too (7.5 s at its start, on 2 cores).
 @Suite("waiting for child processes")
 struct ChildProcessWaitingTests {
     /// The ways the tests wait for a child.

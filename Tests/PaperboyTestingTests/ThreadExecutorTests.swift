@@ -8,7 +8,8 @@ import Glibc
 #endif
 
 /// The test cluster's start (`initdb`, `pg_ctl start`, each waited for with a blocking `waitpid`) runs under a
-/// ``ThreadExecutor``, so that it holds a thread of its own rather than a cooperative one.
+/// ``ThreadExecutor``, so that it holds a thread of its own rather than a cooperative one. Timed, so run by
+/// `.ci/run` one test at a time (see ``ChildProcessWaitingTests``).
 @Suite("ThreadExecutor")
 struct ThreadExecutorTests {
     @Test("async code that blocks for 2 s under each of more executors than cores leaves other tasks running every 50 ms")
