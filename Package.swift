@@ -368,6 +368,7 @@ let package = Package(
             name: "FCMSimulatorTests",
             dependencies: [
                 "FCMSimulator",
+                "PaperboyTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -418,6 +419,12 @@ let package = Package(
         .testTarget(
             name: "PaperboyDemoTests",
             dependencies: ["PaperboyDemo", "PaperboyCore", "PaperboyTesting", "FCMSimulator"],
+            swiftSettings: swiftSettings
+        ),
+        // The test support itself: running and waiting for child processes without holding cooperative threads.
+        .testTarget(
+            name: "PaperboyTestingTests",
+            dependencies: ["PaperboyTesting"],
             swiftSettings: swiftSettings
         ),
         // `docker/` checked without a Docker engine: the files parse, and the commands and flags they use exist.

@@ -47,6 +47,7 @@ public enum ChildProcess {
         }
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        closeInheritedDescriptors(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -87,6 +88,28 @@ public enum ChildProcess {
     /// Whether a `waitpid` status says the child exited by itself with status 0.
     public static func exitedCleanly(_ status: Int32) -> Bool {
         status & 0x7f == 0 && (status >> 8) & 0xff == 0
+    }
+
+    /// Adds the action that closes every descriptor from 3 up in the child, after the ones above. Without
+    /// it a long-lived child (the watchdog, `postgres`) keeps whatever the parent had open when it was
+    /// spawned: the parent's sockets, and the end of the socket pair through which Foundation learns that
+    /// a `Process` started at the same moment on another thread has exited, which then never returns
+    /// from `waitUntilExit()` nor calls its `terminationHandler` (a test run hung on a `paperboy --help`
+    /// so, its zombie waiting beside the watchdog that held the socket).
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        #if os(Linux)
+        // glibc 2.34 has it, declared only for `_GNU_SOURCE`: looked up rather than imported.
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+            return
+        }
+        #endif
+        // Elsewhere, each descriptor open now (one opened after this by another thread still leaks).
+        let highest = Int32(min(sysconf(Int32(_SC_OPEN_MAX)), 65536))
+        for descriptor in 3..<max(3, highest) where fcntl(descriptor, F_GETFD) != -1 {
+            posix_spawn_file_actions_addclose(&actions, descriptor)
+        }
     }
 
     /// `POSIX_SPAWN_SETSID`: glibc defines it (since 2.26) only for `_GNU_SOURCE`, which Swift's Glibc

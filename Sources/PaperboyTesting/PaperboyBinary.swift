@@ -20,11 +20,15 @@ public enum PaperboyBinary {
         .deletingLastPathComponent()
 
     /// Runs `paperboy` with `arguments` to completion, with this process's environment plus `environment`,
-    /// and `DATABASE_URL` for `database` when given.
-    public static func run(_ arguments: [String], environment: [String: String] = [:], database: DatabaseConfiguration? = nil) throws -> CommandRun {
+    /// and `DATABASE_URL` for `database` when given; suspended, not blocked, until it exits (see ``CommandRun``).
+    public static func run(
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        database: DatabaseConfiguration? = nil
+    ) async throws -> CommandRun {
         var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         if let database { merged["DATABASE_URL"] = database.testURL }
-        return try CommandRun.run(url, arguments, environment: merged)
+        return try await CommandRun.run(url, arguments, environment: merged)
     }
 
     /// Polls a `paperboy serve` or `worker` log for its `address=http://127.0.0.1:PORT` line, every 50 ms

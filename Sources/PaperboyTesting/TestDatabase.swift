@@ -60,6 +60,7 @@ private struct TestCluster: Sendable {
     /// fails a test that would have passed.
     static let connectTimeout: Duration = .seconds(60)
     static let shared = Task { try await TestCluster.start() }
+    private static let startExecutor = ThreadExecutor()
 
     let configuration: DatabaseConfiguration
     let embedded: EmbeddedPostgres?
@@ -70,7 +71,11 @@ private struct TestCluster: Sendable {
         if let configured = try DatabaseConfiguration.fromEnvironment() {
             cluster = TestCluster(configuration: configured, embedded: nil)
         } else {
-            let embedded = try await EmbeddedPostgres.start(logger: logger)
+            // `initdb` and `pg_ctl start` are waited for with a blocking `waitpid`, for many seconds on two busy
+            // cores: on a thread of their own, not on one of the cooperative threads that the tests share.
+            let embedded = try await withTaskExecutorPreference(Self.startExecutor) {
+                try await EmbeddedPostgres.start(logger: logger)
+            }
             cluster = TestCluster(configuration: try DatabaseConfiguration(url: embedded.url(database: "postgres")), embedded: embedded)
         }
         try await cluster.dropDatabase(templateName)

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PaperboyTesting
 import Testing
 
 #if canImport(Glibc)
@@ -19,7 +20,7 @@ struct APNsCommandTests {
         var error: String
     }
 
-    static func run(_ arguments: [String]) throws -> Run {
+    static func run(_ arguments: [String]) async throws -> Run {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -28,9 +29,9 @@ struct APNsCommandTests {
         process.standardOutput = output
         process.standardError = error
         try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let out = await onDedicatedThread { output.fileHandleForReading.readDataToEndOfFile() }
+        let err = await onDedicatedThread { error.fileHandleForReading.readDataToEndOfFile() }
+        try await process.exited()
         return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), error: String(decoding: err, as: UTF8.self))
     }
 
@@ -57,7 +58,7 @@ struct APNsCommandTests {
         defer { if simulator.isRunning { simulator.terminate() } }
         var line = Data()
         while true {
-            let byte = simulatorOutput.fileHandleForReading.readData(ofLength: 1)
+            let byte = await onDedicatedThread { simulatorOutput.fileHandleForReading.readData(ofLength: 1) }
             if byte.isEmpty || byte == Data("\n".utf8) { break }
             line.append(byte)
         }
@@ -66,7 +67,7 @@ struct APNsCommandTests {
 
         let good = String(repeating: "ab", count: 32)
         let dead = "dead" + String(repeating: "0", count: 60)
-        let push = try Self.run([
+        let push = try await Self.run([
             "push", "--endpoint", url, "--key-file", key.path, "--key-id", "KEY1234567", "--team-id", "TEAM123456",
             "--topic", "com.example.news", "--data", #"{"edition": "2026-11-23-morning"}"#, "--json", good, dead,
         ])
@@ -83,8 +84,8 @@ struct APNsCommandTests {
         #expect(lines[1]?["timestamp"] != nil)
 
         kill(simulator.processIdentifier, SIGTERM)
-        let report = simulatorOutput.fileHandleForReading.readDataToEndOfFile()
-        simulator.waitUntilExit()
+        let report = await onDedicatedThread { simulatorOutput.fileHandleForReading.readDataToEndOfFile() }
+        try await simulator.exited()
         #expect(simulator.terminationStatus == 0)
         let stats = try #require(try JSONSerialization.jsonObject(with: report) as? [String: Any])
         #expect(stats["accepted"] as? Int == 1)
@@ -92,8 +93,8 @@ struct APNsCommandTests {
     }
 
     @Test("push names the flag at fault and prints no key material", .enabled(if: built))
-    func badFlags() throws {
-        let missing = try Self.run([
+    func badFlags() async throws {
+        let missing = try await Self.run([
             "push", "--endpoint", "http://127.0.0.1:9", "--key-file", "/nonexistent/AuthKey.p8", "--key-id", "KEY1234567",
             "--team-id", "TEAM123456", "--topic", "com.example.news", String(repeating: "ab", count: 32),
         ])
@@ -103,14 +104,14 @@ struct APNsCommandTests {
 
         let key = try Self.keyFile()
         defer { try? FileManager.default.removeItem(at: key.deletingLastPathComponent()) }
-        let badToken = try Self.run([
+        let badToken = try await Self.run([
             "push", "--endpoint", "http://127.0.0.1:9", "--key-file", key.path, "--key-id", "KEY1234567", "--team-id", "TEAM123456",
             "--topic", "com.example.news", "not-a-token",
         ])
         #expect(badToken.status != 0)
         #expect(badToken.error.contains("not-a-token"))
 
-        let badEndpoint = try Self.run([
+        let badEndpoint = try await Self.run([
             "push", "--endpoint", "ftp://x", "--key-file", key.path, "--key-id", "KEY1234567", "--team-id", "TEAM123456",
             "--topic", "com.example.news", String(repeating: "ab", count: 32),
         ])

@@ -143,10 +143,10 @@ struct DockerFilesTests {
         }
     }
 
-    @Test("compose.yaml: PyYAML reads it as the test's own reader does", .enabled(if: pyYAMLAvailable, "python3 with PyYAML"))
-    func composeAgreesWithPyYAML() throws {
+    @Test("compose.yaml: PyYAML reads it as the test's own reader does", .enabled("python3 with PyYAML") { await pyYAMLAvailable })
+    func composeAgreesWithPyYAML() async throws {
         let ours = try Self.loadCompose()
-        let python = try CommandRun.run(
+        let python = try await CommandRun.run(
             URL(fileURLWithPath: "/usr/bin/env"),
             ["python3", "-c", Self.pyYAMLScript, Self.composeURL.path],
             environment: ProcessInfo.processInfo.environment
@@ -159,7 +159,7 @@ struct DockerFilesTests {
     // MARK: Dockerfile
 
     @Test("Dockerfile: a build stage, a slim non-root runtime stage, a health check, paths that exist")
-    func dockerfile() throws {
+    func dockerfile() async throws {
         let instructions = try Self.loadDockerfile()
         let stages = instructions.split(before: { $0.keyword == "FROM" })
         try #require(stages.count >= 2, "a build stage and a runtime stage")
@@ -223,7 +223,7 @@ struct DockerFilesTests {
         #expect(
             runtime.contains { $0.keyword == "COPY" && $0.arguments.hasSuffix(" \(entrypointPath)") && $0.arguments.contains("docker/entrypoint.sh") }
         )
-        let syntax = try CommandRun.run(URL(fileURLWithPath: "/bin/sh"), ["-n", Self.entrypointURL.path], environment: [:])
+        let syntax = try await CommandRun.run(URL(fileURLWithPath: "/bin/sh"), ["-n", Self.entrypointURL.path], environment: [:])
         #expect(syntax.status == 0, "\(syntax.output)")
 
         // CMD serves on the port that is exposed and health-checked.
@@ -255,7 +255,7 @@ struct DockerFilesTests {
         "every paperboy command and flag that the docker files run or document exists in the CLI",
         .enabled(if: binaryBuilt, "the paperboy binary is built beside the tests")
     )
-    func commandsMatchTheCLI() throws {
+    func commandsMatchTheCLI() async throws {
         var commands: [(origin: String, arguments: [String])] = []
 
         let compose = try Self.loadCompose()
@@ -268,7 +268,7 @@ struct DockerFilesTests {
         }
 
         // Commands in comments and documentation: `paperboy <subcommand> ...` up to the end of the command.
-        let subcommands = try Self.subcommands(of: [])
+        let subcommands = try await Self.subcommands(of: [])
         #expect(subcommands.isSuperset(of: ["serve", "worker", "migrate", "apps"]))
         let documents = ["docker/compose.yaml", "docker/Dockerfile", "docker/entrypoint.sh", "docker/secrets/README.md", "docker/.env.example"]
         var documented = 0
@@ -293,14 +293,14 @@ struct DockerFilesTests {
             #expect(subcommands.contains(first), "\(origin): paperboy has no subcommand \(first)")
             guard subcommands.contains(first) else { continue }
             var path = [first]
-            if arguments.count > 1, try Self.subcommands(of: path).contains(arguments[1]) {
+            if arguments.count > 1, try await Self.subcommands(of: path).contains(arguments[1]) {
                 path.append(arguments[1])
             }
             let help: String
             if let cached = helps[path] {
                 help = cached
             } else {
-                let result = try CommandRun.run(Self.binary, path + ["--help"], environment: [:])
+                let result = try await CommandRun.run(Self.binary, path + ["--help"], environment: [:])
                 #expect(result.status == 0, "paperboy \(path.joined(separator: " ")) --help: \(result.output)")
                 help = result.output
                 helps[path] = help
@@ -316,7 +316,7 @@ struct DockerFilesTests {
     // MARK: the entrypoint
 
     @Test("entrypoint: secrets from files, the environment wins, a leading `paperboy` is dropped")
-    func entrypoint() throws {
+    func entrypoint() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-entrypoint-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -336,7 +336,7 @@ struct DockerFilesTests {
         let base = ["PATH": "\(directory.path):/usr/bin:/bin"]
         let files = base.merging(["PAPERBOY_ADMIN_TOKEN_FILE": token.path, "PGPASSWORD_FILE": password.path]) { $1 }
 
-        let fromFiles = try CommandRun.run(
+        let fromFiles = try await CommandRun.run(
             URL(fileURLWithPath: "/bin/sh"),
             [Self.entrypointURL.path, "paperboy", "serve", "--port", "8080"],
             environment: files
@@ -344,17 +344,17 @@ struct DockerFilesTests {
         #expect(fromFiles.status == 0)
         #expect(fromFiles.output == "args=serve --port 8080\ntoken=t0ken\npgpassword=pa ss:w@rd\n")
 
-        let explicit = try CommandRun.run(
+        let explicit = try await CommandRun.run(
             URL(fileURLWithPath: "/bin/sh"),
             [Self.entrypointURL.path, "worker"],
             environment: files.merging(["PAPERBOY_ADMIN_TOKEN": "from-env"]) { $1 }
         )
         #expect(explicit.output == "args=worker\ntoken=from-env\npgpassword=pa ss:w@rd\n")
 
-        let none = try CommandRun.run(URL(fileURLWithPath: "/bin/sh"), [Self.entrypointURL.path, "migrate"], environment: base)
+        let none = try await CommandRun.run(URL(fileURLWithPath: "/bin/sh"), [Self.entrypointURL.path, "migrate"], environment: base)
         #expect(none.output == "args=migrate\ntoken=\npgpassword=\n")
 
-        let missing = try CommandRun.run(
+        let missing = try await CommandRun.run(
             URL(fileURLWithPath: "/bin/sh"),
             [Self.entrypointURL.path, "migrate"],
             environment: base.merging(["PGPASSWORD_FILE": directory.appendingPathComponent("nope").path]) { $1 }
@@ -400,12 +400,14 @@ struct DockerFilesTests {
     }
 
     static var pyYAMLAvailable: Bool {
-        (try? CommandRun.run(
-            URL(fileURLWithPath: "/usr/bin/env"),
-            ["python3", "-c", "import yaml"],
-            environment: ProcessInfo.processInfo.environment
-        ).status)
-            == 0
+        get async {
+            (try? await CommandRun.run(
+                URL(fileURLWithPath: "/usr/bin/env"),
+                ["python3", "-c", "import yaml"],
+                environment: ProcessInfo.processInfo.environment
+            ).status)
+                == 0
+        }
     }
 
     /// YAML to JSON with every scalar as a string (null as ""), as the test's reader gives them.
@@ -478,8 +480,8 @@ struct DockerFilesTests {
     // MARK: helpers: the CLI
 
     /// Subcommand names listed by `paperboy <path> --help`.
-    static func subcommands(of path: [String]) throws -> Set<String> {
-        let help = try CommandRun.run(binary, path + ["--help"], environment: [:]).output
+    static func subcommands(of path: [String]) async throws -> Set<String> {
+        let help = try await CommandRun.run(binary, path + ["--help"], environment: [:]).output
         guard let start = help.range(of: "SUBCOMMANDS:\n") else { return [] }
         var names: Set<String> = []
         for line in help[start.upperBound...].split(separator: "\n") {

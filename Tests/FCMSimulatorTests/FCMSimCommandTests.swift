@@ -3,6 +3,7 @@ import FCMSimulator
 import Foundation
 import NIOCore
 import NIOHTTP1
+import PaperboyTesting
 import Testing
 
 #if canImport(Glibc)
@@ -38,7 +39,7 @@ struct FCMSimCommandTests {
         var lines: [String] = []
         var line = Data()
         while lines.count < 3 {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            let byte = await onDedicatedThread { output.fileHandleForReading.readData(ofLength: 1) }
             if byte.isEmpty { break }
             if byte == Data("\n".utf8) {
                 lines.append(String(decoding: line, as: UTF8.self))
@@ -81,8 +82,8 @@ struct FCMSimCommandTests {
         #expect(statuses == [200, 404])
 
         kill(simulator.processIdentifier, SIGINT)
-        let report = output.fileHandleForReading.readDataToEndOfFile()
-        simulator.waitUntilExit()
+        let report = await onDedicatedThread { output.fileHandleForReading.readDataToEndOfFile() }
+        try await simulator.exited()
         #expect(simulator.terminationStatus == 0)
         let stats = try #require(try JSONSerialization.jsonObject(with: report) as? [String: Any])
         #expect(stats["accepted"] as? Int == 1)

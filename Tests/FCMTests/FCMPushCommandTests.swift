@@ -26,7 +26,7 @@ struct FCMPushCommandTests {
         try account.write(to: file.path)
         defer { Task { try? await simulator.shutdown() } }
 
-        let run = try PaperboyBinary.run([
+        let run = try await PaperboyBinary.run([
             "push", "--provider", "fcm", "--service-account", file.path, "--fcm-endpoint", simulator.url,
             "--data", #"{"edition": "e1", "pages": 3}"#, "--json", Self.good, Self.dead,
         ])
@@ -51,17 +51,17 @@ struct FCMPushCommandTests {
     }
 
     @Test("push --provider fcm names the flag at fault", .enabled(if: PaperboyBinary.isBuilt))
-    func badFlags() throws {
-        let noAccount = try PaperboyBinary.run(["push", "--provider", "fcm", Self.good])
+    func badFlags() async throws {
+        let noAccount = try await PaperboyBinary.run(["push", "--provider", "fcm", Self.good])
         #expect(noAccount.status != 0)
         #expect(noAccount.output.contains("--service-account"))
-        let badToken = try PaperboyBinary.run(["push", "--provider", "fcm", "--service-account", "/nonexistent.json", "not a token"])
+        let badToken = try await PaperboyBinary.run(["push", "--provider", "fcm", "--service-account", "/nonexistent.json", "not a token"])
         #expect(badToken.status != 0)
         #expect(badToken.output.contains("not a token"))
-        let unreadable = try PaperboyBinary.run(["push", "--provider", "fcm", "--service-account", "/nonexistent.json", Self.good])
+        let unreadable = try await PaperboyBinary.run(["push", "--provider", "fcm", "--service-account", "/nonexistent.json", Self.good])
         #expect(unreadable.status != 0)
         #expect(unreadable.output.contains("--service-account") && unreadable.output.contains("/nonexistent.json"))
-        let badEndpoint = try PaperboyBinary.run([
+        let badEndpoint = try await PaperboyBinary.run([
             "push", "--provider", "fcm", "--service-account", "/nonexistent.json", "--fcm-endpoint", "ftp://x", Self.good,
         ])
         #expect(badEndpoint.status != 0)

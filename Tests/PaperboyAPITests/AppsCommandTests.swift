@@ -53,7 +53,7 @@ struct AppsCommandTests {
             let good = try ServiceAccountFile.write(in: directory, name: "news.json", projectID: "paperboy-news")
             let add = ["apps", "add", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", p8.path]
 
-            let created = try PaperboyBinary.run(
+            let created = try await PaperboyBinary.run(
                 add + ["--bundle-id", "com.example.news", "--fcm-service-account", good.path, "--json"],
                 database: db.configuration
             )
@@ -61,23 +61,23 @@ struct AppsCommandTests {
             let newsID = try #require((try JSONSerialization.jsonObject(with: Data(created.output.utf8)) as? [String: Any])?["id"] as? Int)
 
             // Without the flag, an app is added as before, with no FCM.
-            let plain = try PaperboyBinary.run(add + ["--bundle-id", "com.example.plain"], database: db.configuration)
+            let plain = try await PaperboyBinary.run(add + ["--bundle-id", "com.example.plain"], database: db.configuration)
             #expect(plain.status == 0, "\(plain.output)")
 
-            let listed = try PaperboyBinary.run(["apps", "list", "--json"], database: db.configuration)
+            let listed = try await PaperboyBinary.run(["apps", "list", "--json"], database: db.configuration)
             let apps = try #require(try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]])
             let news = try #require(apps.first { $0["id"] as? Int == newsID })
             let fcm = try #require(news["fcm"] as? [String: Any])
             #expect(fcm["projectId"] as? String == "paperboy-news")
             #expect(fcm["serviceAccount"] as? String == good.path)
             #expect(apps.first { $0["bundleId"] as? String == "com.example.plain" }?["fcm"] == nil)
-            let table = try PaperboyBinary.run(["apps", "list"], database: db.configuration)
+            let table = try await PaperboyBinary.run(["apps", "list"], database: db.configuration)
             #expect(table.output.contains("FCM PROJECT"))
             #expect(table.output.contains("paperboy-news"))
 
             // Replaced on an existing app.
             let other = try ServiceAccountFile.write(in: directory, name: "other.json", projectID: "paperboy-other")
-            let replaced = try PaperboyBinary.run(
+            let replaced = try await PaperboyBinary.run(
                 ["apps", "set-fcm", "--app", "\(newsID)", "--service-account", other.path],
                 database: db.configuration
             )
@@ -89,7 +89,7 @@ struct AppsCommandTests {
 
             // Refused: the flag, the file and the field are named; the key never printed.
             let noEmail = try ServiceAccountFile.write(in: directory, name: "no-email.json", projectID: "paperboy-news", dropping: "client_email")
-            let refusedAdd = try PaperboyBinary.run(
+            let refusedAdd = try await PaperboyBinary.run(
                 add + ["--bundle-id", "com.example.refused", "--fcm-service-account", noEmail.path],
                 database: db.configuration
             )
@@ -100,7 +100,7 @@ struct AppsCommandTests {
             for line in noEmail.keyLines { #expect(!refusedAdd.output.contains(line), "a line of the key was printed") }
 
             let badKey = try ServiceAccountFile.write(in: directory, name: "bad-key.json", projectID: "paperboy-news", corruptingKey: true)
-            let refusedSet = try PaperboyBinary.run(
+            let refusedSet = try await PaperboyBinary.run(
                 ["apps", "set-fcm", "--app", "\(newsID)", "--service-account", badKey.path],
                 database: db.configuration
             )
@@ -110,14 +110,14 @@ struct AppsCommandTests {
             for line in badKey.keyLines { #expect(!refusedSet.output.contains(line), "a line of the key was printed") }
             #expect(try await AppRepository(client: db.client).find(id: newsID, logger: db.logger)?.fcm?.projectID == "paperboy-other")
 
-            let missing = try PaperboyBinary.run(
+            let missing = try await PaperboyBinary.run(
                 ["apps", "set-fcm", "--app", "\(newsID)", "--service-account", directory.appendingPathComponent("none.json").path],
                 database: db.configuration
             )
             #expect(missing.status != 0)
             #expect(missing.output.contains("--service-account") && missing.output.contains("none.json"))
 
-            let noApp = try PaperboyBinary.run(["apps", "set-fcm", "--app", "999", "--service-account", good.path], database: db.configuration)
+            let noApp = try await PaperboyBinary.run(["apps", "set-fcm", "--app", "999", "--service-account", good.path], database: db.configuration)
             #expect(noApp.status != 0)
             #expect(noApp.output.contains("--app"))
         }

@@ -9,12 +9,12 @@ import Testing
 @Suite("Commands against a database that cannot be reached")
 struct DatabaseUnreachableTests {
     @Test("nothing listening: the command fails after trying for 15 s, naming the database and the refusal", .timeLimit(.minutes(1)))
-    func nothingListening() throws {
+    func nothingListening() async throws {
         try #require(PaperboyBinary.isBuilt)
         let clock = ContinuousClock()
         let started = clock.now
         // Port 1 on loopback: nothing listens there, and nothing may bind it without privileges.
-        let run = try PaperboyBinary.run(["broadcast", "list", "--database-url", "postgres://paperboy@127.0.0.1:1/paperboy?sslmode=disable"])
+        let run = try await PaperboyBinary.run(["broadcast", "list", "--database-url", "postgres://paperboy@127.0.0.1:1/paperboy?sslmode=disable"])
         let took = clock.now - started
         #expect(run.status != 0)
         #expect(run.output.contains("cannot connect to PostgreSQL at postgres://paperboy@127.0.0.1:1/paperboy (tried for 15 s)"), "\(run.output)")
@@ -29,7 +29,7 @@ struct DatabaseUnreachableTests {
             missing.database = "no_such_database"
             let clock = ContinuousClock()
             let started = clock.now
-            let run = try PaperboyBinary.run(["broadcast", "list"], database: missing)
+            let run = try await PaperboyBinary.run(["broadcast", "list"], database: missing)
             #expect(run.status != 0)
             #expect(run.output.contains(#"database "no_such_database" does not exist"#), "\(run.output)")
             #expect(!run.output.contains("tried for"), "a server's refusal is not retried: \(run.output)")

@@ -18,7 +18,7 @@ struct InsightsCommandTests {
             ).app
             _ = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
 
-            let json = try PaperboyBinary.run(
+            let json = try await PaperboyBinary.run(
                 ["insights", "wake-rates", "--publication", "morning", "--days", "3", "--json"],
                 database: db.configuration
             )
@@ -31,17 +31,17 @@ struct InsightsCommandTests {
             #expect(total["pushes"] as? Int == 0 && total["wakes"] as? Int == 0)
             #expect((report["dimensions"] as? [[String: Any]])?.count == 9)
 
-            let text = try PaperboyBinary.run(["insights", "wake-rates"], database: db.configuration)
+            let text = try await PaperboyBinary.run(["insights", "wake-rates"], database: db.configuration)
             #expect(text.status == 0, "\(text.output)")
             #expect(text.output.contains("every publication") && text.output.contains("(14 days)"))
             #expect(text.output.contains("nothing to measure yet"))
 
             for days in ["0", "91", "two"] {
-                let bad = try PaperboyBinary.run(["insights", "wake-rates", "--days", days], database: db.configuration)
+                let bad = try await PaperboyBinary.run(["insights", "wake-rates", "--days", days], database: db.configuration)
                 #expect(bad.status != 0, "--days \(days)")
                 #expect(bad.output.contains("--days"), "\(bad.output)")
             }
-            let unknown = try PaperboyBinary.run(["insights", "wake-rates", "--publication", "weekly"], database: db.configuration)
+            let unknown = try await PaperboyBinary.run(["insights", "wake-rates", "--publication", "weekly"], database: db.configuration)
             #expect(unknown.status != 0)
             #expect(unknown.output.contains("--publication: there is no publication weekly"), "\(unknown.output)")
             #expect(!unknown.output.contains("USAGE"), "a refusal by the database is one line, not the usage")

@@ -41,7 +41,7 @@ struct SecretsInLogsTests {
             // Nothing listens there: sends fail, and the failures are logged too.
             environment["PAPERBOY_APNS_ENDPOINT"] = "http://127.0.0.1:9"
 
-            func run(_ arguments: [String]) throws -> String {
+            func run(_ arguments: [String]) async throws -> String {
                 let process = Process()
                 process.executableURL = PaperboyBinary.url
                 process.arguments = arguments
@@ -50,21 +50,21 @@ struct SecretsInLogsTests {
                 process.standardOutput = pipe
                 process.standardError = output
                 try process.run()
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
+                let data = await onDedicatedThread { pipe.fileHandleForReading.readDataToEndOfFile() }
+                try await process.exited()
                 #expect(process.terminationStatus == 0, "paperboy \(arguments.joined(separator: " ")) failed")
                 return String(decoding: data, as: UTF8.self)
             }
-            let created = try run([
+            let created = try await run([
                 "apps", "add", "--bundle-id", "com.example.news", "--team-id", "TEAM123456", "--key-id", "KEY1234567",
                 "--key-file", keyFile.path, "--json",
             ])
             let app = try #require(JSONSerialization.jsonObject(with: Data(created.utf8)) as? [String: Any])
             let apiKey = try #require(app["apiKey"] as? String)
             let appID = try #require(app["id"] as? Int)
-            _ = try run(["publications", "add", "morning", "--app", String(appID)])
+            _ = try await run(["publications", "add", "morning", "--app", String(appID)])
             let serviceAccount = try ServiceAccountFile.write(in: directory, name: "firebase.json", projectID: "paperboy-news")
-            let setFCM = try run(["apps", "set-fcm", "--app", String(appID), "--service-account", serviceAccount.path])
+            let setFCM = try await run(["apps", "set-fcm", "--app", String(appID), "--service-account", serviceAccount.path])
             for line in serviceAccount.keyLines { #expect(!setFCM.contains(line), "a line of the service account's key was printed") }
 
             let serve = Process()
@@ -126,7 +126,7 @@ struct SecretsInLogsTests {
             // Let the dispatcher try to send (and fail against the closed port) for a moment.
             try await Task.sleep(for: .seconds(2))
             kill(serve.processIdentifier, SIGTERM)
-            serve.waitUntilExit()
+            try await serve.exited()
             try output.close()
 
             let text = try String(contentsOf: log, encoding: .utf8)

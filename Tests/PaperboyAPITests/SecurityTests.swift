@@ -190,16 +190,16 @@ struct SecurityTests {
                 for await value in ports { port = value }
                 defer { group.cancelAll() }
 
-                let live = try Self.curl(["--cacert", cert, "https://127.0.0.1:\(port)/health/live"])
+                let live = try await Self.curl(["--cacert", cert, "https://127.0.0.1:\(port)/health/live"])
                 #expect(live.status == 0, "\(live.output)")
                 #expect(live.output.hasSuffix("200"), "\(live.output)")
 
-                let plain = try Self.curl(["http://127.0.0.1:\(port)/health/live"])
+                let plain = try await Self.curl(["http://127.0.0.1:\(port)/health/live"])
                 #expect(!plain.output.hasSuffix("200"), "plain HTTP is not served")
 
                 var codes: [String] = []
                 for spoofed in ["192.0.2.1", "192.0.2.2"] {
-                    let answer = try Self.curl([
+                    let answer = try await Self.curl([
                         "--cacert", cert, "-H", "X-API-Key: \(key.secret)", "-H", "X-Paperboy-Client-Address: \(spoofed)",
                         "https://127.0.0.1:\(port)/v1/devices/\(token())",
                     ])
@@ -211,7 +211,7 @@ struct SecurityTests {
     }
 
     /// Runs curl, answering its exit status and output followed by the HTTP status.
-    static func curl(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    static func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments = ["-sS", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}"] + arguments
@@ -219,8 +219,8 @@ struct SecurityTests {
         process.standardOutput = pipe
         process.standardError = pipe
         try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = await onDedicatedThread { pipe.fileHandleForReading.readDataToEndOfFile() }
+        try await process.exited()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }

@@ -31,7 +31,7 @@ struct ServeProcessTests {
             #expect(String(decoding: body, as: UTF8.self).contains("ready"))
 
             kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
+            try await process.exited()
             #expect(process.terminationReason == .exit)
             #expect(process.terminationStatus == 0)
             await #expect(throws: (any Error).self, "nothing listens after the server stopped") {
@@ -47,7 +47,7 @@ struct ServeProcessTests {
     func refusesPendingMigrations() async throws {
         try await TestDatabase.with(migrated: false) { db in
             let (process, log) = try Self.start(db.configuration)
-            process.waitUntilExit()
+            try await process.exited()
             #expect(process.terminationStatus != 0)
             let output = try String(contentsOf: log, encoding: .utf8)
             #expect(output.contains("run `paperboy migrate`"))

@@ -3,6 +3,7 @@ import FCMSimulator
 import Foundation
 import PaperboyCore
 import PaperboyStore
+import PaperboyTesting
 import Testing
 
 #if canImport(Glibc)
@@ -52,7 +53,7 @@ extension FaultTests {
                     let total = apnsDevices + fcmDevices
                     try await WorkerProcessTests.waitUntil(seconds: 40) { apns.stats().accepted + fcm.stats().accepted >= total / 3 }
                     kill(first.pid, SIGKILL)
-                    first.process.waitUntilExit()
+                    try await first.process.exited()
                     let progress = try await rig.waitForCompletion(id, seconds: 60)
                     let exit = await second.terminate(within: 30)
                     #expect(exit != nil && second.process.terminationStatus == 0)

@@ -248,10 +248,10 @@ final class WorkerProcess: @unchecked Sendable {
         }
         if process.isRunning {
             kill(pid, SIGKILL)
-            process.waitUntilExit()
+            await process.exited(within: .seconds(10))
             return nil
         }
-        process.waitUntilExit()
+        try? await process.exited()
         let elapsed = ContinuousClock.now - start
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }

@@ -280,7 +280,7 @@ struct FaultTests {
                 defer { second.stop() }
                 try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 3 }
                 kill(first.pid, SIGKILL)
-                first.process.waitUntilExit()
+                try await first.process.exited()
                 _ = try await rig.waitForCompletion(id, seconds: 60)
                 let exit = await second.terminate(within: 30)
                 #expect(exit != nil && second.process.terminationStatus == 0)

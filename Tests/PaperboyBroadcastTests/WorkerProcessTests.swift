@@ -43,7 +43,7 @@ struct WorkerProcessTests {
             // Kill it when about a third is sent.
             try await Self.waitUntil(seconds: 60) { fixture.simulator.stats().accepted >= devices / 3 }
             kill(first.process.processIdentifier, SIGKILL)
-            first.process.waitUntilExit()
+            try await first.process.exited()
             #expect(first.process.terminationReason == .uncaughtSignal)
             let acceptedAtKill = fixture.simulator.stats().accepted
             #expect(acceptedAtKill < devices, "the first worker was killed mid-broadcast")
@@ -56,7 +56,7 @@ struct WorkerProcessTests {
                 (try? await repository.progress(id: started.broadcast.id, logger: logger))?.state == .completed
             }
             kill(second.process.processIdentifier, SIGTERM)
-            second.process.waitUntilExit()
+            try await second.process.exited()
             #expect(second.process.terminationStatus == 0)
 
             let counts = fixture.accepted()
