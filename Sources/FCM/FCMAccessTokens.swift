@@ -101,8 +101,13 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
         }
         let task = inFlight ?? startFetch()
         do {
-            return try await task.value.token
+            let fresh = try await task.value
+            // Kept before returning, so the next call sees it (``finish(_:)`` may run later, on a busy machine
+            // after many calls that would reuse the finished fetch instead of renewing on time).
+            record(task, .success(fresh))
+            return fresh.token
         } catch {
+            record(task, .failure(error))
             // A failed renewal: the old token serves while it is valid; the next call tries again.
             if let cached, clock.now < cached.expiresAt { return cached.token }
             throw (error as? FCMAuthError) ?? FCMAuthError("cannot get an FCM access token: \(error)")
@@ -137,8 +142,13 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
         return task
     }
 
+    /// For a fetch nobody waits for any more (its callers cancelled).
     private func finish(_ task: Task<Cached, any Error>) async {
-        let result = await task.result
+        record(task, await task.result)
+    }
+
+    /// Keeps what fetch `task` got, once: the first of its waiters (or ``finish(_:)``) to get here.
+    private func record(_ task: Task<Cached, any Error>, _ result: Result<Cached, any Error>) {
         guard inFlight == task else { return }
         inFlight = nil
         switch result {
