@@ -117,7 +117,7 @@ struct DemoRunnerTests {
         }
     }
 
-    @Test("four mornings: from the fourth, swiped-away devices are dormant and get one push; pushes per device fall")
+    @Test("four mornings: from the fourth, swiped-away devices that never answered are dormant and get one push; pushes per device fall")
     func severalMornings() async throws {
         try await TestDatabase.with { db in
             var configuration = DemoConfiguration()
@@ -142,11 +142,20 @@ struct DemoRunnerTests {
                 let perDevice = pushes(recording)
                 #expect(swipedAway.allSatisfy { (perDevice[$0] ?? 0) > 1 })
             }
-            // Morning 4: no receipt for 3 editions makes them dormant; wave 1's push only.
+            // Morning 4: no receipt for 3 editions makes them dormant; wave 1's push only. A swiped-away app's
+            // notification service extension still runs for a ready alert: where it posted a receipt (the
+            // device asked for the alert and iOS delivered it), the device is not dormant and gets every wave.
+            let answered = Set(recordings.prefix(3).flatMap { $0.receipts.map(\.device) })
+            let unanswered = swipedAway.filter { !answered.contains($0) }
+            let revived = swipedAway.filter { answered.contains($0) }
+            #expect(swipedAway.filter { !model.notifyWhenReady($0) }.allSatisfy(unanswered.contains))
+            #expect(revived.allSatisfy(model.notifyWhenReady))
+            #expect(!unanswered.isEmpty)
             let fourth = recordings[3]
-            #expect(fourth.dormant >= swipedAway.count)
+            #expect(fourth.dormant >= unanswered.count)
             let perDevice = pushes(fourth)
-            #expect(swipedAway.allSatisfy { perDevice[$0] == 1 })
+            #expect(unanswered.allSatisfy { perDevice[$0] == 1 })
+            #expect(revived.allSatisfy { (perDevice[$0] ?? 0) > 1 })
             #expect(fourth.pushes.count < recordings[0].pushes.count)
         }
     }
