@@ -37,10 +37,17 @@ struct DemoRunnerTests {
             let perDevice = Dictionary(grouping: recordings[1].pushes, by: \.device).mapValues(\.count)
             #expect(perDevice.values.allSatisfy { $0 <= 6 })
             #expect((perDevice.values.max() ?? 0) > 3)
-            for (_, times) in Dictionary(grouping: recordings[1].pushes, by: \.device) {
+            // The budget counts background pushes (a ready alert is shown, not run). The dispatcher applies it
+            // exactly on its own clock; the simulator stamps a push when it accepts it, after the HTTP/2 round
+            // trip, and at 400x a loaded machine's 25 ms there is 10 s of demo time. So a push counts towards
+            // the hour it was sent in within 250 ms of real time (100 s here): a broken rule or wave spacing is
+            // off by a whole wave interval.
+            let transit = 0.25 * 400.0
+            let background = recordings[1].pushes.filter { $0.pushType == "background" }
+            for (_, times) in Dictionary(grouping: background, by: \.device) {
                 let sorted = times.map(\.at).sorted()
                 for (index, at) in sorted.enumerated() {
-                    #expect(sorted[index...].prefix { $0 < at + 3600 }.count <= 3, "at most 3 background pushes in an hour")
+                    #expect(sorted[index...].prefix { $0 < at + 3600 - transit }.count <= 3, "at most 3 background pushes in an hour")
                 }
             }
             for recording in recordings {
