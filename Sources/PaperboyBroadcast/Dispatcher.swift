@@ -501,9 +501,11 @@ public final class Dispatcher: Service {
                 var fcmMessages = FCMMessageCache()
                 for target in positions[position..<end] {
                     let device = targets[target]
-                    // The ready alert goes in place of the last background follow-up (not a background push:
-                    // iOS's background budget does not apply).
-                    let ready = senders.readyNotification != nil && device.provider == .apns && device.notifyWhenReady
+                    // The ready alert goes in place of the device's last background follow-up (not a background
+                    // push: iOS's background budget does not apply).
+                    let ready =
+                        senders.readyNotification != nil && device.provider == .apns && device.notifyWhenReady
+                        && batch.readyAlertsFrom.map { sentAt >= $0 } == true
                     if let reason = SendRules.skipReason(
                         for: device,
                         kind: ready ? .alert : batch.kind,
@@ -650,7 +652,7 @@ public final class Dispatcher: Service {
         if targets.contains(where: { $0.provider == .apns }) {
             senders.apns = try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger)
             senders.apnsNotifications = try BroadcastPreflight.notifications(for: edition, kind: batch.kind, wave: batch.wave)
-            if batch.readyAlerts, targets.contains(where: { $0.provider == .apns && $0.notifyWhenReady }) {
+            if batch.readyAlertsFrom != nil, targets.contains(where: { $0.provider == .apns && $0.notifyWhenReady }) {
                 senders.readyNotification = try BroadcastPreflight.readyNotification(for: edition, wave: batch.wave)
             }
         }

@@ -8,7 +8,7 @@ import PaperboyStore
 /// pure rules, applied by the ``Dispatcher`` and recorded by the Store.
 public enum SendRules {
     /// Why the target is not sent at `instant`, or nil when it is: nothing at or after the edition's
-    /// deadline; no background push past the device's hourly budget (iOS throttles beyond it, and a wasted
+    /// deadline; no background push past the device's hourly budget, counted in the hour before `instant` (iOS throttles beyond it, and a wasted
     /// push counts against the next hour too; Paperboy keeps the same budget for Android). Alerts are not
     /// budgeted: they are shown, not run. A device registered with FCM whose app has no FCM service account
     /// is never sent (`fcmHasChannel` false): APNs would refuse its token and deactivate the device.
@@ -21,7 +21,7 @@ public enum SendRules {
     ) -> SkipReason? {
         if target.provider == .fcm && !fcmHasChannel { return .fcmNotConfigured }
         if instant >= deadline { return .deadline }
-        if kind == .background && target.pushesInLastHour >= BroadcastOptions.hourlyBudget { return .hourlyBudget }
+        if kind == .background && target.backgroundPushes(inHourBefore: instant) >= BroadcastOptions.hourlyBudget { return .hourlyBudget }
         return nil
     }
 

@@ -113,6 +113,7 @@ struct WaveAdvancer: Sendable {
             deadline: broadcast.deadline,
             options: broadcast.options,
             waves: locked.waves,
+            firstWaveCohorts: locked.firstWaveCohorts,
             lastWaveHasWorkLeft: locked.lastWaveHasWorkLeft,
             countAhead: countAhead
         )

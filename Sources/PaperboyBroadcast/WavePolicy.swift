@@ -14,7 +14,10 @@ import PaperboyStore
 ///   `maxPushesPerDevice`, fewer background waves than that were sent (with `auto`, the default, the
 ///   deadline and the interval alone are the limits: at least 20 minutes apart keeps a device within iOS's
 ///   3 background pushes an hour); after the last background wave, the alert wave when the broadcast asks
-///   for a last resort. Each runs at wave 1's rate, the rate the content API was planned for.
+///   for a last resort. Each runs at wave 1's rate, the rate the content API was planned for, and keeps
+///   wave 1's cohort slots, moved by the waves' interval and aligned at their ends
+///   (``StaggerPlan/init(cohortCounts:rate:following:shift:)``): every device goes out at least a whole
+///   interval after its wave-1 send, so its fourth push falls an hour after its first, not within it.
 /// - A wave that cannot finish before the deadline sends what it can: its devices go out in plan order
 ///   (each cohort's batches are carved earliest-due first, and the cohort due soonest is carved first), a
 ///   device due at or after the deadline is skipped (`deadline`, ``SendRules``), and at the deadline the
@@ -36,11 +39,21 @@ public enum WavePolicy {
         public var lastWaveHasWorkLeft: Bool
         /// How long before a wave's start its audience is counted (longer than a count takes).
         public var countAhead: TimeInterval
+        /// Wave 1's cohort slots as planned: each later wave keeps its devices' spacing from them.
+        public var firstWaveCohorts: [StaggerPlan.Cohort]
 
-        public init(deadline: Date, options: BroadcastOptions, waves: [StoredWave], lastWaveHasWorkLeft: Bool, countAhead: TimeInterval = 0) {
+        public init(
+            deadline: Date,
+            options: BroadcastOptions,
+            waves: [StoredWave],
+            firstWaveCohorts: [StaggerPlan.Cohort],
+            lastWaveHasWorkLeft: Bool,
+            countAhead: TimeInterval = 0
+        ) {
             self.deadline = deadline
             self.options = options
             self.waves = waves
+            self.firstWaveCohorts = firstWaveCohorts
             self.lastWaveHasWorkLeft = lastWaveHasWorkLeft
             self.countAhead = countAhead
         }
@@ -104,7 +117,12 @@ public enum WavePolicy {
             guard counts.contains(where: { $0 > 0 }) else { continue }
             // Counted ahead: the wave starts at its time, not when counted.
             guard start <= now else { return actions }
-            let plan = try StaggerPlan(cohortCounts: counts, pace: .capacity(perSecond: first.rate), start: start)
+            let plan = try StaggerPlan(
+                cohortCounts: counts,
+                rate: first.rate,
+                following: state.firstWaveCohorts,
+                shift: start.timeIntervalSince(first.start)
+            )
             return actions + [.startWave(wave: last.wave + 1, kind: kind, plan: plan)]
         }
         // Nobody is left to wake.

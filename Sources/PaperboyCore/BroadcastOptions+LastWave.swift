@@ -18,10 +18,27 @@ extension BroadcastOptions {
         return true
     }
 
-    /// Whether background wave `wave` (starting at `start`) is the last background follow-up: wave 2 or later,
-    /// with no background wave after it. Devices whose reader asked to be told when the edition is ready get
-    /// an alert for their Notification Service Extension in its place (``DeviceRegistration/notifyWhenReady``).
+    /// Whether a push of background wave `wave` at `start` (the wave's start, or a device's send instant) is
+    /// the last background follow-up: wave 2 or later, with no background push after it. Devices whose
+    /// reader asked to be told when the edition is ready get an alert for their Notification Service
+    /// Extension in its place (``DeviceRegistration/notifyWhenReady``).
     public func isLastBackgroundFollowUp(wave: Int, start: Date, deadline: Date) -> Bool {
-        wave >= 2 && !allowsBackgroundWave(after: wave, lastStart: start, deadline: deadline)
+        lastBackgroundFollowUp(wave: wave, deadline: deadline).map { start >= $0 } ?? false
+    }
+
+    /// From which send instant a device's push in background wave `wave` is its last background follow-up, or
+    /// nil for wave 1.
+    ///
+    /// A device's next push comes at least `waveInterval` after this one (a later wave keeps each device's
+    /// spacing: ``StaggerPlan/init(cohortCounts:rate:following:shift:)``), so a push at or after
+    /// `deadline - waveInterval` has no background push after it (with `auto` and the alert last resort,
+    /// whose slot is the last, `deadline - 2 × waveInterval`). The rule per device, not per wave: a device
+    /// late in wave 1 has its last slot before the deadline a wave earlier than one early in it. With a fixed
+    /// cap, every push of the capped wave is the last.
+    public func lastBackgroundFollowUp(wave: Int, deadline: Date) -> Date? {
+        guard wave >= 2 else { return nil }
+        guard maxPushesPerDevice.allowsWave(after: wave) else { return .distantPast }
+        let slotsAfter: Double = maxPushesPerDevice == .auto && alertLastResort ? 2 : 1
+        return deadline.addingTimeInterval(-slotsAfter * waveInterval)
     }
 }

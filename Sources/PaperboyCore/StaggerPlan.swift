@@ -22,6 +22,14 @@ public struct StaggerPlan: Codable, Sendable, Equatable {
         public var end: Date
         /// Sends per second within the cohort's slot (the plan's rate, for a non-empty cohort).
         public var rate: Double
+
+        public init(index: Int, devices: Int, start: Date, end: Date, rate: Double) {
+            self.index = index
+            self.devices = devices
+            self.start = start
+            self.end = end
+            self.rate = rate
+        }
     }
 
     /// The first send: the requested start moved off the round minute.
@@ -83,6 +91,43 @@ public struct StaggerPlan: Codable, Sendable, Equatable {
         self.cohorts = cohorts
     }
 
+    /// Plans a follow-up wave `shift` seconds after the wave whose cohort slots are `previous` (wave 1's),
+    /// at `rate`, so that no device is pushed sooner than `shift` after its send in that wave.
+    ///
+    /// Each cohort's slot ends where its slot in `previous` ended, moved by `shift`, and lasts
+    /// `devices / rate`: a follow-up's audience is a subset of the earlier wave's (devices that answered
+    /// drop out), so the devices after a given one in its cohort are no more than they were, and aligned at
+    /// the end each device goes out no earlier than its earlier send plus `shift` (and at most a cohort slot
+    /// later). Started at the shifted wave start instead, a smaller audience at the same rate is pushed
+    /// sooner in the wave than before: a device late in wave 1 would get wave 4 within the hour of its
+    /// first push, past iOS's 3 background pushes an hour. A cohort with more devices than before starts
+    /// where the cohort before it ends, so that slots never overlap and the wave never sends faster than
+    /// `rate`. Slots may leave gaps; ``start`` is the shifted start of `previous`.
+    ///
+    /// - Parameters:
+    ///   - cohortCounts: devices per cohort, in cohort order, as many as `previous` has.
+    ///   - previous: the cohorts of the wave this one follows, as planned.
+    ///   - shift: seconds from that wave's start to this one's.
+    public init(cohortCounts: [Int], rate: Double, following previous: [Cohort], shift: TimeInterval) throws(StaggerPlanError) {
+        guard !cohortCounts.isEmpty else { throw .noCohorts }
+        guard cohortCounts.count == previous.count else { throw .cohortsDiffer }
+        guard cohortCounts.allSatisfy({ $0 >= 0 }) else { throw .negativeCount }
+        guard rate > 0 else { throw .nonPositivePace }
+        start = previous[0].start.addingTimeInterval(shift)
+        self.rate = rate
+        var cohorts: [Cohort] = []
+        var free = start
+        for (index, count) in cohortCounts.enumerated() {
+            let length = Double(count) / rate
+            let slotStart = max(free, previous[index].end.addingTimeInterval(shift - length))
+            let slotEnd = slotStart.addingTimeInterval(length)
+            cohorts.append(Cohort(index: index, devices: count, start: slotStart, end: slotEnd, rate: count == 0 ? 0 : rate))
+            if count > 0 { free = slotEnd }
+        }
+        self.cohorts = cohorts
+        window = free.timeIntervalSince(start)
+    }
+
     /// When the `ordinal`-th device (from 0) of `cohort` is sent.
     public func sendTime(cohort: Int, ordinal: Int) -> Date {
         guard rate > 0 else { return start }
@@ -94,39 +139,58 @@ public struct StaggerPlan: Codable, Sendable, Equatable {
         let total = cohorts.reduce(0) { $0 + $1.devices }
         guard total > 0 else { return [] }
         var buckets = Array(repeating: 0, count: Int(window.rounded(.up)) + 1)
-        for send in 0..<total {
-            buckets[min(Int(Double(send) / rate), buckets.count - 1)] += 1
+        for (offset, devices) in sendOffsets() {
+            for ordinal in 0..<devices {
+                buckets[min(Int((offset + Double(ordinal)) / rate), buckets.count - 1)] += 1
+            }
         }
         while buckets.last == 0 { buckets.removeLast() }
         return buckets
     }
 
+    /// Each cohort's first send as an offset from ``start`` in sends (seconds times ``rate``), with its
+    /// devices. Where the cohorts tile the window (every plan but a follow-up with gaps) the offsets are the
+    /// whole numbers of devices before each cohort, so a send's second is computed as `ordinal / rate`
+    /// exactly as the plan was made.
+    private func sendOffsets() -> [(offset: Double, devices: Int)] {
+        var before = 0
+        return cohorts.map { cohort in
+            defer { before += cohort.devices }
+            let tiled = rate == 0 || cohort.start == start.addingTimeInterval(Double(before) / rate)
+            return (tiled ? Double(before) : cohort.start.timeIntervalSince(start) * rate, cohort.devices)
+        }
+    }
+
     /// Planned sends in consecutive buckets of `seconds`, from the plan's start, up to the last send.
     ///
-    /// A device's send instant is `ordinal / rate` after the start (``sendTime(cohort:ordinal:)``), so a
-    /// bucket's count is exact; with one-second buckets this is ``sendsPerSecond()`` without walking every
+    /// A device's send instant is its cohort's start plus `ordinal / rate` (``sendTime(cohort:ordinal:)``),
+    /// so a bucket's count is exact; with one-second buckets this is ``sendsPerSecond()`` without walking every
     /// device.
     public func sends(perBucketOf seconds: TimeInterval) -> [Int] {
         precondition(seconds > 0, "a bucket must be longer than zero")
         let total = cohorts.reduce(0) { $0 + $1.devices }
         guard total > 0, rate > 0 else { return [] }
+        let offsets = sendOffsets()
         var buckets: [Int] = []
         var counted = 0
         while counted < total {
-            let next = sentBefore(Double(buckets.count + 1) * seconds, total: total)
+            let next = Self.sent(before: Double(buckets.count + 1) * seconds, offsets: offsets, rate: rate)
             buckets.append(next - counted)
             counted = next
         }
         return buckets
     }
 
-    /// How many sends happen strictly before `offset` seconds after the start: ordinals `k` with
-    /// `k / rate < offset`, in the same arithmetic as ``sendsPerSecond()``.
-    private func sentBefore(_ offset: Double, total: Int) -> Int {
-        var count = min(total, max(0, Int((offset * rate).rounded(.up))))
-        while count > 0 && Double(count - 1) / rate >= offset { count -= 1 }
-        while count < total && Double(count) / rate < offset { count += 1 }
-        return count
+    /// How many sends happen strictly before `offset` seconds after the start: in each cohort, ordinals `k`
+    /// with `(first + k) / rate < offset`, in the same arithmetic as ``sendsPerSecond()``.
+    private static func sent(before offset: Double, offsets: [(offset: Double, devices: Int)], rate: Double) -> Int {
+        offsets.reduce(0) { sent, cohort in
+            let (first, devices) = cohort
+            var count = min(devices, max(0, Int((offset * rate - first).rounded(.up))))
+            while count > 0 && (first + Double(count - 1)) / rate >= offset { count -= 1 }
+            while count < devices && (first + Double(count)) / rate < offset { count += 1 }
+            return sent + count
+        }
     }
 
     /// Firebase's scaling advice: no sending within 2 minutes of :00, :15, :30 and :45, when everyone's
@@ -164,9 +228,11 @@ public enum StaggerPlanError: Error, Equatable, CustomStringConvertible {
     case negativeCount
     case nonPositivePace
     case jitterTooSmall
+    case cohortsDiffer
 
     public var description: String {
         switch self {
+        case .cohortsDiffer: "a follow-up wave needs as many cohorts as the wave it follows"
         case .noCohorts: "a plan needs at least one cohort"
         case .negativeCount: "a cohort cannot have a negative device count"
         case .nonPositivePace: "the window and the capacity must be positive"

@@ -12,9 +12,9 @@ struct APNsSimCommand: AsyncParsableCommand {
         commandName: "apns-sim",
         abstract: "Run an APNs-compatible HTTP/2 server for tests, demos and benchmarks until SIGINT or SIGTERM.",
         discussion: """
-            It checks every request as APNs does (path, token, provider token signature and age, topic, push type,
-            priority, payload), advertises one stream until a valid provider token, then --max-concurrent-streams,
-            and injects faults on demand. On start it prints one line, `apns-sim listening on http://HOST:PORT`;
+            It checks every request as APNs does (path, token, provider token signature and age, topic, push type, \
+            priority, payload), advertises one stream until a valid provider token, then --max-concurrent-streams, \
+            and injects faults on demand. On start it prints one line, `apns-sim listening on http://HOST:PORT`; \
             on SIGINT or SIGTERM it prints what it saw and exits 0.
             """
     )

@@ -16,8 +16,8 @@ struct BroadcastCommand: AsyncParsableCommand {
         commandName: "broadcast",
         abstract: "Start a broadcast of an edition, follow it, or cancel it.",
         discussion: """
-            `paperboy broadcast --edition ID` starts the broadcast (or attaches to the one the edition already
-            has: safe to run from cron twice) and exits 0; the workers (`paperboy serve`, `paperboy worker`)
+            `paperboy broadcast --edition ID` starts the broadcast (or attaches to the one the edition already \
+            has: safe to run from cron twice) and exits 0; the workers (`paperboy serve`, `paperboy worker`) \
             send it. `--dry-run` prints the plan and stores nothing.
             """,
         subcommands: [Start.self, Status.self, Cancel.self, List.self],

@@ -17,22 +17,22 @@ struct DemoCommand: AsyncParsableCommand {
         abstract:
             "Deliver a morning edition to a simulated iOS and Android fleet three ways, and compare: blast, staggered, staggered with waves.",
         discussion: """
-            Needs no set-up: without a database configured it starts a private PostgreSQL that it removes
-            afterwards. Everything is real except the devices, APNs and FCM: Paperboy's dispatcher sends through its
-            APNs and FCM clients to the APNs and FCM simulators, and the simulated devices fetch the edition from
-            Paperboy's HTTP API and post receipts. Android devices (--android-share) register through the API with
-            FCM; whether Doze holds their messages follows a stated model whose parameters are assumptions. Time is compressed (the factor is printed); every figure is computed from what
-            the simulator, the API and the receipts table recorded. The waves strategy sends follow-up waves
-            20 minutes apart (Apple's cadence) until the deadline (--max-pushes auto). Beside each strategy's
-            held share the report prints the ceiling: the share of reachable iOS devices a policy could hold
-            that pushes each one from its wave-1 slot every 20 minutes until it holds the edition or the
-            deadline passes, computed from the model's parameters, and each strategy's share of it.
-            The model's parameters are assumptions, not measurements: try others with --fleet FILE.json
-            (docs/fleets/ has two). With --json (each strategy's result, with its ceiling, heldShareOfCeiling and
+            Needs no set-up: without a database configured it starts a private PostgreSQL that it removes \
+            afterwards. Everything is real except the devices, APNs and FCM: Paperboy's dispatcher sends through its \
+            APNs and FCM clients to the APNs and FCM simulators, and the simulated devices fetch the edition from \
+            Paperboy's HTTP API and post receipts. Android devices (--android-share) register through the API with \
+            FCM; whether Doze holds their messages follows a stated model whose parameters are assumptions. Time is compressed (the factor is printed); every figure is computed from what \
+            the simulator, the API and the receipts table recorded. The waves strategy sends follow-up waves \
+            20 minutes apart (Apple's cadence) until the deadline (--max-pushes auto). Beside each strategy's \
+            held share the report prints the ceiling: the share of reachable iOS devices a policy could hold \
+            that pushes each one from its wave-1 slot every 20 minutes until it holds the edition or the \
+            deadline passes, computed from the model's parameters, and each strategy's share of it. \
+            The model's parameters are assumptions, not measurements: try others with --fleet FILE.json \
+            (docs/fleets/ has two). With --json (each strategy's result, with its ceiling, heldShareOfCeiling and \
             the assumptions), progress still goes to standard error.
 
-            --days N runs the waves strategy on N mornings in a row on one fleet, a new edition each morning:
-            devices that posted no receipt for their last 3 editions are dormant from then on (wave 1's push,
+            --days N runs the waves strategy on N mornings in a row on one fleet, a new edition each morning: \
+            devices that posted no receipt for their last 3 editions are dormant from then on (wave 1's push, \
             no follow-ups), so pushes per device fall while the held share stays. About 2 minutes a morning.
             """
     )

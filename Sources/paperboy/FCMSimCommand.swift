@@ -10,10 +10,10 @@ struct FCMSimCommand: AsyncParsableCommand {
         commandName: "fcm-sim",
         abstract: "Run an FCM HTTP v1-compatible server for tests, demos and benchmarks until SIGINT or SIGTERM.",
         discussion: """
-            One port speaks HTTP/2 with prior knowledge (h2c) and HTTP/1.1. It serves Google's OAuth2 token endpoint
-            (POST /token) for the service accounts it trusts (--service-account, --write-service-account) and FCM's
-            send (POST /v1/projects/P/messages:send), checked as FCM does, with faults on demand and /control/
-            endpoints (docs/fcm-simulator.md). On start it prints `fcm-sim listening on http://HOST:PORT` and
+            One port speaks HTTP/2 with prior knowledge (h2c) and HTTP/1.1. It serves Google's OAuth2 token endpoint \
+            (POST /token) for the service accounts it trusts (--service-account, --write-service-account) and FCM's \
+            send (POST /v1/projects/P/messages:send), checked as FCM does, with faults on demand and /control/ \
+            endpoints (docs/fcm-simulator.md). On start it prints `fcm-sim listening on http://HOST:PORT` and \
             `fcm-sim token endpoint http://HOST:PORT/token`; on SIGINT or SIGTERM it prints what it saw and exits 0.
             """
     )

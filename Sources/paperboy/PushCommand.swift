@@ -13,11 +13,12 @@ struct PushCommand: AsyncParsableCommand {
         commandName: "push",
         abstract: "Send one background notification (APNs) or data message (FCM) to each device token and print each outcome.",
         discussion: """
-            Exit code 0 when the provider accepted every message, 1 otherwise. With --json, one JSON object per
-            token on standard output: {"token", "outcome": "accepted"|"rejected"|"fateUnknown"|"notSent",
-            "apnsId", "status", "reason", "timestamp", "message"} for APNs; {"token", "outcome", "name", "status",
+            Exit code 0 when the provider accepted every message, 1 otherwise. With --json, one JSON object per \
+            token on standard output: {"token", "outcome": "accepted"|"rejected"|"fateUnknown"|"notSent", \
+            "apnsId", "status", "reason", "timestamp", "message"} for APNs; {"token", "outcome", "name", "status", \
             "code", "action", "message"} for FCM.
-            With --provider fcm, the --data values that are not strings are sent as their JSON text (FCM data is
+
+            With --provider fcm, the --data values that are not strings are sent as their JSON text (FCM data is \
             string to string).
             """
     )

@@ -17,10 +17,10 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the HTTP API and send broadcasts until SIGTERM or SIGINT, then drain and exit 0.",
         discussion: """
-            With no database configured (no --database-url, DATABASE_URL or PGHOST) it starts a throwaway
-            PostgreSQL cluster, migrates it, registers a demo app and prints its device API key: everything is
-            deleted when the server stops. The admin token for operator endpoints comes from PAPERBOY_ADMIN_TOKEN.
-            Besides the API, the process is a broadcast worker (as `paperboy worker`) unless --no-dispatch, and
+            With no database configured (no --database-url, DATABASE_URL or PGHOST) it starts a throwaway \
+            PostgreSQL cluster, migrates it, registers a demo app and prints its device API key: everything is \
+            deleted when the server stops. The admin token for operator endpoints comes from PAPERBOY_ADMIN_TOKEN. \
+            Besides the API, the process is a broadcast worker (as `paperboy worker`) unless --no-dispatch, and \
             fires broadcast schedules (exactly one serve process does, by an advisory lock) unless --no-scheduler.
             """
     )

@@ -14,8 +14,8 @@ struct WorkerCommand: AsyncParsableCommand {
         commandName: "worker",
         abstract: "Send broadcasts (no HTTP API) until SIGTERM or SIGINT; then finish the batches held and exit 0.",
         discussion: """
-            Run as many workers as you like, on any machines, against one database: they lease batches of
-            cohorts from PostgreSQL and pace against the same plan, so the rate holds in total. A worker that
+            Run as many workers as you like, on any machines, against one database: they lease batches of \
+            cohorts from PostgreSQL and pace against the same plan, so the rate holds in total. A worker that \
             dies is replaced by the others once its leases expire (--lease).
             """
     )

@@ -208,9 +208,11 @@ struct DispatcherTests {
             progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
             #expect(progress.state == .completed)
             #expect(progress.waves.map(\.counts.planned) == [120, 50, 50])
-            // Later waves go at wave 1's rate: fewer devices, a shorter wave, never a higher rate.
+            // Later waves go at wave 1's rate within wave 1's cohort slots, an interval later: fewer devices,
+            // less time sending, never a higher rate, never past wave 1's span.
             #expect(progress.waves.allSatisfy { abs($0.rate - progress.waves[0].rate) < 1e-9 })
-            #expect(progress.waves[1].window < progress.waves[0].window / 2)
+            #expect(progress.waves[1].window <= progress.waves[0].window + 1e-6)
+            #expect(Double(progress.waves[1].counts.planned) / progress.waves[1].rate < progress.waves[0].window / 2)
             #expect(progress.waves[0].counts.receipts["newData"] == 50)
             #expect(progress.receipts == ["newData": 50, "failed": 1])
         }
@@ -428,6 +430,55 @@ struct DispatcherTests {
             #expect(try await fixture.repository.record(dead, outcomes: [], owner: "dead-worker", now: t0, logger: fixture.logger) == false)
             let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
             #expect(progress.waves[0].counts.sent == 40)
+        }
+    }
+
+    @Test(
+        "waves 20 minutes apart to half the devices: each is pushed a whole interval after its previous push, and its fourth push an hour after its first, none skipped for the hourly budget"
+    )
+    func followUpsKeepEachDeviceSpacing() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(200)
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(3 * 3600))
+            let options = BroadcastOptions(pace: .window(10 * 60), cohorts: 4, waveInterval: 20 * 60, maxPushesPerDevice: 4)
+            let started = try await fixture.repository.start(
+                editionID: edition.id,
+                environment: .production,
+                options: options,
+                origin: "test",
+                now: t0,
+                logger: fixture.logger
+            )
+            let dispatcher = fixture.dispatcher()
+            let start = started.broadcast.start
+            try await fixture.step(at: start.addingTimeInterval(10 * Self.minute + 5), dispatcher)
+            // Half the devices answer wave 1: the later waves' audience is half of wave 1's, at the same rate.
+            // Sent from the start of the interval they would be pushed sooner after wave 1 than 20 minutes
+            // (the last device of wave 1 after 15 minutes), and the fourth push would fall within the hour.
+            for token in fixture.tokens.prefix(100) { try await fixture.receipt(token, edition: edition) }
+            for wave in 1...3 {
+                // At its start the wave is counted and planned; by 11 minutes later its devices have gone out.
+                try await fixture.step(at: start.addingTimeInterval(Double(wave) * 20 * Self.minute), dispatcher)
+                try await fixture.step(at: start.addingTimeInterval(Double(wave) * 20 * Self.minute + 11 * Self.minute), dispatcher)
+            }
+            let accepted = fixture.accepted()
+            #expect(fixture.tokens.dropFirst(100).filter { accepted[$0.hex] == 4 }.count == 100, "every device that never answered got 4 pushes")
+
+            let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            #expect(progress.waves.map(\.counts.planned) == [200, 100, 100, 100])
+            #expect(progress.waves.map(\.counts.skipped) == Array(repeating: [:], count: 4))
+            let rows = try await fixture.db.client.query(
+                "SELECT device_id, sent_at FROM deliveries WHERE broadcast_id = \(started.broadcast.id) AND background ORDER BY device_id, wave",
+                logger: fixture.logger
+            )
+            var times: [Int64: [Date]] = [:]
+            for try await (device, sentAt) in rows.decode((Int64, Date).self) { times[device, default: []].append(sentAt) }
+            #expect(times.values.filter { $0.count == 4 }.count == 100)
+            for sent in times.values where sent.count == 4 {
+                for (previous, next) in zip(sent, sent.dropFirst()) { #expect(next.timeIntervalSince(previous) >= 20 * Self.minute - 0.001) }
+                #expect(sent[3].timeIntervalSince(sent[0]) >= 3600 - 0.001)
+            }
         }
     }
 

@@ -32,6 +32,19 @@ struct ReadyAlertTests {
         #expect(!BroadcastOptions(maxPushesPerDevice: 1).isLastBackgroundFollowUp(wave: 1, start: start, deadline: deadline))
     }
 
+    @Test("the rule is per device: a push less than an interval before the deadline is its device's last, in whichever wave it falls")
+    func lastFollowUpPerDevice() {
+        let start = Date(timeIntervalSince1970: 0)
+        let deadline = start.addingTimeInterval(7200)
+        let options = BroadcastOptions(waveInterval: 1200, maxPushesPerDevice: .auto)
+        #expect(options.lastBackgroundFollowUp(wave: 1, deadline: deadline) == nil)
+        #expect(options.lastBackgroundFollowUp(wave: 5, deadline: deadline) == start.addingTimeInterval(6000))
+        // Wave 5 starts at 80 minutes: a device sent at 99 minutes has its sixth slot at 119, one sent at 100
+        // minutes (late in wave 1's window) would have it at 120, the deadline: wave 5 is its last.
+        #expect(!options.isLastBackgroundFollowUp(wave: 5, start: start.addingTimeInterval(99 * 60), deadline: deadline))
+        #expect(options.isLastBackgroundFollowUp(wave: 5, start: start.addingTimeInterval(100 * 60), deadline: deadline))
+    }
+
     @Test("the ready alert: mutable-content alert, the small tier's bundles to fetch, the extension's limits, the wave")
     func payload() throws {
         let edition = Edition(
@@ -107,6 +120,44 @@ struct ReadyAlertTests {
             let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
             #expect(progress.waves.map(\.kind) == [.background, .background, .alert])
             #expect(progress.waves[1].counts.accepted == 15)
+        }
+    }
+
+    @Test(
+        "a device whose next slot would fall at or past the deadline gets the ready alert in its last background slot, though the wave is not the last"
+    )
+    func inPlaceOfEachDevicesLastFollowUp() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            try await fixture.register(10, alerts: true, notifyWhenReady: true)
+            // Waves 20 minutes apart with the deadline 45 minutes after the start: wave 3 starts at 40 minutes.
+            // Wave 1 sends the ten devices a minute apart; each keeps its slot in waves 2 and 3. Those sent from
+            // 5 minutes on have no slot before the deadline in wave 3: wave 2 is their last.
+            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(45 * Self.minute))
+            let started = try await fixture.repository.start(
+                editionID: edition.id,
+                environment: .production,
+                options: BroadcastOptions(pace: .window(10 * 60), cohorts: 1, waveInterval: 20 * 60, maxPushesPerDevice: .auto, jitter: 1),
+                origin: "test",
+                now: t0,
+                logger: fixture.logger
+            )
+            let dispatcher = fixture.dispatcher()
+            let start = started.broadcast.start
+            #expect(start.timeIntervalSince(t0) < 3, "the jitter moves the start by a second or two")
+            for offset in [11, 20, 31, 40, 51] {
+                _ = try await fixture.step(at: start.addingTimeInterval(Double(offset) * Self.minute), dispatcher)
+            }
+            var sent: [Int64: [String]] = [:]
+            let rows = try await fixture.db.client.query(
+                "SELECT device_id, wave, background FROM deliveries WHERE broadcast_id = \(started.broadcast.id) ORDER BY device_id, wave",
+                logger: fixture.logger
+            )
+            for try await (device, wave, background) in rows.decode((Int64, Int16, Bool).self) {
+                sent[device, default: []].append("\(wave)\(background ? "b" : "a")")
+            }
+            let patterns = sent.values.map { $0.joined(separator: " ") }.sorted()
+            #expect(patterns == Array(repeating: "1b 2a", count: 5) + Array(repeating: "1b 2b 3a", count: 5))
         }
     }
 }

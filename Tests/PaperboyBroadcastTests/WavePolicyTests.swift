@@ -24,8 +24,14 @@ struct WavePolicyTests {
             deadline: start.addingTimeInterval(deadlineAfter),
             options: BroadcastOptions(cohorts: cohorts, waveInterval: interval, maxPushesPerDevice: maxPushes, alertLastResort: alert),
             waves: waves,
+            firstWaveCohorts: firstWave(rate: waves.first?.rate ?? 100, cohorts: cohorts),
             lastWaveHasWorkLeft: workLeft
         )
+    }
+
+    /// Wave 1's cohorts: 500 devices each at `rate` from `start`.
+    static func firstWave(rate: Double, cohorts: Int = 2) -> [StaggerPlan.Cohort] {
+        (try? StaggerPlan(cohortCounts: Array(repeating: 500, count: cohorts), pace: .capacity(perSecond: rate), start: start).cohorts) ?? []
     }
 
     static func wave(_ n: Int, kind: BroadcastProgress.Wave.Kind = .background, finished: Bool = false, rate: Double = 100) -> StoredWave {
@@ -56,10 +62,16 @@ struct WavePolicyTests {
 
         let counted = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [300, 200]])
         let actions = try WavePolicy.next(state, now: now, counted: counted)
-        let plan = try StaggerPlan(cohortCounts: [300, 200], pace: .capacity(perSecond: 250), start: Self.start.addingTimeInterval(Self.interval))
+        let plan = try StaggerPlan(cohortCounts: [300, 200], rate: 250, following: Self.firstWave(rate: 250), shift: Self.interval)
         #expect(actions == [.startWave(wave: 2, kind: .background, plan: plan)])
-        // Fewer devices at the same rate: a shorter wave, and it starts on the interval, not when counted.
-        #expect(plan.window == 2)
+        // Wave 1 sent cohort 0 in its first 2 s, cohort 1 in the next 2 s. Fewer devices at the same rate:
+        // each cohort's slot is shorter and ends where wave 1's ended, an interval later, so no device goes
+        // out sooner than an interval after its wave-1 push. The wave starts on the interval, not when counted.
+        let wave2 = Self.start.addingTimeInterval(Self.interval)
+        #expect(plan.start == wave2)
+        #expect(zip(plan.cohorts.map { $0.start.timeIntervalSince(wave2) }, [0.8, 3.2]).allSatisfy { abs($0 - $1) < 1e-6 })
+        #expect(zip(plan.cohorts.map { $0.end.timeIntervalSince(wave2) }, [2.0, 4.0]).allSatisfy { abs($0 - $1) < 1e-6 })
+        #expect(plan.rate == 250)
     }
 
     @Test("with countAhead the audience is counted that long before the start, and the wave still starts on time")
@@ -73,7 +85,7 @@ struct WavePolicyTests {
 
         let counted = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [300, 200]], countedAt: early)
         #expect(try WavePolicy.next(state, now: start.addingTimeInterval(-1), counted: counted) == [], "counted, but not due yet")
-        let plan = try StaggerPlan(cohortCounts: [300, 200], pace: .capacity(perSecond: 250), start: start)
+        let plan = try StaggerPlan(cohortCounts: [300, 200], rate: 250, following: Self.firstWave(rate: 250), shift: Self.interval)
         #expect(try WavePolicy.next(state, now: start, counted: counted) == [.startWave(wave: 2, kind: .background, plan: plan)])
 
         // A count from before the window (a worker that was stopped since) is taken again.
@@ -211,8 +223,14 @@ struct WavePolicyTests {
 @Suite("Send rules")
 struct SendRulesTests {
     static let deadline = Date(timeIntervalSince1970: 1_800_003_600)
-    static func target(recent: Int) -> BatchTarget {
-        BatchTarget(deviceID: 1, token: .apns(DeviceToken(bytes: Array(repeating: 7, count: 32))), tier: .large, pushesInLastHour: recent)
+    /// A device with `recent` background pushes in the hour before `before`, 15 minutes apart from 5 minutes before it.
+    static func target(recent: Int, before instant: Date = deadline - 600) -> BatchTarget {
+        BatchTarget(
+            deviceID: 1,
+            token: .apns(DeviceToken(bytes: Array(repeating: 7, count: 32))),
+            tier: .large,
+            recentBackgroundPushes: (0..<recent).map { instant.addingTimeInterval(-300 - Double($0) * 900) }
+        )
     }
 
     @Test("nothing goes out at or after the deadline")
@@ -257,14 +275,30 @@ struct SendRulesTests {
         #expect(SendRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline, fcmHasChannel: true) == nil)
     }
 
+    @Test("the budget is counted in the hour before the device's own send instant, not before its batch was read")
+    func hourlyBudgetAtTheInstant() {
+        // Read at `read`: three pushes in the hour before, the first 59 minutes earlier.
+        let read = Self.deadline - 1800
+        let pushes = [read - 59 * 60, read - 40 * 60, read - 20 * 60]
+        let device = BatchTarget(deviceID: 1, token: Self.target(recent: 0).token, tier: .large, recentBackgroundPushes: pushes)
+        #expect(device.backgroundPushes(inHourBefore: read) == 3)
+        func reason(at instant: Date) -> SkipReason? {
+            SendRules.skipReason(for: device, kind: .background, at: instant, deadline: Self.deadline, fcmHasChannel: true)
+        }
+        #expect(reason(at: read) == .hourlyBudget)
+        #expect(reason(at: read + 59) == .hourlyBudget)
+        // Exactly an hour after the first push it has left the hour: the fourth push is due.
+        #expect(reason(at: read + 60) == nil)
+        #expect(device.backgroundPushes(inHourBefore: read + 90) == 2)
+    }
+
     @Test("an FCM device of an app without an FCM service account is skipped as fcmNotConfigured, in every kind of wave; with one it is sent")
     func fcmTargetsSkipped() throws {
         let fcm = BatchTarget(
             deviceID: 2,
             token: .fcm(try FCMToken("cAbCdEfGhIj:APA91b" + String(repeating: "x", count: 134))),
             platform: .android,
-            tier: .large,
-            pushesInLastHour: 0
+            tier: .large
         )
         let early = Self.deadline - 600
         #expect(SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: false) == .fcmNotConfigured)
@@ -276,7 +310,7 @@ struct SendRulesTests {
             token: fcm.token,
             platform: .android,
             tier: .large,
-            pushesInLastHour: BroadcastOptions.hourlyBudget
+            recentBackgroundPushes: Self.target(recent: BroadcastOptions.hourlyBudget).recentBackgroundPushes
         )
         #expect(
             SendRules.skipReason(for: budgetSpent, kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: true) == .hourlyBudget,

@@ -92,6 +92,57 @@ struct StaggerPlanTests {
         let empty = try StaggerPlan(cohortCounts: [0, 0], pace: .window(60), requestedStart: Self.five, seed: 9)
         #expect(empty.sends(perBucketOf: 60).isEmpty)
     }
+
+    @Test("a follow-up wave sends each device of a smaller audience at least the shift after its wave-1 send, at most a cohort slot later")
+    func followUpKeepsSpacing() throws {
+        // Wave 1: 4 cohorts over 30 minutes. The follow-up's audience: about a third of each cohort, chosen
+        // by a hash of the device, in the same key order.
+        let counts = Self.counts(devices: 20_000, cohorts: 4)
+        let first = try StaggerPlan(cohortCounts: counts, pace: .window(1800), requestedStart: Self.five, seed: 4)
+        let kept = counts.enumerated().map { cohort, devices in (0..<devices).filter { ($0 &* 2_654_435_761 &+ cohort) % 3 == 0 } }
+        let shift: TimeInterval = 3 * 1200
+        let later = try StaggerPlan(cohortCounts: kept.map(\.count), rate: first.rate, following: first.cohorts, shift: shift)
+        #expect(later.start == first.start.addingTimeInterval(shift))
+        #expect(later.rate == first.rate)
+        var earliestGap = TimeInterval.infinity
+        var latestGap = -TimeInterval.infinity
+        for (cohort, devices) in kept.enumerated() {
+            for (ordinal, wave1Ordinal) in devices.enumerated() {
+                let gap = later.sendTime(cohort: cohort, ordinal: ordinal).timeIntervalSince(first.sendTime(cohort: cohort, ordinal: wave1Ordinal))
+                earliestGap = min(earliestGap, gap)
+                latestGap = max(latestGap, gap)
+            }
+        }
+        #expect(earliestGap >= shift - 1e-6, "no device sooner than the shift after its wave-1 send")
+        let longestSlot = first.cohorts.map { $0.end.timeIntervalSince($0.start) }.max()!
+        #expect(latestGap <= shift + longestSlot)
+        // Slots do not overlap, so the wave never sends faster than wave 1's rate.
+        for (previous, next) in zip(later.cohorts, later.cohorts.dropFirst()) { #expect(previous.end <= next.start) }
+        #expect(later.sends(perBucketOf: 1) == later.sendsPerSecond())
+        #expect(later.sends(perBucketOf: 60).reduce(0, +) == kept.map(\.count).reduce(0, +))
+        #expect(later.sendsPerSecond().max()! <= Int(first.rate.rounded(.up)))
+
+        // Started at the shifted start instead, at the same rate, the last device of wave 1 would go out
+        // two thirds of the window sooner than the shift after it.
+        let packed = try StaggerPlan(cohortCounts: kept.map(\.count), pace: .capacity(perSecond: first.rate), start: later.start)
+        let lastDevice = packed.sendTime(cohort: 3, ordinal: kept[3].count - 1)
+        #expect(lastDevice.timeIntervalSince(first.sendTime(cohort: 3, ordinal: kept[3].last!)) < shift - 1000)
+    }
+
+    @Test("a follow-up cohort larger than in wave 1 starts where the cohort before it ends; a different cohort count is refused")
+    func followUpGrowsWithoutOverlap() throws {
+        let first = try StaggerPlan(cohortCounts: [100, 100, 100], pace: .capacity(perSecond: 10), start: Self.five)
+        let later = try StaggerPlan(cohortCounts: [50, 180, 0], rate: 10, following: first.cohorts, shift: 1200)
+        let wave = Self.five.addingTimeInterval(1200)
+        #expect(later.cohorts.map { $0.start.timeIntervalSince(wave) } == [5, 10, 30])
+        #expect(later.cohorts.map { $0.end.timeIntervalSince(wave) } == [10, 28, 30])
+        #expect(later.window == 28)
+        #expect(later.sendsPerSecond().reduce(0, +) == 230)
+        #expect(throws: StaggerPlanError.cohortsDiffer) { try StaggerPlan(cohortCounts: [1, 1], rate: 10, following: first.cohorts, shift: 1200) }
+        #expect(throws: StaggerPlanError.nonPositivePace) {
+            try StaggerPlan(cohortCounts: [1, 1, 1], rate: 0, following: first.cohorts, shift: 1200)
+        }
+    }
 }
 
 @Suite("Quarter-hour marks")

@@ -65,9 +65,10 @@ public struct LeasedBatch: Sendable, Equatable {
     /// plan (a slot claimed from the wave's shared timeline; see ``BroadcastRepository/reclaimSlot``).
     public var slotStart: Date
 
-    /// The batch belongs to the last background follow-up (``BroadcastOptions/isLastBackgroundFollowUp(wave:start:deadline:)``):
-    /// its APNs devices whose reader asked to be told when the edition is ready get the ready alert instead.
-    public var readyAlerts = false
+    /// From which send instant a device of this background batch gets its last background follow-up
+    /// (``BroadcastOptions/lastBackgroundFollowUp(wave:deadline:)``): there, APNs devices whose reader asked to
+    /// be told when the edition is ready get the ready alert instead. Nil: no device of the batch does.
+    public var readyAlertsFrom: Date?
 
     /// When the `index`-th device of the batch is due in the plan.
     public func plannedTime(index: Int) -> Date {
@@ -91,8 +92,8 @@ public struct BatchTarget: Sendable, Equatable {
     /// The device's platform: an iOS device registered through FCM needs the APNs headers in its message.
     public var platform: DevicePlatform
     public var tier: ImageTier
-    /// Background pushes the device got in the hour before the batch was read, across all broadcasts.
-    public var pushesInLastHour: Int
+    /// When the device got background pushes in the hour before the batch was read, across all broadcasts.
+    public var recentBackgroundPushes: [Date]
     /// The reader asked to be told when the edition is ready, and the device allows alerts.
     public var notifyWhenReady: Bool
 
@@ -101,19 +102,27 @@ public struct BatchTarget: Sendable, Equatable {
         token: PushToken,
         platform: DevicePlatform = .ios,
         tier: ImageTier,
-        pushesInLastHour: Int,
+        recentBackgroundPushes: [Date] = [],
         notifyWhenReady: Bool = false
     ) {
         self.deviceID = deviceID
         self.token = token
         self.platform = platform
         self.tier = tier
-        self.pushesInLastHour = pushesInLastHour
+        self.recentBackgroundPushes = recentBackgroundPushes
         self.notifyWhenReady = notifyWhenReady
     }
 
     /// The provider the device is registered with.
     public var provider: PushProvider { token.provider }
+
+    /// Background pushes the device got in the hour before `instant` (after `instant - 3600`): the hourly
+    /// budget is counted at the device's own send instant, not when its batch was read, which can be a
+    /// batch's length earlier and would count a push that falls out of the hour by then.
+    public func backgroundPushes(inHourBefore instant: Date) -> Int {
+        let since = instant.addingTimeInterval(-3600)
+        return recentBackgroundPushes.count { $0 > since && $0 <= instant }
+    }
 }
 
 /// What became of one target of a batch.

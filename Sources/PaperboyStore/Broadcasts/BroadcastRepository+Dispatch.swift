@@ -290,14 +290,16 @@ extension BroadcastRepository {
         )
         let rows = try await client.query(Self.targetsQuery(audience, firstKey: batch.firstKey, lastKey: batch.lastKey, now: now), logger: logger)
         var targets: [BatchTarget] = []
-        for try await (id, token, provider, platform, tier, recent, notify) in rows.decode((Int64, ByteBuffer, Int16, Int16, Int16, Int, Bool).self) {
+        for try await (id, token, provider, platform, tier, recent, notify) in rows.decode(
+            (Int64, ByteBuffer, Int16, Int16, Int16, [Date], Bool).self
+        ) {
             targets.append(
                 BatchTarget(
                     deviceID: id,
                     token: PushToken(provider: PushProvider(storageCode: provider), bytes: Array(buffer: token)),
                     platform: DevicePlatform(storageCode: platform),
                     tier: ImageTier(storageCode: tier),
-                    pushesInLastHour: recent,
+                    recentBackgroundPushes: recent,
                     notifyWhenReady: notify
                 )
             )
@@ -305,12 +307,12 @@ extension BroadcastRepository {
         return targets
     }
 
-    /// The hourly budget counts a device's background pushes of the last hour, from the
-    /// `deliveries_recent_background` index.
+    /// The hourly budget reads the times of a device's background pushes of the last hour, from the
+    /// `deliveries_recent_background` index (a few at most: the budget is 3).
     static func targetsQuery(_ audience: WaveAudience, firstKey: Int64, lastKey: Int64, now: Date) -> PostgresQuery {
         audience.query(
             """
-            SELECT d.id, d.token, d.provider, d.platform, d.tier, (SELECT count(*) FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $11 AND x.outcome <> 'notSent'),
+            SELECT d.id, d.token, d.provider, d.platform, d.tier, ARRAY(SELECT x.sent_at FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $11 AND x.outcome <> 'notSent'),
                 d.notify_when_ready AND d.alerts_authorized
             FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $9 AND $10 ORDER BY d.cohort_key, d.id
             """
@@ -505,8 +507,8 @@ extension BroadcastRepository {
                 androidPriority: options.androidPriority,
                 leases: Int(row.17),
                 slotStart: row.18 ?? planned,
-                readyAlerts: row.3 == BroadcastProgress.Wave.Kind.background.rawValue
-                    && options.isLastBackgroundFollowUp(wave: Int(row.2), start: row.19, deadline: row.16)
+                readyAlertsFrom: row.3 == BroadcastProgress.Wave.Kind.background.rawValue
+                    ? options.lastBackgroundFollowUp(wave: Int(row.2), deadline: row.16) : nil
             )
         }
         return nil

@@ -27,6 +27,8 @@ public struct LockedBroadcast: Sendable {
     public let broadcast: Broadcast
     /// Its waves, in order.
     public let waves: [StoredWave]
+    /// Wave 1's cohorts as planned (their slots and devices), in cohort order.
+    public let firstWaveCohorts: [StaggerPlan.Cohort]
     /// Whether the last wave still has devices to carve into batches, or batches not yet recorded.
     public let lastWaveHasWorkLeft: Bool
     let connection: PostgresConnection
@@ -99,6 +101,17 @@ extension BroadcastRepository {
             for try await row in waveRows.decode((Int16, String, Date, Double, Bool).self) {
                 waves.append(StoredWave(wave: Int(row.0), kind: .init(rawValue: row.1) ?? .background, start: row.2, rate: row.3, finished: row.4))
             }
+            var firstWaveCohorts: [StaggerPlan.Cohort] = []
+            let cohortRows = try await connection.query(
+                "SELECT cohort, planned, starts_at, ends_at FROM broadcast_cohorts WHERE broadcast_id = \(id) AND wave = 1 ORDER BY cohort",
+                logger: logger
+            )
+            let firstRate = waves.first?.rate ?? 0
+            for try await (cohort, planned, start, end) in cohortRows.decode((Int32, Int32, Date, Date).self) {
+                firstWaveCohorts.append(
+                    StaggerPlan.Cohort(index: Int(cohort), devices: Int(planned), start: start, end: end, rate: planned == 0 ? 0 : firstRate)
+                )
+            }
             var workLeft = false
             if let last = waves.last, !last.finished {
                 let open = try await connection.query(
@@ -111,7 +124,14 @@ extension BroadcastRepository {
                 for try await value in open.decode(Bool.self) { workLeft = value }
             }
             return try await body(
-                LockedBroadcast(broadcast: broadcast, waves: waves, lastWaveHasWorkLeft: workLeft, connection: connection, logger: logger)
+                LockedBroadcast(
+                    broadcast: broadcast,
+                    waves: waves,
+                    firstWaveCohorts: firstWaveCohorts,
+                    lastWaveHasWorkLeft: workLeft,
+                    connection: connection,
+                    logger: logger
+                )
             )
         }
     }
