@@ -103,16 +103,7 @@ struct ReadyAlertTests {
             for offset in [11, 30, 41, 60, 71, 90] {
                 _ = try await fixture.step(at: start.addingTimeInterval(Double(offset) * Self.minute), dispatcher)
             }
-            // Per device, wave by wave: (wave, background).
-            var sent: [Int64: [String]] = [:]
-            let rows = try await fixture.db.client.query(
-                "SELECT device_id, wave, background FROM deliveries WHERE broadcast_id = \(started.broadcast.id) ORDER BY device_id, wave",
-                logger: fixture.logger
-            )
-            for try await (device, wave, background) in rows.decode((Int64, Int16, Bool).self) {
-                sent[device, default: []].append("\(wave)\(background ? "b" : "a")")
-            }
-            let patterns = sent.values.map { $0.joined(separator: " ") }.sorted()
+            let patterns = try await Self.patterns(started.broadcast.id, fixture: fixture)
             // Asked and allowed: background, then the ready alert, and no alert last resort (it had an alert).
             // Asked but alerts not allowed: two background pushes. Allowed, not asked: two background pushes and
             // the last resort.
@@ -148,16 +139,21 @@ struct ReadyAlertTests {
             for offset in [11, 20, 31, 40, 51] {
                 _ = try await fixture.step(at: start.addingTimeInterval(Double(offset) * Self.minute), dispatcher)
             }
-            var sent: [Int64: [String]] = [:]
-            let rows = try await fixture.db.client.query(
-                "SELECT device_id, wave, background FROM deliveries WHERE broadcast_id = \(started.broadcast.id) ORDER BY device_id, wave",
-                logger: fixture.logger
-            )
-            for try await (device, wave, background) in rows.decode((Int64, Int16, Bool).self) {
-                sent[device, default: []].append("\(wave)\(background ? "b" : "a")")
-            }
-            let patterns = sent.values.map { $0.joined(separator: " ") }.sorted()
+            let patterns = try await Self.patterns(started.broadcast.id, fixture: fixture)
             #expect(patterns == Array(repeating: "1b 2a", count: 5) + Array(repeating: "1b 2b 3a", count: 5))
         }
+    }
+
+    /// Per device, what it got wave by wave ("1b 2a": a background push in wave 1, an alert in wave 2), sorted.
+    static func patterns(_ broadcastID: UUID, fixture: BroadcastFixture) async throws -> [String] {
+        var sent: [Int64: [String]] = [:]
+        let rows = try await fixture.db.client.query(
+            "SELECT device_id, wave, background FROM deliveries WHERE broadcast_id = \(broadcastID) ORDER BY device_id, wave",
+            logger: fixture.logger
+        )
+        for try await (device, wave, background) in rows.decode((Int64, Int16, Bool).self) {
+            sent[device, default: []].append("\(wave)\(background ? "b" : "a")")
+        }
+        return sent.values.map { $0.joined(separator: " ") }.sorted()
     }
 }
