@@ -94,18 +94,12 @@ extension BroadcastRepository {
                 return nil
             }
             var waves: [StoredWave] = []
-            let waveRows = try await connection.query(
-                "SELECT wave, kind, starts_at, rate, finished_at IS NOT NULL FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave",
-                logger: logger
-            )
+            let waveRows = try await connection.query(Self.wavesQuery(broadcastID: id), logger: logger)
             for try await row in waveRows.decode((Int16, String, Date, Double, Bool).self) {
                 waves.append(StoredWave(wave: Int(row.0), kind: .init(rawValue: row.1) ?? .background, start: row.2, rate: row.3, finished: row.4))
             }
             var firstWaveCohorts: [StaggerPlan.Cohort] = []
-            let cohortRows = try await connection.query(
-                "SELECT cohort, planned, starts_at, ends_at FROM broadcast_cohorts WHERE broadcast_id = \(id) AND wave = 1 ORDER BY cohort",
-                logger: logger
-            )
+            let cohortRows = try await connection.query(Self.firstWaveCohortsQuery(broadcastID: id), logger: logger)
             let firstRate = waves.first?.rate ?? 0
             for try await (cohort, planned, start, end) in cohortRows.decode((Int32, Int32, Date, Date).self) {
                 firstWaveCohorts.append(
@@ -114,13 +108,7 @@ extension BroadcastRepository {
             }
             var workLeft = false
             if let last = waves.last, !last.finished {
-                let open = try await connection.query(
-                    """
-                    SELECT EXISTS (SELECT 1 FROM broadcast_cohorts WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave)) AND next_key < end_key)
-                        OR EXISTS (SELECT 1 FROM broadcast_batches WHERE broadcast_id = \(id) AND wave = \(Int16(last.wave)) AND done_at IS NULL)
-                    """,
-                    logger: logger
-                )
+                let open = try await connection.query(Self.workLeftQuery(broadcastID: id, wave: last.wave), logger: logger)
                 for try await value in open.decode(Bool.self) { workLeft = value }
             }
             return try await body(
@@ -134,5 +122,25 @@ extension BroadcastRepository {
                 )
             )
         }
+    }
+
+    /// A broadcast's waves, in order (broadcast_waves' primary key).
+    static func wavesQuery(broadcastID: UUID) -> PostgresQuery {
+        "SELECT wave, kind, starts_at, rate, finished_at IS NOT NULL FROM broadcast_waves WHERE broadcast_id = \(broadcastID) ORDER BY wave"
+    }
+
+    /// Wave 1's cohort slots as planned, which every later wave keeps (broadcast_cohorts' primary key: as
+    /// many rows as the broadcast has cohorts).
+    static func firstWaveCohortsQuery(broadcastID: UUID) -> PostgresQuery {
+        "SELECT cohort, planned, starts_at, ends_at FROM broadcast_cohorts WHERE broadcast_id = \(broadcastID) AND wave = 1 ORDER BY cohort"
+    }
+
+    /// Whether wave `wave` has devices left to carve (`broadcast_cohorts_open`) or batches not recorded
+    /// (`broadcast_batches_open`).
+    static func workLeftQuery(broadcastID: UUID, wave: Int) -> PostgresQuery {
+        """
+        SELECT EXISTS (SELECT 1 FROM broadcast_cohorts WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND next_key < end_key)
+            OR EXISTS (SELECT 1 FROM broadcast_batches WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND done_at IS NULL)
+        """
     }
 }

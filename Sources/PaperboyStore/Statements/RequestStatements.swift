@@ -161,6 +161,13 @@ public enum RequestStatements {
             newestEdition(publicationID: s.publicationID, environment: s.environment)
         },
         Statement("dispatch: running broadcasts") { _ in runningBroadcasts },
+        Statement("dispatch: a running broadcast's waves (under its lock)") { s in BroadcastRepository.wavesQuery(broadcastID: s.broadcastID) },
+        Statement("dispatch: wave 1's cohort slots, which later waves keep (under the lock)") { s in
+            BroadcastRepository.firstWaveCohortsQuery(broadcastID: s.broadcastID)
+        },
+        Statement("dispatch: whether the last wave has work left (under the lock)") { s in
+            BroadcastRepository.workLeftQuery(broadcastID: s.broadcastID, wave: 2)
+        },
         Statement("GET /metrics: running totals") { _ in runningTotals },
         Statement("dispatch: a later wave's audience per cohort", wholeTableReads: ["devices"]) { s in
             audience(s, wave: 2).cohortCountsQuery(cohorts: 64)
