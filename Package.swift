@@ -418,7 +418,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyDemoTests",
-            dependencies: ["PaperboyDemo", "PaperboyCore", "PaperboyTesting", "FCMSimulator"],
+            dependencies: [
+                "PaperboyDemo", "PaperboyCore", "PaperboyTesting", "FCMSimulator", .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The test support itself: running and waiting for child processes without holding cooperative threads.

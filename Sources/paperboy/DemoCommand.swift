@@ -9,6 +9,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import UnixSignals
 #endif
 
 struct DemoCommand: AsyncParsableCommand {
@@ -107,22 +108,31 @@ struct DemoCommand: AsyncParsableCommand {
         let display = ProgressDisplay()
         let started = Date()
 
+        let configured = try database.configuration()
+        let clusterLogger = logger
         let recordings: [DemoRecording]
-        if let configured = try database.configuration() {
-            recordings = try await runner.run(database: configured) { display.show($0) }
-        } else {
-            display.show(.step("starting a private PostgreSQL (removed afterwards)"))
-            let cluster = try await EmbeddedPostgres.start(logger: logger)
-            do {
-                let name = "paperboy_demo"
-                try await cluster.createDatabase(name)
-                let configured = try DatabaseConfiguration(url: cluster.url(database: name))
-                recordings = try await runner.run(database: configured) { display.show($0) }
-            } catch {
-                try? await cluster.stop()
-                throw error
+        do {
+            recordings = try await Self.cancellingOnSignals {
+                if let configured {
+                    return try await runner.run(database: configured) { display.show($0) }
+                }
+                display.show(.step("starting a private PostgreSQL (removed afterwards)"))
+                let cluster = try await EmbeddedPostgres.start(logger: clusterLogger)
+                do {
+                    let name = "paperboy_demo"
+                    try await cluster.createDatabase(name)
+                    let recordings = try await runner.run(database: DatabaseConfiguration(url: cluster.url(database: name))) { display.show($0) }
+                    try await cluster.stop()
+                    return recordings
+                } catch {
+                    try? await cluster.stop()
+                    throw error
+                }
             }
-            try await cluster.stop()
+        } catch is Interrupted {
+            display.finish()
+            FileHandle.standardError.write(Data("paperboy demo: interrupted; its temporary key files and private PostgreSQL were removed\n".utf8))
+            throw ExitCode(130)
         }
         display.finish()
 
@@ -152,6 +162,34 @@ struct DemoCommand: AsyncParsableCommand {
         print(demoReport.terminal(width: min(terminalWidth(), 120)))
         print()
         print("demo finished in \(String(format: "%.0f", Date().timeIntervalSince(started))) s" + (report.map { "; report written to \($0)" } ?? ""))
+    }
+
+    /// SIGINT or SIGTERM arrived while the demo ran.
+    struct Interrupted: Error {}
+
+    /// Runs `body`, cancelling it on SIGINT or SIGTERM and throwing ``Interrupted`` once it has unwound, so
+    /// that its cleanup runs: the demo's throwaway APNs key and FCM service account in the temporary
+    /// directory, its simulators and its private PostgreSQL. Killed by the default handlers, it would leave
+    /// the two key files behind.
+    static func cancellingOnSignals<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        return try await withThrowingTaskGroup(of: Result?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                for await _ in signals { return nil }
+                // Cancelled: the demo finished first.
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let next = try await group.next() {
+                if let result = next { return result }
+                // A signal: cancel the demo and wait until it has cleaned up.
+                group.cancelAll()
+                while (try? await group.next()) != nil {}
+                throw Interrupted()
+            }
+            throw Interrupted()
+        }
     }
 
     private func fleetParameters(_ path: String) throws -> FleetParameters {

@@ -3,6 +3,7 @@ import Foundation
 import PaperboyCore
 import PaperboyDemo
 import PaperboyTesting
+import PostgresNIO
 import Synchronization
 import Testing
 
@@ -67,6 +68,35 @@ struct DemoRunnerTests {
             #expect(waves.held >= blast.held)
             #expect(blast.held > 0)
             #expect(waves.pushesPerDevice > 1 && waves.pushesPerDevice <= 6)
+
+            // The devices' receipts carry what the app knows (network, charging, seconds from the push) and echo
+            // the wave of a push the device got; Paperboy's count of wakes by wave, from the ledger and those
+            // receipts, has wave 1 going to every device and waking those the model ran (a failed download
+            // retried later names the later wave).
+            let context = try await db.client.query(
+                """
+                SELECT count(*), count(*) FILTER (WHERE r.network IS NOT NULL AND r.charging IS NOT NULL AND r.seconds_from_push IS NOT NULL
+                    AND EXISTS (SELECT 1 FROM deliveries x WHERE x.device_id = r.device_id AND x.wave = r.wave))
+                FROM receipts r JOIN devices d ON d.id = r.device_id JOIN apps a ON a.id = d.app_id WHERE a.bundle_id = 'com.example.demo.waves'
+                """,
+                logger: db.logger
+            )
+            for try await (receipts, withContext) in context.decode((Int, Int).self) {
+                #expect(receipts == recordings[1].receipts.count && receipts > 0)
+                #expect(withContext == receipts)
+            }
+            let rates = try #require(waves.wakeRatesByWave)
+            let first = try #require(rates.groups.first)
+            #expect(first.key == "1" && first.pushes == 400)
+            #expect(rates.groups.map(\.pushes).reduce(0, +) == background.count)
+            var ran = 0
+            var ranAndHeld = 0
+            for device in 0..<400 {
+                guard case .runs(_, let download) = model.reaction(device: device, pushType: "background", ordinal: 0) else { continue }
+                ran += 1
+                if download == .newData { ranAndHeld += 1 }
+            }
+            #expect((ranAndHeld...ran).contains(first.wakes), "wave 1 woke \(first.wakes); the model ran \(ran), \(ranAndHeld) of them held")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// A broadcast strategy the demo compares on the same fleet and seed.
 public enum DemoStrategy: String, Sendable, Codable, CaseIterable {
@@ -92,6 +93,9 @@ public struct DemoRecording: Sendable, Codable, Equatable {
     /// the devices whose extension fetched the small tier in time.
     public var readyAlerts = 0
     public var readyHeld = 0
+    /// The broadcast's wake rates by wave, as `paperboy broadcast status` reports them: counted by Paperboy
+    /// from the ledger and the receipts (which echo the push's wave), not from the model.
+    public var wakeRatesByWave: WakeRates.Breakdown?
 
     public init(
         strategy: DemoStrategy,

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// The figures of one strategy's run, computed from its ``DemoRecording``. Times are seconds of demo time
 /// since the broadcast's start.
@@ -51,6 +52,9 @@ public struct StrategyResult: Sendable, Codable, Equatable {
     /// count as holding the edition.
     public var readyAlerts: Int
     public var readyHeld: Int
+    /// The broadcast's wake rates by wave as Paperboy measured them from the receipts (nil in recordings made
+    /// without a database).
+    public var wakeRatesByWave: WakeRates.Breakdown?
 
     /// The strategy's name, with the morning when the demo ran several: `waves`, `waves day 2`.
     public var name: String { strategy.rawValue + (day.map { " day \($0)" } ?? "") }
@@ -109,6 +113,7 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         dormant = recording.dormant
         readyAlerts = recording.readyAlerts
         readyHeld = recording.readyHeld
+        wakeRatesByWave = recording.wakeRatesByWave
         platforms = [PlatformResult(.ios, recording: recording, reachable: max(0, reachable - recording.androidDevices))]
         if recording.androidDevices > 0 {
             platforms.append(PlatformResult(.android, recording: recording, reachable: recording.androidDevices))

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 import PaperboyText
 
 /// The demo's report: the three strategies side by side, for a terminal and as a self-contained HTML page.
@@ -329,6 +330,12 @@ public struct DemoReport: Sendable {
             }
             if !result.rejections.isEmpty { text += "; rejections " + Self.breakdown(result.rejections) }
             lines.append(contentsOf: Self.wrap(text, width: width, indent: "  ", first: "  "))
+        }
+        // Measured by Paperboy from the receipts, as `broadcast status` shows it: the last morning's waves.
+        if let waves = results.last(where: { ($0.wakeRatesByWave?.groups.count ?? 0) > 1 }), let rates = waves.wakeRatesByWave {
+            lines.append("")
+            lines.append(Self.clip("\(waves.name): " + WakeRates.broadcastReport(rates).split(separator: "\n", maxSplits: 1)[0], width))
+            lines.append(contentsOf: WakeRates.broadcastReport(rates).split(separator: "\n").dropFirst().map { Self.clip("  " + $0, width) })
         }
         return lines
     }

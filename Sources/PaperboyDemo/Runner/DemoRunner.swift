@@ -97,18 +97,26 @@ public struct DemoRunner: Sendable {
         var quiet = logger
         quiet.logLevel = .error
         let client = database.makeClient(logger: quiet)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
+        // The client runs apart from the demo's tasks and stops only once they have: when the demo is cancelled
+        // (interrupted), its dispatcher and devices stop first, with the database still there, instead of
+        // failing their last batches against a pool already shut down.
+        let connections = Task { await client.run() }
+        do {
             progress(.step("migrating the database"))
             _ = try await Migrator().migrate(client: client, logger: quiet)
-            return try await runStrategies(client: client, group: &group, progress: progress)
+            let recordings = try await runStrategies(client: client, progress: progress)
+            connections.cancel()
+            await connections.value
+            return recordings
+        } catch {
+            connections.cancel()
+            await connections.value
+            throw error
         }
     }
 
     private func runStrategies(
         client: PostgresClient,
-        group: inout ThrowingTaskGroup<Void, any Error>,
         progress: @escaping @Sendable (DemoProgress) -> Void
     ) async throws -> [DemoRecording] {
         // The app's APNs key, in a private temporary file for the duration of the demo.
@@ -390,8 +398,18 @@ public struct DemoRunner: Sendable {
         let dispatching = Task { try await dispatcher.run() }
         var state = BroadcastProgress.State.running
         while true {
-            try await Task.sleep(for: .milliseconds(250))
-            state = try await repository.find(id: broadcast.id, logger: logger)?.state ?? .cancelled
+            do {
+                try await Task.sleep(for: .milliseconds(250))
+                state = try await repository.find(id: broadcast.id, logger: logger)?.state ?? .cancelled
+            } catch {
+                // Cancelled (the demo was interrupted) or the database failed: nothing of this morning may go
+                // on sending or requesting while the demo shuts down.
+                dispatching.cancel()
+                _ = await dispatching.result
+                currentFleet.withLock { $0 = nil }
+                await fleet.stop()
+                throw error
+            }
             let now = clock.now()
             let sinceStart = Int(max(0, now.timeIntervalSince(broadcast.start)))
             progress(
@@ -438,6 +456,7 @@ public struct DemoRunner: Sendable {
         recording.day = day
         recording.dormant = progressReport?.totals.dormant ?? 0
         (recording.readyAlerts, recording.readyHeld) = fleet.readyAlerts
+        recording.wakeRatesByWave = try await WakeRateRepository(client: client).waveRates(broadcastID: broadcast.id, logger: logger)
         progress(
             .finished(
                 strategy,

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import PaperboyCore
+import PaperboyStore
 import Synchronization
 
 /// The simulated devices of one strategy's run. They act on what the APNs and FCM simulators accepted, as the
@@ -18,6 +19,8 @@ final class SimulatedFleet: Sendable {
         var edition: String
         var manifest: String
         var tier: String
+        /// The push's wave, which the app echoes in its receipt; nil in a message without it.
+        var wave: Int?
         /// Only in the ready alert: the Notification Service Extension's limits.
         var `extension`: Limits?
 
@@ -25,10 +28,11 @@ final class SimulatedFleet: Sendable {
             var seconds: Double
         }
 
-        init(edition: String, manifest: String, tier: String) {
+        init(edition: String, manifest: String, tier: String, wave: Int?) {
             self.edition = edition
             self.manifest = manifest
             self.tier = tier
+            self.wave = wave
         }
     }
 
@@ -127,7 +131,7 @@ final class SimulatedFleet: Sendable {
         guard let index = tokenIndex[delivery.token], index >= androidStart, let edition = delivery.data["edition"],
             let manifest = delivery.data["manifest"], let tier = delivery.data["tier"]
         else { return }
-        let push = Payload(edition: edition, manifest: manifest, tier: tier)
+        let push = Payload(edition: edition, manifest: manifest, tier: tier, wave: delivery.data["wave"].flatMap { Int($0) })
         let arrived = clock.demoTime(delivery.acceptedAt)
         let arrival = arrived.timeIntervalSince(clock.origin)
         let highPriority = delivery.android?.priority?.lowercased() == "high"
@@ -181,7 +185,7 @@ final class SimulatedFleet: Sendable {
                 }
                 do {
                     try await clock.sleep(until: arrived.addingTimeInterval(delay))
-                    try await run(index, push: push, download: download)
+                    try await run(index, push: push, download: download, delay: delay)
                 } catch {
                     // Stopped at the end of the strategy's run: not a failure.
                     guard !self.state.withLock({ $0.stopped }) else { return }
@@ -203,11 +207,13 @@ final class SimulatedFleet: Sendable {
         for task in tasks { await task.value }
     }
 
-    /// What the app does when iOS runs its push.
-    private func run(_ index: Int, push: Payload, download: FleetModel.DownloadResult) async throws {
+    /// What the app does when iOS runs its push, `delay` after its arrival.
+    private func run(_ index: Int, push: Payload, download: FleetModel.DownloadResult, delay: TimeInterval) async throws {
         let token = tokens[index]
+        let context = self.context(index, push: push, delay: delay)
+        guard let editionID = UUID(uuidString: push.edition) else { throw DemoError("a push named edition \(push.edition), not a UUID") }
         if state.withLock({ $0.holding.contains(index) }) {
-            try await postReceipt(token: token, edition: push.edition, result: "noData", bytes: 0, seconds: 0)
+            try await postReceipt(token: token, receipt: ReceiptReport(editionID: editionID, result: .noData, context: context))
             return
         }
         var request = HTTPClientRequest(url: apiBase + push.manifest)
@@ -217,13 +223,15 @@ final class SimulatedFleet: Sendable {
         guard response.status == .ok else { throw DemoError("GET \(push.manifest) answered \(response.status.code)") }
         let bytes = Self.bytes(ofTier: push.tier, manifest: Data(body.readableBytesView))
         // Downloading takes demo time: on Wi-Fi at ~50 Mbit/s, on cellular at ~10.
-        let device = model.device(index)
-        let seconds = Double(bytes) * 8 / (device.onWiFi ? 50_000_000 : 10_000_000)
+        let seconds = Double(bytes) * 8 / (context.network == .wifi ? 50_000_000 : 10_000_000)
         // A Notification Service Extension that runs out of time is ended by iOS: no receipt.
         if let limits = push.extension, seconds > min(limits.seconds, model.parameters.nseTimeLimit) { return }
         try await clock.sleep(until: clock.now().addingTimeInterval(seconds))
-        let result = download == .newData ? "newData" : "failed"
-        try await postReceipt(token: token, edition: push.edition, result: result, bytes: download == .newData ? bytes : 0, seconds: seconds)
+        let receipt =
+            download == .newData
+            ? ReceiptReport(editionID: editionID, result: .newData, bytes: bytes, seconds: seconds, context: context)
+            : ReceiptReport(editionID: editionID, result: .failed, seconds: seconds, context: context)
+        try await postReceipt(token: token, receipt: receipt)
         if download == .newData {
             state.withLock {
                 $0.holding.insert(index)
@@ -232,13 +240,31 @@ final class SimulatedFleet: Sendable {
         }
     }
 
-    private func postReceipt(token: String, edition: String, result: String, bytes: Int64, seconds: Double) async throws {
+    /// What the simulated app knows when it runs and sends with its receipt: the device's network and
+    /// charging as the model has them for the morning, the wave echoed from the push, and (iOS) the seconds
+    /// from the push's arrival; an Android device's delay includes Doze holding the message, which the app
+    /// cannot see. The model has no Low Power Mode or Background App Refresh setting, so the app sends
+    /// neither (a real app may).
+    func context(_ index: Int, push: Payload, delay: TimeInterval) -> WakeContext {
+        if index >= androidStart {
+            let device = model.androidDevice(index)
+            return WakeContext(network: device.onWiFi ? .wifi : .cellular, charging: device.charging, wave: push.wave)
+        }
+        let device = model.device(index)
+        return WakeContext(
+            network: device.onWiFi ? .wifi : .cellular,
+            charging: device.charging,
+            wave: push.wave,
+            secondsFromPush: Int(delay.rounded())
+        )
+    }
+
+    private func postReceipt(token: String, receipt: ReceiptReport) async throws {
         var request = HTTPClientRequest(url: apiBase + "/v1/devices/\(token)/receipts")
         request.method = .POST
         request.headers.add(name: "X-API-Key", value: apiKey)
         request.headers.add(name: "Content-Type", value: "application/json")
-        let body = #"{"editionId": "\#(edition)", "result": "\#(result)", "bytes": \#(bytes), "seconds": \#(seconds)}"#
-        request.body = .bytes(ByteBuffer(string: body))
+        request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(receipt)))
         let response = try await http.execute(request, timeout: .seconds(120))
         _ = try await response.body.collect(upTo: 1 << 16)
         guard (200..<300).contains(response.status.code) else { throw DemoError("POST receipt answered \(response.status.code)") }
