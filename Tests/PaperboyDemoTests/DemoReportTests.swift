@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 import PaperboyDemo
 import Testing
 
@@ -35,6 +36,33 @@ import Testing
         // One chart per strategy, all to one scale: the top label is the same busiest minute.
         let top = String(format: "%.1f", Self.report.results.map(\.peakPerSecond).max() ?? 0)
         #expect(text.split(separator: "\n").filter { $0.hasPrefix(top + " ┤") }.count == 3)
+    }
+
+    @Test("the terminal ends the waves strategy with Paperboy's wake rates by wave, within the width", arguments: [60, 80])
+    func wakeRatesByWave(width: Int) throws {
+        var results = Self.report.results
+        let waves = try #require(results.firstIndex { $0.strategy == .waves })
+        results[waves].wakeRatesByWave = WakeRates.breakdown(
+            .wave,
+            [
+                .init(.wave, "1", pushes: 25_000, wakes: 17_349), .init(.wave, "2", pushes: 8_029, wakes: 3_495),
+                .init(.wave, "3", pushes: 150, wakes: 20),
+            ],
+            minimumPushes: 200
+        )
+        var report = Self.report
+        report.results = results
+        let lines = report.terminal(width: width).split(separator: "\n", omittingEmptySubsequences: false)
+        let title = try #require(lines.firstIndex { $0.hasPrefix("waves: Wake rates by wave") })
+        let table = lines[title...].drop { !$0.hasPrefix("  WAVE") }
+        #expect(
+            table.dropFirst().prefix(3).map { $0.split(separator: " ").prefix(4).joined(separator: " ") } == [
+                "1 25,000 17,349 69.4%", "2 8,029 3,495 43.5%", "other (1 group) 150",
+            ]
+        )
+        #expect(lines.allSatisfy { $0.count <= width })
+        // Without a measurement (a recording made without a database) there is no such table.
+        #expect(!Self.report.terminal(width: width).contains("Wake rates by wave"))
     }
 
     @Test func goalsAreJudged() {

@@ -333,9 +333,10 @@ public struct DemoReport: Sendable {
         }
         // Measured by Paperboy from the receipts, as `broadcast status` shows it: the last morning's waves.
         if let waves = results.last(where: { ($0.wakeRatesByWave?.groups.count ?? 0) > 1 }), let rates = waves.wakeRatesByWave {
+            let report = WakeRates.broadcastReport(rates).split(separator: "\n").map(String.init)
             lines.append("")
-            lines.append(Self.clip("\(waves.name): " + WakeRates.broadcastReport(rates).split(separator: "\n", maxSplits: 1)[0], width))
-            lines.append(contentsOf: WakeRates.broadcastReport(rates).split(separator: "\n").dropFirst().map { Self.clip("  " + $0, width) })
+            lines.append(contentsOf: Self.wrap("\(waves.name): " + report[0], width: width, indent: "  ", first: ""))
+            lines.append(contentsOf: report.dropFirst().map { Self.clip("  " + $0, width) })
         }
         return lines
     }
