@@ -6,10 +6,10 @@ import PaperboyCore
 import PaperboyDemo
 import PaperboyStore
 import Synchronization
+import UnixSignals
 
 #if canImport(Glibc)
 import Glibc
-import UnixSignals
 #endif
 
 struct DemoCommand: AsyncParsableCommand {

@@ -38,7 +38,10 @@ import Testing
         #expect(text.split(separator: "\n").filter { $0.hasPrefix(top + " ┤") }.count == 3)
     }
 
-    @Test("the terminal ends the waves strategy with Paperboy's wake rates by wave, within the width", arguments: [60, 80])
+    @Test(
+        "the report ends the waves strategy with Paperboy's wake rates by wave: in the terminal within the width, and in the HTML",
+        arguments: [60, 80]
+    )
     func wakeRatesByWave(width: Int) throws {
         var results = Self.report.results
         let waves = try #require(results.firstIndex { $0.strategy == .waves })
@@ -61,8 +64,13 @@ import Testing
             ]
         )
         #expect(lines.allSatisfy { $0.count <= width })
+        // The HTML page has the same table.
+        let html = report.html()
+        #expect(html.contains("<h3>Wake rates by wave (waves)</h3>"))
+        #expect(html.contains("<td>1</td><td class=\"num\">25,000</td><td class=\"num\">17,349</td><td class=\"num\">69.4%</td>"))
         // Without a measurement (a recording made without a database) there is no such table.
         #expect(!Self.report.terminal(width: width).contains("Wake rates by wave"))
+        #expect(!Self.report.html().contains("Wake rates by wave"))
     }
 
     @Test func goalsAreJudged() {

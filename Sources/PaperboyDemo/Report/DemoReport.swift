@@ -331,14 +331,22 @@ public struct DemoReport: Sendable {
             if !result.rejections.isEmpty { text += "; rejections " + Self.breakdown(result.rejections) }
             lines.append(contentsOf: Self.wrap(text, width: width, indent: "  ", first: "  "))
         }
-        // Measured by Paperboy from the receipts, as `broadcast status` shows it: the last morning's waves.
-        if let waves = results.last(where: { ($0.wakeRatesByWave?.groups.count ?? 0) > 1 }), let rates = waves.wakeRatesByWave {
+        if let (name, rates) = measuredWakeRates {
             let report = WakeRates.broadcastReport(rates).split(separator: "\n").map(String.init)
             lines.append("")
-            lines.append(contentsOf: Self.wrap("\(waves.name): " + report[0], width: width, indent: "  ", first: ""))
+            lines.append(contentsOf: Self.wrap("\(name): " + report[0], width: width, indent: "  ", first: ""))
             lines.append(contentsOf: report.dropFirst().map { Self.clip("  " + $0, width) })
         }
         return lines
+    }
+
+    /// The wake rates by wave Paperboy measured from the receipts, as `broadcast status` shows them: the last
+    /// strategy (or morning) with more than one wave; nil when none has.
+    var measuredWakeRates: (name: String, rates: WakeRates.Breakdown)? {
+        guard let waves = results.last(where: { ($0.wakeRatesByWave?.groups.count ?? 0) > 1 }), let rates = waves.wakeRatesByWave else {
+            return nil
+        }
+        return (waves.name, rates)
     }
 
     /// The ceiling, in words: what it is, its figures, and that it is computed, not measured.
@@ -480,6 +488,18 @@ public struct DemoReport: Sendable {
                 body += "<td class=\"num\">\(e(Self.decimal(result.pushesPerDevice, 2)))</td>"
                 body += "<td class=\"num\">\(e(TerminalText.grouped(result.dormant)))</td>"
                 body += "<td class=\"num\">\(e(Self.decimal(result.wallSeconds, 0))) s</td></tr>\n"
+            }
+            body += "</tbody>\n</table>\n"
+        }
+        if let (name, rates) = measuredWakeRates {
+            body += "<h3>Wake rates by wave (\(e(name)))</h3>\n<p class=\"note\">"
+            body += e("Measured by Paperboy from the ledger and the receipts, which echo the push's wave: receipts per accepted background push.")
+            body += "</p>\n<table>\n<thead><tr><th>wave</th><th>pushes</th><th>wakes</th><th>rate</th><th>95% interval</th></tr></thead>\n<tbody>\n"
+            for group in rates.groups {
+                let interval = group.low.flatMap { low in group.high.map { Self.percent(low) + "–" + Self.percent($0) } } ?? "too few pushes"
+                body += "<tr><td>\(e(group.key))</td><td class=\"num\">\(e(TerminalText.grouped(group.pushes)))</td>"
+                body += "<td class=\"num\">\(e(TerminalText.grouped(group.wakes)))</td>"
+                body += "<td class=\"num\">\(e(group.rate.map { Self.percent($0) } ?? "-"))</td><td class=\"num\">\(e(interval))</td></tr>\n"
             }
             body += "</tbody>\n</table>\n"
         }
