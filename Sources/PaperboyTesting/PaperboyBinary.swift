@@ -31,6 +31,25 @@ public enum PaperboyBinary {
         return try await CommandRun.run(url, arguments, environment: merged)
     }
 
+    /// Starts `paperboy` with `arguments` and returns it running, its standard output and error written to a
+    /// new file at `log`, with this process's environment changed by `changes` (nil removes a variable).
+    public static func start(_ arguments: [String], environment changes: [String: String?] = [:], log: URL) throws -> Process {
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
+        // The child has descriptors of its own once it runs.
+        defer { try? output.close() }
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        for (name, value) in changes { environment[name] = value }
+        process.environment = environment
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        return process
+    }
+
     /// Polls a `paperboy serve` or `worker` log for its `address=http://127.0.0.1:PORT` line, every 50 ms
     /// for `seconds` at most; nil when the process exits first or the time runs out.
     public static func waitForPort(in log: URL, process: Process, seconds: Double = 20) async throws -> Int? {

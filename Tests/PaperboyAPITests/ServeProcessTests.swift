@@ -56,18 +56,11 @@ struct ServeProcessTests {
 
     private static func start(_ database: DatabaseConfiguration) throws -> (Process, URL) {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-serve-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let output = try FileHandle(forWritingTo: log)
-        let process = Process()
-        process.executableURL = PaperboyBinary.url
-        process.arguments = ["serve", "--port", "0"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["DATABASE_URL"] = database.testURL
-        environment["PAPERBOY_ADMIN_TOKEN"] = nil
-        process.environment = environment
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
+        let process = try PaperboyBinary.start(
+            ["serve", "--port", "0"],
+            environment: ["DATABASE_URL": database.testURL, "PAPERBOY_ADMIN_TOKEN": nil],
+            log: log
+        )
         return (process, log)
     }
 }

@@ -23,20 +23,11 @@ struct DemoCommandTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(at: directory) }
         let log = directory.appendingPathComponent("demo.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let output = try FileHandle(forWritingTo: log)
-        defer { try? output.close() }
-
-        let demo = Process()
-        demo.executableURL = PaperboyBinary.url
-        demo.arguments = ["demo", "--devices", "200", "--strategies", "waves"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["TMPDIR"] = directory.path
-        environment["DATABASE_URL"] = nil
-        demo.environment = environment
-        demo.standardOutput = output
-        demo.standardError = output
-        try demo.run()
+        let demo = try PaperboyBinary.start(
+            ["demo", "--devices", "200", "--strategies", "waves"],
+            environment: ["TMPDIR": directory.path, "DATABASE_URL": nil],
+            log: log
+        )
         defer { if demo.isRunning { demo.terminate() } }
 
         // Interrupt it once it is sending: its key files and its cluster are there then.
