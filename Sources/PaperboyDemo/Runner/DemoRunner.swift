@@ -101,18 +101,17 @@ public struct DemoRunner: Sendable {
         // (interrupted), its dispatcher and devices stop first, with the database still there, instead of
         // failing their last batches against a pool already shut down.
         let connections = Task { await client.run() }
+        let outcome: Result<[DemoRecording], any Error>
         do {
             progress(.step("migrating the database"))
             _ = try await Migrator().migrate(client: client, logger: quiet)
-            let recordings = try await runStrategies(client: client, progress: progress)
-            connections.cancel()
-            await connections.value
-            return recordings
+            outcome = .success(try await runStrategies(client: client, progress: progress))
         } catch {
-            connections.cancel()
-            await connections.value
-            throw error
+            outcome = .failure(error)
         }
+        connections.cancel()
+        await connections.value
+        return try outcome.get()
     }
 
     private func runStrategies(
@@ -396,18 +395,23 @@ public struct DemoRunner: Sendable {
             logger: logger
         )
         let dispatching = Task { try await dispatcher.run() }
+        // The morning's end, however it ends: nothing of it goes on sending or requesting. Devices still waiting
+        // (Doze windows after the deadline) would otherwise reach the API during the next strategy's run and be
+        // counted as its content load, or keep requesting while an interrupted demo shuts down.
+        func endMorning() async {
+            dispatching.cancel()
+            _ = await dispatching.result
+            currentFleet.withLock { $0 = nil }
+            await fleet.stop()
+        }
         var state = BroadcastProgress.State.running
         while true {
             do {
                 try await Task.sleep(for: .milliseconds(250))
                 state = try await repository.find(id: broadcast.id, logger: logger)?.state ?? .cancelled
             } catch {
-                // Cancelled (the demo was interrupted) or the database failed: nothing of this morning may go
-                // on sending or requesting while the demo shuts down.
-                dispatching.cancel()
-                _ = await dispatching.result
-                currentFleet.withLock { $0 = nil }
-                await fleet.stop()
+                // Cancelled (the demo was interrupted) or the database failed.
+                await endMorning()
                 throw error
             }
             let now = clock.now()
@@ -426,12 +430,7 @@ public struct DemoRunner: Sendable {
             if state != .running && fleet.onlyAndroidLeft { clock.speedUp(to: configuration.tailCompression) }
             if now > deadline.addingTimeInterval(60) { break }
         }
-        dispatching.cancel()
-        _ = await dispatching.result
-        currentFleet.withLock { $0 = nil }
-        // Devices still waiting (Doze windows after the deadline) would otherwise reach the API during the
-        // next strategy's run and be counted as its content load.
-        await fleet.stop()
+        await endMorning()
 
         // What was recorded, in demo seconds since the broadcast's start.
         let origin = broadcast.start.timeIntervalSince1970
