@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Seeds a fleet and DAYS days of morning and evening broadcasts (3 background waves each, receipts with context), then
-# times `paperboy insights wake-rates` and EXPLAINs its statement. Under scripts/with-postgres.sh, from the repository:
+# Seeds a fleet and DAYS days of morning and evening broadcasts (3 background waves each, receipts with context, the
+# waves' counters as the dispatcher keeps them), then times `paperboy insights wake-rates` sampled (the default,
+# --sample 250000) and with --sample all, RUNS times each, and compares the sampled rates with the exact ones. Under
+# scripts/with-postgres.sh, from the repository:
 #   N=1000000 DAYS=4 PB=.build/debug/paperboy scripts/with-postgres.sh scripts/bench-wake-rates.sh
-# (MODE=seed stops after the history, MODE=time only times; the EXPLAIN reads $OUT/explain.sql when present; OUT defaults to /tmp/wake-rates.)
+# (MODE=seed stops after the history, MODE=time only times; the EXPLAIN reads $OUT/explain.sql when present; OUT
+# defaults to /tmp/wake-rates.) Fails when a report fails or reads no push.
+
 set -euo pipefail
 pb=${PB:-.build/debug/paperboy}
 N=${N:-1000000}
@@ -50,16 +54,51 @@ SELECT device_id, md5('e' || i)::uuid, 'newData', 52428800, 4.5,
     (r % 3)::smallint, r % 5 <> 0, r % 7 = 0, r % 11 <> 0,
     CASE WHEN r % 2 = 0 THEN (CASE WHEN r < 683 THEN 1 ELSE 2 END)::smallint END, 60 + r % 600
 FROM draws WHERE r < 853;
+-- The counters a report reads to decide whether to sample: each wave's accepted pushes.
+INSERT INTO broadcast_waves (broadcast_id, wave, kind, starts_at, window_seconds, rate, planned)
+SELECT md5('b' || i)::uuid, w, 'background', now() - make_interval(hours => 12 * i) + make_interval(mins => 30 * (w - 1)), 1800, 500, 0
+FROM generate_series(0, 2 * :days - 1) i, generate_series(1, 3) w;
+INSERT INTO broadcast_cohorts (broadcast_id, wave, cohort, starts_at, ends_at, first_key, end_key, next_key, planned, sent, accepted)
+SELECT broadcast_id, wave, 0, now(), now(), 0, 0, 0, count(*), count(*), count(*) FROM deliveries GROUP BY broadcast_id, wave;
 VACUUM ANALYZE;
 SQL
 echo "history: $(echo "$(date +%s.%N) - $start" | bc) s"
 fi
 psql -X -At -c "SELECT 'devices ' || (SELECT count(*) FROM devices) || ', deliveries ' || (SELECT count(*) FROM deliveries) || ', receipts ' || (SELECT count(*) FROM receipts) || ', broadcasts ' || (SELECT count(*) FROM broadcasts) || ', db ' || pg_size_pretty(pg_database_size(current_database()))"
 [ "${MODE:-all}" = seed ] && exit 0
+RUNS=${RUNS:-3}
 for args in "--publication morning --days 1" "--days 1" "--publication morning --days 14" "--days 14"; do
-    start=$(date +%s.%N)
-    $pb insights wake-rates $args --json > $OUT/rates-$(echo $args | tr -d ' -').json
-    echo "insights wake-rates $args: $(echo "$(date +%s.%N) - $start" | bc) s"
+    for sample in 250000 all; do
+        name=$(echo "$args --sample $sample" | tr -d ' -')
+        times=()
+        for run in $(seq "$RUNS"); do
+            start=$(date +%s.%N)
+            $pb insights wake-rates $args --sample $sample --json > "$OUT/rates-$name.json"
+            times+=("$(echo "$(date +%s.%N) - $start" | bc)")
+        done
+        read_pushes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"]["pushes"])' "$OUT/rates-$name.json")
+        [ "$read_pushes" -gt 0 ] || { echo "insights wake-rates $args --sample $sample read no push" >&2; exit 1; }
+        echo "insights wake-rates $args --sample $sample: ${times[*]} s (median $(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p") s), $read_pushes pushes read"
+    done
+    # The sampled rates against the exact ones: every group with a rate in both.
+    python3 - "$OUT/rates-$(echo "$args --sample 250000" | tr -d ' -').json" "$OUT/rates-$(echo "$args --sample all" | tr -d ' -').json" <<'PY'
+import json, sys
+sampled, exact = (json.load(open(p)) for p in sys.argv[1:3])
+def rates(report):
+    out = {("all", "all"): report["total"]}
+    for d in report["dimensions"]:
+        for g in d["groups"]:
+            out[(d["dimension"], g["key"])] = g
+    return out
+s, e = rates(sampled), rates(exact)
+both = [k for k in s if k in e and s[k].get("rate") is not None and e[k].get("rate") is not None]
+worst = max(both, key=lambda k: abs(s[k]["rate"] - e[k]["rate"]))
+outside = [k for k in both if not (s[k]["low"] <= e[k]["rate"] <= s[k]["high"])]
+share = sampled.get("sample", {}).get("fraction")
+print(f"  sample {share if share is None else f'{share:.4f}'} of devices; total rate {s[('all','all')]['rate']:.4f} vs {e[('all','all')]['rate']:.4f}; "
+      f"{len(both)} groups with a rate in both, largest difference {abs(s[worst]['rate'] - e[worst]['rate']) * 100:.2f} points ({worst[0]} {worst[1]}); "
+      f"exact rate outside the sample's 95% interval: {len(outside)} groups")
+PY
 done
 $pb insights wake-rates --publication morning --days 14 --time-zone Asia/Tokyo > $OUT/rates-morning-14.txt
 [ -f "$OUT/explain.sql" ] || exit 0

@@ -113,6 +113,9 @@ public struct WakeRates: Codable, Equatable, Sendable {
     public var total: Group
     /// One breakdown per dimension, in ``Dimension`` order.
     public var dimensions: [Breakdown]
+    /// How the devices were sampled, when the window held more pushes than the report reads; nil when every
+    /// push was counted.
+    public var sample: Sample?
 
     /// The report from the ledger's counts: the policy, without I/O.
     ///
@@ -122,6 +125,7 @@ public struct WakeRates: Codable, Equatable, Sendable {
     ///     each), which this does not check.
     ///   - minimumPushes: groups with fewer pushes are merged into `other`; a group (or `other`) still below
     ///     it has no rate.
+    ///   - sample: how the counted pushes were sampled; nil for all of the window's.
     public init(
         publication: String?,
         days: Int,
@@ -129,8 +133,10 @@ public struct WakeRates: Codable, Equatable, Sendable {
         to: Date,
         total: (pushes: Int, wakes: Int),
         counts: [Count],
-        minimumPushes: Int = WakeRates.defaultMinimumPushes
+        minimumPushes: Int = WakeRates.defaultMinimumPushes,
+        sample: Sample? = nil
     ) {
+        self.sample = sample
         self.publication = publication
         self.days = days
         self.from = from

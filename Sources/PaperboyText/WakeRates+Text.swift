@@ -25,6 +25,7 @@ extension WakeRates {
             "all: \(TerminalText.grouped(total.pushes)) pushes, \(TerminalText.grouped(total.wakes)) woke the app"
                 + (total.rate.map { ": \(Self.percent($0)) (\(Self.interval(total)))" } ?? ""),
         ]
+        if let sample { lines.append(Self.sampleLine(sample, read: total.pushes)) }
         guard total.pushes > 0 else {
             lines.append("no accepted background pushes in the window: nothing to measure yet")
             return lines.joined(separator: "\n")
@@ -41,10 +42,21 @@ extension WakeRates {
 
     /// An ended broadcast's wake rates by wave, for the end of its report: a title, then the table (or a line
     /// saying no background push was accepted).
-    public static func broadcastReport(_ waves: Breakdown, minimumPushes: Int = defaultMinimumPushes) -> String {
+    /// - Parameter sample: how the pushes were sampled, when they were; its line follows the title.
+    public static func broadcastReport(_ waves: Breakdown, sample: Sample? = nil, minimumPushes: Int = defaultMinimumPushes) -> String {
         let title = "Wake rates by wave (receipts per accepted background push; under \(TerminalText.grouped(minimumPushes)) pushes: no rate):"
         guard !waves.groups.isEmpty else { return title + " no accepted background pushes" }
-        return ([title] + table(waves, minimumPushes: minimumPushes)).joined(separator: "\n")
+        let read = waves.groups.reduce(0) { $0 + $1.pushes }
+        return ([title] + (sample.map { [sampleLine($0, read: read)] } ?? []) + table(waves, minimumPushes: minimumPushes))
+            .joined(separator: "\n")
+    }
+
+    /// `sampled: the pushes of 1.9% of devices (1,024 id ranges across all ids), 249,113 of the window's
+    /// 13,468,221; rates and intervals are the sample's`.
+    static func sampleLine(_ sample: Sample, read: Int) -> String {
+        let share = sample.fraction >= 0.01 ? String(format: "%.1f%%", sample.fraction * 100) : String(format: "%.2f%%", sample.fraction * 100)
+        return "sampled: the pushes of \(share) of devices (\(TerminalText.grouped(sample.ranges)) id ranges across all ids), "
+            + "\(TerminalText.grouped(read)) of \(TerminalText.grouped(sample.windowPushes)); rates and intervals are the sample's"
     }
 
     /// A dimension's table: its name heads the key column.

@@ -187,9 +187,9 @@ struct BroadcastCommand: AsyncParsableCommand {
         /// Once a broadcast has ended, its wake rates by wave (`WakeRateRepository.waveRates`) after the report.
         static func printWakeRates(_ progress: BroadcastProgress, client: PostgresClient, logger: Logger) async throws {
             guard progress.state != .running else { return }
-            let waves = try await WakeRateRepository(client: client).waveRates(broadcastID: progress.id, logger: logger)
+            let (waves, sample) = try await WakeRateRepository(client: client).waveRates(broadcastID: progress.id, logger: logger)
             print("")
-            print(WakeRates.broadcastReport(waves))
+            print(WakeRates.broadcastReport(waves, sample: sample))
         }
 
         static func progress(_ id: UUID, repository: BroadcastRepository, logger: Logger) async throws -> BroadcastProgress {

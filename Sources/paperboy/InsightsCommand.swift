@@ -23,7 +23,9 @@ struct InsightsCommand: AsyncParsableCommand {
                 Network, charging, Low Power Mode and Background App Refresh are as the device reported them with its receipt for the publication's previous \
                 edition ("unknown" without one). Model family: an Apple identifier up to its comma (iPhone15,2 is iPhone15), any \
                 other model as reported. Groups under 200 pushes are merged into "other"; one still under 200 shows no rate. \
-                Each rate has its counts and a Wilson 95% interval.
+                Each rate has its counts and a Wilson 95% interval. A window of more than --sample pushes (by the broadcasts' \
+                counters) is read from a sample of the devices: every push of the devices in 1,024 id ranges spread over all ids, \
+                about --sample pushes in all; the report says so.
                 """
         )
 
@@ -38,6 +40,14 @@ struct InsightsCommand: AsyncParsableCommand {
         @Option(help: "The window: broadcasts created in the last N days, 1 to \(WakeRateRepository.maxDays).")
         var days = 14
 
+        @Option(
+            help: ArgumentHelp(
+                "About how many pushes to count: a window with more is read from a sample of the devices; `all` counts every push (about 10 µs a push: half an hour for a week at 10 million devices).",
+                valueName: "pushes|all"
+            )
+        )
+        var sample = SampleSize.pushes(WakeRates.defaultSamplePushes)
+
         @OptionGroup var output: OutputOptions
 
         @OptionGroup var timeZone: TimeZoneOptions
@@ -48,6 +58,9 @@ struct InsightsCommand: AsyncParsableCommand {
             }
             if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
             if let publication, publication.isEmpty { throw ValidationError("--publication must be a publication's id, like morning") }
+            if case .pushes(let count) = sample, count < WakeRates.minimumSamplePushes {
+                throw ValidationError("--sample must be at least \(WakeRates.minimumSamplePushes) pushes, or all")
+            }
             _ = try timeZone.zone()
         }
 
@@ -61,6 +74,7 @@ struct InsightsCommand: AsyncParsableCommand {
                         appID: app,
                         days: days,
                         now: Date(),
+                        samplePushes: sample.pushes,
                         logger: logger
                     )
                 } catch let error as StoreError {
@@ -70,5 +84,32 @@ struct InsightsCommand: AsyncParsableCommand {
             if output.json { return try printJSON(rates) }
             print(rates.report(timeZone: zone))
         }
+    }
+}
+
+/// `--sample`: a number of pushes, or `all`.
+enum SampleSize: ExpressibleByArgument, Equatable {
+    case pushes(Int)
+    case all
+
+    init?(argument: String) {
+        if argument == "all" {
+            self = .all
+        } else if let count = Int(argument.replacingOccurrences(of: ",", with: "").replacingOccurrences(of: "_", with: "")), count > 0 {
+            self = .pushes(count)
+        } else {
+            return nil
+        }
+    }
+
+    /// The target for ``WakeRateRepository``: nil for every push.
+    var pushes: Int? {
+        if case .pushes(let count) = self { return count }
+        return nil
+    }
+
+    var defaultValueDescription: String {
+        if case .pushes(let count) = self { return "\(count)" }
+        return "all"
     }
 }

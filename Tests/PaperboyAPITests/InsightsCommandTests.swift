@@ -41,6 +41,13 @@ struct InsightsCommandTests {
                 #expect(bad.status != 0, "--days \(days)")
                 #expect(bad.output.contains("--days"), "\(bad.output)")
             }
+            for sample in ["999", "0", "many"] {
+                let bad = try await PaperboyBinary.run(["insights", "wake-rates", "--sample", sample], database: db.configuration)
+                #expect(bad.status != 0, "--sample \(sample)")
+                #expect(bad.output.contains("--sample"), "\(bad.output)")
+            }
+            let all = try await PaperboyBinary.run(["insights", "wake-rates", "--sample", "all"], database: db.configuration)
+            #expect(all.status == 0 && !all.output.contains("sampled"), "\(all.output)")
             let unknown = try await PaperboyBinary.run(["insights", "wake-rates", "--publication", "weekly"], database: db.configuration)
             #expect(unknown.status != 0)
             #expect(unknown.output.contains("--publication: there is no publication weekly"), "\(unknown.output)")

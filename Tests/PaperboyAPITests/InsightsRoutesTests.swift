@@ -60,16 +60,28 @@ struct InsightsRoutesTests {
             #expect(everything.status == .ok)
             let everythingJSON = try everything.json()
             #expect(everythingJSON["days"] as? Int == 14 && everythingJSON["publication"] == nil)
+            // Two pushes are far below any sample: every push counted, and no `sample` in the answer.
+            #expect(everythingJSON["sample"] == nil)
+            for sample in ["all", "1000"] {
+                let counted = try await client.send(.get, Self.route + "?sample=" + sample, headers: ReceiptRoutesTests.admin)
+                let countedTotal = try counted.json()["total"] as? [String: Any]
+                #expect(counted.status == .ok && countedTotal?["pushes"] as? Int == 2, "\(sample)")
+            }
         }
     }
 
-    @Test("bad days or app answer 400 naming the parameter; an unknown publication 404 naming it")
+    @Test("bad days, sample or app answer 400 naming the parameter; an unknown publication 404 naming it")
     func refusals() async throws {
         try await APIFixture.with { _, client in
             for query in ["days=0", "days=91", "days=two", "days=", "days=1.5"] {
                 let response = try await client.send(.get, Self.route + "?" + query, headers: ReceiptRoutesTests.admin)
                 #expect(response.status == .badRequest, "\(query)")
                 #expect(try response.apiError().field == "days", "\(query)")
+            }
+            for query in ["sample=999", "sample=0", "sample=-5", "sample=some", "sample="] {
+                let response = try await client.send(.get, Self.route + "?" + query, headers: ReceiptRoutesTests.admin)
+                #expect(response.status == .badRequest, "\(query)")
+                #expect(try response.apiError().field == "sample", "\(query)")
             }
             let app = try await client.send(.get, Self.route + "?app=x", headers: ReceiptRoutesTests.admin)
             #expect(app.status == .badRequest)

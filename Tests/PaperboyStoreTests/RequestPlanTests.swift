@@ -61,7 +61,8 @@ struct RequestPlanTests {
             let drivenByReceipts = name.contains("receipts per wave and cohort")
             // The wake rates read the window's broadcasts' deliveries on purpose (by broadcast: an index scan, or a
             // bitmap scan, whose heap node names no index condition); their per-device probes are the receipts.
-            let drivenByDeliveries = name.contains("wake rates")
+            // A sampled report reads only the sampled devices' deliveries: every scan has the device.
+            let drivenByDeliveries = name.contains("wake rates") && !name.contains("sampled")
             var unkeyed: [Scan] = []
             for scan in scans where !scan.condition.contains("device_id") {
                 if drivenByDeliveries, scan.table == "deliveries" { continue }

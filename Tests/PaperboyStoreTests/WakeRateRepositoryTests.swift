@@ -150,8 +150,9 @@ struct WakeRateRepositoryTests {
             var today = UUID()
             for try await id in try await db.client.query("SELECT md5('b-today')::uuid", logger: db.logger).decode(UUID.self) { today = id }
             let waves = try await repository.waveRates(broadcastID: today, minimumPushes: 1, logger: db.logger)
-            #expect(waves.dimension == .wave && waves.groups.map { "\($0.key) \($0.pushes)/\($0.wakes)" } == ["1 4/1", "2 2/2"])
-            #expect(try await repository.waveRates(broadcastID: today, logger: db.logger).groups.map(\.key) == ["other"])
+            #expect(waves.waves.dimension == .wave && waves.waves.groups.map { "\($0.key) \($0.pushes)/\($0.wakes)" } == ["1 4/1", "2 2/2"])
+            #expect(waves.sample == nil)
+            #expect(try await repository.waveRates(broadcastID: today, logger: db.logger).waves.groups.map(\.key) == ["other"])
 
             // The default minimum: six pushes are too few for any rate.
             let merged = try await repository.wakeRates(publication: "morning", appID: nil, days: 14, now: Self.now, logger: db.logger)
@@ -188,6 +189,118 @@ struct WakeRateRepositoryTests {
                 logger: db.logger
             )
             #expect(earlier.total.pushes == 0 && earlier.dimensions.allSatisfy { $0.groups.isEmpty })
+        }
+    }
+
+    /// A morning broadcast to `devices` seeded devices, with its waves' counters as the dispatcher keeps them:
+    /// wave 1 to every target, wave 2 to the third that did not answer wave 1; a device answers wave 1 when its
+    /// hash says so (about two in three), wave 2 one time in two, echoing the wave in half the receipts.
+    static func seedMorning(_ db: TestDatabase, devices: Int) async throws -> UUID {
+        let app = try await AppRepository(client: db.client).create(
+            try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
+            logger: db.logger
+        ).app
+        let morning = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
+        _ = try await DeviceSeeder(client: db.client).seed(
+            appID: app.id,
+            publicationSlugs: ["morning"],
+            count: devices,
+            environment: .production,
+            seed: 5,
+            alertsShare: 0,
+            autoDownloadShare: 1,
+            logger: db.logger
+        )
+        let statements: [PostgresQuery] = [
+            "INSERT INTO editions (id, publication_id, issue_date, deadline, manifest) VALUES (md5('e')::uuid, \(morning.id), date '2026-11-24', \(now), '{}')",
+            "INSERT INTO broadcasts (id, edition_id, environment, state, plan, created_at) VALUES (md5('b')::uuid, md5('e')::uuid, 0, 'completed', '{}', \(minutes(-5)))",
+            """
+            CREATE TEMP TABLE draws AS SELECT id, (hashint8extended(id, 7) & 1023)::integer AS r FROM devices
+            """,
+            """
+            INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome)
+            SELECT id, md5('b')::uuid, w, 0, true, \(push) + make_interval(mins => 30 * (w - 1)), 'accepted'
+            FROM draws, generate_series(1, 2) w WHERE w = 1 OR r >= 683
+            """,
+            """
+            INSERT INTO receipts (device_id, edition_id, result, received_at, wave)
+            SELECT id, md5('e')::uuid, 'newData', \(push) + make_interval(mins => CASE WHEN r < 683 THEN 5 ELSE 35 END),
+                CASE WHEN r % 2 = 0 THEN (CASE WHEN r < 683 THEN 1 ELSE 2 END)::smallint END
+            FROM draws WHERE r < 683 OR r % 4 < 2
+            """,
+            """
+            INSERT INTO broadcast_waves (broadcast_id, wave, kind, starts_at, window_seconds, rate, planned)
+            VALUES (md5('b')::uuid, 1, 'background', \(push), 1800, 1, 0), (md5('b')::uuid, 2, 'background', \(minutes(30)), 1800, 1, 0),
+                (md5('b')::uuid, 3, 'alert', \(minutes(60)), 1800, 1, 0)
+            """,
+            """
+            INSERT INTO broadcast_cohorts (broadcast_id, wave, cohort, starts_at, ends_at, first_key, end_key, next_key, planned, accepted)
+            SELECT md5('b')::uuid, wave, 0, \(push), \(push), 0, 0, 0, count(*), count(*)
+            FROM deliveries GROUP BY wave
+            UNION ALL SELECT md5('b')::uuid, 3, 0, \(push), \(push), 0, 0, 0, 500, 500
+            """,
+        ]
+        for statement in statements { try await db.client.query(statement, logger: db.logger) }
+        var id = UUID()
+        for try await value in try await db.client.query("SELECT md5('b')::uuid", logger: db.logger).decode(UUID.self) { id = value }
+        return id
+    }
+
+    @Test("a window with more pushes than the sample target is counted from a sample of the devices, and says so; the rates stay close")
+    func samples() async throws {
+        try await TestDatabase.with { db in
+            let broadcast = try await Self.seedMorning(db, devices: 6_000)
+            let repository = WakeRateRepository(client: db.client)
+            let all = try await repository.wakeRates(publication: "morning", appID: nil, days: 1, now: Self.now, samplePushes: nil, logger: db.logger)
+            #expect(all.sample == nil && all.total.pushes > 7_500)
+            // The alert wave's 500 do not count: the counters say as many background pushes as the ledger holds.
+            let sampled = try await repository.wakeRates(
+                publication: "morning",
+                appID: nil,
+                days: 1,
+                now: Self.now,
+                samplePushes: 2_000,
+                logger: db.logger
+            )
+            let sample = try #require(sampled.sample)
+            #expect(sample.windowPushes == all.total.pushes)
+            #expect(sample.ranges == 6_000 / 16 && abs(sample.fraction - 2_000.0 / Double(all.total.pushes)) < 0.03)
+            #expect((1_500...2_600).contains(sampled.total.pushes), "read \(sampled.total.pushes) pushes")
+            let exactRate = try #require(all.total.rate)
+            let sampledRate = try #require(sampled.total.rate)
+            #expect(abs(sampledRate - exactRate) < 0.05, "sampled \(sampledRate), all \(exactRate)")
+            // A sample is a subset: no wave has more pushes or wakes than in the whole.
+            for (part, whole) in zip(Self.groups(sampled, .wave), Self.groups(all, .wave)) {
+                let (p, w) = (part.split(separator: " "), whole.split(separator: " "))
+                #expect(p[0] == w[0])
+                let (pc, wc) = (p[1].split(separator: "/").compactMap { Int($0) }, w[1].split(separator: "/").compactMap { Int($0) })
+                #expect(pc[0] < wc[0] && pc[1] < wc[1])
+            }
+            // A target at or above the window's pushes reads them all: the same report as without one.
+            let enough = try await repository.wakeRates(
+                publication: "morning",
+                appID: nil,
+                days: 1,
+                now: Self.now,
+                samplePushes: all.total.pushes,
+                logger: db.logger
+            )
+            #expect(enough == all)
+
+            // The broadcast's report by wave samples the same way.
+            let waves = try await repository.waveRates(broadcastID: broadcast, samplePushes: 2_000, logger: db.logger)
+            #expect(waves.sample?.windowPushes == all.total.pushes)
+            #expect(waves.waves.groups.map(\.key) == ["1", "2"])
+            #expect(waves.waves.groups.reduce(0) { $0 + $1.pushes } == sampled.total.pushes)
+            let exactWaves = try await repository.waveRates(broadcastID: broadcast, samplePushes: nil, logger: db.logger)
+            #expect(exactWaves.sample == nil && exactWaves.waves.groups.reduce(0) { $0 + $1.pushes } == all.total.pushes)
+
+            // Past the retention the pruner deletes the deliveries and keeps the waves' counters: nothing is left to
+            // read, so nothing is sampled either.
+            try await db.client.query("DELETE FROM deliveries", logger: db.logger)
+            let pruned = try await repository.wakeRates(publication: "morning", appID: nil, days: 1, now: Self.now, samplePushes: 2_000, logger: db.logger)
+            #expect(pruned.sample == nil && pruned.total.pushes == 0)
+            #expect(try await repository.waveRates(broadcastID: broadcast, samplePushes: 2_000, logger: db.logger).sample == nil)
         }
     }
 }

@@ -55,6 +55,41 @@ struct WakeRatesTextTests {
         #expect(none.hasSuffix("no accepted background pushes"))
     }
 
+    @Test("a sampled report says so under the total: the share of devices, the ranges, the pushes read of the window's")
+    func sampled() {
+        let sample = WakeRates.Sample(fraction: 0.001_47, ranges: 1_024, windowPushes: 170_000_000)
+        let rates = WakeRates(
+            publication: nil,
+            days: 7,
+            from: Self.five.addingTimeInterval(-7 * 86_400),
+            to: Self.five,
+            total: (249_113, 149_000),
+            counts: [.init(.wave, "1", pushes: 249_113, wakes: 149_000)],
+            sample: sample
+        )
+        let lines = rates.report(timeZone: Self.tokyo).split(separator: "\n").map(String.init)
+        #expect(
+            lines[2]
+                == "sampled: the pushes of 0.15% of devices (1,024 id ranges across all ids), 249,113 of 170,000,000; rates and intervals are the sample's"
+        )
+        let waves = WakeRates.broadcastReport(
+            WakeRates.breakdown(
+                .wave,
+                [.init(.wave, "1", pushes: 30_000, wakes: 20_000), .init(.wave, "2", pushes: 9_000, wakes: 3_000)],
+                minimumPushes: 200
+            ),
+            sample: WakeRates.Sample(fraction: 0.025, ranges: 1_024, windowPushes: 1_560_000)
+        )
+        #expect(
+            waves.split(separator: "\n")[1]
+                == "sampled: the pushes of 2.5% of devices (1,024 id ranges across all ids), 39,000 of 1,560,000; rates and intervals are the sample's"
+        )
+        #expect(
+            !rates.report(timeZone: Self.tokyo).isEmpty
+                && !WakeRates.broadcastReport(WakeRates.breakdown(.wave, [], minimumPushes: 200)).contains("sampled")
+        )
+    }
+
     @Test("an empty window says there is nothing to measure")
     func empty() {
         let rates = WakeRates(publication: nil, days: 1, from: Self.five.addingTimeInterval(-86_400), to: Self.five, total: (0, 0), counts: [])

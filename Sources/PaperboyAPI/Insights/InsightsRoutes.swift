@@ -19,9 +19,10 @@ struct InsightsRoutes {
     }
 
     /// `GET /v1/insights/wake-rates?publication=P&days=14` (`app` to pick the app when several have the
-    /// publication): receipts per accepted background push by wave, platform, model family, OS, network,
-    /// charging, Low Power Mode, Background App Refresh and local hour (``WakeRates``). 400 naming `days` or
-    /// `app` for a bad value; 404 naming `publication` or `app` for one that does not exist.
+    /// publication; `sample=N|all`, the pushes to count before sampling devices): receipts per accepted
+    /// background push by wave, platform, model family, OS, network, charging, Low Power Mode, Background App
+    /// Refresh and local hour (``WakeRates``). 400 naming `days`, `app` or `sample` for a bad value; 404 naming
+    /// `publication` or `app` for one that does not exist.
     @Sendable func showWakeRates(_ request: Request, context: APIRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
         var days = 14
@@ -43,7 +44,28 @@ struct InsightsRoutes {
             }
             publication = text
         }
-        let rates = try await wakeRates.wakeRates(publication: publication, appID: appID, days: days, now: now(), logger: context.logger)
+        var samplePushes: Int? = WakeRates.defaultSamplePushes
+        if let text = query.get("sample") {
+            if text == "all" {
+                samplePushes = nil
+            } else {
+                guard let value = Int(text), value >= WakeRates.minimumSamplePushes else {
+                    throw APIError.invalid(
+                        "sample",
+                        "sample must be a number of pushes from \(WakeRates.minimumSamplePushes), like ?sample=250000, or all"
+                    )
+                }
+                samplePushes = value
+            }
+        }
+        let rates = try await wakeRates.wakeRates(
+            publication: publication,
+            appID: appID,
+            days: days,
+            now: now(),
+            samplePushes: samplePushes,
+            logger: context.logger
+        )
         return try BroadcastRoutes.json(rates, status: .ok)
     }
 }

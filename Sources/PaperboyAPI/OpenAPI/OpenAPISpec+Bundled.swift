@@ -504,8 +504,13 @@ extension OpenAPISpec {
                 other model as reported. Groups with fewer than `minimumPushes` pushes are merged into `other`; a
                 group still below it has its counts and no `rate`.
 
-                400 names `days` or `app` for a bad value, or `app` when several apps have the publication; 404
-                names `publication` or `app` for one that does not exist.
+                Counting costs about 10 µs a push. A window with more than `sample` accepted background pushes (by
+                the broadcasts' counters) is read from a sample of the devices, every push of the devices in 1,024 id
+                ranges spread over all ids, and the answer's `sample` says so; `sample=all` counts every push (at
+                10 million devices, minutes per broadcast: give the request a timeout to match).
+
+                400 names `days`, `app` or `sample` for a bad value, or `app` when several apps have the
+                publication; 404 names `publication` or `app` for one that does not exist.
               security:
                 - adminToken: []
               parameters:
@@ -535,6 +540,18 @@ extension OpenAPISpec {
                     minimum: 1
                     maximum: 90
                     default: 14
+                - name: sample
+                  in: query
+                  required: false
+                  description: About how many pushes to count before sampling devices (at least 1000), or `all`.
+                  schema:
+                    oneOf:
+                      - type: integer
+                        minimum: 1000
+                        maximum: 9223372036854775807
+                        default: 250000
+                      - type: string
+                        enum: [all]
               responses:
                 "200":
                   description: The wake rates.
@@ -1133,6 +1150,27 @@ extension OpenAPISpec {
                   description: The fewest pushes a group needs for a rate.
                 total:
                   $ref: "#/components/schemas/WakeRateGroup"
+                sample:
+                  type: object
+                  additionalProperties: false
+                  required: [fraction, ranges, windowPushes]
+                  description: |
+                    Present when the window held more than `sample` pushes and a sample of the devices was read: every
+                    push of the devices in `ranges` id ranges spread over all ids. Counts, rates and intervals are the
+                    sample's; absent when every push was counted.
+                  properties:
+                    fraction:
+                      type: number
+                      exclusiveMinimum: 0
+                      exclusiveMaximum: 1
+                      description: The share of device ids read.
+                    ranges:
+                      type: integer
+                      minimum: 1
+                    windowPushes:
+                      type: integer
+                      minimum: 0
+                      description: The window's accepted background pushes, by the broadcasts' counters.
                 dimensions:
                   type: array
                   description: One breakdown per dimension, in this order; a dimension's groups add up to `total`.

@@ -455,7 +455,11 @@ public struct DemoRunner: Sendable {
         recording.day = day
         recording.dormant = progressReport?.totals.dormant ?? 0
         (recording.readyAlerts, recording.readyHeld) = fleet.readyAlerts
-        recording.wakeRatesByWave = try await WakeRateRepository(client: client).waveRates(broadcastID: broadcast.id, logger: logger)
+        recording.wakeRatesByWave = try await WakeRateRepository(client: client).waveRates(
+            broadcastID: broadcast.id,
+            samplePushes: nil,
+            logger: logger
+        ).waves
         progress(
             .finished(
                 strategy,

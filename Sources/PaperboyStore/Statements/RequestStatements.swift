@@ -87,6 +87,10 @@ public enum RequestStatements {
     /// The big tables, which no statement here may read sequentially (unless it reads them whole).
     public static let bigTables: Set<String> = ["devices", "deliveries", "receipts", "broadcasts"]
 
+    /// The sample a week of broadcasts at 10,000,000 devices would read (250,000 of 170,000,000 pushes): 1,024
+    /// ranges of about 15 ids.
+    static let weekAtTenMillion = WakeRates.samplePlan(windowPushes: 170_000_000, target: 250_000, maxDeviceID: 10_000_000)!
+
     /// Every statement a request, the scheduler or a dispatch batch runs on the big tables.
     public static let catalogue: [Statement] = [
         Statement("PUT /v1/devices/{token}") { s in
@@ -150,6 +154,24 @@ public enum RequestStatements {
         },
         Statement("paperboy broadcast status: an ended broadcast's wake rates by wave") { s in
             WakeRateRepository.waveQuery(broadcastID: s.broadcastID)
+        },
+        Statement("GET /v1/insights/wake-rates: the window's accepted background pushes, by the counters") { s in
+            WakeRateRepository.windowPushesQuery(publicationIDs: nil, from: s.now.addingTimeInterval(-14 * 86_400), to: s.now)
+        },
+        Statement("paperboy broadcast status: a broadcast's accepted background pushes, by the counters") { s in
+            WakeRateRepository.broadcastPushesQuery(broadcastID: s.broadcastID)
+        },
+        Statement("GET /v1/insights/wake-rates: the highest device id, to spread a sample") { _ in WakeRateRepository.maxDeviceIDQuery },
+        Statement("GET /v1/insights/wake-rates: every publication's wake rates, 14 days, sampled") { s in
+            WakeRateRepository.countsQuery(
+                publicationIDs: nil,
+                from: s.now.addingTimeInterval(-14 * 86_400),
+                to: s.now,
+                sample: weekAtTenMillion.ranges
+            )
+        },
+        Statement("paperboy broadcast status: an ended broadcast's wake rates by wave, sampled") { s in
+            WakeRateRepository.waveQuery(broadcastID: s.broadcastID, sample: weekAtTenMillion.ranges)
         },
         Statement("GET /v1/broadcasts/{id}") { s in BroadcastRepository.selectBroadcasts("WHERE b.id = \(s.broadcastID)") },
         Statement("GET /v1/broadcasts") { _ in BroadcastRepository.selectBroadcasts("ORDER BY b.created_at DESC LIMIT \(50)") },
