@@ -298,7 +298,14 @@ struct WakeRateRepositoryTests {
             // Past the retention the pruner deletes the deliveries and keeps the waves' counters: nothing is left to
             // read, so nothing is sampled either.
             try await db.client.query("DELETE FROM deliveries", logger: db.logger)
-            let pruned = try await repository.wakeRates(publication: "morning", appID: nil, days: 1, now: Self.now, samplePushes: 2_000, logger: db.logger)
+            let pruned = try await repository.wakeRates(
+                publication: "morning",
+                appID: nil,
+                days: 1,
+                now: Self.now,
+                samplePushes: 2_000,
+                logger: db.logger
+            )
             #expect(pruned.sample == nil && pruned.total.pushes == 0)
             #expect(try await repository.waveRates(broadcastID: broadcast, samplePushes: 2_000, logger: db.logger).sample == nil)
         }
