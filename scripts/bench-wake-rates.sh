@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Seeds a fleet and DAYS days of morning and evening broadcasts (3 background waves each, receipts with context, the
 # waves' counters as the dispatcher keeps them), then times `paperboy insights wake-rates` sampled (the default,
-# --sample 250000) and with --sample all, RUNS times each, and compares the sampled rates with the exact ones. Under
-# scripts/with-postgres.sh, from the repository:
+# --sample 250000) and with --sample all, RUNS times each (EXACT_RUNS for --sample all), over the WINDOWS (flag sets
+# separated by ';'), and compares the sampled rates with the exact ones. Under scripts/with-postgres.sh, from the
+# repository:
 #   N=1000000 DAYS=4 PB=.build/debug/paperboy scripts/with-postgres.sh scripts/bench-wake-rates.sh
 # (MODE=seed stops after the history, MODE=time only times; the EXPLAIN reads $OUT/explain.sql when present; OUT
 # defaults to /tmp/wake-rates.) Fails when a report fails or reads no push.
@@ -67,18 +68,21 @@ fi
 psql -X -At -c "SELECT 'devices ' || (SELECT count(*) FROM devices) || ', deliveries ' || (SELECT count(*) FROM deliveries) || ', receipts ' || (SELECT count(*) FROM receipts) || ', broadcasts ' || (SELECT count(*) FROM broadcasts) || ', db ' || pg_size_pretty(pg_database_size(current_database()))"
 [ "${MODE:-all}" = seed ] && exit 0
 RUNS=${RUNS:-3}
-for args in "--publication morning --days 1" "--days 1" "--publication morning --days 14" "--days 14"; do
+EXACT_RUNS=${EXACT_RUNS:-$RUNS}
+IFS=';' read -r -a windows <<< "${WINDOWS:---publication morning --days 1;--days 1;--publication morning --days 14;--days 14}"
+for args in "${windows[@]}"; do
     for sample in 250000 all; do
         name=$(echo "$args --sample $sample" | tr -d ' -')
         times=()
-        for run in $(seq "$RUNS"); do
+        runs=$RUNS; [ "$sample" = all ] && runs=$EXACT_RUNS
+        for run in $(seq "$runs"); do
             start=$(date +%s.%N)
             $pb insights wake-rates $args --sample $sample --json > "$OUT/rates-$name.json"
             times+=("$(echo "$(date +%s.%N) - $start" | bc)")
         done
         read_pushes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"]["pushes"])' "$OUT/rates-$name.json")
         [ "$read_pushes" -gt 0 ] || { echo "insights wake-rates $args --sample $sample read no push" >&2; exit 1; }
-        echo "insights wake-rates $args --sample $sample: ${times[*]} s (median $(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p") s), $read_pushes pushes read"
+        echo "insights wake-rates $args --sample $sample: ${times[*]} s (median $(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (runs + 1) / 2 ))p") s), $read_pushes pushes read"
     done
     # The sampled rates against the exact ones: every group with a rate in both.
     python3 - "$OUT/rates-$(echo "$args --sample 250000" | tr -d ' -').json" "$OUT/rates-$(echo "$args --sample all" | tr -d ' -').json" <<'PY'

@@ -10,6 +10,37 @@ extension WakeRates {
     /// The smallest sample a caller may ask for: below it most groups are merged or too small for a rate.
     public static let minimumSamplePushes = 1_000
 
+    /// What a caller asks to count (`--sample`, `?sample=`): about so many pushes, or all of them.
+    public enum SampleTarget: Equatable, Sendable, CustomStringConvertible {
+        case pushes(Int)
+        case all
+
+        /// How a refusal states the rule.
+        public static let rule = "a number of pushes from \(minimumSamplePushes), like 250000, or all"
+
+        /// `all`, or a whole number of pushes from ``WakeRates/minimumSamplePushes``; nil for anything else.
+        public init?(_ text: String) {
+            if text == "all" {
+                self = .all
+            } else if let count = Int(text), count >= WakeRates.minimumSamplePushes {
+                self = .pushes(count)
+            } else {
+                return nil
+            }
+        }
+
+        /// The target to sample at; nil for every push.
+        public var pushes: Int? {
+            if case .pushes(let count) = self { return count }
+            return nil
+        }
+
+        public var description: String {
+            if case .pushes(let count) = self { return "\(count)" }
+            return "all"
+        }
+    }
+
     /// How a report read a sample of the devices rather than every push.
     ///
     /// The sample is every push of the devices whose ids fall in ``ranges`` ranges spread evenly over all ids

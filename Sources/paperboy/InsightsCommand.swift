@@ -44,9 +44,13 @@ struct InsightsCommand: AsyncParsableCommand {
             help: ArgumentHelp(
                 "About how many pushes to count: a window with more is read from a sample of the devices; `all` counts every push (about 10 µs a push: half an hour for a week at 10 million devices).",
                 valueName: "pushes|all"
-            )
+            ),
+            transform: { text in
+                guard let target = WakeRates.SampleTarget(text) else { throw ValidationError("--sample must be \(WakeRates.SampleTarget.rule)") }
+                return target
+            }
         )
-        var sample = SampleSize.pushes(WakeRates.defaultSamplePushes)
+        var sample = WakeRates.SampleTarget.pushes(WakeRates.defaultSamplePushes)
 
         @OptionGroup var output: OutputOptions
 
@@ -58,9 +62,6 @@ struct InsightsCommand: AsyncParsableCommand {
             }
             if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
             if let publication, publication.isEmpty { throw ValidationError("--publication must be a publication's id, like morning") }
-            if case .pushes(let count) = sample, count < WakeRates.minimumSamplePushes {
-                throw ValidationError("--sample must be at least \(WakeRates.minimumSamplePushes) pushes, or all")
-            }
             _ = try timeZone.zone()
         }
 
@@ -84,32 +85,5 @@ struct InsightsCommand: AsyncParsableCommand {
             if output.json { return try printJSON(rates) }
             print(rates.report(timeZone: zone))
         }
-    }
-}
-
-/// `--sample`: a number of pushes, or `all`.
-enum SampleSize: ExpressibleByArgument, Equatable {
-    case pushes(Int)
-    case all
-
-    init?(argument: String) {
-        if argument == "all" {
-            self = .all
-        } else if let count = Int(argument.replacingOccurrences(of: ",", with: "").replacingOccurrences(of: "_", with: "")), count > 0 {
-            self = .pushes(count)
-        } else {
-            return nil
-        }
-    }
-
-    /// The target for ``WakeRateRepository``: nil for every push.
-    var pushes: Int? {
-        if case .pushes(let count) = self { return count }
-        return nil
-    }
-
-    var defaultValueDescription: String {
-        if case .pushes(let count) = self { return "\(count)" }
-        return "all"
     }
 }

@@ -47,4 +47,13 @@ struct WakeRatesSampleTests {
         let least = try #require(WakeRates.samplePlan(windowPushes: 1_000_000_000, target: 1_000, maxDeviceID: 100_000))
         #expect(least.ranges.count == 1_024 && least.ranges.allSatisfy { $0.count == 1 })
     }
+
+    @Test("what a caller may ask for: all, or a whole number of pushes from 1,000")
+    func targets() {
+        #expect(WakeRates.SampleTarget("all") == .all && WakeRates.SampleTarget("all")?.pushes == nil)
+        #expect(WakeRates.SampleTarget("1000")?.pushes == 1_000 && WakeRates.SampleTarget("250000")?.description == "250000")
+        for refused in ["999", "0", "-5", "", "ALL", "some", "1e6", "2.5"] {
+            #expect(WakeRates.SampleTarget(refused) == nil, "\(refused)")
+        }
+    }
 }

@@ -46,17 +46,10 @@ struct InsightsRoutes {
         }
         var samplePushes: Int? = WakeRates.defaultSamplePushes
         if let text = query.get("sample") {
-            if text == "all" {
-                samplePushes = nil
-            } else {
-                guard let value = Int(text), value >= WakeRates.minimumSamplePushes else {
-                    throw APIError.invalid(
-                        "sample",
-                        "sample must be a number of pushes from \(WakeRates.minimumSamplePushes), like ?sample=250000, or all"
-                    )
-                }
-                samplePushes = value
+            guard let target = WakeRates.SampleTarget(text) else {
+                throw APIError.invalid("sample", "sample must be \(WakeRates.SampleTarget.rule)")
             }
+            samplePushes = target.pushes
         }
         let rates = try await wakeRates.wakeRates(
             publication: publication,
