@@ -196,11 +196,7 @@ struct WakeRateRepositoryTests {
     /// wave 1 to every target, wave 2 to the third that did not answer wave 1; a device answers wave 1 when its
     /// hash says so (about two in three), wave 2 one time in two, echoing the wave in half the receipts.
     static func seedMorning(_ db: TestDatabase, devices: Int) async throws -> UUID {
-        let app = try await AppRepository(client: db.client).create(
-            try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
-            logger: db.logger
-        ).app
-        let morning = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
+        let app = try await EditionRepositoryTests.app(db, publications: ["morning"])
         _ = try await DeviceSeeder(client: db.client).seed(
             appID: app.id,
             publicationSlugs: ["morning"],
@@ -212,7 +208,10 @@ struct WakeRateRepositoryTests {
             logger: db.logger
         )
         let statements: [PostgresQuery] = [
-            "INSERT INTO editions (id, publication_id, issue_date, deadline, manifest) VALUES (md5('e')::uuid, \(morning.id), date '2026-11-24', \(now), '{}')",
+            """
+            INSERT INTO editions (id, publication_id, issue_date, deadline, manifest)
+            SELECT md5('e')::uuid, id, date '2026-11-24', \(now), '{}' FROM publications WHERE slug = 'morning'
+            """,
             "INSERT INTO broadcasts (id, edition_id, environment, state, plan, created_at) VALUES (md5('b')::uuid, md5('e')::uuid, 0, 'completed', '{}', \(minutes(-5)))",
             """
             CREATE TEMP TABLE draws AS SELECT id, (hashint8extended(id, 7) & 1023)::integer AS r FROM devices
@@ -251,17 +250,21 @@ struct WakeRateRepositoryTests {
         try await TestDatabase.with { db in
             let broadcast = try await Self.seedMorning(db, devices: 6_000)
             let repository = WakeRateRepository(client: db.client)
-            let all = try await repository.wakeRates(publication: "morning", appID: nil, days: 1, now: Self.now, samplePushes: nil, logger: db.logger)
+            // Today's morning broadcast, sampled above `samplePushes`.
+            func morning(sampleAbove samplePushes: Int?) async throws -> WakeRates {
+                try await repository.wakeRates(
+                    publication: "morning",
+                    appID: nil,
+                    days: 1,
+                    now: Self.now,
+                    samplePushes: samplePushes,
+                    logger: db.logger
+                )
+            }
+            let all = try await morning(sampleAbove: nil)
             #expect(all.sample == nil && all.total.pushes > 7_500)
             // The alert wave's 500 do not count: the counters say as many background pushes as the ledger holds.
-            let sampled = try await repository.wakeRates(
-                publication: "morning",
-                appID: nil,
-                days: 1,
-                now: Self.now,
-                samplePushes: 2_000,
-                logger: db.logger
-            )
+            let sampled = try await morning(sampleAbove: 2_000)
             let sample = try #require(sampled.sample)
             #expect(sample.windowPushes == all.total.pushes)
             #expect(sample.ranges == 6_000 / 16 && abs(sample.fraction - 2_000.0 / Double(all.total.pushes)) < 0.03)
@@ -270,21 +273,13 @@ struct WakeRateRepositoryTests {
             let sampledRate = try #require(sampled.total.rate)
             #expect(abs(sampledRate - exactRate) < 0.05, "sampled \(sampledRate), all \(exactRate)")
             // A sample is a subset: no wave has more pushes or wakes than in the whole.
-            for (part, whole) in zip(Self.groups(sampled, .wave), Self.groups(all, .wave)) {
-                let (p, w) = (part.split(separator: " "), whole.split(separator: " "))
-                #expect(p[0] == w[0])
-                let (pc, wc) = (p[1].split(separator: "/").compactMap { Int($0) }, w[1].split(separator: "/").compactMap { Int($0) })
-                #expect(pc[0] < wc[0] && pc[1] < wc[1])
+            let (parts, wholes) = (sampled.dimensions[0].groups, all.dimensions[0].groups)
+            #expect(sampled.dimensions[0].dimension == .wave && parts.map(\.key) == ["1", "2"] && wholes.map(\.key) == ["1", "2"])
+            for (part, whole) in zip(parts, wholes) {
+                #expect(part.pushes < whole.pushes && part.wakes < whole.wakes, "wave \(part.key)")
             }
             // A target at or above the window's pushes reads them all: the same report as without one.
-            let enough = try await repository.wakeRates(
-                publication: "morning",
-                appID: nil,
-                days: 1,
-                now: Self.now,
-                samplePushes: all.total.pushes,
-                logger: db.logger
-            )
+            let enough = try await morning(sampleAbove: all.total.pushes)
             #expect(enough == all)
 
             // The broadcast's report by wave samples the same way.
@@ -298,14 +293,7 @@ struct WakeRateRepositoryTests {
             // Past the retention the pruner deletes the deliveries and keeps the waves' counters: nothing is left to
             // read, so nothing is sampled either.
             try await db.client.query("DELETE FROM deliveries", logger: db.logger)
-            let pruned = try await repository.wakeRates(
-                publication: "morning",
-                appID: nil,
-                days: 1,
-                now: Self.now,
-                samplePushes: 2_000,
-                logger: db.logger
-            )
+            let pruned = try await morning(sampleAbove: 2_000)
             #expect(pruned.sample == nil && pruned.total.pushes == 0)
             #expect(try await repository.waveRates(broadcastID: broadcast, samplePushes: 2_000, logger: db.logger).sample == nil)
         }
