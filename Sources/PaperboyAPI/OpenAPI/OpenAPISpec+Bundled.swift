@@ -504,10 +504,10 @@ extension OpenAPISpec {
                 other model as reported. Groups with fewer than `minimumPushes` pushes are merged into `other`; a
                 group still below it has its counts and no `rate`.
 
-                Counting costs about 10 µs a push. A window with more than `sample` accepted background pushes (by
+                Counting costs about 6 µs a push. A window with more than `sample` accepted background pushes (by
                 the broadcasts' counters) is read from a sample of the devices, every push of the devices in 1,024 id
                 ranges spread over all ids, and the answer's `sample` says so; `sample=all` counts every push (at
-                10 million devices, minutes per broadcast: give the request a timeout to match).
+                10 million devices, 75 s for a morning broadcast: give the request a timeout to match).
 
                 400 names `days`, `app` or `sample` for a bad value, or `app` when several apps have the
                 publication; 404 names `publication` or `app` for one that does not exist.
