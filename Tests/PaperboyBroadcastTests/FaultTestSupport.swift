@@ -211,22 +211,26 @@ struct FaultRig {
 /// still running; tests call ``terminate()`` for the graceful path.
 final class WorkerProcess: @unchecked Sendable {
     let name: String
-    let process: Process
+    let process = Process()
     let log: URL
 
     init(name: String, databaseURL: String, endpoint: String, fcmEndpoint: String? = nil) throws {
         self.name = name
         log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(name)-\(UUID().uuidString).log")
-        process = try PaperboyBinary.start(
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
+        process.executableURL = FaultRig.binary
+        process.arguments =
             [
                 "worker", "--apns-endpoint", endpoint, "--worker-name", name, "--lease", FaultRig.lease, "--max-batch", "\(FaultRig.maxBatch)",
-            ] + (fcmEndpoint.map { ["--fcm-endpoint", $0] } ?? []),
-            environment: [
-                "DATABASE_URL": databaseURL,
-                "LOG_LEVEL": ProcessInfo.processInfo.environment["FAULT_TEST_LOG_LEVEL"] ?? "info",
-            ],
-            log: log
-        )
+            ] + (fcmEndpoint.map { ["--fcm-endpoint", $0] } ?? [])
+        var environment = ProcessInfo.processInfo.environment
+        environment["DATABASE_URL"] = databaseURL
+        environment["LOG_LEVEL"] = ProcessInfo.processInfo.environment["FAULT_TEST_LOG_LEVEL"] ?? "info"
+        process.environment = environment
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
     }
 
     var isRunning: Bool { process.isRunning }

@@ -91,16 +91,20 @@ struct WorkerProcessTests {
     static func worker(_ name: String, fixture: BroadcastFixture) throws -> (process: Process, log: URL) {
         let database = fixture.db.configuration
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-worker-\(name)-\(UUID().uuidString).log")
-        let process = try PaperboyBinary.start(
-            [
-                "worker", "--apns-endpoint", "http://127.0.0.1:\(fixture.simulator.port)", "--worker-name", name, "--lease", "3s",
-                "--max-batch", "\(maxBatch)",
-            ],
-            environment: [
-                "DATABASE_URL": "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable"
-            ],
-            log: log
-        )
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = [
+            "worker", "--apns-endpoint", "http://127.0.0.1:\(fixture.simulator.port)", "--worker-name", name, "--lease", "3s",
+            "--max-batch", "\(maxBatch)",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["DATABASE_URL"] = "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable"
+        process.environment = environment
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
         return (process, log)
     }
 
