@@ -11,8 +11,13 @@ import Synchronization
 ///   provider (`apns`, `fcm`); the providers' reasons are in `apns_requests_total{status, reason}` and
 ///   `fcm_requests_total{status, code}`.
 /// - `paperboy_dispatch_skipped_total{reason}`: planned devices not sent (`hourlyBudget`, `deadline`).
-/// - `paperboy_dispatch_batches_total{result}`: batches `recorded`, `lost` (the lease expired first) or
+/// - `paperboy_dispatch_batches_total{result}`: batches `recorded`, `givenBack` (a drain, or a provider this
+///   worker cannot send through: the rest went back to the cohort), `lost` (the lease was taken over first) or
 ///   `failed` (left to their lease).
+/// - `paperboy_broadcasts_failed_total{cause}`: broadcasts this worker ended as failed: `push` (a push that cannot be
+///   built), `data` (an app, edition or options that cannot be read), `unsendable` (no worker could send for the app).
+/// - `paperboy_worker_unable_to_send{app, provider, reason}` (``SenderHealth``): 1 while this worker cannot send for
+///   the app through the provider (`load`: its credentials cannot be loaded here; `refused`: the provider refused them).
 /// - `paperboy_dispatch_lateness_seconds`: how long after its planned instant each group of sends went out.
 /// - `paperboy_dispatch_batches_in_flight`, `paperboy_dispatch_send_rate` (this worker's pushes per second
 ///   over the last advance interval; `rate(paperboy_dispatch_pushes_total[1m])` sums the workers).
@@ -65,12 +70,12 @@ final class DispatchMetrics: Sendable {
         inFlight.record(count)
     }
 
-    /// Once per advance: the send rate since the last one, and the running broadcasts' totals.
-    /// A broadcast ended as failed: `cause` is `key` (the app's APNs key) or `push` (a push that cannot be built).
+    /// A broadcast ended as failed, for `cause` (see the type's list).
     func failed(cause: String) {
         Counter(label: "paperboy_broadcasts_failed_total", dimensions: [("cause", cause)]).increment()
     }
 
+    /// Once per advance: the send rate since the last one, and the running broadcasts' totals.
     func tick(now: Date, running broadcasts: [BroadcastTotals]) {
         let (count, since) = sentSinceTick.withLock { state in
             defer { state = (0, now) }

@@ -186,6 +186,7 @@ struct ServeCommand: AsyncParsableCommand {
     ) async throws {
         let client = configuration.makeClient(logger: logger)
         var services: [any Service] = [client]
+        var api = api
         if !noDispatch {
             let (dispatcher, clients, fcmClients) = try dispatch.makeDispatcher(client: client, logger: logger)
             // The group stops services in reverse order: the dispatcher finishes its batches before the
@@ -193,13 +194,13 @@ struct ServeCommand: AsyncParsableCommand {
             services.append(clients)
             services.append(fcmClients)
             services.append(dispatcher)
+            api.senderProblems = { [health = dispatcher.health] in health.problems }
         }
         if !noScheduler {
             let starter = BroadcastRepository(client: client).starter(logger: Logger(label: "paperboy.scheduler"))
             let pruner = try LedgerPruner(client: client, configuration: .init(retention: try PruneCommand.retention(retention)))
             services.append(Scheduler(client: client, start: starter, pruner: pruner, logger: Logger(label: "paperboy.scheduler")))
         }
-        var api = api
         let scheme = api.tls == nil ? "http" : "https"
         if let adminPort {
             // The admin routes on their own listener (e.g. bound to an internal interface by a firewall rule).

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Metrics
 import PaperboyAPI
+import PaperboyBroadcast
 import PaperboyStore
 import PostgresNIO
 import ServiceLifecycle
@@ -58,6 +59,7 @@ struct WorkerCommand: AsyncParsableCommand {
             var operations = APIConfiguration(host: host, port: port)
             operations.surfaces = [.operations]
             operations.metrics = registry
+            operations.senderProblems = { [health = dispatcher.health] in health.problems }
             let listener = buildApplication(client: client, configuration: operations, logger: logger) { [host] port in
                 logger.info("listening", metadata: ["address": "http://\(host):\(port)"])
             }

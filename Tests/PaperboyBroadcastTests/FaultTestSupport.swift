@@ -29,22 +29,35 @@ struct FaultRig {
     let app: App
     let repository: BroadcastRepository
 
-    /// Runs `body` with a rig on a fresh database of the shared test cluster.
-    static func with(_ body: (FaultRig) async throws -> Void) async throws {
+    /// Runs `body` with a rig on a fresh database of the shared test cluster. With `keyInEnvironment`, the app's
+    /// key reference is `env:` that variable, which workers get only when a test gives it to them.
+    static func with(keyInEnvironment variable: String? = nil, _ body: (FaultRig) async throws -> Void) async throws {
         try await TestDatabase.with { db in
             let database = db.configuration
             let url = "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable"
-            try await prepare(client: db.client, databaseURL: url, logger: db.logger, body)
+            try await prepare(client: db.client, databaseURL: url, logger: db.logger, keyInEnvironment: variable, body)
         }
     }
 
-    /// Creates the app (its key in a temporary file that lives as long as `body`) and its publications.
-    static func prepare(client: PostgresClient, databaseURL: String, logger: Logger, _ body: (FaultRig) async throws -> Void) async throws {
+    /// Creates the app (its key in a temporary file that lives as long as `body`, or in `keyInEnvironment`) and its
+    /// publications.
+    static func prepare(
+        client: PostgresClient,
+        databaseURL: String,
+        logger: Logger,
+        keyInEnvironment variable: String? = nil,
+        _ body: (FaultRig) async throws -> Void
+    ) async throws {
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(UUID().uuidString).p8").path
         try BroadcastFixture.privateKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
         let app = try await AppRepository(client: client).create(
-            try NewApp(bundleID: BroadcastFixture.topic, teamID: "TEAM123456", keyID: "KEY1234567", keyReference: keyFile),
+            try NewApp(
+                bundleID: BroadcastFixture.topic,
+                teamID: "TEAM123456",
+                keyID: "KEY1234567",
+                keyReference: variable.map { "env:" + $0 } ?? keyFile
+            ),
             logger: logger
         ).app
         _ = try await PublicationRepository(client: client).add(appID: app.id, slug: "morning", title: nil, logger: logger)
@@ -155,40 +168,59 @@ struct FaultRig {
         return result
     }
 
-    /// Batches of the broadcast leased by `owner` and not recorded.
+    /// Batches of the broadcast that `owner` holds a live lease on and has not recorded (a batch it gave back is
+    /// left with its lease expired, for another worker).
     func openBatches(_ id: UUID, owner: String) async throws -> Int {
         let rows = try await client.query(
-            "SELECT count(*)::bigint FROM broadcast_batches WHERE broadcast_id = \(id) AND lease_owner = \(owner) AND done_at IS NULL",
+            """
+            SELECT count(*)::bigint FROM broadcast_batches
+            WHERE broadcast_id = \(id) AND lease_owner = \(owner) AND done_at IS NULL AND lease_expires_at > now()
+            """,
             logger: logger
         )
         for try await (count) in rows.decode(Int64.self) { return Int(count) }
         return 0
     }
 
-    /// The batches leased more than once, or not recorded: what explains duplicates (for messages).
+    /// The batches leased more than once, given back, or not recorded: what explains duplicates (for messages).
     func batchesReport(_ id: UUID) async throws -> String {
         let rows = try await client.query(
             """
-            SELECT id, cohort, first_key, last_key, devices, lease_owner, leases, lease_expires_at::text, coalesce(done_at::text, '-')
-            FROM broadcast_batches WHERE broadcast_id = \(id) AND (leases > 1 OR done_at IS NULL) ORDER BY id
+            SELECT id, cohort, first_key, last_key, devices, lease_owner, leases, lease_expires_at::text, coalesce(done_at::text, '-'),
+                give_backs, coalesce(given_back_for, '-')
+            FROM broadcast_batches WHERE broadcast_id = \(id) AND (leases > 1 OR done_at IS NULL OR give_backs > 0) ORDER BY id
             """,
             logger: logger
         )
         var lines: [String] = []
-        for try await (batch, cohort, first, last, devices, owner, leases, expires, done) in rows.decode(
-            (Int64, Int32, Int64, Int64, Int32, String, Int16, String, String).self
+        for try await (batch, cohort, first, last, devices, owner, leases, expires, done, given, why) in rows.decode(
+            (Int64, Int32, Int64, Int64, Int32, String, Int16, String, String, Int16, String).self
         ) {
             lines.append(
-                "batch \(batch) cohort \(cohort) keys \(first)...\(last) devices \(devices) owner \(owner) leases \(leases) expires \(expires) done \(done)"
+                "batch \(batch) cohort \(cohort) keys \(first)...\(last) devices \(devices) owner \(owner) leases \(leases) expires \(expires) "
+                    + "done \(done) given back \(given) (\(why))"
             )
         }
         return lines.joined(separator: "\n")
     }
 
     /// Starts `paperboy worker` against this rig's database and `endpoint` (and `fcmEndpoint` for FCM), its
-    /// output in a temporary file.
-    func worker(_ name: String, endpoint: String, fcmEndpoint: String? = nil) throws -> WorkerProcess {
-        try WorkerProcess(name: name, databaseURL: databaseURL, endpoint: endpoint, fcmEndpoint: fcmEndpoint)
+    /// output in a temporary file; `arguments` and `environment` are added to the command line and environment.
+    func worker(
+        _ name: String,
+        endpoint: String,
+        fcmEndpoint: String? = nil,
+        arguments: [String] = [],
+        environment: [String: String] = [:]
+    ) throws -> WorkerProcess {
+        try WorkerProcess(
+            name: name,
+            databaseURL: databaseURL,
+            endpoint: endpoint,
+            fcmEndpoint: fcmEndpoint,
+            arguments: arguments,
+            environment: environment
+        )
     }
 
     /// Inserts `count` Android devices registered with FCM, subscribed to `morning`.
@@ -214,7 +246,14 @@ final class WorkerProcess: @unchecked Sendable {
     let process = Process()
     let log: URL
 
-    init(name: String, databaseURL: String, endpoint: String, fcmEndpoint: String? = nil) throws {
+    init(
+        name: String,
+        databaseURL: String,
+        endpoint: String,
+        fcmEndpoint: String? = nil,
+        arguments: [String] = [],
+        environment extra: [String: String] = [:]
+    ) throws {
         self.name = name
         log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(name)-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -223,8 +262,8 @@ final class WorkerProcess: @unchecked Sendable {
         process.arguments =
             [
                 "worker", "--apns-endpoint", endpoint, "--worker-name", name, "--lease", FaultRig.lease, "--max-batch", "\(FaultRig.maxBatch)",
-            ] + (fcmEndpoint.map { ["--fcm-endpoint", $0] } ?? [])
-        var environment = ProcessInfo.processInfo.environment
+            ] + (fcmEndpoint.map { ["--fcm-endpoint", $0] } ?? []) + arguments
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         environment["DATABASE_URL"] = databaseURL
         environment["LOG_LEVEL"] = ProcessInfo.processInfo.environment["FAULT_TEST_LOG_LEVEL"] ?? "info"
         process.environment = environment

@@ -588,7 +588,7 @@ extension OpenAPISpec {
             get:
               tags: [health]
               operationId: ready
-              summary: 200 when the database answers within 2 s and its migrations are current
+              summary: 200 when the database answers within 2 s, its migrations are current, and the process can send for every app
               responses:
                 "200":
                   description: Ready.
@@ -603,8 +603,10 @@ extension OpenAPISpec {
                             const: ready
                 "503":
                   description: |
-                    Not ready; `code` says why: `database_unavailable`, `migrations_pending` or
-                    `migrations_mismatch`.
+                    Not ready; `code` says why: `database_unavailable`, `migrations_pending`,
+                    `migrations_mismatch`, or `cannot_send` (this process's dispatcher cannot load or use an app's push
+                    credentials, e.g. a missing secret mount; `message` names each app and provider, and the other workers
+                    send its batches meanwhile).
                   content:
                     application/json:
                       schema:
@@ -829,7 +831,7 @@ extension OpenAPISpec {
                       description: |
                         `invalid_json`, `missing_field`, `wrong_type`, `invalid_value`, `unauthorized`, `not_found`,
                         `method_not_allowed`, `conflict`, `body_too_large`, `rate_limited`, `database_unavailable`,
-                        `migrations_pending`, `migrations_mismatch`, `internal`, or `http_<status>`.
+                        `migrations_pending`, `migrations_mismatch`, `cannot_send`, `internal`, or `http_<status>`.
                       examples: [invalid_value]
                     field:
                       type: string

@@ -70,6 +70,10 @@ public struct LeasedBatch: Sendable, Equatable {
     /// be told when the edition is ready get the ready alert instead. Nil: no device of the batch does.
     public var readyAlertsFrom: Date?
 
+    /// Whether a worker gave the batch back before (a drain, or a provider it could not send through): the devices
+    /// it recorded then are left out of the batch's targets.
+    public var givenBack = false
+
     /// When the `index`-th device of the batch is due in the plan.
     public func plannedTime(index: Int) -> Date {
         guard rate > 0 else { return cohortStart }

@@ -333,21 +333,22 @@ public struct BroadcastRepository: Sendable {
     private func select(_ query: PostgresQuery, logger: Logger) async throws -> [Broadcast] {
         let rows = try await client.query(query, logger: logger)
         var broadcasts: [Broadcast] = []
-        for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(Self.broadcast(row)) }
+        for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(try Self.broadcast(row)) }
         return broadcasts
     }
 
     typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date, Date?, String, String, String?)
 
-    static func broadcast(_ row: BroadcastRow) -> Broadcast {
-        Broadcast(
+    /// - Throws: ``UnreadableRow`` when its options cannot be read.
+    static func broadcast(_ row: BroadcastRow) throws -> Broadcast {
+        try Broadcast(
             id: row.0,
             editionID: row.1,
             appID: row.2,
             publicationID: row.3,
             environment: APNsEnvironment(storageCode: row.4),
             state: BroadcastProgress.State(storedState: row.5),
-            options: (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.6.utf8))) ?? BroadcastOptions(),
+            options: options(row.6, broadcast: row.0),
             origin: row.7,
             start: row.8,
             deadline: row.9,
@@ -357,6 +358,16 @@ public struct BroadcastRepository: Sendable {
             publication: row.12,
             issueDate: row.13
         )
+    }
+
+    /// A broadcast's stored options (`broadcasts.plan`).
+    /// - Throws: ``UnreadableRow`` naming the broadcast: never the defaults in their place.
+    static func options(_ json: String, broadcast id: UUID) throws -> BroadcastOptions {
+        do {
+            return try JSONDecoder().decode(BroadcastOptions.self, from: Data(json.utf8))
+        } catch {
+            throw UnreadableRow(table: "broadcasts", key: id.uuidString.lowercased(), column: "options", message: "\(error)")
+        }
     }
 
     static func counts(json: String) -> [String: Int] {
