@@ -118,6 +118,10 @@ public final class Dispatcher: Service {
     private let editions: EditionRepository
     private let apps: AppRepository
     private let senders: SenderStatusRepository
+    private let workers: WorkerRepository
+    /// When this dispatcher started, and the last error it logged: what its heartbeat tells the `workers` table.
+    private let startedAt: Date
+    private let lastError = Mutex<(message: String, at: Date)?>(nil)
     private let channels: APNsChannels
     private let fcmChannels: FCMChannels?
     private let configuration: Configuration
@@ -151,6 +155,8 @@ public final class Dispatcher: Service {
         self.editions = editions
         self.apps = AppRepository(client: repository.client)
         self.senders = SenderStatusRepository(client: repository.client)
+        self.workers = WorkerRepository(client: repository.client)
+        self.startedAt = clock.now()
         self.channels = channels
         self.fcmChannels = fcmChannels
         self.configuration = configuration
@@ -167,6 +173,7 @@ public final class Dispatcher: Service {
         let stopping = StopFlag()
         logger.info("dispatcher started")
         try await withGracefulShutdownHandler {
+            await reportStatus()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.heartbeat(until: stopping) }
                 group.addTask { await self.advance(until: stopping) }
@@ -191,6 +198,7 @@ public final class Dispatcher: Service {
                             }
                         } catch {
                             logger.error("could not lease a batch", metadata: [LogKey.error: "\(String(reflecting: error))"])
+                            noteError("could not lease a batch", error)
                         }
                     }
                     if leased { continue }
@@ -214,6 +222,7 @@ public final class Dispatcher: Service {
                     }
                 }
                 drain(timeout: stopping.isSet ? configuration.drainTimeout : .zero)
+                if stopping.isSet { await reportStatus() }
                 while inFlight > 0 {
                     do {
                         _ = try await group.next()
@@ -312,6 +321,7 @@ public final class Dispatcher: Service {
                 metrics.tick(now: now, running: try await database { try await self.repository.runningTotals(logger: self.logger) })
             } catch {
                 logger.error("could not advance broadcasts", metadata: [LogKey.error: "\(String(reflecting: error))"])
+                noteError("could not advance broadcasts", error)
             }
             do {
                 try await clock.sleep(now.addingTimeInterval(configuration.advanceInterval.seconds))
@@ -355,7 +365,35 @@ public final class Dispatcher: Service {
             } catch {
                 logger.warning("could not renew leases", metadata: [LogKey.error: "\(String(reflecting: error))"])
             }
+            await reportStatus()
         }
+    }
+
+    /// Tells the `workers` table how this worker stands (each heartbeat, and when it starts and drains); a failure
+    /// is logged and left for the next heartbeat.
+    private func reportStatus() async {
+        let error = lastError.withLock { $0 }
+        let status = WorkerStatus(
+            name: configuration.owner,
+            startedAt: startedAt,
+            seenAt: clock.now(),
+            draining: drainDeadline.withLock { $0 } != nil,
+            batches: held.withLock { $0.count },
+            problems: health.problems,
+            lastError: error?.message,
+            lastErrorAt: error?.at
+        )
+        do {
+            try await database { try await self.workers.report(status, logger: self.logger) }
+        } catch {
+            logger.warning("could not report this worker's status", metadata: [LogKey.error: "\(String(reflecting: error))"])
+        }
+    }
+
+    /// Remembers `error` as this worker's last, for its status.
+    private func noteError(_ message: String, _ error: any Error) {
+        let text = "\(message): \(error)"
+        lastError.withLock { $0 = (String(text.prefix(500)), clock.now()) }
     }
 
     /// Renews the leases of `batches`; marks the ones lost or cancelled and pokes their batches.
@@ -522,6 +560,7 @@ public final class Dispatcher: Service {
             return []
         } catch {
             logger.error("could not send a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            noteError("could not send a batch", error)
             metrics.batch([], kind: batch.kind.rawValue, result: "failed")
             return []
         }
@@ -630,6 +669,7 @@ public final class Dispatcher: Service {
                     "could not record a batch; it is sent again when its lease expires",
                     metadata: [LogKey.error: "\(String(reflecting: error))"]
                 )
+                noteError("could not record a batch", error)
                 metrics.batch(outcomes, kind: batch.kind.rawValue, result: "failed")
                 return outcomes
             }
@@ -674,6 +714,7 @@ public final class Dispatcher: Service {
                     "could not give a batch back; it is sent again when its lease expires",
                     metadata: [LogKey.error: "\(String(reflecting: error))"]
                 )
+                noteError("could not give a batch back", error)
                 metrics.batch(recorded, kind: batch.kind.rawValue, result: "failed")
             }
             if case .credentials(let provider, let problem) = reason {

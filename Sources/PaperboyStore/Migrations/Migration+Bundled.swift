@@ -470,6 +470,21 @@ extension Migration {
                     PRIMARY KEY (app_id, provider, worker)
                 );
 
+                -- The workers running now, as each says every third of a lease (its heartbeat): for the console's Workers page
+                -- and for operators asking "who is sending?". A row not seen for a while is a worker that stopped or died; rows
+                -- unseen for a day are pruned with the ledger.
+                CREATE TABLE workers (
+                    name            text PRIMARY KEY,
+                    started_at      timestamptz NOT NULL,
+                    seen_at         timestamptz NOT NULL,
+                    draining        boolean NOT NULL DEFAULT false,
+                    batches         integer NOT NULL DEFAULT 0,
+                    -- What it cannot send ("app 3 FCM: …"), one line each; empty when it can send for every app it tried.
+                    problems        text[] NOT NULL DEFAULT '{}',
+                    last_error      text,
+                    last_error_at   timestamptz
+                );
+
                 """###
         ),
     ]
