@@ -74,6 +74,7 @@ struct BroadcastCommand: AsyncParsableCommand {
                     print(
                         "dry run: wave 1 of edition \(editionID.uuidString.lowercased()) would wake \(TerminalText.grouped(devices)) devices; nothing is stored or sent"
                     )
+                    if let note = plan.note { print("planned: \(note)") }
                     guard devices > 0 else { return }
                     print()
                     print(plan.table(timeZone: zone))
@@ -106,6 +107,7 @@ struct BroadcastCommand: AsyncParsableCommand {
                             + "\(options.cohorts) cohorts from \(TerminalText.clock(plan.start, timeZone: zone, fraction: false)) over "
                             + "\(TerminalText.duration(plan.window)) at \(String(format: "%.1f", plan.rate))/s"
                     )
+                    if let note = plan.note { print("planned: \(note)") }
                 } else {
                     print(
                         "attached to broadcast \(start.broadcast.id.uuidString.lowercased()) (\(start.broadcast.state.rawValue)); nothing new is sent"

@@ -78,10 +78,10 @@ struct FaultRig {
         return APNsSimulator(configuration: configuration)
     }
 
-    /// Inserts `count` devices subscribed to `morning` (tokens `BroadcastFixture.token(1...count)`).
-    func seed(_ count: Int) async throws -> [DeviceToken] {
-        let tokens = (0..<count).map { BroadcastFixture.token($0 + 1) }
-        let publication = try #require(try await PublicationRepository(client: client).find(appID: app.id, slug: "morning", logger: logger))
+    /// Inserts `count` devices subscribed to `publication` (tokens `BroadcastFixture.token(first...first + count - 1)`).
+    func seed(_ count: Int, publication slug: String = "morning", first: Int = 1) async throws -> [DeviceToken] {
+        let tokens = (0..<count).map { BroadcastFixture.token($0 + first) }
+        let publication = try #require(try await PublicationRepository(client: client).find(appID: app.id, slug: slug, logger: logger))
         try await client.query(
             """
             INSERT INTO devices (app_id, environment, cohort_key, auto_download, alerts_authorized, tier, token, subscriptions, time_zone)
@@ -93,18 +93,26 @@ struct FaultRig {
         return tokens
     }
 
-    /// Publishes an edition (deadline in an hour) and starts its broadcast: one wave over `window` seconds.
-    func startBroadcast(window: TimeInterval, cohorts: Int = 4) async throws -> UUID {
+    /// Publishes an edition of `publication` (deadline in an hour) and starts its broadcast: by default one wave over
+    /// `window` seconds; `options` instead when given (then `window` and `cohorts` are unused).
+    func startBroadcast(
+        window: TimeInterval,
+        cohorts: Int = 4,
+        publication: String = "morning",
+        options given: BroadcastOptions? = nil,
+        minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval
+    ) async throws -> UUID {
         let sha = String(repeating: "0f", count: 32)
         let manifest = EditionManifest(
-            publication: "morning",
+            publication: publication,
             issueDate: "2026-11-23",
             deadline: Date().addingTimeInterval(3600).formatted(.iso8601),
             tiers: ["large": .init(bundles: [.init(url: "https://cdn.example.com/2026-11-23/morning/large-1.zip", bytes: 50_000_000, sha256: sha)])],
             pages: [.init(number: 1, title: "Front page")]
         )
         let edition = try await EditionRepository(client: client).publish(manifest, appID: app.id, now: Date(), logger: logger)
-        let options = BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: 1, jitter: 1)
+        let options = given ?? BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: 1, jitter: 1)
+        let repository = BroadcastRepository(client: client, minimumWaveInterval: minimumWaveInterval)
         let started = try await repository.start(
             editionID: edition.id,
             environment: .production,

@@ -1550,7 +1550,14 @@ extension OpenAPISpec {
                   $ref: "#/components/schemas/Timestamp"
                 failure:
                   type: string
-                  description: Why a `failed` broadcast failed (its app's APNs key unreadable, a push that cannot be built).
+                  description: |
+                    Why a `failed` broadcast failed: no worker could send for its app (each worker's reason), a push that
+                    cannot be built, or data that cannot be read.
+                note:
+                  type: string
+                  description: |
+                    Why it started later or runs slower than asked: the content origin its publication shares was held by
+                    other broadcasts (which, until when), or its capacity is below the rate asked.
                 waves:
                   type: array
                   items:

@@ -9,7 +9,8 @@ import PaperboyStore
 ///
 /// The rules:
 /// - **Pacing.** The batch goes out in its slot of the wave's shared timeline: its `n`-th target at the slot's
-///   start plus `n / rate`; targets due within ``Configuration/tick`` of each other go out together. A batch found
+///   start plus `n / rate` (the wave's rate, or the content origin's capacity when it shares one: its slot is then
+///   exclusive on the origin's timeline too); targets due within ``Configuration/tick`` of each other go out together. A batch found
 ///   more than ``Configuration/catchUpTolerance`` behind its slot (the worker was paused or starved, the database
 ///   or a provider stalled) claims a new slot for the rest, after the work other workers claimed meanwhile, so a
 ///   backlog never goes out faster than the plan.
@@ -383,7 +384,7 @@ public struct BatchSendMachine: Sendable {
     }
 
     private func due(_ index: Int) -> Date {
-        batch.rate > 0 ? slot.start.addingTimeInterval(Double(index - slot.position) / batch.rate) : slot.start
+        batch.sendRate > 0 ? slot.start.addingTimeInterval(Double(index - slot.position) / batch.sendRate) : slot.start
     }
 
     private func unavailableProvider() -> (PushProvider, String)? {

@@ -161,7 +161,9 @@ extension BroadcastRepository {
         JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
         JOIN broadcasts b ON b.id = c.broadcast_id
         WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
-            AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity')) <= \(dueBy)
+            AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'),
+                coalesce((SELECT o.next_slot FROM editions e JOIN publications p ON p.id = e.publication_id JOIN origins o ON o.id = p.origin_id
+                    WHERE e.id = b.edition_id), '-infinity')) <= \(dueBy)
             AND NOT b.edition_id IN (SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id WHERE p.app_id = ANY (\(apps)::integer[]))
         ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
         LIMIT 1 FOR UPDATE OF c SKIP LOCKED
@@ -174,7 +176,9 @@ extension BroadcastRepository {
         let rows = try await client.query(
             """
             SELECT min(due) FROM (
-                SELECT min(greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'))) AS due
+                SELECT min(greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'),
+                    coalesce((SELECT o.next_slot FROM editions e JOIN publications p ON p.id = e.publication_id JOIN origins o ON o.id = p.origin_id
+                        WHERE e.id = b.edition_id), '-infinity'))) AS due
                 FROM broadcast_cohorts c
                 JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
                 JOIN broadcasts b ON b.id = c.broadcast_id
@@ -195,6 +199,11 @@ extension BroadcastRepository {
     /// at the latest of the end of the slots already claimed, `planned` and `now`, and lasts `devices / rate`.
     /// Every worker claims from the same row, so the wave's sends never exceed its rate in total, and work
     /// that fell behind (a stall, a batch taken over) goes out after the work already claimed, at the rate.
+    ///
+    /// When the broadcast's publication shares a content origin (migration 0018), the slot is also claimed on the
+    /// origin's timeline, exclusively: it starts no earlier than the end of every slot any broadcast of the origin
+    /// claimed, and holds the origin for `devices / capacity` (the batch sends at the capacity within it), so the
+    /// origin never sees more than its capacity in total. The origin's row is locked before the wave's, always.
     /// - Returns: when the slot starts.
     static func claimSlot(
         broadcastID: UUID,
@@ -205,11 +214,15 @@ extension BroadcastRepository {
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> Date {
+        let origins = try await connection.query(Self.originQuery(broadcastID: broadcastID), logger: logger)
+        var origin: (id: Int, capacity: Double, next: Date?)?
+        for try await row in origins.decode((Int, Double, Date?).self) { origin = row }
         let rows = try await connection.query(
             """
             UPDATE broadcast_waves
-            SET next_slot = greatest(coalesce(next_slot, '-infinity'), \(planned), \(now)) + make_interval(secs => \(Double(devices)) / rate),
-                behind_seconds = extract(epoch FROM greatest(coalesce(next_slot, '-infinity'), \(planned), \(now)) - \(planned))
+            SET next_slot = greatest(coalesce(next_slot, '-infinity'), \(planned), \(now), \(origin?.next)::timestamptz)
+                    + make_interval(secs => \(Double(devices)) / rate),
+                behind_seconds = extract(epoch FROM greatest(coalesce(next_slot, '-infinity'), \(planned), \(now), \(origin?.next)::timestamptz) - \(planned))
             WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND rate > 0
             RETURNING next_slot - make_interval(secs => \(Double(devices)) / rate)
             """,
@@ -217,7 +230,23 @@ extension BroadcastRepository {
         )
         var slot = max(planned, now)
         for try await start in rows.decode(Date.self) { slot = start }
+        if let origin {
+            try await connection.query(
+                "UPDATE origins SET next_slot = \(slot) + make_interval(secs => \(Double(devices)) / capacity) WHERE id = \(origin.id)",
+                logger: logger
+            )
+        }
         return slot
+    }
+
+    /// The content origin of a broadcast's publication, locked for a slot claim: its id, capacity and timeline's end.
+    static func originQuery(broadcastID: UUID) -> PostgresQuery {
+        """
+        SELECT o.id, o.capacity, o.next_slot FROM origins o
+        WHERE o.id = (SELECT p.origin_id FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+            WHERE b.id = \(broadcastID))
+        FOR UPDATE
+        """
     }
 
     /// A new slot for the devices of a batch from its `index`-th on, when the worker fell behind the batch's
@@ -570,7 +599,8 @@ extension BroadcastRepository {
     func batch(id: Int64, on connection: PostgresConnection, logger: Logger) async throws -> LeasedBatch? {
         let rows = try await connection.query(Self.batchQuery(id: id), logger: logger)
         typealias Row = (
-            Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?, Date, Int16
+            Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?, Date, Int16,
+            Double?
         )
         for try await row in rows.decode(Row.self) {
             let options = try Self.options(row.15, broadcast: row.1)
@@ -599,7 +629,8 @@ extension BroadcastRepository {
                 slotStart: row.18 ?? planned,
                 readyAlertsFrom: row.3 == BroadcastProgress.Wave.Kind.background.rawValue
                     ? options.lastBackgroundFollowUp(wave: Int(row.2), deadline: row.16) : nil,
-                givenBack: row.20 > 0
+                givenBack: row.20 > 0,
+                originCapacity: row.21
             )
         }
         return nil
@@ -609,7 +640,7 @@ extension BroadcastRepository {
         """
         SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
             c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start, w.starts_at,
-            bb.give_backs
+            bb.give_backs, (SELECT o.capacity FROM origins o WHERE o.id = p.origin_id)
         FROM broadcast_batches bb
         JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
         JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave

@@ -89,8 +89,8 @@ public struct BroadcastRepository: Sendable {
         let created = try await client.transaction(logger: logger) { connection -> Bool in
             let rows = try await connection.query(
                 """
-                INSERT INTO broadcasts (id, edition_id, environment, state, plan, origin)
-                VALUES (\(id), \(editionID), \(environment.storageCode), 'running', \(optionsJSON)::jsonb, \(origin))
+                INSERT INTO broadcasts (id, edition_id, environment, state, plan, origin, plan_note)
+                VALUES (\(id), \(editionID), \(environment.storageCode), 'running', \(optionsJSON)::jsonb, \(origin), \(plan.note))
                 ON CONFLICT (edition_id, environment) WHERE state IN ('planned', 'running') DO NOTHING
                 RETURNING id
                 """,
@@ -229,6 +229,7 @@ public struct BroadcastRepository: Sendable {
             deadline: broadcast.deadline,
             finishedAt: broadcast.finishedAt,
             failure: broadcast.failure,
+            note: broadcast.note,
             waves: waves,
             receipts: Dictionary(uniqueKeysWithValues: editionReceipts.map { ($0.key.rawValue, $0.value) })
         )
@@ -272,7 +273,7 @@ public struct BroadcastRepository: Sendable {
             cohorts: options.cohorts,
             logger: logger
         )
-        return try StaggerPlan(
+        let plan = try StaggerPlan(
             cohortCounts: counts,
             pace: options.pace,
             requestedStart: now,
@@ -280,6 +281,21 @@ public struct BroadcastRepository: Sendable {
             seed: StaggerPlan.seed(for: editionID.uuidString.lowercased()),
             avoidingQuarterHours: fcm > 0
         )
+        return try await placed(plan, cohortCounts: counts, publicationID: edition.publication.id, now: now, logger: logger)
+    }
+
+    /// `plan` moved into what its publication's content origin has left, first come first served: later when running
+    /// waves of other broadcasts hold the capacity, slower when it asks more than the capacity; unchanged without an
+    /// origin. The plan's ``StaggerPlan/note`` says why.
+    private func placed(_ plan: StaggerPlan, cohortCounts: [Int], publicationID: Int, now: Date, logger: Logger) async throws -> StaggerPlan {
+        guard plan.rate > 0,
+            let origin = try await OriginRepository(client: client).capacity(publicationID: publicationID, excluding: nil, now: now, logger: logger)
+        else { return plan }
+        let placement = origin.place(devices: cohortCounts.reduce(0, +), rate: plan.rate, notBefore: plan.start)
+        guard placement.start != plan.start || placement.rateLowered else { return plan }
+        var moved = try StaggerPlan(cohortCounts: cohortCounts, pace: .capacity(perSecond: placement.rate), start: placement.start)
+        moved.note = origin.note(for: placement, asked: plan.start, askedRate: plan.rate)
+        return moved
     }
 
     private func existing(editionID: UUID, environment: APNsEnvironment, logger: Logger) async throws -> Broadcast? {
@@ -326,7 +342,7 @@ public struct BroadcastRepository: Sendable {
     private static let selectBroadcastsHead = """
         SELECT b.id, b.edition_id, p.app_id, p.id, b.environment, b.state, b.plan::text, b.origin,
             coalesce((SELECT w.starts_at FROM broadcast_waves w WHERE w.broadcast_id = b.id AND w.wave = 1), b.created_at),
-            e.deadline, b.created_at, b.finished_at, p.slug, e.issue_date::text, b.failure
+            e.deadline, b.created_at, b.finished_at, p.slug, e.issue_date::text, b.failure, b.plan_note
         FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
         """
 
@@ -337,7 +353,7 @@ public struct BroadcastRepository: Sendable {
         return broadcasts
     }
 
-    typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date, Date?, String, String, String?)
+    typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date, Date?, String, String, String?, String?)
 
     /// - Throws: ``UnreadableRow`` when its options cannot be read.
     static func broadcast(_ row: BroadcastRow) throws -> Broadcast {
@@ -355,6 +371,7 @@ public struct BroadcastRepository: Sendable {
             createdAt: row.10,
             finishedAt: row.11,
             failure: row.14,
+            note: row.15,
             publication: row.12,
             issueDate: row.13
         )
