@@ -42,17 +42,20 @@ public final class APNsChannels: Sendable {
     }
 
     static func loadKey(_ app: App) throws -> APNsSigningKey {
+        guard let apns = app.apns else {
+            throw ChannelError(message: "app \(app.id) (\(app.bundleID)) has no APNs credentials")
+        }
         do {
-            if app.keyReference.hasPrefix("env:") {
-                let variable = String(app.keyReference.dropFirst(4))
+            if apns.keyReference.hasPrefix("env:") {
+                let variable = String(apns.keyReference.dropFirst(4))
                 guard let pem = ProcessInfo.processInfo.environment[variable], !pem.isEmpty else {
                     throw ChannelError(
                         message: "app \(app.id) (\(app.bundleID)): the environment variable \(variable) holding its APNs key is not set"
                     )
                 }
-                return try APNsSigningKey(pem: pem, keyID: app.keyID, teamID: app.teamID, source: "$\(variable)")
+                return try APNsSigningKey(pem: pem, keyID: apns.keyID, teamID: apns.teamID, source: "$\(variable)")
             }
-            return try APNsSigningKey(pemFile: app.keyReference, keyID: app.keyID, teamID: app.teamID)
+            return try APNsSigningKey(pemFile: apns.keyReference, keyID: apns.keyID, teamID: apns.teamID)
         } catch let error as APNsKeyError {
             throw ChannelError(message: "app \(app.id) (\(app.bundleID)): \(error)")
         }

@@ -47,7 +47,7 @@ struct APIFixture {
             }
             let fixture = APIFixture(
                 db: db,
-                app: app ?? App(id: 0, bundleID: "", teamID: "", keyID: "", keyReference: "", createdAt: Date()),
+                app: app ?? App(id: 0, bundleID: "", createdAt: Date()),
                 apiKey: key,
                 keyFile: keyFile
             )
