@@ -125,6 +125,17 @@ struct AppRoutesTests {
             )
             #expect(noApp.status == .notFound)
 
+            // A link to the key (as Kubernetes mounts secrets) is followed.
+            let link = directory.appendingPathComponent("current.p8").path
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: rotated)
+            let linked = try await client.send(
+                .put,
+                path,
+                headers: Self.admin,
+                body: #"{"teamId": "TEAM123456", "keyId": "NEWKEY0001", "keyFile": "\#(link)"}"#
+            )
+            #expect(linked.status == .ok, "\(linked.text)")
+
             let set = try await client.send(
                 .put,
                 path,
@@ -133,7 +144,7 @@ struct AppRoutesTests {
             )
             #expect(set.status == .ok)
             let json = try set.json()
-            #expect(json["credentialsVersion"] as? Int == 2)
+            #expect(json["credentialsVersion"] as? Int == 3)
             let apns = try #require(json["apns"] as? [String: Any])
             #expect(apns["keyId"] as? String == "NEWKEY0001")
             #expect(apns["keyReference"] as? String == rotated)

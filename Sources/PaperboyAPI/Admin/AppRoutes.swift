@@ -54,8 +54,10 @@ struct AppRoutes {
             throw APIError.invalid("keyFile", "the key file is an absolute path on the host Paperboy runs on")
         }
         // A .p8 is a few hundred bytes. Anything but a small regular file is refused unread: reading a device
-        // such as /dev/zero would never end. (A path that cannot be examined is left to the load, which says why.)
-        if let attributes = try? FileManager.default.attributesOfItem(atPath: body.keyFile) {
+        // such as /dev/zero would never end. Symbolic links are followed (secrets mounted by Kubernetes are
+        // links); a path that cannot be examined is left to the load, which says why.
+        let target = URL(fileURLWithPath: body.keyFile).resolvingSymlinksInPath().path
+        if let attributes = try? FileManager.default.attributesOfItem(atPath: target) {
             guard attributes[.type] as? FileAttributeType == .typeRegular, ((attributes[.size] as? NSNumber)?.intValue ?? 0) <= 65_536 else {
                 throw APIError.invalid("keyFile", "\(body.keyFile) is not a .p8 key file (not a regular file of at most 64 KiB)")
             }
