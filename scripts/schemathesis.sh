@@ -108,10 +108,13 @@ values = ["$edition"]
 values = ["$broadcast"]
 [dictionaries.publications]
 values = ["morning", "evening"]
+[dictionaries.apps]
+values = [$app_id]
 
 [parameters]
 "path.token" = { dictionary = "tokens", probability = 0.5 }
 "query.publication" = { dictionary = "publications", probability = 0.5 }
+"path.app" = { dictionary = "apps", probability = 0.5 }
 
 [[operations]]
 include-operation-id = "getEdition"
