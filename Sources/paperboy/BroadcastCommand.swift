@@ -85,6 +85,7 @@ struct BroadcastCommand: AsyncParsableCommand {
                 let start = try await storeCall {
                     try await BroadcastPreflight.check(
                         editionID: editionID,
+                        environment: environment,
                         editions: EditionRepository(client: client),
                         apps: AppRepository(client: client),
                         logger: logger

@@ -304,6 +304,21 @@ struct BatchSendMachineTests {
         #expect(returned == [1])
     }
 
+    @Test("a skipped target goes back with the unsent ones when the batch is given back: it has no delivery, and the next holder judges it again")
+    func skippedGoesBack() {
+        let full = (0..<BroadcastOptions.hourlyBudget).map { Self.t0.addingTimeInterval(-600 - Double($0)) }
+        var machine = Self.machine([Self.apns(1), Self.apns(2, recent: full), Self.apns(3)], batch: Self.batch(rate: 10))
+        _ = machine.next(.started, Self.at(0))
+        _ = machine.next(.woke, Self.at(0.1))
+        let decision = machine.next(Self.accepted([0]), Self.at(0.15, drain: Self.t0.addingTimeInterval(10)))
+        guard case .finish(.giveBack(let recorded, let returned, .draining)) = decision.action else {
+            Issue.record("expected a give-back, got \(decision.action)")
+            return
+        }
+        #expect(recorded.map(\.deviceID) == [1])
+        #expect(returned == [1, 2])
+    }
+
     @Test("draining with everything answered records the batch: nothing to give back")
     func drainAfterAll() {
         var machine = Self.machine([Self.apns(1)])

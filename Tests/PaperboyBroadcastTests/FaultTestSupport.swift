@@ -159,6 +159,17 @@ struct FaultRig {
         return result
     }
 
+    /// The stored cohort key of each token's device, by token (hex): which batch held it (`broadcast_batches` key ranges).
+    func cohortKeys(of tokens: [DeviceToken]) async throws -> [String: Int] {
+        let rows = try await client.query(
+            "SELECT encode(token, 'hex'), cohort_key FROM devices WHERE app_id = \(app.id) AND token = ANY (\(tokens.map { ByteBuffer(bytes: $0.bytes) })::bytea[])",
+            logger: logger
+        )
+        var keys: [String: Int] = [:]
+        for try await (token, key) in rows.decode((String, Int32).self) { keys[token] = Int(key) }
+        return keys
+    }
+
     /// Per token (hex): how many times the batch holding it was leased. A device is sent at most once per
     /// lease of its batch; more than one lease means a lease lapsed (its worker died, or did not renew in time).
     func leasesByToken(_ id: UUID) async throws -> [String: Int] {

@@ -8,13 +8,8 @@ import PaperboyStore
 /// client per endpoint and key (``APNsClients``), the background push per image tier and the ready alert, and
 /// APNs' answers read as ``SendRules`` says.
 public struct APNsService: PushService {
-    /// Where an app's key lives and what names it.
-    public struct Credentials: Sendable, Equatable {
-        public var teamID: String
-        public var keyID: String
-        /// A file path, or `env:VARIABLE`.
-        public var keyReference: String
-    }
+    /// Where an app's key lives and what names it (the Store's ``APNsCredentials``).
+    public typealias Credentials = APNsCredentials
 
     /// The edition's pushes for one batch: the background (or alert) push per tier, and the ready alert.
     public struct Pushes: Sendable {
@@ -38,9 +33,7 @@ public struct APNsService: PushService {
         try Self.load(credentials, app: app)
     }
 
-    static func credentials(of app: App) -> Credentials? {
-        Credentials(teamID: app.teamID, keyID: app.keyID, keyReference: app.keyReference)
-    }
+    static func credentials(of app: App) -> Credentials? { app.apns }
 
     static func load(_ credentials: Credentials, app: App) throws(ChannelError) -> APNsSigningKey {
         do {

@@ -368,10 +368,15 @@ public struct BatchSendMachine: Sendable {
             }
             inFlight = [:]
         }
-        let recorded = outcomes.compactMap { $0 }
         let returned = outcomes.indices.filter { outcomes[$0] == nil }
-        guard let stopping, !returned.isEmpty else { return finish(.record(recorded)) }
-        return finish(.giveBack(recorded: recorded, returned: returned, because: stopping.reason))
+        guard let stopping, !returned.isEmpty else { return finish(.record(outcomes.compactMap { $0 })) }
+        // What goes back is what has no delivery: the next holder reads the batch's targets again, leaving out the
+        // devices delivered in this wave. A skipped device has no delivery, so it goes back too (and is judged again
+        // then), never counted twice.
+        let given = returned + outcomes.indices.filter { outcomes[$0].map(\.isSkip) ?? false }
+        return finish(
+            .giveBack(recorded: outcomes.compactMap { $0?.isSkip == false ? $0 : nil }, returned: given.sorted(), because: stopping.reason)
+        )
     }
 
     private mutating func finish(_ completion: Completion, sends: [Send] = []) -> Decision {
@@ -475,5 +480,13 @@ extension PushProvider {
         case .apns: "APNs"
         case .fcm: "FCM"
         }
+    }
+}
+
+extension BatchOutcome {
+    /// Skipped: nothing was sent, so nothing is recorded in the delivery ledger.
+    var isSkip: Bool {
+        if case .skipped = result { return true }
+        return false
     }
 }

@@ -6,8 +6,9 @@ import Synchronization
 
 /// Where one provider's pushes go, per app and environment: the client made from the app's credentials. The
 /// secret is loaded when a batch of the app first needs it and again whenever the app's stored credentials change
-/// (`paperboy apps set-apns`, `set-fcm`): the next batch of every running worker uses the new ones, while requests
-/// already in flight finish with the old. The secret itself never reaches a log.
+/// (`paperboy apps set-apns`, `set-fcm`, which raise ``App/credentialsVersion``, read with every batch): the next
+/// batch of every running worker uses the new ones, while requests already in flight finish with the old. The
+/// secret itself never reaches a log.
 public final class ProviderChannels<Service: PushService>: Sendable {
     /// How the provider stands for one app on this worker.
     public enum Lookup: Sendable {
@@ -20,6 +21,9 @@ public final class ProviderChannels<Service: PushService>: Sendable {
 
     private struct Entry: Sendable {
         var credentials: Service.Credentials
+        /// The app's ``App/credentialsVersion`` when they were loaded: set again with the same path, the file is
+        /// read again.
+        var version: Int
         var fingerprint: String
         var client: Service.Client
     }
@@ -40,7 +44,9 @@ public final class ProviderChannels<Service: PushService>: Sendable {
     public func channel(app: App, environment: APNsEnvironment) -> Lookup {
         guard let credentials = service.credentials(of: app) else { return .notConfigured }
         let key = Key(appID: app.id, environment: environment)
-        if let entry = entries.withLock({ $0[key] }), entry.credentials == credentials { return .ready(entry.client) }
+        if let entry = entries.withLock({ $0[key] }), entry.credentials == credentials, entry.version == app.credentialsVersion {
+            return .ready(entry.client)
+        }
         do {
             let entry = try load(credentials, app: app, environment: environment)
             entries.withLock { $0[key] = entry }
@@ -81,6 +87,6 @@ public final class ProviderChannels<Service: PushService>: Sendable {
         } catch {
             throw ChannelError(message: "app \(app.id) (\(app.bundleID)): its \(Service.provider.displayName) client cannot be made: \(error)")
         }
-        return Entry(credentials: credentials, fingerprint: service.fingerprint(secret), client: client)
+        return Entry(credentials: credentials, version: app.credentialsVersion, fingerprint: service.fingerprint(secret), client: client)
     }
 }
