@@ -80,6 +80,7 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
         router.add(middleware: MetricsMiddleware())
     }
     router.add(middleware: ErrorMiddleware())
+    router.add(middleware: UncachedByDefaultMiddleware())
 
     if configuration.surfaces.contains(.operations) {
         HealthRoutes(client: client, migrator: Migrator(), timeout: configuration.readinessTimeout).add(to: router)
