@@ -83,6 +83,7 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
         router.add(middleware: MetricsMiddleware())
     }
     router.add(middleware: ErrorMiddleware())
+    router.add(middleware: UncachedByDefaultMiddleware())
 
     if configuration.surfaces.contains(.operations) {
         HealthRoutes(

@@ -196,6 +196,8 @@ public final class Dispatcher: Service {
                                     throw BatchFinished()
                                 }
                             }
+                        } catch is CancellationError {
+                            // Stopping: the drain below gives back what is held.
                         } catch {
                             logger.error("could not lease a batch", metadata: [LogKey.error: "\(String(reflecting: error))"])
                             noteError("could not lease a batch", error)
@@ -319,6 +321,8 @@ public final class Dispatcher: Service {
                 log(try await answered(within: configuration.advancePatience) { try await self.advancer.advance(now: now, logger: self.logger) })
                 try await database { try await self.failUnsendable(now: now) }
                 metrics.tick(now: now, running: try await database { try await self.repository.runningTotals(logger: self.logger) })
+            } catch is CancellationError {
+                return
             } catch {
                 logger.error("could not advance broadcasts", metadata: [LogKey.error: "\(String(reflecting: error))"])
                 noteError("could not advance broadcasts", error)

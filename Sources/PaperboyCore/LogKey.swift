@@ -24,6 +24,8 @@ public enum LogKey {
     public static let receipts = "receipts"
     public static let result = "result"
     public static let schedule = "schedule"
+    /// A service of a process (`paperboy serve`, `worker`), by name.
+    public static let service = "service"
     public static let slot = "slot"
     public static let start = "start"
     public static let timeZone = "time_zone"

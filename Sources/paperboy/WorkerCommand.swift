@@ -7,8 +7,6 @@ import PaperboyAPI
 import PaperboyBroadcast
 import PaperboyStore
 import PostgresNIO
-import ServiceLifecycle
-import UnixSignals
 
 struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -49,11 +47,11 @@ struct WorkerCommand: AsyncParsableCommand {
         let (dispatcher, clients, fcmClients) = try dispatch.makeDispatcher(client: client, logger: logger)
         // The group stops services in reverse order: the dispatcher finishes its batches before the APNs and
         // FCM connections close.
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: client),
-            .init(service: clients),
-            .init(service: fcmClients),
-            .init(service: dispatcher, successTerminationBehavior: .gracefullyShutdownGroup),
+        var services: [ProcessServices.Entry] = [
+            .init(name: "postgres", service: client),
+            .init(name: "apns", service: clients),
+            .init(name: "fcm", service: fcmClients),
+            .init(name: "dispatcher", service: dispatcher, endsProcess: true),
         ]
         if let port {
             var operations = APIConfiguration(host: host, port: port)
@@ -63,15 +61,8 @@ struct WorkerCommand: AsyncParsableCommand {
             let listener = buildApplication(client: client, configuration: operations, logger: logger) { [host] port in
                 logger.info("listening", metadata: ["address": "http://\(host):\(port)"])
             }
-            services.append(.init(service: listener))
+            services.append(.init(name: "http", service: listener))
         }
-        let group = ServiceGroup(
-            configuration: .init(
-                services: services,
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
-        try await group.run()
+        try await ProcessServices.run(services, gracefulStop: try dispatch.gracefulStop(), logger: logger)
     }
 }

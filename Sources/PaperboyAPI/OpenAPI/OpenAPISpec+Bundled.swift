@@ -19,6 +19,9 @@ extension OpenAPISpec {
             `Allow` header listing the methods of the path (GET paths allow HEAD too); see the `MethodNotAllowed`
             response. An unknown path answers 404 `not_found`. A failure of the server answers 500 `internal`.
 
+            Only the edition reads are cacheable (`Cache-Control: public, max-age=60`, `Vary: X-API-Key`); every other
+            response, and every error, says `Cache-Control: no-store`.
+
             Ids are lowercase UUIDs; times are RFC 3339 strings in UTC (`Z`), except an edition's `deadline`,
             which keeps the offset it was published with.
           license:
@@ -926,9 +929,18 @@ extension OpenAPISpec {
                 pattern: '^"[0-9a-f]{64}"$'
             CacheControl:
               required: true
+              description: Any cache may keep the edition for 60 s; a shared one only per `X-API-Key` (see `Vary`).
               schema:
                 type: string
                 const: public, max-age=60
+            Vary:
+              required: true
+              description: The same URL answers each app with its own edition and a request without a key with 401, so a
+                shared cache (a CDN, a proxy) keeps one copy per `X-API-Key` and never answers a request with another key,
+                or none, from it (RFC 9111 4.1). docs/scaling.md says how to configure a cache that ignores `Vary`.
+              schema:
+                type: string
+                const: X-API-Key
             EditionLocation:
               required: true
               schema:
@@ -953,12 +965,14 @@ extension OpenAPISpec {
 
           responses:
             Edition:
-              description: The edition, cacheable.
+              description: The edition, cacheable per app key.
               headers:
                 ETag:
                   $ref: "#/components/headers/ETag"
                 Cache-Control:
                   $ref: "#/components/headers/CacheControl"
+                Vary:
+                  $ref: "#/components/headers/Vary"
               content:
                 application/json:
                   schema:
@@ -970,6 +984,8 @@ extension OpenAPISpec {
                   $ref: "#/components/headers/ETag"
                 Cache-Control:
                   $ref: "#/components/headers/CacheControl"
+                Vary:
+                  $ref: "#/components/headers/Vary"
             BadRequest:
               description: |
                 A bad request, nothing stored: `invalid_json` (field `body`), `missing_field`, `wrong_type` or

@@ -104,6 +104,12 @@ struct DispatchOptions: ParsableArguments {
         return seconds
     }
 
+    /// How long `serve` and `worker` wait for their services to stop on SIGTERM: the drain, plus 2 s to record what
+    /// it gave back and close connections; then what is left is cancelled (``ProcessServices``).
+    func gracefulStop() throws -> Duration {
+        .seconds(try drainSeconds() + 2)
+    }
+
     private func failAfterSeconds() throws -> TimeInterval {
         let seconds: TimeInterval
         do { seconds = try StaggerPlan.seconds(parsing: failAfter) } catch { throw ValidationError("--fail-after: \(error)") }
