@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "PaperboyAPI", targets: ["PaperboyAPI"]),
         .library(name: "PaperboyBroadcast", targets: ["PaperboyBroadcast"]),
         .library(name: "PaperboyDemo", targets: ["PaperboyDemo"]),
+        .library(name: "PaperboyConsole", targets: ["PaperboyConsole"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -38,6 +39,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         // Domain values and pure logic: tokens, payload shapes, cohorts, plans. No I/O.
@@ -193,6 +195,7 @@ let package = Package(
         .target(
             name: "PaperboyDemo",
             dependencies: [
+                "PaperboyConsole",
                 "PaperboyCore",
                 "PaperboyText",
                 "PaperboyStore",
@@ -236,6 +239,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The operator's web console (`/console` in `paperboy serve`): sign-in with an operator or a viewer token,
+        // server-rendered pages (Mustache templates and SVG charts embedded in the binary), live updates over
+        // Server-Sent Events from samples one process keeps, starting and cancelling broadcasts.
+        .target(
+            name: "PaperboyConsole",
+            dependencies: [
+                "PaperboyCore",
+                "PaperboyText",
+                "PaperboyStore",
+                "PaperboyBroadcast",
+                "PaperboyAPI",
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The one executable: serve, worker, migrate, apps, publications, editions, broadcast, cohorts, schedules,
         // devices, prune, push, apns-sim and demo (the benchmarks are paperboy-bench, below).
         .executableTarget(
@@ -253,6 +278,7 @@ let package = Package(
                 "PaperboyAPI",
                 "PaperboyBroadcast",
                 "PaperboyDemo",
+                "PaperboyConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -433,6 +459,23 @@ let package = Package(
         .testTarget(
             name: "DeploymentTests",
             dependencies: ["PaperboyTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PaperboyConsoleTests",
+            dependencies: [
+                "PaperboyConsole",
+                "PaperboyAPI",
+                "PaperboyCore",
+                "PaperboyStore",
+                "PaperboyTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

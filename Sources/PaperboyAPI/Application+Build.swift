@@ -41,6 +41,9 @@ public struct APIConfiguration: Sendable {
     public var deviceRateLimit: DeviceRateLimit?
     /// When set, the listener serves HTTPS only (`paperboy serve --tls-cert --tls-key`).
     public var tls: TLSConfiguration?
+    /// Routes another module adds to this listener, after the API's own: the operator's web console
+    /// (`PaperboyConsole`, which `paperboy serve` wires in). They keep the router's middleware (errors, `no-store`).
+    public var moreRoutes: [@Sendable (Router<APIRequestContext>) -> Void] = []
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String? = nil) {
         self.host = host
@@ -128,6 +131,7 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
         InsightsRoutes(wakeRates: WakeRateRepository(client: client)).add(to: adminAPI)
     }
 
+    for addRoutes in configuration.moreRoutes { addRoutes(router) }
     OpenAPIRoutes().add(to: router)
     return router
 }

@@ -23,6 +23,8 @@ public enum LogKey {
     public static let reason = "reason"
     public static let receipts = "receipts"
     public static let result = "result"
+    /// A console role (`operator`, `viewer`).
+    public static let role = "role"
     public static let schedule = "schedule"
     /// A service of a process (`paperboy serve`, `worker`), by name.
     public static let service = "service"

@@ -8,6 +8,8 @@ import Metrics
 import NIOSSL
 import PaperboyAPI
 import PaperboyBroadcast
+import PaperboyConsole
+import PaperboyCore
 import PaperboyStore
 import PostgresNIO
 
@@ -20,7 +22,9 @@ struct ServeCommand: AsyncParsableCommand {
             PostgreSQL cluster, migrates it, registers a demo app and prints its device API key: everything is \
             deleted when the server stops. The admin token for operator endpoints comes from PAPERBOY_ADMIN_TOKEN. \
             Besides the API, the process is a broadcast worker (as `paperboy worker`) unless --no-dispatch, and \
-            fires broadcast schedules (exactly one serve process does, by an advisory lock) unless --no-scheduler.
+            fires broadcast schedules (exactly one serve process does, by an advisory lock) unless --no-scheduler. \
+            The operator's web console is at /console (on --admin-port when given): set PAPERBOY_CONSOLE_OPERATOR_TOKEN \
+            and/or PAPERBOY_CONSOLE_VIEWER_TOKEN (or …_FILE naming a file that holds one) to enable it.
             """
     )
 
@@ -151,6 +155,7 @@ struct ServeCommand: AsyncParsableCommand {
         if adminToken?.isEmpty ?? true {
             logger.notice("PAPERBOY_ADMIN_TOKEN is not set: admin endpoints answer 401")
         }
+        let consoleAccess = try ConsoleTokens.access()
 
         if let configuration = try database.configuration() {
             let status = try await withDatabase(configuration, logger: logger) { client in
@@ -160,13 +165,13 @@ struct ServeCommand: AsyncParsableCommand {
                 throw CommandError("the database is missing migrations \(status.pending.joined(separator: ", ")): run `paperboy migrate` first")
             }
             logger.info("serving", metadata: ["database": "\(configuration)"])
-            try await serve(configuration: configuration, api: api, logger: logger, banner: nil)
+            try await serve(configuration: configuration, api: api, console: consoleAccess, logger: logger, banner: nil)
         } else {
             let cluster = try await EmbeddedPostgres.start(logger: logger)
             do {
                 let (configuration, key) = try await Self.prepareDemoDatabase(cluster: cluster, logger: logger)
                 let host = api.host
-                try await serve(configuration: configuration, api: api, logger: logger) { port in
+                try await serve(configuration: configuration, api: api, console: consoleAccess, logger: logger) { port in
                     Self.demoBanner(host: host, port: port, key: key)
                 }
             } catch {
@@ -180,12 +185,28 @@ struct ServeCommand: AsyncParsableCommand {
     private func serve(
         configuration: DatabaseConfiguration,
         api: APIConfiguration,
+        console consoleAccess: ConsoleAccess,
         logger: Logger,
         banner: (@Sendable (Int) -> String)?
     ) async throws {
         let client = configuration.makeClient(logger: logger)
         var services: [ProcessServices.Entry] = [.init(name: "postgres", service: client)]
         var api = api
+        // The console's cookie is Secure unless the server listens on loopback alone (or serves HTTPS itself).
+        let console = Console(
+            client: client,
+            configuration: ConsoleConfiguration(
+                access: consoleAccess,
+                secureCookies: api.tls != nil || !ConsoleConfiguration.servesLoopbackOnly(host: api.host)
+            )
+        )
+        api.moreRoutes.append { router in console.addRoutes(to: router) }
+        if consoleAccess.isEnabled {
+            services.append(.init(name: "console-sampler", service: console.sampler(logger: Logger(label: "paperboy.console"))))
+            logger.info("console enabled", metadata: [LogKey.role: "\(consoleAccess.roles.map(\.rawValue).joined(separator: ","))"])
+        } else {
+            logger.notice("no console token is set: /console says how to enable the console")
+        }
         var gracefulStop = ProcessServices.gracefulStop
         if !noDispatch {
             let (dispatcher, clients, fcmClients) = try dispatch.makeDispatcher(client: client, logger: logger)
@@ -214,6 +235,9 @@ struct ServeCommand: AsyncParsableCommand {
             admin.port = adminPort
             admin.surfaces = [.admin]
             api.surfaces.remove(.admin)
+            // The console is an operator's surface too: on the admin listener only.
+            admin.moreRoutes = api.moreRoutes
+            api.moreRoutes = []
             let listener = buildApplication(client: client, configuration: admin, logger: logger) { [host = admin.host] port in
                 logger.info("admin listening", metadata: ["address": "\(scheme)://\(host):\(port)"])
             }
