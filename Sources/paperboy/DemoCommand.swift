@@ -2,6 +2,7 @@ import ArgumentParser
 import EmbeddedPostgres
 import Foundation
 import Logging
+import PaperboyConsole
 import PaperboyCore
 import PaperboyDemo
 import PaperboyStore
@@ -35,6 +36,10 @@ struct DemoCommand: AsyncParsableCommand {
             --days N runs the waves strategy on N mornings in a row on one fleet, a new edition each morning: \
             devices that posted no receipt for their last 3 editions are dormant from then on (wave 1's push, \
             no follow-ups), so pushes per device fall while the held share stays. About 2 minutes a morning.
+
+            The operator's web console runs beside the demo's API: the demo prints its address and a one-time \
+            operator token, so the strategies can be watched live in a browser (in demo time). --keep-console keeps \
+            it up after the report until Ctrl-C.
             """
     )
 
@@ -81,6 +86,9 @@ struct DemoCommand: AsyncParsableCommand {
     )
     var fleet: String?
 
+    @Flag(name: .customLong("keep-console"), help: "Keep the web console (and the demo's database) up after the report, until Ctrl-C.")
+    var keepConsole = false
+
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
@@ -104,9 +112,35 @@ struct DemoCommand: AsyncParsableCommand {
         // Keep the wall-clock load of a bigger fleet where 20,000 devices put it: compress time less.
         let scale = min(1, 20_000 / Double(devices))
         configuration.timeCompression = configuration.timeCompression.mapValues { max(1, ($0 * scale).rounded()) }
-        let runner = DemoRunner(configuration: configuration, logger: logger)
         let display = ProgressDisplay()
         let started = Date()
+        // The console: an operator token made for this run only, printed with the address.
+        let consoleToken = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max)) }.joined()
+        configuration.console = try ConsoleAccess(operatorToken: consoleToken, viewerToken: nil)
+        configuration.onConsoleReady = { url in
+            display.show(.step("web console: \(url) (sign in with the operator token \(consoleToken))"))
+        }
+        let reported = ReportPrinted()
+        if keepConsole {
+            let reportConfiguration = configuration
+            let (seed, devices, report, json) = (seed, devices, report, output.json)
+            configuration.whileConsoleKept = { recordings in
+                display.finish()
+                try Self.printReport(
+                    recordings,
+                    configuration: reportConfiguration,
+                    started: started,
+                    seed: seed,
+                    devices: devices,
+                    report: report,
+                    json: json
+                )
+                reported.flag.store(true, ordering: .relaxed)
+                FileHandle.standardError.write(Data("the web console stays up until Ctrl-C\n".utf8))
+                while true { try await Task.sleep(for: .seconds(3600)) }
+            }
+        }
+        let runner = DemoRunner(configuration: configuration, logger: logger)
 
         let configured = try database.configuration()
         let clusterLogger = logger
@@ -131,11 +165,33 @@ struct DemoCommand: AsyncParsableCommand {
             }
         } catch is Interrupted {
             display.finish()
+            // Kept up after the report: Ctrl-C is how it ends.
+            if reported.flag.load(ordering: .relaxed) { return }
             FileHandle.standardError.write(Data("paperboy demo: interrupted; its temporary key files and private PostgreSQL were removed\n".utf8))
             throw ExitCode(130)
         }
         display.finish()
+        try Self.printReport(
+            recordings,
+            configuration: configuration,
+            started: started,
+            seed: seed,
+            devices: devices,
+            report: report,
+            json: output.json
+        )
+    }
 
+    /// The report: terminal text, or JSON with --json, and the HTML file with --report.
+    private static func printReport(
+        _ recordings: [DemoRecording],
+        configuration: DemoConfiguration,
+        started: Date,
+        seed: UInt64,
+        devices: Int,
+        report: String?,
+        json: Bool
+    ) throws {
         let model = FleetModel(seed: seed, parameters: configuration.fleet)
         // Every Android device is reachable (the model has no force-stopped apps).
         let reachable = (0..<devices).filter { model.isReachable($0) }.count + configuration.androidDevices
@@ -158,10 +214,15 @@ struct DemoCommand: AsyncParsableCommand {
                 throw CommandError("--report: could not write \(report): \(error.localizedDescription)")
             }
         }
-        if output.json { return try printJSON(demoReport.results) }
+        if json { return try printJSON(demoReport.results) }
         print(demoReport.terminal(width: min(terminalWidth(), 120)))
         print()
         print("demo finished in \(String(format: "%.0f", Date().timeIntervalSince(started))) s" + (report.map { "; report written to \($0)" } ?? ""))
+    }
+
+    /// Whether the report was printed (before the console was kept up).
+    final class ReportPrinted: Sendable {
+        let flag = Atomic<Bool>(false)
     }
 
     /// SIGINT or SIGTERM arrived while the demo ran.

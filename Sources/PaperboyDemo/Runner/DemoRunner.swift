@@ -9,6 +9,7 @@ import Hummingbird
 import Logging
 import PaperboyAPI
 import PaperboyBroadcast
+import PaperboyConsole
 import PaperboyCore
 import PaperboyStore
 import PostgresNIO
@@ -53,6 +54,15 @@ public struct DemoConfiguration: Sendable {
     /// fleet, a new edition each morning (the CLI runs only the waves strategy then). Dormant devices show
     /// from the morning after ``BroadcastOptions/dormantAfter`` unanswered ones.
     public var days = 1
+
+    /// The operator's web console beside the demo's API (`/console`), signed in to with these tokens; nil: none.
+    /// It shows the demo's broadcasts live, in demo time.
+    public var console: ConsoleAccess?
+    /// Told the console's address once the API listens.
+    public var onConsoleReady: (@Sendable (String) -> Void)?
+    /// Called with the recordings after the last strategy, while the API and the console still serve; the demo
+    /// stops when it returns (`paperboy demo --keep-console` prints the report and waits for Ctrl-C in it).
+    public var whileConsoleKept: (@Sendable ([DemoRecording]) async throws -> Void)?
 
     /// Called with the FCM simulator after the last strategy, before it stops; its ledger is kept only then.
     /// For tests, which count what it accepted per token.
@@ -176,6 +186,21 @@ public struct DemoRunner: Sendable {
         let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
         var quiet = logger
         quiet.logLevel = .warning
+        // The console, in demo time: its clock is the running morning's (the last one's once they are over).
+        let consoleClock = Locked<DemoClock?>(nil)
+        var consoleSampler: ConsoleSampler?
+        if let access = configuration.console {
+            var console = ConsoleConfiguration(access: access, secureCookies: false)
+            console.now = { consoleClock.withLock { $0 }?.now() ?? Self.morning }
+            console.timeZone = TimeZone(identifier: "Asia/Tokyo") ?? .current
+            // A second of the wall clock is a minute of demo time: sample and update every second.
+            console.sampleInterval = .seconds(1)
+            console.liveInterval = .seconds(1)
+            console.minimumWaveInterval = 60
+            let routes = Console(client: client, configuration: console)
+            api.moreRoutes.append { router in routes.addRoutes(to: router) }
+            consoleSampler = routes.sampler(logger: quiet)
+        }
         let application = buildApplication(client: client, configuration: api, logger: quiet) { port in
             portContinuation.yield(port)
             portContinuation.finish()
@@ -184,7 +209,8 @@ public struct DemoRunner: Sendable {
         let fcmClients = FCMClients(endpoint: try PushEndpoint(url: fcmSimulator.url), logger: quiet)
         // In a service group, shut down gracefully and awaited at the end: cancelled with the task group, it
         // logs errors (CancellationError) that a healthy run must not show. The APNs clients stop last.
-        let apiServer = ServiceGroup(configuration: .init(services: [apnsClients, fcmClients, application], logger: quiet))
+        let services: [any Service] = [apnsClients, fcmClients, application] + (consoleSampler.map { [$0] } ?? [])
+        let apiServer = ServiceGroup(configuration: .init(services: services, logger: quiet))
         let serving = Task { try await apiServer.run() }
         func stopServing() async {
             await apiServer.triggerGracefulShutdown()
@@ -192,6 +218,7 @@ public struct DemoRunner: Sendable {
         }
         var apiPort = 0
         for await port in portStream { apiPort = port }
+        if configuration.console != nil { configuration.onConsoleReady?("http://127.0.0.1:\(apiPort)/console") }
 
         let http = HTTPClient(
             eventLoopGroupProvider: .singleton,
@@ -233,6 +260,7 @@ public struct DemoRunner: Sendable {
                         apiKey: apiKey,
                         requests: requests,
                         currentFleet: currentFleet,
+                        consoleClock: consoleClock,
                         wallStart: day == 1 ? wallStart : Date(),
                         progress: progress
                     )
@@ -248,6 +276,7 @@ public struct DemoRunner: Sendable {
                     ]
                 )
             }
+            try await configuration.whileConsoleKept?(recordings)
         } catch {
             try? await http.shutdown()
             await stopServing()
@@ -345,6 +374,7 @@ public struct DemoRunner: Sendable {
         apiKey: String,
         requests: Locked<[ObservedRequest]>,
         currentFleet: Locked<SimulatedFleet?>,
+        consoleClock: Locked<DemoClock?>,
         wallStart: Date,
         progress: @escaping @Sendable (DemoProgress) -> Void
     ) async throws -> DemoRecording {
@@ -382,6 +412,7 @@ public struct DemoRunner: Sendable {
             logger: logger
         )
         currentFleet.withLock { $0 = fleet }
+        consoleClock.withLock { $0 = clock }
         let firstRequest = requests.withLock { $0.count }
 
         let dispatcher = Dispatcher(
