@@ -182,7 +182,11 @@ public struct DemoRunner: Sendable {
         // Paperboy's API, with a log of every request it answers.
         let requests = Locked<[ObservedRequest]>([])
         var api = APIConfiguration(host: "127.0.0.1", port: 0)
-        api.requestObserver = { request in requests.withLock { $0.append(request) } }
+        // The devices' requests only: a browser watching the console is not the content API's load.
+        api.requestObserver = { request in
+            guard !request.route.contains(" /console") else { return }
+            requests.withLock { $0.append(request) }
+        }
         let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
         var quiet = logger
         quiet.logLevel = .warning

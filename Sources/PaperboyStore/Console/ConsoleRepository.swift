@@ -543,7 +543,7 @@ public struct ConsoleRepository: Sendable {
 
     /// The devices with this token in any app (one index probe per app and provider), the most recently updated first.
     public func devices(candidates: [PushToken], logger: Logger) async throws -> [DeviceRecord] {
-        let lookup = TokenLookup(candidates)
+        let lookup = RequestStatements.TokenLookup(candidates)
         let rows = try await client.query(
             """
             SELECT d.id, d.app_id, a.bundle_id, d.provider, d.token, d.platform, d.environment,
