@@ -53,8 +53,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The HTTP/2 machinery both push providers share: connections that keep under the server's stream limit,
-        // a pool that sends again what a server did not process, spots stalls and reconnects with backoff. No
-        // provider's rules: APNs and FCM build their requests and read their answers.
+        // a pool that sends again what a server did not process, spots stalls and reconnects with backoff; the one
+        // client (send, classify, retry, cancel) generic over a provider, and the provider-neutral verdict. No
+        // provider's rules: APNs and FCM build their requests, read their answers and decide their retries.
         .target(
             name: "PushTransport",
             dependencies: [
@@ -65,6 +66,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -85,7 +87,6 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -103,7 +104,6 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

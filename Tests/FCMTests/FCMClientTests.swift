@@ -195,4 +195,34 @@ struct FCMClientTests {
             #expect(ContinuousClock.now - started >= .milliseconds(450))
         }
     }
+
+    @Test("cancelled while waiting out a Retry-After or the project's quota, messages end at once as not sent, not as the 429")
+    func cancelledWaits() async throws {
+        var faults = FCMSimulator.Faults()
+        faults.failNext = (.quotaExceeded(retryAfter: 30), 1)
+        let configure: (inout FCMClient.Configuration) -> Void = { $0.quotaPerMinute = 60 }
+        try await Self.withSimulator(faults: faults, configure: configure) { simulator, client, _, _ in
+            // The 429's Retry-After: 30 s.
+            let retrying = Task { await client.send([FCMDelivery(Self.message, to: Self.token(1))]) }
+            try await Task.sleep(for: .milliseconds(300))
+            retrying.cancel()
+            let retried = await retrying.value[0]
+            guard case .notSent(let error) = retried.outcome else {
+                Issue.record("\(retried.outcome)")
+                return
+            }
+            #expect(error.code == .cancelled)
+            #expect(retried.attempts == 1)
+            #expect(retried.latency < .seconds(5))
+            #expect(simulator.stats().requests == 1)
+            // One message a second, the first second's spent: three at once wait about 2.7 s for the quota.
+            let quota = Task { await client.send((2...4).map { FCMDelivery(Self.message, to: Self.token($0)) }) }
+            try await Task.sleep(for: .milliseconds(300))
+            quota.cancel()
+            let waited = await quota.value
+            #expect(waited.allSatisfy { if case .notSent(let error) = $0.outcome { error.code == .cancelled } else { false } }, "\(waited)")
+            #expect(waited.allSatisfy { $0.latency < .seconds(1) })
+            #expect(simulator.stats().requests == 1, "nothing that waited for the quota was sent")
+        }
+    }
 }
