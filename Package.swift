@@ -107,6 +107,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the two simulators share: the HTTP/2 connection on frames (stream limits, GOAWAY, windows, late and
+        // dropped answers), the ledger of accepts (each with its connection and stream) and connection events,
+        // foreign answers, the seeded generator. No provider's rules.
+        .target(
+            name: "PushSimulator",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The APNs simulator: an APNs-compatible HTTP/2 server (cleartext or TLS) with faults on demand,
         // for tests, the demo and benchmarks.
         .target(
@@ -114,6 +127,7 @@ let package = Package(
             dependencies: [
                 "APNs",
                 "PaperboyCore",
+                "PushSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -129,6 +143,7 @@ let package = Package(
         .target(
             name: "FCMSimulator",
             dependencies: [
+                "PushSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -356,6 +371,7 @@ let package = Package(
             dependencies: [
                 "APNs",
                 "APNsSimulator",
+                "PushSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,7 +1,12 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import PushSimulator
 import Synchronization
+
+// Accepts and foreign answers are the shared simulator's types: importers of FCMSimulator use them as its own.
+@_exported import struct PushSimulator.SimulatorAccept
+@_exported import struct PushSimulator.SimulatorForeignAnswer
 
 /// An FCM HTTP v1-compatible server for tests, demos and benchmarks. On one port it speaks cleartext HTTP/2 with
 /// prior knowledge (what Paperboy's client uses) and HTTP/1.1 (the Firebase Admin SDK for Python, `curl`), told
@@ -25,7 +30,8 @@ public final class FCMSimulator: Sendable {
         /// Registration tokens starting with one of these are iOS devices: their data-only messages need
         /// `apns-priority: 5`. More can be named one by one with ``FCMSimulator/markIOS(tokens:)``.
         public var iosTokenPrefixes: [String] = []
-        /// Keep the per-target ledger (entries with message bodies); turn off for big benchmarks.
+        /// Keep the per-target ledger (entries with message bodies) and every accept with its connection and stream;
+        /// turn off for big benchmarks.
         public var recordsLedger: Bool = true
         public var eventLoopThreads: Int = System.coreCount
         /// The wall clock for token lifetimes, assertion times, quotas and the ledger; tests inject their own.
@@ -86,7 +92,8 @@ public final class FCMSimulator: Sendable {
             .childChannelInitializer { [weak self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard let self else { return }
-                    try channel.pipeline.syncOperations.addHandler(FCMProtocolSniffer(simulator: self))
+                    let number = self.state.withLock { $0.tally.connectionAccepted() }
+                    try channel.pipeline.syncOperations.addHandler(FCMProtocolSniffer(simulator: self, connection: number))
                 }
             }
         let listener: any Channel
@@ -161,6 +168,17 @@ public final class FCMSimulator: Sendable {
         state.withLock { $0.ledger[target]?.count { $0.outcome == "accepted" } ?? 0 }
     }
 
+    /// A message the simulator accepted, with the connection and HTTP/2 stream it came on.
+    public typealias Accept = SimulatorAccept
+
+    /// Every accept, oldest first, each with its target, time, connection and stream (none over HTTP/1.1); empty
+    /// without ``Configuration/recordsLedger``.
+    public func accepts() -> [Accept] { state.withLock { $0.tally.accepts } }
+
+    /// The accepts of one target (a registration token, `topic:NAME`), oldest first: a token accepted twice shows
+    /// both, with their connections and streams.
+    public func accepts(for target: String) -> [Accept] { state.withLock { $0.tally.accepts(forToken: target) } }
+
     /// Zeroes the stats, the ledger and the quota windows; trusted accounts, issued tokens, faults and iOS tokens stay.
     public func reset() {
         let now = configuration.now()
@@ -188,6 +206,8 @@ public final class FCMSimulator: Sendable {
                     authorization: request.authorization,
                     verdict: verdict,
                     body: String(buffer: request.body),
+                    connection: request.connection,
+                    stream: request.stream,
                     now: now
                 )
             }
@@ -237,10 +257,13 @@ public final class FCMSimulator: Sendable {
 
     // MARK: Connections
 
-    func connectionOpened(http2: Bool) {
-        state.withLock { state in
-            if http2 { state.http2Connections += 1 } else { state.http1Connections += 1 }
-        }
+    func http1ConnectionOpened() {
+        state.withLock { $0.http1Connections += 1 }
+    }
+
+    /// What happened on an HTTP/2 connection, for the stats.
+    func record(_ event: SimulatorConnectionEvent) {
+        state.withLock { $0.tally.record(event) }
     }
 
     /// The stream limit and what exceeding it earns, for a new HTTP/2 connection.
@@ -248,9 +271,6 @@ public final class FCMSimulator: Sendable {
         state.withLock { ($0.faults.maxConcurrentStreams, $0.faults.streamLimitAction) }
     }
 
-    func goAwaySent() { state.withLock { $0.goAwaysSent += 1 } }
-    func streamLimitViolated() { state.withLock { $0.streamLimitViolations += 1 } }
-    func concurrentStreams(_ count: Int) { state.withLock { $0.peakConcurrentStreams = max($0.peakConcurrentStreams, count) } }
 }
 
 /// The registration tokens the simulator treats as iOS devices: by prefix (fixed) and one by one (added at run time).

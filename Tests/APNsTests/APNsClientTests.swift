@@ -491,6 +491,47 @@ struct APNsClientTests {
 }
 
 extension APNsClientTests {
+    @Test("answers that are not APNs's (an empty 410, a proxy's 404 page, a 502, a 200 without apns-id) never say a token is dead")
+    func foreignAnswers() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.foreignAnswersByTokenPrefix = [("0a", .emptyGone), ("0b", .htmlNotFound), ("0c", .emptyOK), ("0d", .badGateway)]
+        try await Self.withSimulator(faults: faults) { simulator, client in
+            let expected: [(prefix: String, verdict: PushVerdict)] = [
+                ("0a", .misconfigured), ("0b", .misconfigured), ("0c", .fateUnknown), ("0d", .fateUnknown),
+            ]
+            for (prefix, verdict) in expected {
+                let result = await client.send([APNsDelivery(Self.notification, to: Self.token(1, prefix: prefix), topic: Self.topic)])[0]
+                #expect(result.outcome.verdict == verdict, "\(prefix): \(result.outcome)")
+                #expect(result.attempts == 1, "\(prefix) was sent again")
+                if let rejection = result.outcome.rejection {
+                    #expect(!rejection.isAPNsAnswer, "\(prefix)")
+                    #expect(!rejection.reason.isPermanentForToken, "\(prefix): \(rejection.reason)")
+                }
+            }
+            let stats = simulator.stats()
+            #expect(stats.accepted == 0)
+            #expect(stats.rejected == ["foreign 410": 1, "foreign 404": 1, "foreign 200": 1, "foreign 502": 1])
+        }
+    }
+
+    @Test("the simulator records each accept with its connection and stream, across GOAWAYs")
+    func acceptsNameConnectionAndStream() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.goAwayAfterStreams = 5
+        try await Self.withSimulator(faults: faults) { simulator, client in
+            let tokens = (0..<20).map { Self.token($0) }
+            for token in tokens {
+                #expect(await client.send(Self.notification, to: token, topic: Self.topic).isAccepted)
+            }
+            let accepts = simulator.accepts()
+            #expect(accepts.map(\.token) == tokens)
+            #expect(Set(accepts.map { "\($0.connection)/\($0.stream ?? 0)" }).count == 20, "no two accepts on one stream")
+            #expect(accepts.allSatisfy { ($0.stream ?? 0) % 2 == 1 }, "client streams are odd")
+            #expect(Set(accepts.map(\.connection)).count >= 4, "a GOAWAY every 5 streams: \(accepts)")
+            #expect(simulator.accepts(forToken: tokens[7].uppercased()) == [accepts[7]])
+        }
+    }
+
     @Test(
         "a cancelled batch: requests still queued end at once as not sent, and so does the retry of a 503; those written are still answered"
     )
