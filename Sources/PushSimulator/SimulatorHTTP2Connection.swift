@@ -23,20 +23,28 @@ extension SimulatorStreams {
 package struct SimulatorRequest {
     package var stream: HTTP2StreamID
     package var headers: HPACKHeaders
-    /// The body as received, or empty once it passed the simulator's limit (see ``bodyBytes``).
-    package var body: ByteBuffer
+    /// The body as received (a request's one DATA frame is kept as it came, without a copy), or empty once it
+    /// passed the simulator's limit (see ``bodyBytes``).
+    package var body = ByteBuffer()
     /// Bytes of body received, including those not kept once the limit was passed.
     package var bodyBytes = 0
+
+    package init(stream: HTTP2StreamID, headers: HPACKHeaders) {
+        self.stream = stream
+        self.headers = headers
+    }
 
     /// The body passed the simulator's limit and was not kept: only its length is known.
     package var isBodyDropped: Bool { bodyBytes > body.readableBytes }
 
     mutating func append(_ bytes: inout ByteBuffer, limit: Int) {
         bodyBytes += bytes.readableBytes
-        if bodyBytes <= limit {
-            body.writeBuffer(&bytes)
+        if bodyBytes > limit {
+            body = ByteBuffer()
+        } else if bodyBytes == bytes.readableBytes {
+            body = bytes
         } else {
-            body.clear()
+            body.writeBuffer(&bytes)
         }
     }
 }
@@ -304,7 +312,7 @@ package final class SimulatorHTTP2Connection<Streams: SimulatorStreams>: Channel
             }
         }
         streamsOpened += 1
-        requests[stream] = SimulatorRequest(stream: stream, headers: headers, body: context.channel.allocator.buffer(capacity: 0))
+        requests[stream] = SimulatorRequest(stream: stream, headers: headers)
         lastOpenedStreamID = stream
         if requests.count > peakStreams {
             peakStreams = requests.count
