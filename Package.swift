@@ -114,6 +114,7 @@ let package = Package(
             name: "PushSimulator",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -350,6 +351,7 @@ let package = Package(
                 "PaperboyTesting",
                 "APNs",
                 "APNsSimulator",
+                "PushSimulator",
                 "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -15,14 +15,8 @@ public enum APNsOutcome: PushOutcome {
     /// cancelled first. Safe to send again.
     case notSent(APNsTransportError)
 
-    public var isAccepted: Bool {
-        if case .accepted = self { return true }
-        return false
-    }
-
-    /// What the outcome means for the device, our credentials and the app: see ``APNsRejection/verdict``.
-    public var verdict: PushVerdict { summary.verdict }
-
+    /// The outcome as metrics and output lines show it; its `verdict` (what it means for the device, our credentials
+    /// and the app) is the rejection's for a rejection: see ``APNsRejection/verdict``.
     public var summary: PushOutcomeSummary {
         switch self {
         case .accepted: .accepted

@@ -138,18 +138,16 @@ public final class APNsSimulator: Sendable {
         public var startedAt: Date
     }
 
-    private struct Running {
-        var group: MultiThreadedEventLoopGroup?
-        var listener: (any Channel)?
-        var port: Int = 0
-        /// The open connections, for ``freeze()``.
-        var connections: [ObjectIdentifier: any Channel] = [:]
+    /// The open connections and whether they read, for ``freeze()``.
+    private struct Connections {
+        var open: [ObjectIdentifier: any Channel] = [:]
         var frozen = false
     }
 
     public let configuration: Configuration
     let ledger: APNsSimulatorLedger
-    private let running = Mutex(Running())
+    private let listener = SimulatorListener()
+    private let connections = Mutex(Connections())
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -170,60 +168,35 @@ public final class APNsSimulator: Sendable {
             tls.applicationProtocols = ["h2"]
             return try NIOSSLContext(configuration: tls)
         }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
         let rules = APNsSimulatorStreams.Rules(
             validator: APNsRequestValidator(configuration: configuration.validation),
             faults: configuration.faults,
             ledger: ledger,
             onAccept: configuration.onAccept
         )
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.maxMessagesPerRead, value: 16)
-            .childChannelInitializer { [weak self] channel in
-                let id = ObjectIdentifier(channel)
-                let frozen = self?.running.withLock { running in
-                    running.connections[id] = channel
-                    return running.frozen
-                }
-                channel.closeFuture.whenComplete { [weak self] _ in _ = self?.running.withLock { $0.connections.removeValue(forKey: id) } }
-                return channel.eventLoop.makeCompletedFuture {
-                    if frozen == true { try channel.syncOptions?.setOption(.autoRead, value: false) }
-                    try APNsSimulatorStreams.configure(channel, rules: rules, tls: tlsContext)
-                }
-            }
-        let listener: any Channel
-        do {
-            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
-        }
-        let port = listener.localAddress?.port ?? configuration.port
         ledger.reset()
-        running.withLock { $0 = Running(group: group, listener: listener, port: port) }
-        return port
+        return try await listener.start(host: configuration.host, port: configuration.port, threads: configuration.eventLoopThreads) {
+            [weak self] channel in
+            let id = ObjectIdentifier(channel)
+            let frozen = self?.connections.withLock { connections in
+                connections.open[id] = channel
+                return connections.frozen
+            }
+            channel.closeFuture.whenComplete { [weak self] _ in _ = self?.connections.withLock { $0.open.removeValue(forKey: id) } }
+            if frozen == true { try channel.syncOptions?.setOption(.autoRead, value: false) }
+            try APNsSimulatorStreams.configure(channel, rules: rules, tls: tlsContext)
+        }
     }
 
     /// The bound port, after ``start()``.
-    public var port: Int { running.withLock { $0.port } }
+    public var port: Int { listener.port }
 
     /// `http://HOST:PORT`, or `https://` with TLS.
     public var url: String { "\(configuration.tls == nil ? "http" : "https")://\(configuration.host):\(port)" }
 
     /// Closes the listener and every connection, and shuts down the simulator's event loops.
     public func shutdown() async throws {
-        let (group, listener) = running.withLock { running in
-            defer {
-                running.group = nil
-                running.listener = nil
-            }
-            return (running.group, running.listener)
-        }
-        try? await listener?.close()
-        try await group?.shutdownGracefully()
+        try await listener.shutdown()
     }
 
     /// Hangs as a paused process does: reads nothing more from any connection and accepts no new one (the
@@ -239,10 +212,11 @@ public final class APNsSimulator: Sendable {
     }
 
     private func setReading(_ reading: Bool) async {
-        let channels = running.withLock { running in
-            running.frozen = !reading
-            return Array(running.connections.values) + (running.listener.map { [$0] } ?? [])
-        }
+        let channels =
+            connections.withLock { connections in
+                connections.frozen = !reading
+                return Array(connections.open.values)
+            } + (listener.channel.map { [$0] } ?? [])
         for channel in channels {
             try? await channel.setOption(.autoRead, value: reading).get()
         }

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import PushTransport
 import _CryptoExtras
 
 /// Where the client gets the OAuth 2.0 access token for a request, and tells of tokens FCM refused.
@@ -177,8 +178,12 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
             onFetch(true)
         case .failure(let error):
             let failures = (backoff?.failures ?? 0) + 1
-            let step = min(configuration.initialBackoff * (1 << min(failures - 1, 30)), configuration.maximumBackoff)
-            let wait = step * (0.5 + 0.5 * min(max(random(), 0), 1))
+            let wait = Duration.backoff(
+                afterFailures: failures,
+                initial: configuration.initialBackoff,
+                maximum: configuration.maximumBackoff,
+                random: random()
+            )
             backoff = (failures, Self.authError(error), clock.now.advanced(by: wait))
             onFetch(false)
         }

@@ -15,14 +15,8 @@ public enum FCMOutcome: PushOutcome {
     /// cancelled first. Safe to send again.
     case notSent(PushTransportError)
 
-    public var isAccepted: Bool {
-        if case .accepted = self { return true }
-        return false
-    }
-
-    /// What the outcome means for the device, our credentials and the app: see ``FCMRejection/verdict``.
-    public var verdict: PushVerdict { summary.verdict }
-
+    /// The outcome as metrics and output lines show it; its `verdict` (what it means for the device, our credentials
+    /// and the app) is the rejection's for a rejection: see ``FCMRejection/verdict``.
     public var summary: PushOutcomeSummary {
         switch self {
         case .accepted: .accepted

@@ -49,17 +49,11 @@ public final class FCMSimulator: Sendable {
         }
     }
 
-    private struct Running {
-        var group: MultiThreadedEventLoopGroup?
-        var listener: (any Channel)?
-        var port: Int = 0
-    }
-
     public let configuration: Configuration
     let state: Mutex<FCMSimulatorState>
     let iosTokens: FCMIOSTokens
     private let validator: FCMMessageValidator
-    private let running = Mutex(Running())
+    private let listener = SimulatorListener()
 
     /// - Throws: ``FCMSimulator.ServiceAccount/InvalidFile`` when a configured account's key does not parse.
     public init(configuration: Configuration) throws {
@@ -83,43 +77,21 @@ public final class FCMSimulator: Sendable {
     /// - Returns: the bound port.
     @discardableResult
     public func start() async throws -> Int {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.maxMessagesPerRead, value: 16)
-            .childChannelInitializer { [weak self] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    guard let self else { return }
-                    let number = self.state.withLock { $0.tally.connectionAccepted() }
-                    try channel.pipeline.syncOperations.addHandler(FCMProtocolSniffer(simulator: self, connection: number))
-                }
-            }
-        let listener: any Channel
-        do {
-            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
+        try await listener.start(host: configuration.host, port: configuration.port, threads: configuration.eventLoopThreads) {
+            [weak self] channel in
+            guard let self else { return }
+            let number = self.state.withLock { $0.tally.connectionAccepted() }
+            try channel.pipeline.syncOperations.addHandler(FCMProtocolSniffer(simulator: self, connection: number))
         }
-        let port = listener.localAddress?.port ?? configuration.port
-        running.withLock { $0 = Running(group: group, listener: listener, port: port) }
-        return port
     }
 
     /// Closes the listener and every connection, and shuts down the simulator's event loops.
     public func shutdown() async throws {
-        let (group, listener) = running.withLock { running in
-            defer { running = Running() }
-            return (running.group, running.listener)
-        }
-        try? await listener?.close()
-        try await group?.shutdownGracefully()
+        try await listener.shutdown()
     }
 
     /// The bound port, after ``start()``.
-    public var port: Int { running.withLock { $0.port } }
+    public var port: Int { listener.port }
 
     /// `http://HOST:PORT`: the FCM endpoint (HTTP/2 with prior knowledge, or HTTP/1.1).
     public var url: String { "http://\(configuration.host):\(port)" }
@@ -201,7 +173,7 @@ public final class FCMSimulator: Sendable {
             }
             let now = configuration.now()
             let response = state.withLock { state in
-                state.send(
+                var response = state.send(
                     projectID: projectID,
                     authorization: request.authorization,
                     verdict: verdict,
@@ -210,6 +182,8 @@ public final class FCMSimulator: Sendable {
                     stream: request.stream,
                     now: now
                 )
+                response.delay = state.faults.latency
+                return response
             }
             if response.status == 200, let onAccept = configuration.onAccept, case .valid(let message) = verdict, !message.validateOnly,
                 case .token = message.target, let delivery = Delivery(body: request.body.readableBytesView, acceptedAt: now)

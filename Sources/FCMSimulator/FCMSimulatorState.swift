@@ -59,7 +59,8 @@ struct FCMSimulatorState: Sendable {
     // MARK: Sends
 
     /// Decides a send request: bearer token, project, quota, server faults, the validator's verdict, token faults;
-    /// records it. FCM checks authentication before the body, so a bad token wins over a bad message.
+    /// records it. FCM checks authentication before the body, so a bad token wins over a bad message. The latency
+    /// fault is the caller's to add.
     ///
     /// - Parameters:
     ///   - projectID: the project in the request's path.
@@ -78,28 +79,6 @@ struct FCMSimulatorState: Sendable {
         now: Date
     ) -> FCMSimulatorResponse {
         requests += 1
-        var response = decide(
-            projectID: projectID,
-            authorization: authorization,
-            verdict: verdict,
-            body: body(),
-            connection: connection,
-            stream: stream,
-            now: now
-        )
-        response.delay = faults.latency
-        return response
-    }
-
-    private mutating func decide(
-        projectID: String,
-        authorization: String?,
-        verdict: FCMMessageValidator.Verdict,
-        body: @autoclosure () -> String,
-        connection: Int,
-        stream: Int?,
-        now: Date
-    ) -> FCMSimulatorResponse {
         guard let bearer = Self.bearer(authorization), let issued = accessTokens[bearer], issued.expiresAt > now else {
             tally.reject("UNAUTHENTICATED")
             return .unauthenticated

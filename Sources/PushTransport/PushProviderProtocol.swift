@@ -76,10 +76,15 @@ public protocol PushOutcome: Sendable, Equatable {
     static func fateUnknown(_ error: PushTransportError) -> Self
     /// It was never sent.
     static func notSent(_ error: PushTransportError) -> Self
-    /// What the outcome means, in provider-neutral words.
-    var verdict: PushVerdict { get }
-    /// The outcome as metrics and output lines show it.
+    /// The outcome as metrics, output lines and senders see it, its verdict included.
     var summary: PushOutcomeSummary { get }
+}
+
+extension PushOutcome {
+    /// What the outcome means, in provider-neutral words: the dispatcher's switch.
+    public var verdict: PushVerdict { summary.verdict }
+
+    public var isAccepted: Bool { summary == .accepted }
 }
 
 /// An outcome as metrics, output lines and senders see it, whatever the provider: accepted, rejected with the
