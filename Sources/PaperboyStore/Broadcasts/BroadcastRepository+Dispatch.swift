@@ -657,23 +657,3 @@ extension BroadcastRepository {
         return broadcasts
     }
 }
-
-/// A running broadcast's counts over all its waves, for metrics.
-public struct BroadcastTotals: Sendable, Equatable {
-    public var id: UUID
-    public var planned: Int
-    public var sent: Int
-    public var accepted: Int
-}
-
-extension BroadcastRepository {
-    /// The running broadcasts' totals, in one query.
-    public func runningTotals(logger: Logger) async throws -> [BroadcastTotals] {
-        let rows = try await client.query(RequestStatements.runningTotals, logger: logger)
-        var totals: [BroadcastTotals] = []
-        for try await (id, planned, sent, accepted) in rows.decode((UUID, Int, Int, Int).self) {
-            totals.append(BroadcastTotals(id: id, planned: planned, sent: sent, accepted: accepted))
-        }
-        return totals
-    }
-}
