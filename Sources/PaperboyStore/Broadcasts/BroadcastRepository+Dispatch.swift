@@ -532,12 +532,12 @@ extension BroadcastRepository {
             var binds = PostgresBindings(capacity: 9)
             binds.append(sent)
             binds.append(accepted)
-            binds.append(Self.json(rejected))
-            binds.append(Self.json(skipped))
+            binds.append(try Self.json(rejected))
+            binds.append(try Self.json(skipped))
             binds.append(batch.broadcastID)
             binds.append(Int16(batch.wave))
             binds.append(batch.cohort)
-            binds.append(Self.json(providers))
+            binds.append(try Self.json(providers))
             binds.append(dormant)
             try await connection.query(
                 PostgresQuery(
