@@ -48,6 +48,12 @@ public struct APNsSigningKey: Sendable, CustomStringConvertible {
 
     public var description: String { "APNs key \(keyID) of team \(teamID)" }
 
+    /// What tells two keys apart without revealing either: the first 16 hex digits of the SHA-256 of the public
+    /// key. A key file replaced under the same key id (a mistake corrected) has another fingerprint.
+    public var fingerprint: String {
+        SHA256.hash(data: privateKey.publicKey.x963Representation).prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+
     static func base64URL(_ data: Data) -> String {
         data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")

@@ -24,6 +24,9 @@ public struct APIConfiguration: Sendable {
     public var unknownKeyCacheTimeToLive: Duration = .seconds(30)
     /// How long `/health/ready` waits for the database.
     public var readinessTimeout: Duration = .seconds(2)
+    /// Why this process cannot send some pushes (its dispatcher's `SenderHealth`): `/health/ready` answers 503
+    /// `cannot_send` while there are any. Nil in a process without a dispatcher.
+    public var senderProblems: (@Sendable () -> [String])?
     /// Told about every answered request (the demo's request log); nil in production.
     public var requestObserver: (@Sendable (ObservedRequest) -> Void)?
     /// The registry the process bootstrapped swift-metrics with: when set, `GET /metrics` serves it and
@@ -80,9 +83,15 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
         router.add(middleware: MetricsMiddleware())
     }
     router.add(middleware: ErrorMiddleware())
+    router.add(middleware: UncachedByDefaultMiddleware())
 
     if configuration.surfaces.contains(.operations) {
-        HealthRoutes(client: client, migrator: Migrator(), timeout: configuration.readinessTimeout).add(to: router)
+        HealthRoutes(
+            client: client,
+            migrator: Migrator(),
+            timeout: configuration.readinessTimeout,
+            senderProblems: configuration.senderProblems ?? { [] }
+        ).add(to: router)
         if let registry = configuration.metrics {
             MetricsRoutes(registry: registry).add(to: router)
         }
@@ -108,7 +117,12 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
 
     if configuration.surfaces.contains(.admin) {
         let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
-        AppRoutes(apps: AppRepository(client: client)).add(to: adminAPI)
+        AppRoutes(apps: AppRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: adminAPI)
+        OriginRoutes(
+            origins: OriginRepository(client: client),
+            publications: PublicationRepository(client: client),
+            maxBodyBytes: configuration.maxBodyBytes
+        ).add(to: adminAPI)
         editionRoutes.addPublishing(to: adminAPI)
         BroadcastRoutes(
             broadcasts: BroadcastRepository(client: client),

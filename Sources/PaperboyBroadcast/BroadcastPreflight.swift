@@ -7,7 +7,8 @@ import PaperboyStore
 
 /// What must hold before an edition is published or broadcast, checked up front so that a broadcast that
 /// could never send anything is refused with the field at fault instead of failing every batch until the
-/// deadline: every tier's push fits APNs' 4096 bytes, and the app's APNs key can be loaded.
+/// deadline: every tier's push fits APNs' 4096 bytes, and the app can send through the providers of the
+/// broadcast's audience.
 public enum BroadcastPreflight {
     /// The push per tier for `edition` in `wave`, as the dispatcher sends it: one definition for sending and
     /// checking.
@@ -40,7 +41,7 @@ public enum BroadcastPreflight {
     }
 
     /// The FCM message for a device of `platform` in `tier`, sent at `sentAt`: the APNs payload's keys as data
-    /// (``EditionPush/fcmData``). Android: `android.priority` as the broadcast asks (an alert is always high),
+    /// (``EditionPush/fcmData()``). Android: `android.priority` as the broadcast asks (an alert is always high),
     /// `ttl` the time left until the deadline (FCM drops it after), `collapse_key` the publication (a newer
     /// edition replaces an undelivered older one). iOS through FCM: the APNs headers of a background push, or
     /// of an alert, expiring at the deadline.
@@ -54,7 +55,7 @@ public enum BroadcastPreflight {
         priority: BroadcastOptions.AndroidPriority,
         sentAt: Date
     ) throws -> FCMMessage {
-        let data = EditionPush(edition: edition, tier: tier, wave: wave).fcmData
+        let data = try EditionPush(edition: edition, tier: tier, wave: wave).fcmData()
         let target: FCMMessage.Target
         switch platform {
         case .android:
@@ -134,27 +135,64 @@ public enum BroadcastPreflight {
         }
     }
 
-    /// Refuses to broadcast an edition whose pushes cannot be built or whose app's APNs key cannot be loaded.
+    /// Refuses to broadcast an edition whose pushes cannot be built, or whose audience in `environment` has
+    /// devices of a provider the app cannot send through: APNs devices and no APNs credentials, or a key or
+    /// service account that cannot be loaded. Only the providers the audience uses are checked: an FCM-only
+    /// app needs no APNs key, and a sandbox broadcast (APNs only) no service account. FCM devices of an app
+    /// without a service account are not refused: the dispatcher skips them (`fcmNotConfigured`).
     /// - Throws: `StoreError`: not found (`edition`), invalid naming `tiers.<tier>.bundles` or `app`.
-    public static func check(editionID: UUID, editions: EditionRepository, apps: AppRepository, logger: Logger) async throws {
+    public static func check(
+        editionID: UUID,
+        environment: APNsEnvironment,
+        editions: EditionRepository,
+        apps: AppRepository,
+        logger: Logger
+    ) async throws {
         guard let edition = try await editions.find(id: editionID, logger: logger) else {
             throw StoreError(code: .notFound, field: "edition", message: "there is no edition \(editionID.uuidString.lowercased())")
         }
         try checkPushes(edition)
         guard let app = try await apps.find(id: edition.appID, logger: logger) else { return }
+        let providers = try await editions.audienceProviders(editionID: editionID, environment: environment, logger: logger)
+        try checkCredentials(app, for: providers)
+    }
+
+    /// Refuses an app that cannot send through one of `providers` (those of a broadcast's audience).
+    /// - Throws: `StoreError` (invalid) naming `app`, with the provider in the message.
+    public static func checkCredentials(_ app: App, for providers: Set<PushProvider>) throws(StoreError) {
+        if providers.contains(.apns) {
+            guard app.apns != nil else {
+                throw StoreError(
+                    code: .invalid,
+                    field: "app",
+                    message: "app \(app.id) (\(app.bundleID)) has APNs devices in this audience but no APNs credentials; "
+                        + "add them with `paperboy apps set-apns` (or PUT /v1/apps/\(app.id)/apns)"
+                )
+            }
+            try checkAPNsKey(app, field: "app")
+        }
+        if providers.contains(.fcm) {
+            do {
+                _ = try FCMChannels.loadAccount(app)
+            } catch {
+                throw StoreError(
+                    code: .invalid,
+                    field: "app",
+                    message: "\(error); its FCM devices cannot be sent until the service account is readable where Paperboy runs"
+                )
+            }
+        }
+    }
+
+    /// Loads the app's APNs key as the sender does (a P-256 key at the path, or in `env:VARIABLE`), here,
+    /// where Paperboy runs: the check an API call makes before it stores new APNs credentials.
+    /// - Throws: `StoreError` (invalid) naming `field` when the app has no APNs credentials or the key cannot
+    ///   be loaded; the message never holds the key.
+    public static func checkAPNsKey(_ app: App, field: String) throws(StoreError) {
         do {
             _ = try APNsChannels.loadKey(app)
         } catch {
-            throw StoreError(code: .invalid, field: "app", message: "\(error); nothing can be sent until the key is readable where Paperboy runs")
-        }
-        do {
-            _ = try FCMChannels.loadAccount(app)
-        } catch {
-            throw StoreError(
-                code: .invalid,
-                field: "app",
-                message: "\(error); its FCM devices cannot be sent until the service account is readable where Paperboy runs"
-            )
+            throw StoreError(code: .invalid, field: field, message: "\(error); nothing can be sent until the key is readable where Paperboy runs")
         }
     }
 }

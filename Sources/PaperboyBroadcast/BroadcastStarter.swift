@@ -25,6 +25,7 @@ extension BroadcastRepository {
         { request in
             try await BroadcastPreflight.check(
                 editionID: request.editionID,
+                environment: request.environment,
                 editions: EditionRepository(client: self.client),
                 apps: AppRepository(client: self.client),
                 logger: logger

@@ -17,6 +17,14 @@ import Synchronization
 /// takes them over and sends them again. So a device may be woken twice in one wave only if it was in a
 /// batch of a dispatcher that died, and at most `maxBatchesInFlight × maxBatchSize` devices are (the
 /// batches it held; in practice the devices due in the last second or two at the plan's rate).
+///
+/// A batch's decisions (pacing, skips, waiting out a provider, credentials, draining, what goes back to the
+/// cohort) are ``BatchSendMachine``'s; the dispatcher reads and writes the database and hands pushes to the
+/// providers (``PushService``) as it says. A worker that cannot send for an app (its credentials cannot be loaded
+/// here, or the provider refuses them) gives the batch back and leaves the app to the others for a while
+/// (``SenderHealth``); the broadcast fails only when no worker sends for the app (``UnsendablePolicy``). On
+/// SIGTERM it stops leasing, waits up to ``Configuration/drainTimeout`` for the answers to what it wrote, and gives
+/// everything else back under the lease.
 public final class Dispatcher: Service {
     public struct Configuration: Sendable {
         /// This worker's name in leases: `host:pid:random` by default.
@@ -61,6 +69,13 @@ public final class Dispatcher: Service {
         /// How long moving the broadcasts along may wait for the database (it counts a later wave's audience: minutes
         /// at 10 million devices), for the same reason as ``databasePatience``.
         public var advancePatience: Duration = .seconds(30 * 60)
+        /// On graceful shutdown (SIGTERM), how long requests already written may take to be answered; everything
+        /// not written by then goes back to the cohort (`--drain-timeout`). The worker exits within this and the time
+        /// to record, well inside Kubernetes' 30 s grace period.
+        public var drainTimeout: Duration = .seconds(10)
+        /// A running broadcast fails when no worker could send for its app through a provider this long, with
+        /// problems reported (`--fail-after`; ``UnsendablePolicy``).
+        public var failAfter: Duration = .seconds(300)
 
         public init(owner: String = Configuration.defaultOwner()) {
             self.owner = owner
@@ -80,6 +95,8 @@ public final class Dispatcher: Service {
             scaled.recordPatience = scaled.recordPatience * factor
             scaled.unreachablePatience = scaled.unreachablePatience * factor
             scaled.countAhead = scaled.countAhead * factor
+            scaled.drainTimeout = scaled.drainTimeout * factor
+            scaled.failAfter = scaled.failAfter * factor
             return scaled
         }
 
@@ -99,6 +116,12 @@ public final class Dispatcher: Service {
     private let repository: BroadcastRepository
     private let advancer: WaveAdvancer
     private let editions: EditionRepository
+    private let apps: AppRepository
+    private let senders: SenderStatusRepository
+    private let workers: WorkerRepository
+    /// When this dispatcher started, and the last error it logged: what its heartbeat tells the `workers` table.
+    private let startedAt: Date
+    private let lastError = Mutex<(message: String, at: Date)?>(nil)
     private let channels: APNsChannels
     private let fcmChannels: FCMChannels?
     private let configuration: Configuration
@@ -107,7 +130,11 @@ public final class Dispatcher: Service {
     /// The batches this worker holds, with whether their lease was lost or their broadcast cancelled (then
     /// their sending stops).
     private let held = Mutex<[Int64: HeldBatch]>([:])
+    /// Set when the worker drains: the instant by which written requests must be answered.
+    private let drainDeadline = Mutex<Date?>(nil)
     private let metrics = DispatchMetrics()
+    /// The apps this worker cannot send for now: `/health/ready` reports them.
+    public let health = SenderHealth()
 
     public init(
         repository: BroadcastRepository,
@@ -126,6 +153,10 @@ public final class Dispatcher: Service {
             claimSeconds: min(configuration.advancePatience, .seconds(600)).seconds
         )
         self.editions = editions
+        self.apps = AppRepository(client: repository.client)
+        self.senders = SenderStatusRepository(client: repository.client)
+        self.workers = WorkerRepository(client: repository.client)
+        self.startedAt = clock.now()
         self.channels = channels
         self.fcmChannels = fcmChannels
         self.configuration = configuration
@@ -135,12 +166,14 @@ public final class Dispatcher: Service {
         self.logger = logger
     }
 
-    /// Sends until graceful shutdown; then stops leasing and finishes the batches it holds (a few seconds
-    /// of sends), so nothing it leased waits for a lease to expire.
+    /// Sends until graceful shutdown; then stops leasing, and the batches it holds drain (``Configuration/drainTimeout``):
+    /// answers to what was written are awaited, everything else goes back to the cohort under the lease. Cancelled
+    /// instead (the service group failed), it drains at once the same way.
     public func run() async throws {
         let stopping = StopFlag()
         logger.info("dispatcher started")
         try await withGracefulShutdownHandler {
+            await reportStatus()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.heartbeat(until: stopping) }
                 group.addTask { await self.advance(until: stopping) }
@@ -155,13 +188,19 @@ public final class Dispatcher: Service {
                                 leased = true
                                 inFlight += 1
                                 metrics.batchesInFlight(inFlight)
+                                // The batch runs apart from this task's cancellation: cancelled or not, it ends by
+                                // recording or giving back what it holds, told to by a drain.
+                                let sending = Task { await self.send(batch) }
                                 group.addTask {
-                                    _ = await self.send(batch)
+                                    _ = await sending.value
                                     throw BatchFinished()
                                 }
                             }
+                        } catch is CancellationError {
+                            // Stopping: the drain below gives back what is held.
                         } catch {
                             logger.error("could not lease a batch", metadata: [LogKey.error: "\(String(reflecting: error))"])
+                            noteError("could not lease a batch", error)
                         }
                     }
                     if leased { continue }
@@ -184,7 +223,8 @@ public final class Dispatcher: Service {
                         pollPending = false
                     }
                 }
-                // Drain: finish the batches held.
+                drain(timeout: stopping.isSet ? configuration.drainTimeout : .zero)
+                if stopping.isSet { await reportStatus() }
                 while inFlight > 0 {
                     do {
                         _ = try await group.next()
@@ -201,6 +241,20 @@ public final class Dispatcher: Service {
         logger.info("dispatcher stopped")
     }
 
+    /// Tells every batch held to drain by `timeout` from now.
+    private func drain(timeout: Duration) {
+        let deadline = clock.now().addingTimeInterval(timeout.seconds)
+        drainDeadline.withLock { $0 = min($0 ?? deadline, deadline) }
+        let mailboxes = held.withLock { $0.values.map(\.mailbox) }
+        if !mailboxes.isEmpty {
+            logger.notice(
+                "draining: the batches held finish what they wrote and give the rest back",
+                metadata: [LogKey.batches: "\(mailboxes.count)", LogKey.deadlineIn: "\(timeout)"]
+            )
+        }
+        for mailbox in mailboxes { mailbox.poke() }
+    }
+
     /// The worker as it runs, on a clock that jumps: from the clock's now until `end`, moves broadcasts along,
     /// leases and sends every batch as it comes due (each device at its instant according to the clock),
     /// and jumps the clock to the next due batch (or an expiring lease) in between. Tests call this with a
@@ -212,6 +266,7 @@ public final class Dispatcher: Service {
             let events = try await advancer.advance(now: now, logger: logger)
             report.events += events
             log(events)
+            try await failUnsendable(now: now)
             // One batch, then the broadcasts are moved along again (as `run` does every second).
             if clock.now() <= end, let batch = try await lease(now: clock.now()) {
                 let outcomes = await send(batch)
@@ -223,13 +278,20 @@ public final class Dispatcher: Service {
             }
             guard clock.now() < end else { return report }
             let next = try await repository.nextDue(now: clock.now(), logger: logger).map { $0.addingTimeInterval(-configuration.lookahead.seconds) }
+            var wake = max(clock.now(), next ?? end)
+            if wake <= clock.now(), let retry = health.nextRetry(now: clock.monotonic()) {
+                // Work is due, but of an app this worker leaves to others for now: on when it tries again.
+                wake = clock.now().addingTimeInterval(retry - clock.monotonic())
+            }
             // A moment past the instant: an expiring lease can be taken over only after it.
-            try await clock.sleep(min(end, max(clock.now(), next ?? end).addingTimeInterval(0.001)))
+            try await clock.sleep(min(end, wake.addingTimeInterval(0.001)))
         }
     }
 
     private func lease(now: Date) async throws -> LeasedBatch? {
         let excluding = held.withLock { Array($0.keys) }
+        let excludedApps = health.excludedApps(now: clock.monotonic())
+        let leasedAt = clock.monotonic()
         let batch = try await database {
             try await self.repository.lease(
                 owner: self.configuration.owner,
@@ -239,24 +301,35 @@ public final class Dispatcher: Service {
                 batchDuration: self.configuration.batchDuration.seconds,
                 maxBatchSize: self.configuration.maxBatchSize,
                 excluding: excluding,
+                excludingApps: excludedApps,
                 logger: self.logger
             )
         }
-        if let batch { held.withLock { $0[batch.id] = HeldBatch(batch: batch) } }
+        if let batch {
+            held.withLock { $0[batch.id] = HeldBatch(batch: batch, trustedUntil: leasedAt + configuration.leaseDuration.seconds) }
+        }
         return batch
     }
 
     /// Moves the broadcasts along every ``Configuration/advanceInterval``, beside the sending: counting a
     /// later wave's audience takes seconds at millions of devices, and other broadcasts' batches must not
-    /// wait for it.
+    /// wait for it. Fails the broadcasts that no worker can send (``UnsendablePolicy``).
     private func advance(until stopping: StopFlag) async {
         while !stopping.isSet && !Task.isCancelled {
             let now = clock.now()
             do {
                 log(try await answered(within: configuration.advancePatience) { try await self.advancer.advance(now: now, logger: self.logger) })
-                metrics.tick(now: now, running: try await database { try await self.repository.runningTotals(logger: self.logger) })
+                try await database { try await self.failUnsendable(now: now) }
+                let since = now.addingTimeInterval(-DispatchMetrics.endedShownFor)
+                metrics.tick(
+                    now: now,
+                    broadcasts: try await database { try await self.repository.gauges(now: now, endedSince: since, logger: self.logger) }
+                )
+            } catch is CancellationError {
+                return
             } catch {
                 logger.error("could not advance broadcasts", metadata: [LogKey.error: "\(String(reflecting: error))"])
+                noteError("could not advance broadcasts", error)
             }
             do {
                 try await clock.sleep(now.addingTimeInterval(configuration.advanceInterval.seconds))
@@ -266,7 +339,26 @@ public final class Dispatcher: Service {
         }
     }
 
-    /// Renews the leases held, every third of a lease.
+    /// Ends as failed the running broadcasts whose app no worker could send for through a provider for
+    /// ``Configuration/failAfter``, with the workers' reasons.
+    private func failUnsendable(now: Date) async throws {
+        let candidates = try await senders.givenBackBroadcasts(logger: logger)
+        guard !candidates.isEmpty else { return }
+        let rules = UnsendablePolicy.Configuration(failAfter: configuration.failAfter.seconds)
+        for failure in UnsendablePolicy.failures(candidates, now: now, configuration: rules) {
+            let broadcast = failure.broadcastID.uuidString.lowercased()
+            if try await repository.fail(id: failure.broadcastID, reason: failure.reason, now: now, logger: logger) {
+                metrics.failed(cause: "unsendable")
+                logger.error(
+                    "the broadcast cannot be sent by any worker; it ends as failed",
+                    metadata: [LogKey.broadcast: "\(broadcast)", LogKey.provider: "\(failure.provider.rawValue)", LogKey.reason: "\(failure.reason)"]
+                )
+            }
+        }
+    }
+
+    /// Renews the leases held, every third of a lease; tells a batch whose lease was lost or whose broadcast was
+    /// cancelled at once.
     private func heartbeat(until stopping: StopFlag) async throws {
         while !Task.isCancelled {
             // Cancelled when the dispatcher stops: an ordinary end, not an error to report.
@@ -277,108 +369,423 @@ public final class Dispatcher: Service {
             }
             let batches = held.withLock { $0.values.filter { !$0.lost }.map(\.batch) }
             do {
-                let now = clock.now()
-                let renewal = try await database {
-                    try await self.repository.renew(
-                        batches,
-                        owner: self.configuration.owner,
-                        duration: self.configuration.leaseDuration.seconds,
-                        now: now,
-                        logger: self.logger
-                    )
-                }
-                let still = renewal.held
-                if !renewal.stopped.isEmpty {
-                    held.withLock { held in for id in renewal.stopped { held[id]?.cancelled = true } }
-                }
-                let lost = held.withLock { held in
-                    let lost = HeldBatch.lost(renewed: batches, still: still, held: held)
-                    for batch in lost { held[batch.id]?.lost = true }
-                    return lost
-                }
-                if !lost.isEmpty {
-                    logger.warning(
-                        "lost the leases of batches still being sent; they stop, and their new holder sends them",
-                        metadata: [LogKey.batches: "\(lost.map(\.id))"]
-                    )
-                }
+                try await renew(batches)
             } catch {
                 logger.warning("could not renew leases", metadata: [LogKey.error: "\(String(reflecting: error))"])
             }
+            await reportStatus()
         }
     }
 
-    /// Sends a batch at the plan's pace and records it. A batch that cannot be read or sent is left to its
-    /// lease, which expires, and is sent again then.
-    ///
-    /// Pacing: the batch goes out in its slot of the wave's shared timeline. A worker that finds itself behind
-    /// that slot (it was paused, the machine starved, the database or APNs stalled) claims a new slot for the
-    /// rest instead of sending the backlog at once. Devices APNs never received (`notSent`) are sent again
-    /// in a later slot of the same wave, up to ``Configuration/notSentRounds`` times.
+    /// Tells the `workers` table how this worker stands (each heartbeat, and when it starts and drains); a failure
+    /// is logged and left for the next heartbeat.
+    private func reportStatus() async {
+        let error = lastError.withLock { $0 }
+        let status = WorkerStatus(
+            name: configuration.owner,
+            startedAt: startedAt,
+            seenAt: clock.now(),
+            draining: drainDeadline.withLock { $0 } != nil,
+            batches: held.withLock { $0.count },
+            problems: health.problems,
+            lastError: error?.message,
+            lastErrorAt: error?.at
+        )
+        do {
+            try await database { try await self.workers.report(status, logger: self.logger) }
+        } catch {
+            logger.warning("could not report this worker's status", metadata: [LogKey.error: "\(String(reflecting: error))"])
+        }
+    }
+
+    /// Remembers `error` as this worker's last, for its status.
+    private func noteError(_ message: String, _ error: any Error) {
+        let text = "\(message): \(error)"
+        lastError.withLock { $0 = (String(text.prefix(500)), clock.now()) }
+    }
+
+    /// Renews the leases of `batches`; marks the ones lost or cancelled and pokes their batches.
+    /// - Returns: the ids still held.
+    @discardableResult
+    private func renew(_ batches: [LeasedBatch]) async throws -> Set<Int64> {
+        guard !batches.isEmpty else { return [] }
+        let now = clock.now()
+        let renewedAt = clock.monotonic()
+        let renewal = try await database {
+            try await self.repository.renew(
+                batches,
+                owner: self.configuration.owner,
+                duration: self.configuration.leaseDuration.seconds,
+                now: now,
+                logger: self.logger
+            )
+        }
+        let (lost, poked) = held.withLock { held -> ([LeasedBatch], [BatchMailbox]) in
+            var poked: [BatchMailbox] = []
+            for id in renewal.held {
+                held[id]?.trustedUntil = renewedAt + configuration.leaseDuration.seconds
+            }
+            for id in renewal.stopped where held[id]?.cancelled == false {
+                held[id]?.cancelled = true
+                if let mailbox = held[id]?.mailbox { poked.append(mailbox) }
+            }
+            let lost = HeldBatch.lost(renewed: batches, still: renewal.held, held: held)
+            for batch in lost {
+                held[batch.id]?.lost = true
+                if let mailbox = held[batch.id]?.mailbox { poked.append(mailbox) }
+            }
+            return (lost, poked)
+        }
+        for mailbox in poked { mailbox.poke() }
+        if !lost.isEmpty {
+            logger.warning(
+                "lost the leases of batches still being sent; they stop, and their new holder sends them",
+                metadata: [LogKey.batches: "\(lost.map(\.id))"]
+            )
+        }
+        return renewal.held
+    }
+
+    // MARK: Sending a batch
+
+    /// Sends a batch as ``BatchSendMachine`` decides and records it, or gives it back. A batch that cannot be read
+    /// is left to its lease, which expires, and is sent again then.
     @discardableResult
     private func send(_ batch: LeasedBatch) async -> [BatchOutcome] {
         defer { held.withLock { _ = $0.removeValue(forKey: batch.id) } }
         var logger = logger
         logger[metadataKey: LogKey.broadcast] = "\(batch.broadcastID.uuidString.lowercased())"
         logger[metadataKey: LogKey.batch] = "\(batch.id)"
+        logger[metadataKey: LogKey.leases] = "\(batch.leases)"
         do {
             let started = ContinuousClock.now
             let (now, logger) = (clock.now(), logger)
+            guard let app = try await database({ try await self.apps.find(id: batch.appID, logger: logger) }) else {
+                throw ChannelError(message: "app \(batch.appID) does not exist")
+            }
             let targets = try await database { try await self.repository.targets(of: batch, now: now, logger: logger) }
-            let senders = try await database { try await self.senders(for: batch, targets: targets, logger: logger) }
+            guard let edition = try await database({ try await self.editions.find(id: batch.editionID, logger: logger) }) else {
+                throw ChannelError(message: "edition \(batch.editionID) does not exist")
+            }
+            var ways = try ways(for: batch, app: app, edition: edition, providers: Set(targets.map(\.provider)))
             let read = ContinuousClock.now
-            var outcomes: [BatchOutcome] = []
-            var pending = Array(targets.indices)
-            var slotStart = batch.slotStart
-            for round in 0...configuration.notSentRounds where !pending.isEmpty {
-                if round > 0 {
-                    guard let start = try await reclaim(batch, from: pending[0], remaining: pending.count, notBefore: nil, logger: logger) else {
-                        break
-                    }
-                    slotStart = start
-                }
-                let last = round == configuration.notSentRounds
-                let result = await sendRound(
-                    batch,
-                    targets: targets,
-                    positions: pending,
-                    slotStart: slotStart,
-                    senders: senders,
-                    logger: logger
+            var machine = BatchSendMachine(
+                batch: batch,
+                targets: targets,
+                providers: ways.states,
+                readyAlerts: ways.readyAlerts,
+                configuration: BatchSendMachine.Configuration(
+                    tick: configuration.tick.seconds,
+                    catchUpTolerance: configuration.catchUpTolerance.seconds,
+                    unreachablePatience: configuration.unreachablePatience.seconds,
+                    notSentRounds: configuration.notSentRounds
                 )
-                pending = last ? [] : result.notSent
-                outcomes += last ? result.outcomes : result.outcomes.filter { $0.result != .notSent }
-                if result.stopped { break }
+            )
+            guard let mailbox = held.withLock({ $0[batch.id]?.mailbox }) else { return [] }
+            var sending: [Task<Void, Never>] = []
+            var decision = machine.next(.started, conditions(batch, ways))
+            let completion: BatchSendMachine.Completion
+            loop: while true {
+                for send in decision.sends {
+                    guard let channel = ways.channels[send.provider] else { continue }
+                    metrics.late(by: send.late)
+                    sending.append(
+                        Task {
+                            mailbox.deposit(await channel.send(send.pushes, targets: targets, sentAt: send.sentAt, logger: logger))
+                        }
+                    )
+                }
+                switch decision.action {
+                case .wait(let until):
+                    let deadline = drainDeadline.withLock { $0 }
+                    if deadline != nil { for task in sending { task.cancel() } }
+                    await mailbox.wait(until: min(until, deadline ?? until), clock: clock)
+                    let answers = mailbox.take()
+                    decision = machine.next(answers.isEmpty ? .woke : .answered(answers), conditions(batch, ways))
+                case .waitForProvider(let provider, let until):
+                    logger.warning(
+                        "\(provider.displayName) is unreachable or not answering; the batch holds its sends until it is back",
+                        metadata: [LogKey.provider: "\(provider.rawValue)"]
+                    )
+                    while ways.channels[provider]?.isUnreachable == true && clock.now() < until && conditions(batch, ways).keepsSending {
+                        do {
+                            try await clock.sleep(min(until, clock.now().addingTimeInterval(0.05)))
+                        } catch {
+                            break
+                        }
+                    }
+                    decision = machine.next(.providerWaitEnded, conditions(batch, ways))
+                case .claimSlot(let index, let remaining, let notBefore):
+                    do {
+                        let start = try await reclaim(batch, from: index, remaining: remaining, notBefore: notBefore, logger: logger)
+                        decision = machine.next(.slotClaimed(start), conditions(batch, ways))
+                    } catch {
+                        // Only a drain or cancellation ends the retries: the machine then winds the batch up.
+                        decision = machine.next(.woke, conditions(batch, ways, draining: true))
+                    }
+                case .reloadCredentials(let provider):
+                    let reload = await reloadCredentials(provider, batch: batch, logger: logger)
+                    if reload == .changed {
+                        ways = try self.ways(for: batch, app: app, edition: edition, providers: Set(targets.map(\.provider)))
+                    }
+                    decision = machine.next(.credentialsReloaded(provider, reload), conditions(batch, ways))
+                case .confirmLease:
+                    do {
+                        let still = try await renew([batch])
+                        decision = machine.next(.leaseConfirmed(still.contains(batch.id)), conditions(batch, ways))
+                    } catch {
+                        logger.warning("could not confirm a lease; trying again", metadata: [LogKey.error: "\(String(reflecting: error))"])
+                        try? await clock.sleep(clock.now().addingTimeInterval(0.25))
+                        decision = machine.next(.woke, conditions(batch, ways))
+                    }
+                case .finish(let end):
+                    completion = end
+                    break loop
+                }
             }
             let sentAll = ContinuousClock.now
-            held.withLock { $0[batch.id]?.recording = true }
-            let recorded = try await recordRetrying(batch, outcomes: outcomes, logger: logger)
-            logger.debug(
-                "batch done",
-                metadata: [
-                    LogKey.devices: "\(targets.count)", LogKey.readTime: "\(started.duration(to: read))",
-                    LogKey.sendTime: "\(read.duration(to: sentAll))",
-                    LogKey.recordTime: "\(sentAll.duration(to: .now))",
-                ]
-            )
-            if !recorded {
-                logger.warning("lost the lease of a batch before recording it; the worker that took it over records it")
+            return await finish(batch, app: app, completion, logger: logger) {
+                logger.debug(
+                    "batch done",
+                    metadata: [
+                        LogKey.devices: "\(targets.count)", LogKey.readTime: "\(started.duration(to: read))",
+                        LogKey.sendTime: "\(read.duration(to: sentAll))",
+                        LogKey.recordTime: "\(sentAll.duration(to: .now))",
+                    ]
+                )
             }
-            metrics.batch(outcomes, kind: batch.kind.rawValue, result: recorded ? "recorded" : "lost")
-            return outcomes
         } catch let error as APNsNotificationError {
             await fail(batch, cause: "push", reason: "the \(batch.kind.rawValue) push cannot be built: \(error)", logger: logger)
             return []
         } catch let error as FCMMessageError {
             await fail(batch, cause: "push", reason: "the \(batch.kind.rawValue) FCM message cannot be built: \(error)", logger: logger)
             return []
+        } catch let error as UnreadableRow {
+            await fail(batch, cause: "data", reason: "\(error)", logger: logger)
+            return []
         } catch let error as ChannelError {
-            await fail(batch, cause: "key", reason: "\(error)", logger: logger)
+            await fail(batch, cause: "data", reason: "\(error)", logger: logger)
             return []
         } catch {
             logger.error("could not send a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            noteError("could not send a batch", error)
             metrics.batch([], kind: batch.kind.rawValue, result: "failed")
             return []
+        }
+    }
+
+    /// The batch's ways out: per provider its targets use, the channel with the batch's pushes made, or why there is none.
+    private struct Ways {
+        var channels: [PushProvider: any BatchChannel] = [:]
+        var states: [PushProvider: BatchSendMachine.ProviderState] = [:]
+        var readyAlerts = false
+    }
+
+    private func ways(for batch: LeasedBatch, app: App, edition: Edition, providers: Set<PushProvider>) throws -> Ways {
+        var ways = Ways()
+        if providers.contains(.apns) {
+            switch channels.channel(app: app, environment: batch.environment) {
+            case .ready(let client):
+                let pushes = try channels.service.pushes(for: edition, batch: batch, readyAlerts: batch.readyAlertsFrom != nil)
+                ways.channels[.apns] = PreparedChannel(service: channels.service, client: client, app: app, pushes: pushes)
+                ways.states[.apns] = .ready
+                ways.readyAlerts = channels.service.hasReadyAlert(pushes)
+            case .notConfigured:
+                ways.states[.apns] = .notConfigured
+            case .unavailable(let reason):
+                ways.states[.apns] = .unavailable(reason)
+            }
+        }
+        if providers.contains(.fcm) {
+            switch fcmChannels?.channel(app: app, environment: batch.environment) ?? .notConfigured {
+            case .ready(let client):
+                if let fcmChannels {
+                    let pushes = try fcmChannels.service.pushes(for: edition, batch: batch, readyAlerts: false)
+                    ways.channels[.fcm] = PreparedChannel(service: fcmChannels.service, client: client, app: app, pushes: pushes)
+                    ways.states[.fcm] = .ready
+                }
+            case .notConfigured:
+                ways.states[.fcm] = .notConfigured
+            case .unavailable(let reason):
+                ways.states[.fcm] = .unavailable(reason)
+            }
+        }
+        return ways
+    }
+
+    /// What the batch's machine sees now.
+    private func conditions(_ batch: LeasedBatch, _ ways: Ways, draining: Bool = false) -> BatchSendMachine.Conditions {
+        let now = clock.now()
+        let entry = held.withLock { $0[batch.id] }
+        let lease: BatchSendMachine.LeaseState =
+            if entry?.lost ?? true {
+                .lost
+            } else if entry?.cancelled == true {
+                .cancelled
+            } else if let entry, clock.monotonic() > entry.trustedUntil {
+                .unconfirmed
+            } else {
+                .held
+            }
+        let unreachable = PushProvider.allCases.first { ways.channels[$0]?.isUnreachable == true }
+        let silence = ways.channels.values.map(\.silenceLimit).max() ?? .zero
+        let deadline = drainDeadline.withLock { $0 } ?? (draining ? now : nil)
+        return BatchSendMachine.Conditions(now: now, lease: lease, unreachable: unreachable, silenceLimit: silence.seconds, drainDeadline: deadline)
+    }
+
+    /// Reads the app's credentials for `provider` again, from the database and their file or variable.
+    private func reloadCredentials(_ provider: PushProvider, batch: LeasedBatch, logger: Logger) async -> BatchSendMachine.Reload {
+        let app: App?
+        do {
+            app = try await database { try await self.apps.find(id: batch.appID, logger: logger) }
+        } catch {
+            return .failed("app \(batch.appID): its credentials could not be read again: \(error)")
+        }
+        guard let app else { return .failed("app \(batch.appID) does not exist any more") }
+        let reload: BatchSendMachine.Reload =
+            switch provider {
+            case .apns: channels.reload(app: app, environment: batch.environment)
+            case .fcm: fcmChannels?.reload(app: app, environment: batch.environment) ?? .failed("this worker sends no FCM")
+            }
+        logger.warning(
+            "\(provider.displayName) refused this worker's credentials; they were read again",
+            metadata: [LogKey.app: "\(app.id)", LogKey.provider: "\(provider.rawValue)", LogKey.result: "\(reload)"]
+        )
+        return reload
+    }
+
+    /// Records the batch, or gives it back, as the machine ended it; `done` logs the batch's timings once recorded.
+    private func finish(
+        _ batch: LeasedBatch,
+        app: App,
+        _ completion: BatchSendMachine.Completion,
+        logger: Logger,
+        done: () -> Void
+    ) async -> [BatchOutcome] {
+        switch completion {
+        case .abandon:
+            logger.warning("lost the lease of a batch before recording it; the worker that took it over sends the rest")
+            metrics.batch([], kind: batch.kind.rawValue, result: "lost")
+            return []
+        case .record(let outcomes):
+            held.withLock { $0[batch.id]?.recording = true }
+            let recorded: Bool
+            do {
+                recorded = try await recordRetrying(batch, outcomes: outcomes, logger: logger)
+            } catch {
+                logger.error(
+                    "could not record a batch; it is sent again when its lease expires",
+                    metadata: [LogKey.error: "\(String(reflecting: error))"]
+                )
+                noteError("could not record a batch", error)
+                metrics.batch(outcomes, kind: batch.kind.rawValue, result: "failed")
+                return outcomes
+            }
+            done()
+            if !recorded {
+                logger.warning("lost the lease of a batch before recording it; the worker that took it over records it")
+            }
+            metrics.batch(outcomes, kind: batch.kind.rawValue, result: recorded ? "recorded" : "lost")
+            if recorded { await reportSent(outcomes, app: app, logger: logger) }
+            return outcomes
+        case .giveBack(let recorded, let returned, let reason):
+            held.withLock { $0[batch.id]?.recording = true }
+            let because: String
+            switch reason {
+            case .draining: because = "draining"
+            case .credentials(let provider, let problem): because = "\(provider.rawValue): \(problem)"
+            }
+            do {
+                let given = try await retrying("could not give a batch back; trying again", logger: logger, until: recordGiveUp()) {
+                    let now = self.clock.now()
+                    return try await self.database {
+                        try await self.repository.giveBack(
+                            batch,
+                            recorded: recorded,
+                            firstReturned: returned.first ?? 0,
+                            returned: returned.count,
+                            because: because,
+                            owner: self.configuration.owner,
+                            now: now,
+                            logger: logger
+                        )
+                    }
+                }
+                logger.notice(
+                    given ? "gave a batch back to its cohort" : "lost the lease of a batch before giving it back",
+                    metadata: [LogKey.returned: "\(returned.count)", LogKey.devices: "\(recorded.count)", LogKey.reason: "\(because)"]
+                )
+                metrics.batch(recorded, kind: batch.kind.rawValue, result: given ? "givenBack" : "lost")
+                if given { await reportSent(recorded, app: app, logger: logger) }
+            } catch {
+                logger.error(
+                    "could not give a batch back; it is sent again when its lease expires",
+                    metadata: [LogKey.error: "\(String(reflecting: error))"]
+                )
+                noteError("could not give a batch back", error)
+                metrics.batch(recorded, kind: batch.kind.rawValue, result: "failed")
+            }
+            if case .credentials(let provider, let problem) = reason {
+                await cannotSend(app: app, provider: provider, problem: problem, logger: logger)
+            }
+            return recorded
+        }
+    }
+
+    /// This worker cannot send for `app` through `provider`: it leaves the app's batches to the others for a
+    /// backoff, says so once per backoff (log, `sender_status`), and is unready meanwhile.
+    private func cannotSend(app: App, provider: PushProvider, problem: String, logger: Logger) async {
+        let code = problem.contains("refused") ? "refused" : "load"
+        let (state, news) = health.failed(appID: app.id, provider: provider, code: code, reason: problem, now: clock.monotonic())
+        guard news else { return }
+        logger.error(
+            "this worker cannot send for the app; its batches are left to the other workers for a while",
+            metadata: [
+                LogKey.app: "\(app.id)", LogKey.provider: "\(provider.rawValue)", LogKey.reason: "\(problem)",
+                LogKey.backoff: "\(Int(state.retryAt - clock.monotonic()))s",
+            ]
+        )
+        do {
+            let now = clock.now()
+            try await database {
+                try await self.senders.reportProblem(
+                    appID: app.id,
+                    provider: provider,
+                    worker: self.configuration.owner,
+                    problem: problem,
+                    now: now,
+                    logger: logger
+                )
+            }
+        } catch {
+            logger.warning("could not report that this worker cannot send for an app", metadata: [LogKey.error: "\(String(reflecting: error))"])
+        }
+    }
+
+    /// The providers through which `outcomes` went out: this worker can send for the app through them (a problem it
+    /// had is over), which it tells the database at most every 30 seconds.
+    private func reportSent(_ outcomes: [BatchOutcome], app: App, logger: Logger) async {
+        let providers = Set(
+            outcomes.compactMap { outcome -> PushProvider? in
+                switch outcome.result {
+                case .accepted, .rejected, .fateUnknown: outcome.provider
+                case .notSent, .skipped: nil
+                }
+            }
+        )
+        for provider in PushProvider.allCases where providers.contains(provider) {
+            if health.sent(appID: app.id, provider: provider) != nil {
+                logger.notice("this worker sends for the app again", metadata: [LogKey.app: "\(app.id)", LogKey.provider: "\(provider.rawValue)"])
+            }
+            guard health.shouldReportSent(appID: app.id, provider: provider, now: clock.monotonic()) else { continue }
+            do {
+                let now = clock.now()
+                try await database {
+                    try await self.senders.reportSent(appID: app.id, provider: provider, worker: self.configuration.owner, now: now, logger: logger)
+                }
+            } catch {
+                logger.warning("could not report that this worker sent for an app", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            }
         }
     }
 
@@ -398,192 +805,9 @@ public final class Dispatcher: Service {
         }
     }
 
-    /// One pass over `positions` (indices into `targets`), the first at `slotStart`, the rest at the wave's
-    /// rate. Stops when the lease is lost (nothing more is sent or recorded: the new holder does it) or the
-    /// broadcast was cancelled (the rest are recorded as skipped, `cancelled`).
-    private func sendRound(
-        _ batch: LeasedBatch,
-        targets: [BatchTarget],
-        positions: [Int],
-        slotStart: Date,
-        senders: BatchSenders,
-        logger: Logger
-    ) async -> (outcomes: [BatchOutcome], notSent: [Int], stopped: Bool) {
-        var slot = (start: slotStart, position: 0)
-        func due(_ position: Int) -> Date {
-            batch.rate > 0 ? slot.start.addingTimeInterval(Double(position - slot.position) / batch.rate) : slot.start
-        }
-        return await withTaskGroup(of: [(position: Int, outcome: BatchOutcome)].self) { group in
-            var position = 0
-            var settled: [BatchOutcome] = []
-            var stopped = false
-            var waitedForAPNs = false
-            /// Set when the batch waited for APNs: the rest goes out in a new slot that starts no earlier than this.
-            var resumeNotBefore: Date?
-            while position < positions.count {
-                var end = position + 1
-                while end < positions.count && due(end).timeIntervalSince(due(position)) < configuration.tick.seconds { end += 1 }
-                let instant = due(position)
-                do {
-                    try await clock.sleep(instant)
-                } catch {
-                    break
-                }
-                let state = held.withLock { $0[batch.id].map { (lost: $0.lost, cancelled: $0.cancelled) } } ?? (lost: false, cancelled: false)
-                if state.lost {
-                    stopped = true
-                    break
-                }
-                if state.cancelled {
-                    stopped = true
-                    let now = clock.now()
-                    settled += positions[position...].map { BatchOutcome(deviceID: targets[$0].deviceID, sentAt: now, result: .skipped(.cancelled)) }
-                    break
-                }
-                if let away = senders.unreachable, !waitedForAPNs {
-                    // Requests sent now would wait in the client and all go out the moment the service is back:
-                    // wait for it here instead, then the devices that fell due take the wave's next free slot.
-                    waitedForAPNs = true
-                    logger.warning(
-                        "\(away) is unreachable or not answering; the batch holds its sends until it is back",
-                        metadata: [LogKey.batch: "\(batch.id)"]
-                    )
-                    // Read now: answers that come in when the service is back, seconds late, raise it for a moment.
-                    let silenceLimit = senders.silenceLimit
-                    let giveUp = clock.now().addingTimeInterval(configuration.unreachablePatience.seconds)
-                    while senders.unreachable != nil && clock.now() < giveUp
-                        && held.withLock({ $0[batch.id].map { !$0.lost && !$0.cancelled } ?? false })
-                    {
-                        do {
-                            try await clock.sleep(clock.now().addingTimeInterval(0.05))
-                        } catch {
-                            break
-                        }
-                    }
-                    // An APNs that hung (connections open, nothing answered) processes what was written to it
-                    // before the client saw the silence all at once when it is back: about the silence limit's
-                    // worth of the rate. The rest of the batch waits as long again, so that this backlog and
-                    // the paced sends do not fall in the same second.
-                    resumeNotBefore = clock.now().addingTimeInterval(silenceLimit.seconds)
-                    continue
-                }
-                waitedForAPNs = waitedForAPNs && senders.unreachable != nil
-                if resumeNotBefore != nil || clock.now().timeIntervalSince(instant) > configuration.catchUpTolerance.seconds {
-                    // Behind the slot, or back after APNs was away: the rest takes the wave's next free slot,
-                    // after the work claimed meanwhile, so the backlog never goes out faster than the plan.
-                    do {
-                        guard
-                            let start = try await reclaim(
-                                batch,
-                                from: positions[position],
-                                remaining: positions.count - position,
-                                notBefore: resumeNotBefore,
-                                logger: logger
-                            )
-                        else {
-                            stopped = true
-                            break
-                        }
-                        resumeNotBefore = nil
-                        metrics.late(by: start.timeIntervalSince(instant))
-                        slot = (start, position)
-                    } catch {
-                        stopped = true
-                        break
-                    }
-                    continue
-                }
-                let sentAt = max(instant, clock.now())
-                metrics.late(by: sentAt.timeIntervalSince(instant))
-                var deliveries: [(position: Int, delivery: APNsDelivery)] = []
-                var readyPositions = Set<Int>()
-                var messages: [(position: Int, delivery: FCMDelivery)] = []
-                var fcmMessages = FCMMessageCache()
-                for target in positions[position..<end] {
-                    let device = targets[target]
-                    // The ready alert goes in place of the device's last background follow-up (not a background
-                    // push: iOS's background budget does not apply).
-                    let ready =
-                        senders.readyNotification != nil && device.provider == .apns && device.notifyWhenReady
-                        && batch.readyAlertsFrom.map { sentAt >= $0 } == true
-                    if let reason = SendRules.skipReason(
-                        for: device,
-                        kind: ready ? .alert : batch.kind,
-                        at: sentAt,
-                        deadline: batch.deadline,
-                        fcmHasChannel: senders.fcm != nil
-                    ) {
-                        settled.append(BatchOutcome(deviceID: device.deviceID, sentAt: sentAt, result: .skipped(reason)))
-                        continue
-                    }
-                    switch device.token {
-                    case .apns(let token):
-                        if ready, let channel = senders.apns, let notification = senders.readyNotification {
-                            deliveries.append((target, APNsDelivery(notification, to: token.hex, topic: channel.topic)))
-                            readyPositions.insert(target)
-                        } else if let channel = senders.apns, let notification = senders.apnsNotifications[device.tier] {
-                            deliveries.append((target, APNsDelivery(notification, to: token.hex, topic: channel.topic)))
-                        }
-                    case .fcm(let token):
-                        if let message = fcmMessages.message(tier: device.tier, platform: device.platform, sentAt: sentAt, senders: senders) {
-                            messages.append((target, FCMDelivery(message, to: token.text)))
-                        }
-                    }
-                }
-                position = end
-                if let channel = senders.apns, !deliveries.isEmpty {
-                    group.addTask {
-                        let results = await channel.client.send(deliveries.map(\.delivery))
-                        return Self.outcomes(deliveries.map(\.position), results.map { SendRules.result(of: $0.outcome) }, .apns, targets, sentAt)
-                            .map { position, outcome in
-                                var outcome = outcome
-                                outcome.alert = readyPositions.contains(position)
-                                return (position, outcome)
-                            }
-                    }
-                }
-                if let channel = senders.fcm, !messages.isEmpty {
-                    group.addTask {
-                        let results = await channel.client.send(messages.map(\.delivery))
-                        if results.contains(where: {
-                            if case .rejected(let rejection) = $0.outcome { rejection.action == .fixConfiguration } else { false }
-                        }) {
-                            logger.error(
-                                "FCM cannot reach this app's iOS devices: Firebase holds no valid APNs credentials for it (THIRD_PARTY_AUTH_ERROR); upload the APNs key in the Firebase console"
-                            )
-                        }
-                        return Self.outcomes(messages.map(\.position), results.map { SendRules.result(of: $0.outcome) }, .fcm, targets, sentAt)
-                    }
-                }
-            }
-            var notSent: [Int] = []
-            var outcomes = settled
-            for await part in group {
-                for (target, outcome) in part {
-                    outcomes.append(outcome)
-                    if outcome.result == .notSent { notSent.append(target) }
-                }
-            }
-            return (outcomes, notSent.sorted(), stopped)
-        }
-    }
-
-    /// What the provider's answers mean for the targets at `positions` (indices into `targets`).
-    private static func outcomes(
-        _ positions: [Int],
-        _ results: [BatchOutcome.Result],
-        _ provider: PushProvider,
-        _ targets: [BatchTarget],
-        _ sentAt: Date
-    ) -> [(position: Int, outcome: BatchOutcome)] {
-        zip(positions, results).map { position, result in
-            (position, BatchOutcome(deviceID: targets[position].deviceID, sentAt: sentAt, result: result, provider: provider))
-        }
-    }
-
     /// A new slot for the rest of a batch, starting no earlier than `notBefore`; nil when its lease was lost.
-    /// Retried while the database is unreachable: sending on without a slot would be the burst pacing exists
-    /// to prevent.
+    /// Retried while the database is unreachable (sending on without a slot would be the burst pacing exists
+    /// to prevent), until the worker drains.
     private func reclaim(_ batch: LeasedBatch, from index: Int, remaining: Int, notBefore: Date?, logger: Logger) async throws -> Date? {
         try await retrying("could not claim a new slot for a late batch; trying again", logger: logger, until: nil) {
             if self.held.withLock({ $0[batch.id]?.lost ?? true }) { return nil }
@@ -602,10 +826,10 @@ public final class Dispatcher: Service {
     }
 
     /// Records the batch's outcomes, trying again while the database is unreachable: the batch stays held
-    /// and its lease renewed meanwhile, so nobody sends it again, for at most ``Configuration/recordPatience``.
+    /// and its lease renewed meanwhile, so nobody sends it again, for at most ``Configuration/recordPatience``
+    /// (or until a drain's deadline has passed by a second and a half).
     private func recordRetrying(_ batch: LeasedBatch, outcomes: [BatchOutcome], logger: Logger) async throws -> Bool {
-        let giveUp = clock.now().addingTimeInterval(configuration.recordPatience.seconds)
-        return try await retrying("could not record a batch; trying again", logger: logger, until: giveUp) {
+        try await retrying("could not record a batch; trying again", logger: logger, until: recordGiveUp()) {
             let now = self.clock.now()
             return try await self.database {
                 try await self.repository.record(batch, outcomes: outcomes, owner: self.configuration.owner, now: now, logger: logger)
@@ -613,19 +837,28 @@ public final class Dispatcher: Service {
         }
     }
 
+    /// When recording stops being retried, on the monotonic clock.
+    private func recordGiveUp() -> TimeInterval {
+        let patience = clock.monotonic() + configuration.recordPatience.seconds
+        guard let deadline = drainDeadline.withLock({ $0 }) else { return patience }
+        return min(patience, clock.monotonic() + max(0, deadline.timeIntervalSince(clock.now())) + 1.5)
+    }
+
     /// One call to the database, given up as failed (``DatabaseCallUnanswered``) after
     /// ``Configuration/databasePatience`` (at least the lease): see there.
     private func database<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        try await answered(within: max(configuration.databasePatience, configuration.leaseDuration), operation)
+        let value = try await answered(within: max(configuration.databasePatience, configuration.leaseDuration), operation)
+        metrics.reachedDatabase()
+        return value
     }
 
     /// Runs `operation` until it succeeds, waiting 0.25 s, then twice as long each time up to 5 s (on the
-    /// dispatcher's clock), after a failure; rethrows the failure once the clock reaches `giveUp` (never when nil)
-    /// or the task is cancelled.
+    /// dispatcher's clock), after a failure; rethrows the failure once the monotonic clock reaches `giveUp` (never when
+    /// nil), the worker drains (when `giveUp` is nil), or the task is cancelled.
     private func retrying<Value>(
         _ message: Logger.Message,
         logger: Logger,
-        until giveUp: Date?,
+        until giveUp: TimeInterval?,
         _ operation: () async throws -> Value
     ) async throws -> Value {
         var delay = 0.25
@@ -633,33 +866,13 @@ public final class Dispatcher: Service {
             do {
                 return try await operation()
             } catch {
-                guard giveUp.map({ clock.now() < $0 }) ?? true, !Task.isCancelled else { throw error }
+                let draining = drainDeadline.withLock { $0 } != nil
+                guard giveUp.map({ clock.monotonic() < $0 }) ?? !draining, !Task.isCancelled else { throw error }
                 logger.warning(message, metadata: [LogKey.error: "\(String(reflecting: error))"])
                 try await clock.sleep(clock.now().addingTimeInterval(delay))
                 delay = min(delay * 2, 5)
             }
         }
-    }
-
-    /// The batch's ways out: APNs for its APNs devices (the app's key, the push per tier), FCM for its FCM
-    /// devices (the app's service account, the edition). Only the providers the batch's devices use: an
-    /// FCM-only batch needs no APNs key, an APNs-only batch no service account.
-    private func senders(for batch: LeasedBatch, targets: [BatchTarget], logger: Logger) async throws -> BatchSenders {
-        guard let edition = try await editions.find(id: batch.editionID, logger: logger) else {
-            throw ChannelError(message: "edition \(batch.editionID) does not exist")
-        }
-        var senders = BatchSenders(edition: edition, kind: batch.kind, wave: batch.wave, androidPriority: batch.androidPriority)
-        if targets.contains(where: { $0.provider == .apns }) {
-            senders.apns = try await channels.channel(appID: batch.appID, environment: batch.environment, logger: logger)
-            senders.apnsNotifications = try BroadcastPreflight.notifications(for: edition, kind: batch.kind, wave: batch.wave)
-            if batch.readyAlertsFrom != nil, targets.contains(where: { $0.provider == .apns && $0.notifyWhenReady }) {
-                senders.readyNotification = try BroadcastPreflight.readyNotification(for: edition, wave: batch.wave)
-            }
-        }
-        if targets.contains(where: { $0.provider == .fcm }), let fcmChannels {
-            senders.fcm = try await fcmChannels.channel(appID: batch.appID, logger: logger)
-        }
-        return senders
     }
 
     private func log(_ events: [BroadcastEvent]) {
@@ -692,6 +905,11 @@ public final class Dispatcher: Service {
 /// A batch a worker holds, and what became of its lease meanwhile.
 struct HeldBatch: Sendable {
     var batch: LeasedBatch
+    /// Until when (``BroadcastClock/monotonic``) the lease surely holds: from before the lease or its last renewal
+    /// was asked for, plus its duration. Past it, the batch writes nothing until a renewal confirms the lease.
+    var trustedUntil: TimeInterval = .infinity
+    /// Where the batch hears of answers, lease news and a drain.
+    let mailbox = BatchMailbox()
     /// Its lease was taken over: sending stops, the new holder sends the rest.
     var lost = false
     /// Its broadcast was cancelled: the rest is recorded as skipped.

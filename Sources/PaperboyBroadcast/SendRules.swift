@@ -7,19 +7,19 @@ import PaperboyStore
 /// What happens to one target of a batch at its instant, and what its APNs answer means for the device:
 /// pure rules, applied by the ``Dispatcher`` and recorded by the Store.
 public enum SendRules {
-    /// Why the target is not sent at `instant`, or nil when it is: nothing at or after the edition's
-    /// deadline; no background push past the device's hourly budget, counted in the hour before `instant` (iOS throttles beyond it, and a wasted
-    /// push counts against the next hour too; Paperboy keeps the same budget for Android). Alerts are not
-    /// budgeted: they are shown, not run. A device registered with FCM whose app has no FCM service account
-    /// is never sent (`fcmHasChannel` false): APNs would refuse its token and deactivate the device.
+    /// Why the target is not sent at `instant`, or nil when it is: nothing through a provider the app has no
+    /// credentials for (`configured` false: an FCM token sent to APNs would be refused and the device wrongly
+    /// deactivated); nothing at or after the edition's deadline; no background push past the device's hourly
+    /// budget, counted in the hour before `instant` (iOS throttles beyond it, and a wasted push counts against the
+    /// next hour too; Paperboy keeps the same budget for Android). Alerts are not budgeted: they are shown, not run.
     public static func skipReason(
         for target: BatchTarget,
         kind: BroadcastProgress.Wave.Kind,
         at instant: Date,
         deadline: Date,
-        fcmHasChannel: Bool
+        configured: (PushProvider) -> Bool
     ) -> SkipReason? {
-        if target.provider == .fcm && !fcmHasChannel { return .fcmNotConfigured }
+        if !configured(target.provider) { return .notConfigured(target.provider) }
         if instant >= deadline { return .deadline }
         if kind == .background && target.backgroundPushes(inHourBefore: instant) >= BroadcastOptions.hourlyBudget { return .hourlyBudget }
         return nil
@@ -55,5 +55,26 @@ public enum SendRules {
         case .fateUnknown: .fateUnknown
         case .notSent: .notSent
         }
+    }
+
+    /// Whether APNs refused this worker's credentials rather than the notification: the provider token is invalid,
+    /// expired (after the client's one refresh) or missing, the key is not the team's, or a certificate is wrong. No
+    /// device is at fault: the credentials are read again, and the device is sent again or given back.
+    public static func refusesCredentials(_ outcome: APNsOutcome) -> Bool {
+        guard case .rejected(let rejection) = outcome, rejection.status == 403 else { return false }
+        switch rejection.reason {
+        case .invalidProviderToken, .expiredProviderToken, .missingProviderToken, .unrelatedKeyIdInToken, .badCertificate,
+            .badCertificateEnvironment:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Whether FCM refused this worker's credentials: a 401 that a fresh access token did not cure (the service
+    /// account's key revoked or deleted). `THIRD_PARTY_AUTH_ERROR` is the app's APNs setup at Firebase, not ours.
+    public static func refusesCredentials(_ outcome: FCMOutcome) -> Bool {
+        guard case .rejected(let rejection) = outcome else { return false }
+        return rejection.code == .unauthenticated
     }
 }

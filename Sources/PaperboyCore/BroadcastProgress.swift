@@ -183,6 +183,8 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     public var finishedAt: Date?
     /// Why a `failed` broadcast failed.
     public var failure: String?
+    /// Why it started later or runs slower than asked (the content origin it shares was busy), if it did.
+    public var note: String?
     public var waves: [Wave]
     /// Receipts for the edition from all devices, by result (also those that reported without a push).
     public var receipts: [String: Int]
@@ -200,10 +202,12 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         deadline: Date,
         finishedAt: Date?,
         failure: String? = nil,
+        note: String? = nil,
         waves: [Wave],
         receipts: [String: Int]
     ) {
         self.failure = failure
+        self.note = note
         self.id = id
         self.editionID = editionID
         self.publication = publication
@@ -254,7 +258,7 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case id
         case editionID = "editionId"
-        case publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, failure, waves, receipts
+        case publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, failure, note, waves, receipts
     }
 
     /// Ids as lowercase UUIDs, as everywhere in the API.
@@ -272,6 +276,7 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         try container.encode(deadline, forKey: .deadline)
         try container.encodeIfPresent(finishedAt, forKey: .finishedAt)
         try container.encodeIfPresent(failure, forKey: .failure)
+        try container.encodeIfPresent(note, forKey: .note)
         try container.encode(waves, forKey: .waves)
         try container.encode(receipts, forKey: .receipts)
     }

@@ -24,9 +24,16 @@ public enum LogKey {
     public static let receipts = "receipts"
     public static let result = "result"
     public static let schedule = "schedule"
+    /// A service of a process (`paperboy serve`, `worker`), by name.
+    public static let service = "service"
     public static let slot = "slot"
     public static let start = "start"
     public static let timeZone = "time_zone"
+    public static let tier = "tier"
+    public static let provider = "provider"
+    public static let backoff = "backoff"
+    public static let returned = "returned"
+    public static let deadlineIn = "deadline_in"
     public static let wave = "wave"
     public static let worker = "worker"
     /// A batch's timings: reading its targets, sending, recording.

@@ -39,6 +39,8 @@ public struct StaggerPlan: Codable, Sendable, Equatable {
     /// Sends per second across the whole window.
     public var rate: Double
     public var cohorts: [Cohort]
+    /// Why the plan starts later or runs slower than asked (a shared content origin was busy); nil when it does not.
+    public var note: String?
 
     /// Plans a broadcast.
     ///

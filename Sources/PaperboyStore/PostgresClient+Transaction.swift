@@ -52,13 +52,6 @@ extension PostgresClient {
     }
 }
 
-/// Which of two racing tasks came first.
-private final class Settled: Sendable {
-    private let done = Atomic<Bool>(false)
-    /// True for the first caller only.
-    func first() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
-}
-
 /// The connection closed before the transaction could be committed: the server rolled it back.
 struct ConnectionClosedBeforeCommit: Error, CustomStringConvertible {
     var description: String { "the database connection closed before COMMIT; the transaction was rolled back" }
@@ -71,32 +64,84 @@ public struct DatabaseCallUnanswered: Error, CustomStringConvertible {
 }
 
 /// Runs `operation` and returns its result, or throws ``DatabaseCallUnanswered`` once `limit` has passed
-/// without one, leaving the operation behind.
+/// without one, leaving the operation behind; throws `CancellationError` at once when the calling task is
+/// cancelled, and cancels the operation.
 ///
 /// For calls that must not wait forever: PostgresNIO 1.33.2 never answers a query written to a connection
 /// the server has just closed (PostgreSQL restarted or failed over): the pool can hand out a connection in
 /// the instant it closes, and the write then fails inside NIO with no promise to fail. The operation left
 /// behind holds only its own task (the connection is gone); one that was merely slow may still finish
 /// later, and its result is dropped, so `limit` must be longer than the call ever takes when it works.
+///
+/// Cancellation ends the wait at once because a process stopping on SIGTERM cancels what has not stopped
+/// in time: a caller that waited out `limit` instead (the dispatcher's advance allows 30 minutes) kept
+/// `paperboy serve` running for as long after its PostgreSQL was stopped.
 public func answered<Value: Sendable>(
     within limit: Duration,
     _ operation: @escaping @Sendable () async throws -> Value
 ) async throws -> Value {
-    let settled = Settled()
-    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
-        let timer = Task {
-            try? await Task.sleep(for: limit)
-            if !Task.isCancelled, settled.first() { continuation.resume(throwing: DatabaseCallUnanswered(limit: limit)) }
+    let call = PendingCall<Value>()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+            call.begin(continuation, limit: limit, operation)
         }
-        Task {
-            let result: Result<Value, any Error>
-            do {
-                result = .success(try await operation())
-            } catch {
-                result = .failure(error)
+    } onCancel: {
+        call.settle(.failure(CancellationError()), cancellingOperation: true)
+    }
+}
+
+/// The race of ``answered(within:_:)``: the operation, its time limit and the caller's cancellation; the
+/// first to settle resumes the caller, once.
+private final class PendingCall<Value: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Value, any Error>?
+        /// How it settled before ``begin`` ran (the caller was cancelled already).
+        var early: Result<Value, any Error>?
+        var settled = false
+        var operation: Task<Void, Never>?
+        var timer: Task<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func begin(
+        _ continuation: CheckedContinuation<Value, any Error>,
+        limit: Duration,
+        _ operation: @escaping @Sendable () async throws -> Value
+    ) {
+        let early: Result<Value, any Error>? = state.withLock { state in
+            guard !state.settled else { return state.early }
+            state.continuation = continuation
+            state.timer = Task {
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                self.settle(.failure(DatabaseCallUnanswered(limit: limit)), cancellingOperation: false)
             }
-            timer.cancel()
-            if settled.first() { continuation.resume(with: result) }
+            state.operation = Task {
+                let result: Result<Value, any Error>
+                do {
+                    result = .success(try await operation())
+                } catch {
+                    result = .failure(error)
+                }
+                self.settle(result, cancellingOperation: false)
+            }
+            return nil
         }
+        if let early { continuation.resume(with: early) }
+    }
+
+    /// Resumes the caller with `result` unless something settled first.
+    func settle(_ result: Result<Value, any Error>, cancellingOperation: Bool) {
+        let settled = state.withLock { state -> (CheckedContinuation<Value, any Error>?, Task<Void, Never>?, Task<Void, Never>?)? in
+            guard !state.settled else { return nil }
+            state.settled = true
+            if state.continuation == nil { state.early = result }
+            defer { state.continuation = nil }
+            return (state.continuation, state.operation, state.timer)
+        }
+        guard let (continuation, operation, timer) = settled else { return }
+        timer?.cancel()
+        if cancellingOperation { operation?.cancel() }
+        continuation?.resume(with: result)
     }
 }

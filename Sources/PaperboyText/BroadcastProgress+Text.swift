@@ -100,6 +100,7 @@ extension BroadcastProgress {
             )
         }
         if let failure { lines.append(field("failure", failure)) }
+        if let note { lines.append(field("planned", note)) }
         lines += Self.wrap(label: TerminalText.pad("options", labelWidth), items: optionsSummary, width: width)
 
         lines.append("")

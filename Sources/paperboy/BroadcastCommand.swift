@@ -74,6 +74,7 @@ struct BroadcastCommand: AsyncParsableCommand {
                     print(
                         "dry run: wave 1 of edition \(editionID.uuidString.lowercased()) would wake \(TerminalText.grouped(devices)) devices; nothing is stored or sent"
                     )
+                    if let note = plan.note { print("planned: \(note)") }
                     guard devices > 0 else { return }
                     print()
                     print(plan.table(timeZone: zone))
@@ -84,6 +85,7 @@ struct BroadcastCommand: AsyncParsableCommand {
                 let start = try await storeCall {
                     try await BroadcastPreflight.check(
                         editionID: editionID,
+                        environment: environment,
                         editions: EditionRepository(client: client),
                         apps: AppRepository(client: client),
                         logger: logger
@@ -106,6 +108,7 @@ struct BroadcastCommand: AsyncParsableCommand {
                             + "\(options.cohorts) cohorts from \(TerminalText.clock(plan.start, timeZone: zone, fraction: false)) over "
                             + "\(TerminalText.duration(plan.window)) at \(String(format: "%.1f", plan.rate))/s"
                     )
+                    if let note = plan.note { print("planned: \(note)") }
                 } else {
                     print(
                         "attached to broadcast \(start.broadcast.id.uuidString.lowercased()) (\(start.broadcast.state.rawValue)); nothing new is sent"

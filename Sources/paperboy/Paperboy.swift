@@ -11,6 +11,7 @@ struct Paperboy: AsyncParsableCommand {
             MigrateCommand.self,
             AppsCommand.self,
             PublicationsCommand.self,
+            OriginsCommand.self,
             EditionsCommand.self,
             CohortsCommand.self,
             BroadcastCommand.self,

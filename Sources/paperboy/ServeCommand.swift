@@ -10,7 +10,6 @@ import PaperboyAPI
 import PaperboyBroadcast
 import PaperboyStore
 import PostgresNIO
-import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -185,21 +184,29 @@ struct ServeCommand: AsyncParsableCommand {
         banner: (@Sendable (Int) -> String)?
     ) async throws {
         let client = configuration.makeClient(logger: logger)
-        var services: [any Service] = [client]
+        var services: [ProcessServices.Entry] = [.init(name: "postgres", service: client)]
+        var api = api
+        var gracefulStop = ProcessServices.gracefulStop
         if !noDispatch {
             let (dispatcher, clients, fcmClients) = try dispatch.makeDispatcher(client: client, logger: logger)
-            // The group stops services in reverse order: the dispatcher finishes its batches before the
-            // APNs and FCM connections close.
-            services.append(clients)
-            services.append(fcmClients)
-            services.append(dispatcher)
+            // Stopped in reverse order: the dispatcher finishes its batches before the APNs and FCM
+            // connections close.
+            services.append(.init(name: "apns", service: clients))
+            services.append(.init(name: "fcm", service: fcmClients))
+            services.append(.init(name: "dispatcher", service: dispatcher))
+            api.senderProblems = { [health = dispatcher.health] in health.problems }
+            gracefulStop = try dispatch.gracefulStop()
         }
         if !noScheduler {
             let starter = BroadcastRepository(client: client).starter(logger: Logger(label: "paperboy.scheduler"))
             let pruner = try LedgerPruner(client: client, configuration: .init(retention: try PruneCommand.retention(retention)))
-            services.append(Scheduler(client: client, start: starter, pruner: pruner, logger: Logger(label: "paperboy.scheduler")))
+            services.append(
+                .init(
+                    name: "scheduler",
+                    service: Scheduler(client: client, start: starter, pruner: pruner, logger: Logger(label: "paperboy.scheduler"))
+                )
+            )
         }
-        var api = api
         let scheme = api.tls == nil ? "http" : "https"
         if let adminPort {
             // The admin routes on their own listener (e.g. bound to an internal interface by a firewall rule).
@@ -207,19 +214,20 @@ struct ServeCommand: AsyncParsableCommand {
             admin.port = adminPort
             admin.surfaces = [.admin]
             api.surfaces.remove(.admin)
-            services.append(
-                buildApplication(client: client, configuration: admin, logger: logger) { [host = admin.host] port in
-                    logger.info("admin listening", metadata: ["address": "\(scheme)://\(host):\(port)"])
-                }
-            )
+            let listener = buildApplication(client: client, configuration: admin, logger: logger) { [host = admin.host] port in
+                logger.info("admin listening", metadata: ["address": "\(scheme)://\(host):\(port)"])
+            }
+            services.append(.init(name: "admin-http", service: listener))
         }
-        let app = buildApplication(client: client, configuration: api, services: services, logger: logger) { [host = api.host] port in
+        let app = buildApplication(client: client, configuration: api, logger: logger) { [host = api.host] port in
             logger.info("listening", metadata: ["address": "\(scheme)://\(host):\(port)"])
             if let banner {
                 FileHandle.standardOutput.write(Data((banner(port) + "\n").utf8))
             }
         }
-        try await app.runService()
+        // The listener is stopped first: no new requests while the rest finishes.
+        services.append(.init(name: "http", service: app))
+        try await ProcessServices.run(services, gracefulStop: gracefulStop, logger: logger)
     }
 
     /// A throwaway database with a demo app and its morning and evening publications.

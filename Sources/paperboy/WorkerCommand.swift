@@ -4,10 +4,9 @@ import Foundation
 import Logging
 import Metrics
 import PaperboyAPI
+import PaperboyBroadcast
 import PaperboyStore
 import PostgresNIO
-import ServiceLifecycle
-import UnixSignals
 
 struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -48,28 +47,22 @@ struct WorkerCommand: AsyncParsableCommand {
         let (dispatcher, clients, fcmClients) = try dispatch.makeDispatcher(client: client, logger: logger)
         // The group stops services in reverse order: the dispatcher finishes its batches before the APNs and
         // FCM connections close.
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: client),
-            .init(service: clients),
-            .init(service: fcmClients),
-            .init(service: dispatcher, successTerminationBehavior: .gracefullyShutdownGroup),
+        var services: [ProcessServices.Entry] = [
+            .init(name: "postgres", service: client),
+            .init(name: "apns", service: clients),
+            .init(name: "fcm", service: fcmClients),
+            .init(name: "dispatcher", service: dispatcher, endsProcess: true),
         ]
         if let port {
             var operations = APIConfiguration(host: host, port: port)
             operations.surfaces = [.operations]
             operations.metrics = registry
+            operations.senderProblems = { [health = dispatcher.health] in health.problems }
             let listener = buildApplication(client: client, configuration: operations, logger: logger) { [host] port in
                 logger.info("listening", metadata: ["address": "http://\(host):\(port)"])
             }
-            services.append(.init(service: listener))
+            services.append(.init(name: "http", service: listener))
         }
-        let group = ServiceGroup(
-            configuration: .init(
-                services: services,
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
-        try await group.run()
+        try await ProcessServices.run(services, gracefulStop: try dispatch.gracefulStop(), logger: logger)
     }
 }

@@ -21,11 +21,14 @@ struct APIFixture {
     /// checks that it can be loaded).
     let keyFile: String
 
-    /// - Parameter testing: `.router` (the default) runs requests through the router; `.live`, through a
-    ///   real HTTP/1.1 connection on loopback.
+    /// - Parameters:
+    ///   - testing: `.router` (the default) runs requests through the router; `.live`, through a real HTTP/1.1
+    ///     connection on loopback.
+    ///   - configure: changes to the API's configuration, e.g. its cache times.
     static func with(
         migrated: Bool = true,
         testing: TestingSetup = .router,
+        configure: @escaping @Sendable (inout APIConfiguration) -> Void = { _ in },
         _ body: @escaping @Sendable (APIFixture, any TestClientProtocol) async throws -> Void
     ) async throws {
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-api-\(UUID().uuidString).p8").path
@@ -47,7 +50,7 @@ struct APIFixture {
             }
             let fixture = APIFixture(
                 db: db,
-                app: app ?? App(id: 0, bundleID: "", teamID: "", keyID: "", keyReference: "", createdAt: Date()),
+                app: app ?? App(id: 0, bundleID: "", createdAt: Date()),
                 apiKey: key,
                 keyFile: keyFile
             )
@@ -59,6 +62,7 @@ struct APIFixture {
                     // a fresh pool can take seconds there. The 2-second production default is not what
                     // these tests check.
                     configuration.readinessTimeout = .seconds(30)
+                    configure(&configuration)
                     return configuration
                 }(),
                 logger: db.logger

@@ -34,6 +34,7 @@ struct EditionRoutesTests {
             #expect(shown.status == .ok)
             #expect(try shown.json()["issueDate"] as? String == "2026-11-23")
             #expect(shown.headers[.cacheControl] == "public, max-age=60")
+            #expect(shown.headers[.vary] == "X-API-Key", "a shared cache keeps one copy per app key")
             let etag = try #require(shown.headers[.eTag])
             #expect(etag.hasPrefix("\"") && etag.count == 66)
 
@@ -46,6 +47,8 @@ struct EditionRoutesTests {
             #expect(unchanged.status == .notModified)
             #expect(unchanged.body.readableBytes == 0)
             #expect(unchanged.headers[.eTag] == etag)
+            #expect(unchanged.headers[.vary] == "X-API-Key", "a 304 varies as its 200 does")
+            #expect(unchanged.headers[.cacheControl] == "public, max-age=60")
             let other = try await client.send(.get, "/v1/editions/\(id)", key: fixture.apiKey, headers: [.ifNoneMatch: "\"other\""])
             #expect(other.status == .ok)
             // A value no ETag could be (outside visible ASCII) is the client's mistake, as openapi.yaml says.
@@ -60,6 +63,28 @@ struct EditionRoutesTests {
             let newer = try await client.send(.get, "/v1/editions/latest?publication=morning", key: fixture.apiKey, headers: [.ifNoneMatch: etag])
             #expect(newer.status == .ok)
             #expect(try newer.json()["id"] as? String == nextID)
+        }
+    }
+
+    @Test("only edition reads are cacheable: errors, registrations and admin reads say no-store")
+    func neverStored() async throws {
+        try await APIFixture.with { fixture, client in
+            let published = try await client.send(.post, "/v1/editions", headers: Self.admin, body: Self.file())
+            #expect(published.headers[.cacheControl] == "no-store")
+            let id = try #require(try published.json()["id"] as? String)
+            let answers = [
+                ("no key", try await client.send(.get, "/v1/editions/\(id)"), HTTPResponse.Status.unauthorized),
+                ("a key of no app", try await client.send(.get, "/v1/editions/\(id)", key: "pb_unknown"), .unauthorized),
+                ("no edition", try await client.send(.get, "/v1/editions/latest?publication=evening", key: fixture.apiKey), .notFound),
+                ("a registration", try await client.send(.get, "/v1/devices/\(token())", key: fixture.apiKey), .notFound),
+                ("the apps", try await client.send(.get, "/v1/apps", headers: Self.admin), .ok),
+                ("health", try await client.send(.get, "/health/live"), .ok),
+            ]
+            for (what, answer, status) in answers {
+                #expect(answer.status == status, "\(what)")
+                #expect(answer.headers[.cacheControl] == "no-store", "\(what)")
+                #expect(answer.headers[.vary] == nil, "\(what)")
+            }
         }
     }
 

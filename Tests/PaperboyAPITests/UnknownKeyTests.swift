@@ -103,7 +103,12 @@ struct UnknownKeyTests {
         let clock = ManualInstant()
         let created = Mutex(false)
         let lookups = LookupCounter()
-        let app = App(id: 7, bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "", createdAt: Date())
+        let app = App(
+            id: 7,
+            bundleID: "com.example.news",
+            apns: try APNsCredentials(teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
+            createdAt: Date()
+        )
         let directory = AppDirectory(
             lookup: { _, _ in
                 lookups.record()

@@ -83,7 +83,7 @@ struct BroadcastFixture {
                 db: db,
                 app: app,
                 simulator: simulator,
-                channels: APNsChannels(clients: clients, endpoints: endpoints, apps: AppRepository(client: db.client)),
+                channels: APNsChannels(clients: clients, endpoints: endpoints),
                 clients: clients,
                 clock: VirtualClock(start),
                 repository: {
@@ -154,9 +154,10 @@ struct BroadcastFixture {
         return try await EditionRepository(client: db.client).publish(manifest, appID: app.id, now: now ?? clock.now, logger: logger)
     }
 
-    func dispatcher(owner: String = "test-worker", lookahead: Duration? = nil, fcm: FCMChannels? = nil) -> Dispatcher {
+    func dispatcher(owner: String = "test-worker", lookahead: Duration? = nil, fcm: FCMChannels? = nil, failAfter: Duration? = nil) -> Dispatcher {
         var configuration = Dispatcher.Configuration(owner: owner)
         if let lookahead { configuration.lookahead = lookahead }
+        if let failAfter { configuration.failAfter = failAfter }
         return Dispatcher(
             repository: repository,
             editions: EditionRepository(client: db.client),

@@ -557,27 +557,35 @@ struct DispatcherTests {
     }
 
     @Test(
-        "an app key that cannot be loaded at send time ends the broadcast as failed, the reason in its status, instead of retrying until the deadline"
+        "an app key that cannot be loaded at send time: nothing is sent, the batch goes back, the worker is unready; once no worker has sent for --fail-after the broadcast fails naming the key"
     )
     func unloadableKeyFailsTheBroadcast() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
             let (edition, started) = try await Self.startOneCohort(devices: 10, fixture: &fixture, now: t0)
             // The key file disappears after the broadcast was started (a secret rotated away, a bad mount).
-            try FileManager.default.removeItem(atPath: fixture.app.keyReference)
-            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(60), fixture.dispatcher())
-            let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            let keyFile = try #require(fixture.app.apns).keyReference
+            try FileManager.default.removeItem(atPath: keyFile)
+            let dispatcher = fixture.dispatcher(failAfter: .seconds(60))
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(30), dispatcher)
+            var progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
+            #expect(progress.state == .running, "one worker's problem is not the broadcast's yet")
+            #expect(dispatcher.health.problems.first?.contains(keyFile) == true)
+            #expect(fixture.accepted().isEmpty)
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(120), dispatcher)
+            progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
             #expect(progress.state == .failed)
-            #expect(progress.failure?.contains(fixture.app.keyReference) == true)
+            #expect(progress.failure?.contains(keyFile) == true, "\(progress.failure ?? "")")
+            #expect(progress.failure?.contains("no worker could send its APNs pushes") == true)
             #expect(fixture.accepted().isEmpty)
             // Fixed and started again: a failed broadcast does not block a new one.
-            try BroadcastFixture.privateKey.pemRepresentation.write(toFile: fixture.app.keyReference, atomically: true, encoding: .utf8)
+            try BroadcastFixture.privateKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
             let again = try await fixture.repository.start(
                 editionID: edition.id,
                 environment: .production,
                 options: Self.options(window: 20, cohorts: 1),
                 origin: "test",
-                now: started.broadcast.start.addingTimeInterval(60),
+                now: started.broadcast.start.addingTimeInterval(120),
                 logger: fixture.logger
             )
             #expect(again.created)

@@ -70,7 +70,7 @@ struct FCMBroadcastTests {
                     now: start,
                     logger: fixture.logger
                 )
-                let fcmChannels = FCMChannels(clients: clients, apps: AppRepository(client: fixture.db.client))
+                let fcmChannels = FCMChannels(clients: clients)
                 let report = try await fixture.step(at: started.broadcast.start.addingTimeInterval(10 * 60 + 5), fixture.dispatcher(fcm: fcmChannels))
                 #expect(report.sent == 20)
                 #expect(report.skipped == 0)

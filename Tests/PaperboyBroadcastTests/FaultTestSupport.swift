@@ -29,22 +29,35 @@ struct FaultRig {
     let app: App
     let repository: BroadcastRepository
 
-    /// Runs `body` with a rig on a fresh database of the shared test cluster.
-    static func with(_ body: (FaultRig) async throws -> Void) async throws {
+    /// Runs `body` with a rig on a fresh database of the shared test cluster. With `keyInEnvironment`, the app's
+    /// key reference is `env:` that variable, which workers get only when a test gives it to them.
+    static func with(keyInEnvironment variable: String? = nil, _ body: (FaultRig) async throws -> Void) async throws {
         try await TestDatabase.with { db in
             let database = db.configuration
             let url = "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)?sslmode=disable"
-            try await prepare(client: db.client, databaseURL: url, logger: db.logger, body)
+            try await prepare(client: db.client, databaseURL: url, logger: db.logger, keyInEnvironment: variable, body)
         }
     }
 
-    /// Creates the app (its key in a temporary file that lives as long as `body`) and its publications.
-    static func prepare(client: PostgresClient, databaseURL: String, logger: Logger, _ body: (FaultRig) async throws -> Void) async throws {
+    /// Creates the app (its key in a temporary file that lives as long as `body`, or in `keyInEnvironment`) and its
+    /// publications.
+    static func prepare(
+        client: PostgresClient,
+        databaseURL: String,
+        logger: Logger,
+        keyInEnvironment variable: String? = nil,
+        _ body: (FaultRig) async throws -> Void
+    ) async throws {
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(UUID().uuidString).p8").path
         try BroadcastFixture.privateKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
         let app = try await AppRepository(client: client).create(
-            try NewApp(bundleID: BroadcastFixture.topic, teamID: "TEAM123456", keyID: "KEY1234567", keyReference: keyFile),
+            try NewApp(
+                bundleID: BroadcastFixture.topic,
+                teamID: "TEAM123456",
+                keyID: "KEY1234567",
+                keyReference: variable.map { "env:" + $0 } ?? keyFile
+            ),
             logger: logger
         ).app
         _ = try await PublicationRepository(client: client).add(appID: app.id, slug: "morning", title: nil, logger: logger)
@@ -65,10 +78,10 @@ struct FaultRig {
         return APNsSimulator(configuration: configuration)
     }
 
-    /// Inserts `count` devices subscribed to `morning` (tokens `BroadcastFixture.token(1...count)`).
-    func seed(_ count: Int) async throws -> [DeviceToken] {
-        let tokens = (0..<count).map { BroadcastFixture.token($0 + 1) }
-        let publication = try #require(try await PublicationRepository(client: client).find(appID: app.id, slug: "morning", logger: logger))
+    /// Inserts `count` devices subscribed to `publication` (tokens `BroadcastFixture.token(first...first + count - 1)`).
+    func seed(_ count: Int, publication slug: String = "morning", first: Int = 1) async throws -> [DeviceToken] {
+        let tokens = (0..<count).map { BroadcastFixture.token($0 + first) }
+        let publication = try #require(try await PublicationRepository(client: client).find(appID: app.id, slug: slug, logger: logger))
         try await client.query(
             """
             INSERT INTO devices (app_id, environment, cohort_key, auto_download, alerts_authorized, tier, token, subscriptions, time_zone)
@@ -80,18 +93,26 @@ struct FaultRig {
         return tokens
     }
 
-    /// Publishes an edition (deadline in an hour) and starts its broadcast: one wave over `window` seconds.
-    func startBroadcast(window: TimeInterval, cohorts: Int = 4) async throws -> UUID {
+    /// Publishes an edition of `publication` (deadline in an hour) and starts its broadcast: by default one wave over
+    /// `window` seconds; `options` instead when given (then `window` and `cohorts` are unused).
+    func startBroadcast(
+        window: TimeInterval,
+        cohorts: Int = 4,
+        publication: String = "morning",
+        options given: BroadcastOptions? = nil,
+        minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval
+    ) async throws -> UUID {
         let sha = String(repeating: "0f", count: 32)
         let manifest = EditionManifest(
-            publication: "morning",
+            publication: publication,
             issueDate: "2026-11-23",
             deadline: Date().addingTimeInterval(3600).formatted(.iso8601),
             tiers: ["large": .init(bundles: [.init(url: "https://cdn.example.com/2026-11-23/morning/large-1.zip", bytes: 50_000_000, sha256: sha)])],
             pages: [.init(number: 1, title: "Front page")]
         )
         let edition = try await EditionRepository(client: client).publish(manifest, appID: app.id, now: Date(), logger: logger)
-        let options = BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: 1, jitter: 1)
+        let options = given ?? BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: 1, jitter: 1)
+        let repository = BroadcastRepository(client: client, minimumWaveInterval: minimumWaveInterval)
         let started = try await repository.start(
             editionID: edition.id,
             environment: .production,
@@ -138,6 +159,17 @@ struct FaultRig {
         return result
     }
 
+    /// The stored cohort key of each token's device, by token (hex): which batch held it (`broadcast_batches` key ranges).
+    func cohortKeys(of tokens: [DeviceToken]) async throws -> [String: Int] {
+        let rows = try await client.query(
+            "SELECT encode(token, 'hex'), cohort_key FROM devices WHERE app_id = \(app.id) AND token = ANY (\(tokens.map { ByteBuffer(bytes: $0.bytes) })::bytea[])",
+            logger: logger
+        )
+        var keys: [String: Int] = [:]
+        for try await (token, key) in rows.decode((String, Int32).self) { keys[token] = Int(key) }
+        return keys
+    }
+
     /// Per token (hex): how many times the batch holding it was leased. A device is sent at most once per
     /// lease of its batch; more than one lease means a lease lapsed (its worker died, or did not renew in time).
     func leasesByToken(_ id: UUID) async throws -> [String: Int] {
@@ -155,40 +187,59 @@ struct FaultRig {
         return result
     }
 
-    /// Batches of the broadcast leased by `owner` and not recorded.
+    /// Batches of the broadcast that `owner` holds a live lease on and has not recorded (a batch it gave back is
+    /// left with its lease expired, for another worker).
     func openBatches(_ id: UUID, owner: String) async throws -> Int {
         let rows = try await client.query(
-            "SELECT count(*)::bigint FROM broadcast_batches WHERE broadcast_id = \(id) AND lease_owner = \(owner) AND done_at IS NULL",
+            """
+            SELECT count(*)::bigint FROM broadcast_batches
+            WHERE broadcast_id = \(id) AND lease_owner = \(owner) AND done_at IS NULL AND lease_expires_at > now()
+            """,
             logger: logger
         )
         for try await (count) in rows.decode(Int64.self) { return Int(count) }
         return 0
     }
 
-    /// The batches leased more than once, or not recorded: what explains duplicates (for messages).
+    /// The batches leased more than once, given back, or not recorded: what explains duplicates (for messages).
     func batchesReport(_ id: UUID) async throws -> String {
         let rows = try await client.query(
             """
-            SELECT id, cohort, first_key, last_key, devices, lease_owner, leases, lease_expires_at::text, coalesce(done_at::text, '-')
-            FROM broadcast_batches WHERE broadcast_id = \(id) AND (leases > 1 OR done_at IS NULL) ORDER BY id
+            SELECT id, cohort, first_key, last_key, devices, lease_owner, leases, lease_expires_at::text, coalesce(done_at::text, '-'),
+                give_backs, coalesce(given_back_for, '-')
+            FROM broadcast_batches WHERE broadcast_id = \(id) AND (leases > 1 OR done_at IS NULL OR give_backs > 0) ORDER BY id
             """,
             logger: logger
         )
         var lines: [String] = []
-        for try await (batch, cohort, first, last, devices, owner, leases, expires, done) in rows.decode(
-            (Int64, Int32, Int64, Int64, Int32, String, Int16, String, String).self
+        for try await (batch, cohort, first, last, devices, owner, leases, expires, done, given, why) in rows.decode(
+            (Int64, Int32, Int64, Int64, Int32, String, Int16, String, String, Int16, String).self
         ) {
             lines.append(
-                "batch \(batch) cohort \(cohort) keys \(first)...\(last) devices \(devices) owner \(owner) leases \(leases) expires \(expires) done \(done)"
+                "batch \(batch) cohort \(cohort) keys \(first)...\(last) devices \(devices) owner \(owner) leases \(leases) expires \(expires) "
+                    + "done \(done) given back \(given) (\(why))"
             )
         }
         return lines.joined(separator: "\n")
     }
 
     /// Starts `paperboy worker` against this rig's database and `endpoint` (and `fcmEndpoint` for FCM), its
-    /// output in a temporary file.
-    func worker(_ name: String, endpoint: String, fcmEndpoint: String? = nil) throws -> WorkerProcess {
-        try WorkerProcess(name: name, databaseURL: databaseURL, endpoint: endpoint, fcmEndpoint: fcmEndpoint)
+    /// output in a temporary file; `arguments` and `environment` are added to the command line and environment.
+    func worker(
+        _ name: String,
+        endpoint: String,
+        fcmEndpoint: String? = nil,
+        arguments: [String] = [],
+        environment: [String: String] = [:]
+    ) throws -> WorkerProcess {
+        try WorkerProcess(
+            name: name,
+            databaseURL: databaseURL,
+            endpoint: endpoint,
+            fcmEndpoint: fcmEndpoint,
+            arguments: arguments,
+            environment: environment
+        )
     }
 
     /// Inserts `count` Android devices registered with FCM, subscribed to `morning`.
@@ -214,7 +265,14 @@ final class WorkerProcess: @unchecked Sendable {
     let process = Process()
     let log: URL
 
-    init(name: String, databaseURL: String, endpoint: String, fcmEndpoint: String? = nil) throws {
+    init(
+        name: String,
+        databaseURL: String,
+        endpoint: String,
+        fcmEndpoint: String? = nil,
+        arguments: [String] = [],
+        environment extra: [String: String] = [:]
+    ) throws {
         self.name = name
         log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(name)-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -223,8 +281,8 @@ final class WorkerProcess: @unchecked Sendable {
         process.arguments =
             [
                 "worker", "--apns-endpoint", endpoint, "--worker-name", name, "--lease", FaultRig.lease, "--max-batch", "\(FaultRig.maxBatch)",
-            ] + (fcmEndpoint.map { ["--fcm-endpoint", $0] } ?? [])
-        var environment = ProcessInfo.processInfo.environment
+            ] + (fcmEndpoint.map { ["--fcm-endpoint", $0] } ?? []) + arguments
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         environment["DATABASE_URL"] = databaseURL
         environment["LOG_LEVEL"] = ProcessInfo.processInfo.environment["FAULT_TEST_LOG_LEVEL"] ?? "info"
         process.environment = environment

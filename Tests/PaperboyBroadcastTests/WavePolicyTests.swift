@@ -236,15 +236,27 @@ struct SendRulesTests {
     @Test("nothing goes out at or after the deadline")
     func deadline() {
         #expect(
-            SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: Self.deadline, deadline: Self.deadline, fcmHasChannel: true)
+            SendRules.skipReason(
+                for: Self.target(recent: 0),
+                kind: .background,
+                at: Self.deadline,
+                deadline: Self.deadline,
+                configured: { _ in true }
+            )
                 == .deadline
         )
         #expect(
-            SendRules.skipReason(for: Self.target(recent: 0), kind: .alert, at: Self.deadline, deadline: Self.deadline, fcmHasChannel: true)
+            SendRules.skipReason(for: Self.target(recent: 0), kind: .alert, at: Self.deadline, deadline: Self.deadline, configured: { _ in true })
                 == .deadline
         )
         #expect(
-            SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: Self.deadline - 1, deadline: Self.deadline, fcmHasChannel: true)
+            SendRules.skipReason(
+                for: Self.target(recent: 0),
+                kind: .background,
+                at: Self.deadline - 1,
+                deadline: Self.deadline,
+                configured: { _ in true }
+            )
                 == nil
         )
     }
@@ -258,7 +270,7 @@ struct SendRulesTests {
                 kind: .background,
                 at: early,
                 deadline: Self.deadline,
-                fcmHasChannel: true
+                configured: { _ in true }
             )
                 == nil
         )
@@ -268,11 +280,11 @@ struct SendRulesTests {
                 kind: .background,
                 at: early,
                 deadline: Self.deadline,
-                fcmHasChannel: true
+                configured: { _ in true }
             )
                 == .hourlyBudget
         )
-        #expect(SendRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline, fcmHasChannel: true) == nil)
+        #expect(SendRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline, configured: { _ in true }) == nil)
     }
 
     @Test("the budget is counted in the hour before the device's own send instant, not before its batch was read")
@@ -283,7 +295,7 @@ struct SendRulesTests {
         let device = BatchTarget(deviceID: 1, token: Self.target(recent: 0).token, tier: .large, recentBackgroundPushes: pushes)
         #expect(device.backgroundPushes(inHourBefore: read) == 3)
         func reason(at instant: Date) -> SkipReason? {
-            SendRules.skipReason(for: device, kind: .background, at: instant, deadline: Self.deadline, fcmHasChannel: true)
+            SendRules.skipReason(for: device, kind: .background, at: instant, deadline: Self.deadline, configured: { _ in true })
         }
         #expect(reason(at: read) == .hourlyBudget)
         #expect(reason(at: read + 59) == .hourlyBudget)
@@ -301,10 +313,12 @@ struct SendRulesTests {
             tier: .large
         )
         let early = Self.deadline - 600
-        #expect(SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: false) == .fcmNotConfigured)
-        #expect(SendRules.skipReason(for: fcm, kind: .alert, at: early, deadline: Self.deadline, fcmHasChannel: false) == .fcmNotConfigured)
-        #expect(SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: true) == nil)
-        #expect(SendRules.skipReason(for: fcm, kind: .background, at: Self.deadline, deadline: Self.deadline, fcmHasChannel: true) == .deadline)
+        #expect(
+            SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, configured: { $0 != .fcm }) == .fcmNotConfigured
+        )
+        #expect(SendRules.skipReason(for: fcm, kind: .alert, at: early, deadline: Self.deadline, configured: { $0 != .fcm }) == .fcmNotConfigured)
+        #expect(SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, configured: { _ in true }) == nil)
+        #expect(SendRules.skipReason(for: fcm, kind: .background, at: Self.deadline, deadline: Self.deadline, configured: { _ in true }) == .deadline)
         let budgetSpent = BatchTarget(
             deviceID: 3,
             token: fcm.token,
@@ -313,10 +327,13 @@ struct SendRulesTests {
             recentBackgroundPushes: Self.target(recent: BroadcastOptions.hourlyBudget).recentBackgroundPushes
         )
         #expect(
-            SendRules.skipReason(for: budgetSpent, kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: true) == .hourlyBudget,
+            SendRules.skipReason(for: budgetSpent, kind: .background, at: early, deadline: Self.deadline, configured: { _ in true }) == .hourlyBudget,
             "Android keeps the same budget"
         )
-        #expect(SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: early, deadline: Self.deadline, fcmHasChannel: false) == nil)
+        #expect(
+            SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: early, deadline: Self.deadline, configured: { $0 != .fcm })
+                == nil
+        )
     }
 
     @Test("FCM answers: dead-token codes deactivate when recorded, retryable and message errors do not; the code is the reason")

@@ -68,7 +68,13 @@ struct BroadcastRoutes {
             )
             return try Self.json(["plan": plan], status: .ok)
         }
-        try await BroadcastPreflight.check(editionID: body.edition, editions: editions, apps: apps, logger: context.logger)
+        try await BroadcastPreflight.check(
+            editionID: body.edition,
+            environment: body.environment,
+            editions: editions,
+            apps: apps,
+            logger: context.logger
+        )
         let start = try await broadcasts.start(
             editionID: body.edition,
             environment: body.environment,

@@ -6,7 +6,9 @@ import PaperboyCore
 import PaperboyStore
 
 /// `/v1/editions`: operators publish (admin); devices read the latest edition of a publication, or one
-/// by id, with a strong `ETag` and `Cache-Control` so that a CDN can absorb the wake-up load.
+/// by id, with a strong `ETag`, `Cache-Control` and `Vary: X-API-Key` so that a shared cache (a CDN, a
+/// reverse proxy) can absorb the wake-up load without handing one app's edition to another, or to a
+/// request without a key.
 struct EditionRoutes {
     let editions: EditionRepository
     let maxBodyBytes: Int
@@ -17,6 +19,21 @@ struct EditionRoutes {
     /// How long a CDN or device may reuse an edition response without asking again. Short, because
     /// `latest` changes when the next edition is published.
     static let cacheMaxAgeSeconds = 60
+
+    /// The response headers that make an edition cacheable by a shared cache, and safely so.
+    ///
+    /// The same URL answers each app with its own edition (`latest?publication=morning` is app A's for A's
+    /// key, app B's for B's) and no edition without a key, so the response depends on `X-API-Key`, and RFC
+    /// 9111 (4.1) has a cache that stores it keep one copy per value of that header: a request without a
+    /// key, or with another app's, is never answered from the copy. This costs no hit rate: the key
+    /// identifies an app (it ships in the app's binary), not a reader, so the millions of devices of one
+    /// app asking at 05:00 share one cached copy per edition URL. `private` would keep every shared cache
+    /// out of it, which is what the cache is in front for; public per-app URLs without a key would need
+    /// every app to change its requests. A cache that ignores `Vary` (Cloudflare does, except for images)
+    /// must put the header into its cache key or not cache these routes: docs/scaling.md says how.
+    static func cacheHeaders(etag: String) -> HTTPFields {
+        [.eTag: etag, .cacheControl: "public, max-age=\(cacheMaxAgeSeconds)", .vary: DeviceKeyMiddleware.header.rawName]
+    }
 
     func addPublishing(to group: RouterGroup<APIRequestContext>) {
         group.post("editions", use: publish)
@@ -86,7 +103,9 @@ struct EditionRoutes {
     }
 
     static func response(_ entry: EditionCache.Entry, request: Request) -> Response {
-        var headers: HTTPFields = [.eTag: entry.etag, .cacheControl: "public, max-age=\(cacheMaxAgeSeconds)"]
+        // A 304 carries the same Vary and Cache-Control as the 200 would (RFC 9110 15.4.5), so that a cache
+        // revalidating its copy keeps it keyed by the app.
+        var headers = cacheHeaders(etag: entry.etag)
         if let ifNoneMatch = request.headers[.ifNoneMatch], matches(ifNoneMatch, etag: entry.etag) {
             return Response(status: .notModified, headers: headers)
         }

@@ -3,12 +3,14 @@ import Logging
 import PaperboyStore
 import PostgresNIO
 
-/// `/health/live` (the process answers) and `/health/ready` (the database answers and its migrations are
-/// current), for load balancers and orchestrators.
+/// `/health/live` (the process answers) and `/health/ready` (the database answers, its migrations are
+/// current, and the process's dispatcher can send for every app it tried), for load balancers and orchestrators.
 struct HealthRoutes {
     let client: PostgresClient
     let migrator: Migrator
     let timeout: Duration
+    /// Why the process cannot send some pushes, one line per app and provider.
+    let senderProblems: @Sendable () -> [String]
 
     struct Status: ResponseEncodable {
         var status: String
@@ -44,6 +46,10 @@ struct HealthRoutes {
                 code: .migrationsPending,
                 message: "pending migrations: \(status.pending.joined(separator: ", ")); run `paperboy migrate`"
             )
+        }
+        let problems = senderProblems()
+        guard problems.isEmpty else {
+            throw APIError(.serviceUnavailable, code: .cannotSend, message: "cannot send: " + problems.joined(separator: "; "))
         }
         return Status(status: "ready")
     }

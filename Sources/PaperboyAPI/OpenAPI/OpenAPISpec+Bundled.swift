@@ -19,6 +19,9 @@ extension OpenAPISpec {
             `Allow` header listing the methods of the path (GET paths allow HEAD too); see the `MethodNotAllowed`
             response. An unknown path answers 404 `not_found`. A failure of the server answers 500 `internal`.
 
+            Only the edition reads are cacheable (`Cache-Control: public, max-age=60`, `Vary: X-API-Key`); every other
+            response, and every error, says `Cache-Control: no-store`.
+
             Ids are lowercase UUIDs; times are RFC 3339 strings in UTC (`Z`), except an edition's `deadline`,
             which keeps the offset it was published with.
           license:
@@ -31,6 +34,7 @@ extension OpenAPISpec {
           - name: receipts
           - name: editions
           - name: apps
+          - name: origins
           - name: broadcasts
           - name: insights
           - name: health
@@ -376,6 +380,356 @@ extension OpenAPISpec {
                 "401":
                   $ref: "#/components/responses/Unauthorized"
 
+          /v1/apps/{app}/apns:
+            parameters:
+              - $ref: "#/components/parameters/AppID"
+            put:
+              tags: [apps]
+              operationId: setAppAPNs
+              summary: Add or replace the app's APNs key (rotate it, or add APNs to an FCM-only app)
+              description: |
+                As `paperboy apps set-apns`. The key file is loaded first, on the host Paperboy runs on, as the sender
+                will load it (a readable P-256 private key); only its path, the team id and the key id are stored. 200
+                with the app, its `credentialsVersion` one higher (running workers load the new key without a
+                restart). 400 naming `teamId`, `keyId` or `keyFile` (not an absolute path, missing, unreadable, not a
+                P-256 key: the message says which, never the key), nothing stored; 404 (field `app`) for no such app.
+              security:
+                - adminToken: []
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      $ref: "#/components/schemas/APNsCredentialsInput"
+                    example:
+                      teamId: ABCDE12345
+                      keyId: KEY7654321
+                      keyFile: /secrets/AuthKey_KEY7654321.p8
+              responses:
+                "200":
+                  description: The app as now stored.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/App"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+                "413":
+                  $ref: "#/components/responses/BodyTooLarge"
+            delete:
+              tags: [apps]
+              operationId: removeAppAPNs
+              summary: Remove the app's APNs key
+              description: |
+                As `paperboy apps remove-apns`. 200 with the app; its APNs devices stay registered and are not sent to
+                (a broadcast whose audience has APNs devices is refused until a key is set again). 404 naming `app` (no
+                such app) or `apns` (the app has no APNs key); 409 (field `apns`) when APNs is the app's only provider.
+              security:
+                - adminToken: []
+              responses:
+                "200":
+                  description: The app as now stored, without `apns`.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/App"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+                "409":
+                  $ref: "#/components/responses/Conflict"
+
+          /v1/apps/{app}/fcm:
+            parameters:
+              - $ref: "#/components/parameters/AppID"
+            delete:
+              tags: [apps]
+              operationId: removeAppFCM
+              summary: Remove the app's FCM service account
+              description: |
+                As `paperboy apps remove-fcm`. 200 with the app; its FCM devices stay registered and are skipped
+                (`fcmNotConfigured`). 404 naming `app` (no such app) or `fcm` (the app has no service account); 409
+                (field `fcm`) when FCM is the app's only provider. A service account is added with
+                `paperboy apps set-fcm`.
+              security:
+                - adminToken: []
+              responses:
+                "200":
+                  description: The app as now stored, without `fcm`.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/App"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+                "409":
+                  $ref: "#/components/responses/Conflict"
+
+          /v1/apps/{app}/keys:
+            parameters:
+              - $ref: "#/components/parameters/AppID"
+            get:
+              tags: [apps]
+              operationId: listAppKeys
+              summary: The app's device API keys, revoked ones too, never the keys themselves
+              description: |
+                As `paperboy apps keys --json`, oldest first. `lastUsedAt` is when a server last looked the key up,
+                to within about 10 minutes (a key in use is recorded at most every 10 minutes); absent when no server
+                has seen it since it was made. 404 (field `app`) for no such app.
+              security:
+                - adminToken: []
+              responses:
+                "200":
+                  description: The keys.
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        additionalProperties: false
+                        required: [keys]
+                        properties:
+                          keys:
+                            type: array
+                            items:
+                              $ref: "#/components/schemas/AppAPIKey"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+            post:
+              tags: [apps]
+              operationId: addAppKey
+              summary: Make a new device API key for the app, shown only in this response
+              description: |
+                As `paperboy apps add-key`. The app's other keys keep working: to retire a key, add one, ship it in
+                the app, and revoke the old one once the app versions that send it have aged out. Only the key's
+                SHA-256 is stored. A body is ignored. 404 (field `app`) for no such app.
+              security:
+                - adminToken: []
+              responses:
+                "201":
+                  description: The new key.
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        additionalProperties: false
+                        required: [key, apiKey]
+                        properties:
+                          key:
+                            $ref: "#/components/schemas/AppAPIKey"
+                          apiKey:
+                            type: string
+                            pattern: "^pb_[0-9a-f]{64}$"
+                            description: The key, for the app's `X-API-Key`; never shown again.
+                      example:
+                        key:
+                          id: 2
+                          appId: 1
+                          createdAt: "2026-11-23T04:00:00Z"
+                        apiKey: pb_9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+
+          /v1/apps/{app}/keys/{key}/revoke:
+            parameters:
+              - $ref: "#/components/parameters/AppID"
+              - name: key
+                in: path
+                required: true
+                description: The key's id (see `GET /v1/apps/{app}/keys`).
+                schema:
+                  type: integer
+                  minimum: 1
+                  maximum: 2147483647
+            post:
+              tags: [apps]
+              operationId: revokeAppKey
+              summary: Revoke one of the app's device API keys
+              description: |
+                As `paperboy apps revoke-key`. 200 with the key, `revokedAt` set; requests with it answer 401 once
+                the servers' key caches have forgotten it (30 s). Revoking a revoked key changes nothing. 404 naming
+                `app` or `key`; 409 (field `key`) when it is the app's last active key (every installed copy of the
+                app would answer 401, with no key to ship instead: add a key first). A body is ignored.
+              security:
+                - adminToken: []
+              responses:
+                "200":
+                  description: The key as now stored.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/AppAPIKey"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+                "409":
+                  $ref: "#/components/responses/Conflict"
+
+          /v1/origins:
+            get:
+              tags: [origins]
+              operationId: listOrigins
+              summary: The content origins, their capacity and the publications that share each
+              description: |
+                As `paperboy origins list`. Every broadcast of a publication that points at an origin shares the origin's
+                capacity with every other (first waves, follow-ups, alert waves, catch-up after a stall), across all
+                workers: together they never wake more devices a second than the capacity.
+              security:
+                - adminToken: []
+              responses:
+                "200":
+                  description: The origins, by name.
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        additionalProperties: false
+                        required: [origins]
+                        properties:
+                          origins:
+                            type: array
+                            items:
+                              $ref: "#/components/schemas/Origin"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+            post:
+              tags: [origins]
+              operationId: addOrigin
+              summary: Declare a content origin and its capacity
+              description: |
+                As `paperboy origins add NAME --capacity R/s`. 201 with the origin; 400 naming `name` or `capacity`;
+                409 (field `name`) when an origin of that name exists.
+              security:
+                - adminToken: []
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      type: object
+                      required: [name, capacity]
+                      properties:
+                        name:
+                          type: string
+                          pattern: "^[a-z0-9][a-z0-9_-]{0,62}$"
+                        capacity:
+                          type: number
+                          exclusiveMinimum: 0
+                          description: Wake-ups per second the origin serves.
+                    example: { "name": "content-api", "capacity": 2000 }
+              responses:
+                "201":
+                  description: The origin as stored.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/Origin"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "409":
+                  $ref: "#/components/responses/Conflict"
+
+          /v1/origins/{name}:
+            parameters:
+              - $ref: "#/components/parameters/OriginName"
+            put:
+              tags: [origins]
+              operationId: setOriginCapacity
+              summary: Change an origin's capacity
+              description: |
+                As `paperboy origins set NAME --capacity R/s`. Running broadcasts of its publications pace at the new
+                capacity from their next batch. 200 with the origin; 400 naming `capacity`; 404 (field `name`).
+              security:
+                - adminToken: []
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      type: object
+                      required: [capacity]
+                      properties:
+                        capacity:
+                          type: number
+                          exclusiveMinimum: 0
+                    example: { "capacity": 3000 }
+              responses:
+                "200":
+                  description: The origin as now stored.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/Origin"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+
+          /v1/apps/{app}/publications/{publication}/origin:
+            parameters:
+              - $ref: "#/components/parameters/AppID"
+              - $ref: "#/components/parameters/PublicationSlug"
+            put:
+              tags: [origins]
+              operationId: setPublicationOrigin
+              summary: Point a publication at a content origin, or at none
+              description: |
+                As `paperboy publications set-origin`. `{"origin": "content-api"}` shares that origin's capacity with its
+                other publications' broadcasts from their next batch on; `{"origin": null}` paces its broadcasts alone
+                again. 200 with the publication; 400 naming `origin` when it is not a string or null; 404 naming
+                `publication` or `origin`.
+              security:
+                - adminToken: []
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      type: object
+                      required: [origin]
+                      properties:
+                        origin:
+                          type: [string, "null"]
+                    example: { "origin": "content-api" }
+              responses:
+                "200":
+                  description: The publication as now stored.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/Publication"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+
           /v1/broadcasts:
             post:
               tags: [broadcasts]
@@ -588,7 +942,7 @@ extension OpenAPISpec {
             get:
               tags: [health]
               operationId: ready
-              summary: 200 when the database answers within 2 s and its migrations are current
+              summary: 200 when the database answers within 2 s, its migrations are current, and the process can send for every app
               responses:
                 "200":
                   description: Ready.
@@ -603,8 +957,10 @@ extension OpenAPISpec {
                             const: ready
                 "503":
                   description: |
-                    Not ready; `code` says why: `database_unavailable`, `migrations_pending` or
-                    `migrations_mismatch`.
+                    Not ready; `code` says why: `database_unavailable`, `migrations_pending`,
+                    `migrations_mismatch`, or `cannot_send` (this process's dispatcher cannot load or use an app's push
+                    credentials, e.g. a missing secret mount; `message` names each app and provider, and the other workers
+                    send its batches meanwhile).
                   content:
                     application/json:
                       schema:
@@ -629,7 +985,9 @@ extension OpenAPISpec {
               type: apiKey
               in: header
               name: X-API-Key
-              description: The app's device API key, printed once by `paperboy apps add`.
+              description: |
+                One of the app's device API keys, printed once by `paperboy apps add` or `paperboy apps add-key`
+                (`POST /v1/apps/{app}/keys`). An app may have several; a revoked one answers 401.
             adminToken:
               type: http
               scheme: bearer
@@ -680,6 +1038,31 @@ extension OpenAPISpec {
                 type: string
                 pattern: "^[A-Za-z0-9_:-]{32,2048}$"
               example: abababababababababababababababababababababababababababababababab
+            AppID:
+              name: app
+              in: path
+              required: true
+              description: The app's id (see `GET /v1/apps`).
+              schema:
+                type: integer
+                minimum: 1
+                maximum: 2147483647
+            OriginName:
+              name: name
+              in: path
+              required: true
+              description: The origin's name (see `GET /v1/origins`).
+              schema:
+                type: string
+              example: content-api
+            PublicationSlug:
+              name: publication
+              in: path
+              required: true
+              description: The publication's id, e.g. `morning`.
+              schema:
+                type: string
+              example: morning
             BroadcastID:
               name: id
               in: path
@@ -707,9 +1090,18 @@ extension OpenAPISpec {
                 pattern: '^"[0-9a-f]{64}"$'
             CacheControl:
               required: true
+              description: Any cache may keep the edition for 60 s; a shared one only per `X-API-Key` (see `Vary`).
               schema:
                 type: string
                 const: public, max-age=60
+            Vary:
+              required: true
+              description: The same URL answers each app with its own edition and a request without a key with 401, so a
+                shared cache (a CDN, a proxy) keeps one copy per `X-API-Key` and never answers a request with another key,
+                or none, from it (RFC 9111 4.1). docs/scaling.md says how to configure a cache that ignores `Vary`.
+              schema:
+                type: string
+                const: X-API-Key
             EditionLocation:
               required: true
               schema:
@@ -734,12 +1126,14 @@ extension OpenAPISpec {
 
           responses:
             Edition:
-              description: The edition, cacheable.
+              description: The edition, cacheable per app key.
               headers:
                 ETag:
                   $ref: "#/components/headers/ETag"
                 Cache-Control:
                   $ref: "#/components/headers/CacheControl"
+                Vary:
+                  $ref: "#/components/headers/Vary"
               content:
                 application/json:
                   schema:
@@ -751,6 +1145,8 @@ extension OpenAPISpec {
                   $ref: "#/components/headers/ETag"
                 Cache-Control:
                   $ref: "#/components/headers/CacheControl"
+                Vary:
+                  $ref: "#/components/headers/Vary"
             BadRequest:
               description: |
                 A bad request, nothing stored: `invalid_json` (field `body`), `missing_field`, `wrong_type` or
@@ -767,13 +1163,13 @@ extension OpenAPISpec {
                   schema:
                     $ref: "#/components/schemas/Error"
             NotFound:
-              description: "`not_found`: no such device, edition, publication or broadcast for this app (naming the field), or no such route."
+              description: "`not_found`: no such device, edition, publication, broadcast, app or key (naming the field), or no such route."
               content:
                 application/json:
                   schema:
                     $ref: "#/components/schemas/Error"
             Conflict:
-              description: "`conflict`, naming the field (`issueDate`, `state`, …)."
+              description: "`conflict`, naming the field (`issueDate`, `state`, `apns`, `key`, …)."
               content:
                 application/json:
                   schema:
@@ -829,7 +1225,7 @@ extension OpenAPISpec {
                       description: |
                         `invalid_json`, `missing_field`, `wrong_type`, `invalid_value`, `unauthorized`, `not_found`,
                         `method_not_allowed`, `conflict`, `body_too_large`, `rate_limited`, `database_unavailable`,
-                        `migrations_pending`, `migrations_mismatch`, `internal`, or `http_<status>`.
+                        `migrations_pending`, `migrations_mismatch`, `cannot_send`, `internal`, or `http_<status>`.
                       examples: [invalid_value]
                     field:
                       type: string
@@ -1188,24 +1584,68 @@ extension OpenAPISpec {
                         items:
                           $ref: "#/components/schemas/WakeRateGroup"
 
+            Origin:
+              type: object
+              additionalProperties: false
+              required: [id, name, capacity, createdAt, publications]
+              description: A content origin and the wake-ups per second it serves, shared by its publications' broadcasts.
+              properties:
+                id:
+                  type: integer
+                name:
+                  type: string
+                capacity:
+                  type: number
+                createdAt:
+                  $ref: "#/components/schemas/Timestamp"
+                publications:
+                  type: array
+                  description: The publications that share it, as `app/publication`.
+                  items:
+                    type: string
+            Publication:
+              type: object
+              additionalProperties: false
+              required: [id, appId, slug]
+              properties:
+                id:
+                  type: integer
+                appId:
+                  type: integer
+                slug:
+                  type: string
+                title:
+                  type: string
+                origin:
+                  type: string
+                  description: The content origin its broadcasts share; absent when they pace alone.
             App:
               type: object
               additionalProperties: false
-              required: [id, bundleId, teamId, keyId, keyReference, createdAt]
+              required: [id, bundleId, credentialsVersion, createdAt]
+              description: An app and its providers, at least one of `apns` and `fcm`. Never a key.
               properties:
                 id:
                   type: integer
                 bundleId:
                   type: string
-                teamId:
-                  type: string
-                  pattern: "^[A-Z0-9]{10}$"
-                keyId:
-                  type: string
-                  pattern: "^[A-Z0-9]{10}$"
-                keyReference:
-                  type: string
-                  description: Where the `.p8` key lives (a path, or `env:VARIABLE`); never the key.
+                apns:
+                  type: object
+                  additionalProperties: false
+                  required: [teamId, keyId, keyReference]
+                  description: |
+                    The app's APNs token-auth key, when it has one (`paperboy apps add --team-id --key-id --key-file`,
+                    `paperboy apps set-apns` or `PUT /v1/apps/{app}/apns`); absent for an FCM-only app.
+                  properties:
+                    teamId:
+                      type: string
+                      pattern: "^[A-Z0-9]{10}$"
+                    keyId:
+                      type: string
+                      pattern: "^[A-Z0-9]{10}$"
+                    keyReference:
+                      type: string
+                      description: Where the `.p8` key lives (a path, or `env:VARIABLE`); never the key.
                 fcm:
                   type: object
                   additionalProperties: false
@@ -1221,8 +1661,65 @@ extension OpenAPISpec {
                       type: string
                       pattern: "^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
                       description: The Firebase project id read from the file.
+                credentialsVersion:
+                  type: integer
+                  minimum: 1
+                  description: One higher after every change of the app's APNs or FCM credentials.
                 createdAt:
                   $ref: "#/components/schemas/Timestamp"
+              example:
+                id: 1
+                bundleId: com.example.news
+                apns:
+                  teamId: ABCDE12345
+                  keyId: KEY1234567
+                  keyReference: /secrets/AuthKey_KEY1234567.p8
+                fcm:
+                  serviceAccount: /secrets/firebase-news.json
+                  projectId: paperboy-news
+                credentialsVersion: 1
+                createdAt: "2026-11-23T04:00:00Z"
+
+            APNsCredentialsInput:
+              type: object
+              required: [teamId, keyId, keyFile]
+              properties:
+                teamId:
+                  type: string
+                  pattern: "^[A-Z0-9]{10}$"
+                  description: The Apple developer team id.
+                keyId:
+                  type: string
+                  pattern: "^[A-Z0-9]{10}$"
+                  description: The APNs auth key id.
+                keyFile:
+                  type: string
+                  pattern: "^/"
+                  minLength: 2
+                  maxLength: 4096
+                  description: The absolute path of the `.p8` on the host Paperboy runs on; only the path is stored.
+
+            AppAPIKey:
+              type: object
+              additionalProperties: false
+              required: [id, appId, createdAt]
+              description: One of an app's device API keys; never the key or its hash.
+              properties:
+                id:
+                  type: integer
+                appId:
+                  type: integer
+                createdAt:
+                  $ref: "#/components/schemas/Timestamp"
+                lastUsedAt:
+                  $ref: "#/components/schemas/Timestamp"
+                revokedAt:
+                  $ref: "#/components/schemas/Timestamp"
+              example:
+                id: 1
+                appId: 1
+                createdAt: "2026-11-20T09:30:00Z"
+                lastUsedAt: "2026-11-23T04:05:00Z"
 
             Bundle:
               type: object
@@ -1548,7 +2045,14 @@ extension OpenAPISpec {
                   $ref: "#/components/schemas/Timestamp"
                 failure:
                   type: string
-                  description: Why a `failed` broadcast failed (its app's APNs key unreadable, a push that cannot be built).
+                  description: |
+                    Why a `failed` broadcast failed: no worker could send for its app (each worker's reason), a push that
+                    cannot be built, or data that cannot be read.
+                note:
+                  type: string
+                  description: |
+                    Why it started later or runs slower than asked: the content origin its publication shares was held by
+                    other broadcasts (which, until when), or its capacity is below the rate asked.
                 waves:
                   type: array
                   items:

@@ -39,6 +39,9 @@ extension APIError {
         public static let migrationsPending = Code(rawValue: "migrations_pending")
         /// `/health/ready`: the database has migrations this binary does not know.
         public static let migrationsMismatch = Code(rawValue: "migrations_mismatch")
+        /// `/health/ready`: this process's dispatcher cannot send for an app (its credentials cannot be loaded
+        /// here, or the provider refuses them).
+        public static let cannotSend = Code(rawValue: "cannot_send")
         /// The server failed; the detail is in its log only.
         public static let `internal` = Code(rawValue: "internal")
 

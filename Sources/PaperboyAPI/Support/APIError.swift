@@ -24,6 +24,9 @@ public struct APIError: HTTPResponseError, Equatable {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers = self.headers
         headers[.contentType] = "application/json; charset=utf-8"
+        // Never stored by a cache, whatever it is told to keep: a 401 cached by URL would answer the devices
+        // with a key after it, and one app's 404 would answer another app's request.
+        if headers[.cacheControl] == nil { headers[.cacheControl] = "no-store" }
         let body = try APIError.encoder.encode(Body(error: .init(code: code, field: field, message: message)))
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }

@@ -199,10 +199,9 @@ public struct DemoRunner: Sendable {
         )
         let channels = APNsChannels(
             clients: apnsClients,
-            endpoints: try APNsEndpoints(override: "http://127.0.0.1:\(simulatorPort)"),
-            apps: AppRepository(client: client)
+            endpoints: try APNsEndpoints(override: "http://127.0.0.1:\(simulatorPort)")
         )
-        let fcmChannels = FCMChannels(clients: fcmClients, apps: AppRepository(client: client))
+        let fcmChannels = FCMChannels(clients: fcmClients)
         let credentials = try FCMCredentials(serviceAccount: serviceAccountFile, projectID: serviceAccount.projectID)
         var recordings: [DemoRecording] = []
         do {

@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Apps in PostgreSQL.
+/// Apps in PostgreSQL: their providers' credentials (never the keys themselves) and their device API keys
+/// (``AppRepository+Keys.swift``).
 public struct AppRepository: Sendable {
     let client: PostgresClient
 
@@ -10,29 +11,29 @@ public struct AppRepository: Sendable {
         self.client = client
     }
 
-    /// Registers an app and returns it with its newly generated device API key (shown only now).
+    /// Registers an app and returns it with its first device API key (shown only now).
+    /// - Throws: ``StoreError`` `.conflict` naming `bundleId` when an app has that bundle id already.
     public func create(_ app: NewApp, logger: Logger) async throws -> (app: App, apiKey: DeviceAPIKey) {
         let key = DeviceAPIKey.generate()
         do {
+            // One statement: the app and its key are stored together or not at all.
             let rows = try await client.query(
                 """
-                INSERT INTO apps (bundle_id, team_id, key_id, key_reference, api_key_hash, fcm_service_account, fcm_project_id)
-                VALUES (\(app.bundleID), \(app.teamID), \(app.keyID), \(app.keyReference), \(ByteBuffer(bytes: key.hash)),
-                    \(app.fcm?.serviceAccount), \(app.fcm?.projectID))
-                RETURNING id, created_at
+                WITH app AS (
+                    INSERT INTO apps (bundle_id, team_id, key_id, key_reference, fcm_service_account, fcm_project_id)
+                    VALUES (\(app.bundleID), \(app.apns?.teamID), \(app.apns?.keyID), \(app.apns?.keyReference),
+                        \(app.fcm?.serviceAccount), \(app.fcm?.projectID))
+                    RETURNING id, created_at, credentials_version
+                ), key AS (
+                    INSERT INTO app_api_keys (app_id, key_hash, created_at)
+                    SELECT id, \(ByteBuffer(bytes: key.hash)), created_at FROM app
+                )
+                SELECT id, created_at, credentials_version FROM app
                 """,
                 logger: logger
             )
-            for try await (id, createdAt) in rows.decode((Int, Date).self) {
-                let created = App(
-                    id: id,
-                    bundleID: app.bundleID,
-                    teamID: app.teamID,
-                    keyID: app.keyID,
-                    keyReference: app.keyReference,
-                    fcm: app.fcm,
-                    createdAt: createdAt
-                )
+            for try await (id, createdAt, version) in rows.decode((Int, Date, Int).self) {
+                let created = App(id: id, bundleID: app.bundleID, apns: app.apns, fcm: app.fcm, credentialsVersion: version, createdAt: createdAt)
                 return (created, key)
             }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
@@ -41,53 +42,137 @@ public struct AppRepository: Sendable {
         throw StoreError(code: .conflict, message: "the app was not created")
     }
 
-    /// Adds or replaces the app's FCM service account (its path and project id; never the file's content).
+    /// Adds or replaces the app's APNs token-auth key (team id, key id and where the `.p8` lives; never the
+    /// key). The credentials version goes up even when the values are the same: the file behind the path may
+    /// have been replaced, and the workers should load it again.
     ///
     /// - Returns: the app as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
-    public func setFCM(appID: Int, _ credentials: FCMCredentials, logger: Logger) async throws -> App {
-        let rows = try await client.query(
+    public func setAPNs(appID: Int, _ credentials: APNsCredentials, logger: Logger) async throws -> App {
+        try await update(
+            appID: appID,
             """
-            UPDATE apps SET fcm_service_account = \(credentials.serviceAccount), fcm_project_id = \(credentials.projectID)
+            UPDATE apps a SET team_id = \(credentials.teamID), key_id = \(credentials.keyID), key_reference = \(credentials.keyReference),
+                credentials_version = credentials_version + 1
             WHERE id = \(appID) RETURNING \(unescaped: Self.columns)
             """,
             logger: logger
         )
-        for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
-        throw StoreError(code: .notFound, field: "app", message: "no app \(appID)")
     }
 
-    /// The app whose device API key this is, if any.
-    public func find(apiKey: DeviceAPIKey, logger: Logger) async throws -> App? {
-        let rows = try await client.query(
-            "SELECT \(unescaped: Self.columns) FROM apps WHERE api_key_hash = \(ByteBuffer(bytes: apiKey.hash))",
+    /// Adds or replaces the app's FCM service account (its path and project id; never the file's content).
+    /// The credentials version goes up, as for ``setAPNs(appID:_:logger:)``.
+    ///
+    /// - Returns: the app as now stored.
+    /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
+    public func setFCM(appID: Int, _ credentials: FCMCredentials, logger: Logger) async throws -> App {
+        try await update(
+            appID: appID,
+            """
+            UPDATE apps a SET fcm_service_account = \(credentials.serviceAccount), fcm_project_id = \(credentials.projectID),
+                credentials_version = credentials_version + 1
+            WHERE id = \(appID) RETURNING \(unescaped: Self.columns)
+            """,
             logger: logger
         )
-        for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
-        return nil
+    }
+
+    /// Removes the app's APNs credentials: its APNs devices are no longer sent to, and a broadcast to an
+    /// audience with APNs devices is refused until credentials are set again.
+    ///
+    /// - Returns: the app as now stored.
+    /// - Throws: ``StoreError`` `.notFound` naming `app` (no such app) or `apns` (the app has no APNs
+    ///   credentials); `.conflict` naming `apns` when APNs is the app's only provider.
+    public func removeAPNs(appID: Int, logger: Logger) async throws -> App {
+        try await remove(
+            .apns,
+            appID: appID,
+            """
+            UPDATE apps a SET team_id = NULL, key_id = NULL, key_reference = NULL, credentials_version = credentials_version + 1
+            WHERE id = \(appID) AND team_id IS NOT NULL RETURNING \(unescaped: Self.columns)
+            """,
+            logger: logger
+        )
+    }
+
+    /// Removes the app's FCM service account: its FCM devices are skipped (`fcmNotConfigured`) from then on.
+    ///
+    /// - Returns: the app as now stored.
+    /// - Throws: ``StoreError`` `.notFound` naming `app` (no such app) or `fcm` (the app has no service
+    ///   account); `.conflict` naming `fcm` when FCM is the app's only provider.
+    public func removeFCM(appID: Int, logger: Logger) async throws -> App {
+        try await remove(
+            .fcm,
+            appID: appID,
+            """
+            UPDATE apps a SET fcm_service_account = NULL, fcm_project_id = NULL, credentials_version = credentials_version + 1
+            WHERE id = \(appID) AND fcm_service_account IS NOT NULL RETURNING \(unescaped: Self.columns)
+            """,
+            logger: logger
+        )
     }
 
     /// The app with this id, if any.
     public func find(id: Int, logger: Logger) async throws -> App? {
-        let rows = try await client.query("SELECT \(unescaped: Self.columns) FROM apps WHERE id = \(id)", logger: logger)
+        let rows = try await client.query("SELECT \(unescaped: Self.columns) FROM apps a WHERE a.id = \(id)", logger: logger)
         for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
         return nil
     }
 
     /// Every app, oldest first.
     public func list(logger: Logger) async throws -> [App] {
-        let rows = try await client.query("SELECT \(unescaped: Self.columns) FROM apps ORDER BY id", logger: logger)
+        let rows = try await client.query("SELECT \(unescaped: Self.columns) FROM apps a ORDER BY a.id", logger: logger)
         var apps: [App] = []
         for try await row in rows.decode(Self.Row.self) { apps.append(Self.app(row)) }
         return apps
     }
 
-    private typealias Row = (Int, String, String, String, String, String?, String?, Date)
-    private static let columns = "id, bundle_id, team_id, key_id, key_reference, fcm_service_account, fcm_project_id, created_at"
+    private enum Provider: String {
+        case apns, fcm
+        var name: String { self == .apns ? "APNs" : "FCM" }
+    }
 
-    private static func app(_ row: Row) -> App {
-        // The database's checks hold the same rules as FCMCredentials, so a stored pair always passes them.
-        let fcm = row.5.flatMap { path in row.6.flatMap { try? FCMCredentials(serviceAccount: path, projectID: $0) } }
-        return App(id: row.0, bundleID: row.1, teamID: row.2, keyID: row.3, keyReference: row.4, fcm: fcm, createdAt: row.7)
+    private func update(appID: Int, _ query: PostgresQuery, logger: Logger) async throws -> App {
+        let rows = try await client.query(query, logger: logger)
+        for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
+        throw StoreError(code: .notFound, field: "app", message: "no app \(appID)")
+    }
+
+    /// Runs a removal that matches no row when the provider is absent; the database's `apps_one_provider`
+    /// check refuses to remove the last one, even when two removals race.
+    private func remove(_ provider: Provider, appID: Int, _ query: PostgresQuery, logger: Logger) async throws -> App {
+        do {
+            let rows = try await client.query(query, logger: logger)
+            for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23514" {
+            let other: Provider = provider == .apns ? .fcm : .apns
+            throw StoreError(
+                code: .conflict,
+                field: provider.rawValue,
+                message: "\(provider.name) is app \(appID)'s only provider, and an app needs at least one: add \(other.name) first"
+            )
+        }
+        guard try await find(id: appID, logger: logger) != nil else {
+            throw StoreError(code: .notFound, field: "app", message: "no app \(appID)")
+        }
+        throw StoreError(code: .notFound, field: provider.rawValue, message: "app \(appID) has no \(provider.name) credentials")
+    }
+
+    typealias Row = (Int, String, String?, String?, String?, String?, String?, Int, Date)
+    /// The columns of ``Row``, of `apps a`.
+    static let columns = """
+        a.id, a.bundle_id, a.team_id, a.key_id, a.key_reference, a.fcm_service_account, a.fcm_project_id, a.credentials_version, a.created_at
+        """
+
+    static func app(_ row: Row) -> App {
+        var apns: APNsCredentials?
+        if let teamID = row.2, let keyID = row.3, let keyReference = row.4 {
+            apns = APNsCredentials(stored: teamID, keyID: keyID, keyReference: keyReference)
+        }
+        var fcm: FCMCredentials?
+        if let path = row.5, let projectID = row.6 {
+            fcm = FCMCredentials(stored: path, projectID: projectID)
+        }
+        return App(id: row.0, bundleID: row.1, apns: apns, fcm: fcm, credentialsVersion: row.7, createdAt: row.8)
     }
 }

@@ -18,6 +18,8 @@ public struct Broadcast: Sendable, Equatable {
     public var finishedAt: Date?
     /// Why a `failed` broadcast failed.
     public var failure: String?
+    /// Why it started later or runs slower than asked (its content origin was busy), if it did.
+    public var note: String?
     /// The edition's publication (slug) and day.
     public var publication: String
     public var issueDate: String
@@ -70,16 +72,28 @@ public struct LeasedBatch: Sendable, Equatable {
     /// be told when the edition is ready get the ready alert instead. Nil: no device of the batch does.
     public var readyAlertsFrom: Date?
 
+    /// Whether a worker gave the batch back before (a drain, or a provider it could not send through): the devices
+    /// it recorded then are left out of the batch's targets.
+    public var givenBack = false
+
+    /// The capacity of the content origin the batch's publication shares, if it has one: the batch then sends in an
+    /// exclusive slot of the origin's timeline at this rate (``sendRate``).
+    public var originCapacity: Double?
+
+    /// How fast the batch's devices go out within its slot: the origin's capacity when it shares one (its slot is
+    /// exclusive, so the origin never sees more), else the wave's rate.
+    public var sendRate: Double { originCapacity ?? rate }
+
     /// When the `index`-th device of the batch is due in the plan.
     public func plannedTime(index: Int) -> Date {
         guard rate > 0 else { return cohortStart }
         return cohortStart.addingTimeInterval(Double(firstOrdinal + index) / rate)
     }
 
-    /// When the `index`-th device of the batch goes out: its slot's start plus its place at the wave's rate.
+    /// When the `index`-th device of the batch goes out: its slot's start plus its place at the batch's send rate.
     public func sendTime(index: Int) -> Date {
-        guard rate > 0 else { return slotStart }
-        return slotStart.addingTimeInterval(Double(index) / rate)
+        guard sendRate > 0 else { return slotStart }
+        return slotStart.addingTimeInterval(Double(index) / sendRate)
     }
 }
 

@@ -18,6 +18,8 @@ extension BroadcastRepository {
     ///     batch is what a worker that dies may have sent without recording it.
     /// - Returns: nil when nothing is due.
     ///   - excluding: batches this worker holds already (it may still be sending one whose lease ran out).
+    ///   - excludingApps: apps this worker cannot send for now (their credentials cannot be loaded here): their
+    ///     batches are left to the other workers.
     public func lease(
         owner: String,
         now: Date,
@@ -26,6 +28,7 @@ extension BroadcastRepository {
         batchDuration: TimeInterval,
         maxBatchSize: Int,
         excluding held: [Int64] = [],
+        excludingApps apps: [Int] = [],
         logger: Logger
     ) async throws -> LeasedBatch? {
         precondition(maxBatchSize > 0, "a batch holds at least one device")
@@ -34,7 +37,7 @@ extension BroadcastRepository {
         // slot, after the work already claimed, so taking one over never doubles the rate.
         let taken = try await client.transaction(logger: logger) { connection -> LeasedBatch? in
             let rows = try await connection.query(
-                Self.takeOverQuery(owner: owner, duration: duration, now: leaseNow, excluding: held),
+                Self.takeOverQuery(owner: owner, duration: duration, now: leaseNow, excluding: held, excludingApps: apps),
                 logger: logger
             )
             var id: Int64?
@@ -65,7 +68,10 @@ extension BroadcastRepository {
         // Carve a new batch; a cohort found empty is closed and the next one tried.
         for _ in 0..<64 {
             let carved = try await client.transaction(logger: logger) { connection -> (id: Int64?, again: Bool) in
-                let due = try await connection.query(Self.dueCohortQuery(dueBy: now.addingTimeInterval(lookahead)), logger: logger)
+                let due = try await connection.query(
+                    Self.dueCohortQuery(dueBy: now.addingTimeInterval(lookahead), excludingApps: apps),
+                    logger: logger
+                )
                 var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double, Date)?
                 for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date).self) { found = row }
                 guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate, planned) = found else { return (nil, false) }
@@ -123,8 +129,14 @@ extension BroadcastRepository {
     }
 
     /// Takes over the oldest batch whose lease expired (its worker died), for `owner` for `duration` seconds;
-    /// never one of `held`. `now`: the lease clock's instant, nil for the database's.
-    static func takeOverQuery(owner: String, duration: TimeInterval, now: Date?, excluding held: [Int64]) -> PostgresQuery {
+    /// never one of `held` nor one of `apps`' broadcasts. `now`: the lease clock's instant, nil for the database's.
+    static func takeOverQuery(
+        owner: String,
+        duration: TimeInterval,
+        now: Date?,
+        excluding held: [Int64],
+        excludingApps apps: [Int] = []
+    ) -> PostgresQuery {
         """
         UPDATE broadcast_batches
         SET lease_owner = \(owner), lease_expires_at = coalesce(\(now)::timestamptz, now()) + make_interval(secs => \(duration)),
@@ -133,14 +145,15 @@ extension BroadcastRepository {
             SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
             WHERE bb.done_at IS NULL AND bb.lease_expires_at < coalesce(\(now)::timestamptz, now()) AND b.state = 'running'
                 AND bb.id <> ALL (\(held)::bigint[])
+                AND NOT b.edition_id IN (SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id WHERE p.app_id = ANY (\(apps)::integer[]))
             ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
         RETURNING id
         """
     }
 
     /// The cohort whose next device is due soonest, if that is by `dueBy` (its planned instant, or the wave's
-    /// next free slot when the wave is behind), locked for carving a batch.
-    static func dueCohortQuery(dueBy: Date) -> PostgresQuery {
+    /// next free slot when the wave is behind), locked for carving a batch; never one of `apps`' broadcasts.
+    static func dueCohortQuery(dueBy: Date, excludingApps apps: [Int] = []) -> PostgresQuery {
         """
         SELECT c.broadcast_id, c.wave, c.cohort, c.next_key, c.end_key, c.next_ordinal, w.kind, w.rate,
             c.starts_at + make_interval(secs => c.next_ordinal / w.rate)
@@ -148,7 +161,10 @@ extension BroadcastRepository {
         JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
         JOIN broadcasts b ON b.id = c.broadcast_id
         WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
-            AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity')) <= \(dueBy)
+            AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'),
+                coalesce((SELECT o.next_slot FROM editions e JOIN publications p ON p.id = e.publication_id JOIN origins o ON o.id = p.origin_id
+                    WHERE e.id = b.edition_id), '-infinity')) <= \(dueBy)
+            AND NOT b.edition_id IN (SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id WHERE p.app_id = ANY (\(apps)::integer[]))
         ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
         LIMIT 1 FOR UPDATE OF c SKIP LOCKED
         """
@@ -160,7 +176,9 @@ extension BroadcastRepository {
         let rows = try await client.query(
             """
             SELECT min(due) FROM (
-                SELECT min(greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'))) AS due
+                SELECT min(greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'),
+                    coalesce((SELECT o.next_slot FROM editions e JOIN publications p ON p.id = e.publication_id JOIN origins o ON o.id = p.origin_id
+                        WHERE e.id = b.edition_id), '-infinity'))) AS due
                 FROM broadcast_cohorts c
                 JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
                 JOIN broadcasts b ON b.id = c.broadcast_id
@@ -181,6 +199,11 @@ extension BroadcastRepository {
     /// at the latest of the end of the slots already claimed, `planned` and `now`, and lasts `devices / rate`.
     /// Every worker claims from the same row, so the wave's sends never exceed its rate in total, and work
     /// that fell behind (a stall, a batch taken over) goes out after the work already claimed, at the rate.
+    ///
+    /// When the broadcast's publication shares a content origin (migration 0018), the slot is also claimed on the
+    /// origin's timeline, exclusively: it starts no earlier than the end of every slot any broadcast of the origin
+    /// claimed, and holds the origin for `devices / capacity` (the batch sends at the capacity within it), so the
+    /// origin never sees more than its capacity in total. The origin's row is locked before the wave's, always.
     /// - Returns: when the slot starts.
     static func claimSlot(
         broadcastID: UUID,
@@ -191,11 +214,15 @@ extension BroadcastRepository {
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> Date {
+        let origins = try await connection.query(Self.originQuery(broadcastID: broadcastID), logger: logger)
+        var origin: (id: Int, capacity: Double, next: Date?)?
+        for try await row in origins.decode((Int, Double, Date?).self) { origin = row }
         let rows = try await connection.query(
             """
             UPDATE broadcast_waves
-            SET next_slot = greatest(coalesce(next_slot, '-infinity'), \(planned), \(now)) + make_interval(secs => \(Double(devices)) / rate),
-                behind_seconds = extract(epoch FROM greatest(coalesce(next_slot, '-infinity'), \(planned), \(now)) - \(planned))
+            SET next_slot = greatest(coalesce(next_slot, '-infinity'), \(planned), \(now), \(origin?.next)::timestamptz)
+                    + make_interval(secs => \(Double(devices)) / rate),
+                behind_seconds = extract(epoch FROM greatest(coalesce(next_slot, '-infinity'), \(planned), \(now), \(origin?.next)::timestamptz) - \(planned))
             WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND rate > 0
             RETURNING next_slot - make_interval(secs => \(Double(devices)) / rate)
             """,
@@ -203,7 +230,23 @@ extension BroadcastRepository {
         )
         var slot = max(planned, now)
         for try await start in rows.decode(Date.self) { slot = start }
+        if let origin {
+            try await connection.query(
+                "UPDATE origins SET next_slot = \(slot) + make_interval(secs => \(Double(devices)) / capacity) WHERE id = \(origin.id)",
+                logger: logger
+            )
+        }
         return slot
+    }
+
+    /// The content origin of a broadcast's publication, locked for a slot claim: its id, capacity and timeline's end.
+    static func originQuery(broadcastID: UUID) -> PostgresQuery {
+        """
+        SELECT o.id, o.capacity, o.next_slot FROM origins o
+        WHERE o.id = (SELECT p.origin_id FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+            WHERE b.id = \(broadcastID))
+        FOR UPDATE
+        """
     }
 
     /// A new slot for the devices of a batch from its `index`-th on, when the worker fell behind the batch's
@@ -288,7 +331,16 @@ extension BroadcastRepository {
             maxPushesPerDevice: batch.maxPushesPerDevice,
             dormantAfter: batch.dormantAfter
         )
-        let rows = try await client.query(Self.targetsQuery(audience, firstKey: batch.firstKey, lastKey: batch.lastKey, now: now), logger: logger)
+        let rows = try await client.query(
+            Self.targetsQuery(
+                audience,
+                firstKey: batch.firstKey,
+                lastKey: batch.lastKey,
+                now: now,
+                leavingOutDeliveredIn: batch.givenBack ? (batch.broadcastID, batch.wave) : nil
+            ),
+            logger: logger
+        )
         var targets: [BatchTarget] = []
         for try await (id, token, provider, platform, tier, recent, notify) in rows.decode(
             (Int64, ByteBuffer, Int16, Int16, Int16, [Date], Bool).self
@@ -308,18 +360,33 @@ extension BroadcastRepository {
     }
 
     /// The hourly budget reads the times of a device's background pushes of the last hour, from the
-    /// `deliveries_recent_background` index (a few at most: the budget is 3).
-    static func targetsQuery(_ audience: WaveAudience, firstKey: Int64, lastKey: Int64, now: Date) -> PostgresQuery {
-        audience.query(
+    /// `deliveries_recent_background` index (a few at most: the budget is 3). A batch given back before leaves out
+    /// the devices delivered in its wave (`leavingOutDeliveredIn`: the broadcast and wave), one probe of the
+    /// deliveries primary key each.
+    static func targetsQuery(
+        _ audience: WaveAudience,
+        firstKey: Int64,
+        lastKey: Int64,
+        now: Date,
+        leavingOutDeliveredIn given: (broadcast: UUID, wave: Int)? = nil
+    ) -> PostgresQuery {
+        let delivered =
+            given == nil
+            ? "" : "AND NOT EXISTS (SELECT 1 FROM deliveries g WHERE g.device_id = d.id AND g.broadcast_id = $12 AND g.wave = $13)"
+        return audience.query(
             """
             SELECT d.id, d.token, d.provider, d.platform, d.tier, ARRAY(SELECT x.sent_at FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $11 AND x.outcome <> 'notSent'),
                 d.notify_when_ready AND d.alerts_authorized
-            FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $9 AND $10 ORDER BY d.cohort_key, d.id
+            FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $9 AND $10 \(delivered) ORDER BY d.cohort_key, d.id
             """
         ) {
             $0.append(firstKey)
             $0.append(lastKey)
             $0.append(now.addingTimeInterval(-3600))
+            if let given {
+                $0.append(given.broadcast)
+                $0.append(Int16(given.wave))
+            }
         }
     }
 
@@ -330,6 +397,65 @@ extension BroadcastRepository {
     ///   and was taken over, by another worker or this one; the new lease records it).
     @discardableResult
     public func record(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, now: Date, logger: Logger) async throws -> Bool {
+        try await write(batch, outcomes: outcomes, now: now, logger: logger) { connection in
+            let done = try await connection.query(
+                """
+                UPDATE broadcast_batches SET done_at = \(now)
+                WHERE id = \(batch.id) AND lease_owner = \(owner) AND leases = \(Int16(batch.leases)) AND done_at IS NULL RETURNING id
+                """,
+                logger: logger
+            )
+            return try await done.collect().count == 1
+        }
+    }
+
+    /// Records what became of the devices a worker sent of a batch, and gives the rest back to the cohort: the batch
+    /// stays open under its lease, left expired so that another worker takes it over at once and sends the devices
+    /// not delivered in this wave (a drain, or a provider this worker cannot send through).
+    ///
+    /// - Parameters:
+    ///   - recorded: the outcomes of the devices written to a provider (or skipped): recorded as ``record(_:outcomes:owner:now:logger:)``
+    ///     would, counted once.
+    ///   - firstReturned: the batch position of the first device given back: the rest is planned from there.
+    ///   - returned: how many devices go back.
+    ///   - reason: why, as `broadcast status` shows it.
+    /// - Returns: false, recording nothing, when `owner` no longer holds this lease of the batch.
+    @discardableResult
+    public func giveBack(
+        _ batch: LeasedBatch,
+        recorded: [BatchOutcome],
+        firstReturned: Int,
+        returned: Int,
+        because reason: String,
+        owner: String,
+        now: Date,
+        logger: Logger
+    ) async throws -> Bool {
+        let leaseNow = leaseNow(now)
+        return try await write(batch, outcomes: recorded, now: now, logger: logger) { connection in
+            let given = try await connection.query(
+                """
+                UPDATE broadcast_batches
+                SET give_backs = give_backs + 1, given_back_for = \(reason), devices = \(max(1, returned)),
+                    first_ordinal = first_ordinal + \(firstReturned), slot_start = NULL,
+                    lease_expires_at = coalesce(\(leaseNow)::timestamptz, now()) - interval '1 millisecond'
+                WHERE id = \(batch.id) AND lease_owner = \(owner) AND leases = \(Int16(batch.leases)) AND done_at IS NULL RETURNING id
+                """,
+                logger: logger
+            )
+            return try await given.collect().count == 1
+        }
+    }
+
+    /// Writes `outcomes` in one transaction after `fence` (which ends or gives back the batch under its lease)
+    /// succeeded: the delivery ledger, the cohort's counters, dormancy, deactivations.
+    private func write(
+        _ batch: LeasedBatch,
+        outcomes: [BatchOutcome],
+        now: Date,
+        logger: Logger,
+        fence: @escaping @Sendable (PostgresConnection) async throws -> Bool
+    ) async throws -> Bool {
         var sentIDs: [Int64] = []
         var sentAt: [Date] = []
         var sentBackground: [Bool] = []
@@ -389,14 +515,7 @@ extension BroadcastRepository {
         let counted =
             background && batch.wave == 1 ? sentIDs.indices.filter { results[$0] == "accepted" && sentBackground[$0] }.map { sentIDs[$0] } : []
         return try await client.transaction(logger: logger) { connection -> Bool in
-            let done = try await connection.query(
-                """
-                UPDATE broadcast_batches SET done_at = \(now)
-                WHERE id = \(batch.id) AND lease_owner = \(owner) AND leases = \(Int16(batch.leases)) AND done_at IS NULL RETURNING id
-                """,
-                logger: logger
-            )
-            guard try await done.collect().count == 1 else { return false }
+            guard try await fence(connection) else { return false }
             if sent > 0 {
                 try await connection.query(
                     """
@@ -413,12 +532,12 @@ extension BroadcastRepository {
             var binds = PostgresBindings(capacity: 9)
             binds.append(sent)
             binds.append(accepted)
-            binds.append(Self.json(rejected))
-            binds.append(Self.json(skipped))
+            binds.append(try Self.json(rejected))
+            binds.append(try Self.json(skipped))
             binds.append(batch.broadcastID)
             binds.append(Int16(batch.wave))
             binds.append(batch.cohort)
-            binds.append(Self.json(providers))
+            binds.append(try Self.json(providers))
             binds.append(dormant)
             try await connection.query(
                 PostgresQuery(
@@ -480,10 +599,11 @@ extension BroadcastRepository {
     func batch(id: Int64, on connection: PostgresConnection, logger: Logger) async throws -> LeasedBatch? {
         let rows = try await connection.query(Self.batchQuery(id: id), logger: logger)
         typealias Row = (
-            Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?, Date
+            Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?, Date, Int16,
+            Double?
         )
         for try await row in rows.decode(Row.self) {
-            let options = (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.15.utf8))) ?? BroadcastOptions()
+            let options = try Self.options(row.15, broadcast: row.1)
             let planned = row.10 > 0 ? row.9.addingTimeInterval(Double(row.7) / row.10) : row.9
             return LeasedBatch(
                 id: row.0,
@@ -508,7 +628,9 @@ extension BroadcastRepository {
                 leases: Int(row.17),
                 slotStart: row.18 ?? planned,
                 readyAlertsFrom: row.3 == BroadcastProgress.Wave.Kind.background.rawValue
-                    ? options.lastBackgroundFollowUp(wave: Int(row.2), deadline: row.16) : nil
+                    ? options.lastBackgroundFollowUp(wave: Int(row.2), deadline: row.16) : nil,
+                givenBack: row.20 > 0,
+                originCapacity: row.21
             )
         }
         return nil
@@ -517,7 +639,8 @@ extension BroadcastRepository {
     static func batchQuery(id: Int64) -> PostgresQuery {
         """
         SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
-            c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start, w.starts_at
+            c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start, w.starts_at,
+            bb.give_backs, (SELECT o.capacity FROM origins o WHERE o.id = p.origin_id)
         FROM broadcast_batches bb
         JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
         JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave
@@ -530,27 +653,7 @@ extension BroadcastRepository {
     func select(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws -> [Broadcast] {
         let rows = try await connection.query(query, logger: logger)
         var broadcasts: [Broadcast] = []
-        for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(Self.broadcast(row)) }
+        for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(try Self.broadcast(row)) }
         return broadcasts
-    }
-}
-
-/// A running broadcast's counts over all its waves, for metrics.
-public struct BroadcastTotals: Sendable, Equatable {
-    public var id: UUID
-    public var planned: Int
-    public var sent: Int
-    public var accepted: Int
-}
-
-extension BroadcastRepository {
-    /// The running broadcasts' totals, in one query.
-    public func runningTotals(logger: Logger) async throws -> [BroadcastTotals] {
-        let rows = try await client.query(RequestStatements.runningTotals, logger: logger)
-        var totals: [BroadcastTotals] = []
-        for try await (id, planned, sent, accepted) in rows.decode((UUID, Int, Int, Int).self) {
-            totals.append(BroadcastTotals(id: id, planned: planned, sent: sent, accepted: accepted))
-        }
-        return totals
     }
 }

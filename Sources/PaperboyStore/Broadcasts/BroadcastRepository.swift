@@ -89,8 +89,8 @@ public struct BroadcastRepository: Sendable {
         let created = try await client.transaction(logger: logger) { connection -> Bool in
             let rows = try await connection.query(
                 """
-                INSERT INTO broadcasts (id, edition_id, environment, state, plan, origin)
-                VALUES (\(id), \(editionID), \(environment.storageCode), 'running', \(optionsJSON)::jsonb, \(origin))
+                INSERT INTO broadcasts (id, edition_id, environment, state, plan, origin, plan_note)
+                VALUES (\(id), \(editionID), \(environment.storageCode), 'running', \(optionsJSON)::jsonb, \(origin), \(plan.note))
                 ON CONFLICT (edition_id, environment) WHERE state IN ('planned', 'running') DO NOTHING
                 RETURNING id
                 """,
@@ -229,6 +229,7 @@ public struct BroadcastRepository: Sendable {
             deadline: broadcast.deadline,
             finishedAt: broadcast.finishedAt,
             failure: broadcast.failure,
+            note: broadcast.note,
             waves: waves,
             receipts: Dictionary(uniqueKeysWithValues: editionReceipts.map { ($0.key.rawValue, $0.value) })
         )
@@ -272,7 +273,7 @@ public struct BroadcastRepository: Sendable {
             cohorts: options.cohorts,
             logger: logger
         )
-        return try StaggerPlan(
+        let plan = try StaggerPlan(
             cohortCounts: counts,
             pace: options.pace,
             requestedStart: now,
@@ -280,6 +281,21 @@ public struct BroadcastRepository: Sendable {
             seed: StaggerPlan.seed(for: editionID.uuidString.lowercased()),
             avoidingQuarterHours: fcm > 0
         )
+        return try await placed(plan, cohortCounts: counts, publicationID: edition.publication.id, now: now, logger: logger)
+    }
+
+    /// `plan` moved into what its publication's content origin has left, first come first served: later when running
+    /// waves of other broadcasts hold the capacity, slower when it asks more than the capacity; unchanged without an
+    /// origin. The plan's ``StaggerPlan/note`` says why.
+    private func placed(_ plan: StaggerPlan, cohortCounts: [Int], publicationID: Int, now: Date, logger: Logger) async throws -> StaggerPlan {
+        guard plan.rate > 0,
+            let origin = try await OriginRepository(client: client).capacity(publicationID: publicationID, excluding: nil, now: now, logger: logger)
+        else { return plan }
+        let placement = origin.place(devices: cohortCounts.reduce(0, +), rate: plan.rate, notBefore: plan.start)
+        guard placement.start != plan.start || placement.rateLowered else { return plan }
+        var moved = try StaggerPlan(cohortCounts: cohortCounts, pace: .capacity(perSecond: placement.rate), start: placement.start)
+        moved.note = origin.note(for: placement, asked: plan.start, askedRate: plan.rate)
+        return moved
     }
 
     private func existing(editionID: UUID, environment: APNsEnvironment, logger: Logger) async throws -> Broadcast? {
@@ -326,45 +342,59 @@ public struct BroadcastRepository: Sendable {
     private static let selectBroadcastsHead = """
         SELECT b.id, b.edition_id, p.app_id, p.id, b.environment, b.state, b.plan::text, b.origin,
             coalesce((SELECT w.starts_at FROM broadcast_waves w WHERE w.broadcast_id = b.id AND w.wave = 1), b.created_at),
-            e.deadline, b.created_at, b.finished_at, p.slug, e.issue_date::text, b.failure
+            e.deadline, b.created_at, b.finished_at, p.slug, e.issue_date::text, b.failure, b.plan_note
         FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
         """
 
     private func select(_ query: PostgresQuery, logger: Logger) async throws -> [Broadcast] {
         let rows = try await client.query(query, logger: logger)
         var broadcasts: [Broadcast] = []
-        for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(Self.broadcast(row)) }
+        for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(try Self.broadcast(row)) }
         return broadcasts
     }
 
-    typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date, Date?, String, String, String?)
+    typealias BroadcastRow = (UUID, UUID, Int, Int, Int16, String, String, String, Date, Date, Date, Date?, String, String, String?, String?)
 
-    static func broadcast(_ row: BroadcastRow) -> Broadcast {
-        Broadcast(
+    /// - Throws: ``UnreadableRow`` when its options cannot be read.
+    static func broadcast(_ row: BroadcastRow) throws -> Broadcast {
+        try Broadcast(
             id: row.0,
             editionID: row.1,
             appID: row.2,
             publicationID: row.3,
             environment: APNsEnvironment(storageCode: row.4),
             state: BroadcastProgress.State(storedState: row.5),
-            options: (try? JSONDecoder().decode(BroadcastOptions.self, from: Data(row.6.utf8))) ?? BroadcastOptions(),
+            options: options(row.6, broadcast: row.0),
             origin: row.7,
             start: row.8,
             deadline: row.9,
             createdAt: row.10,
             finishedAt: row.11,
             failure: row.14,
+            note: row.15,
             publication: row.12,
             issueDate: row.13
         )
+    }
+
+    /// A broadcast's stored options (`broadcasts.plan`).
+    /// - Throws: ``UnreadableRow`` naming the broadcast: never the defaults in their place.
+    static func options(_ json: String, broadcast id: UUID) throws -> BroadcastOptions {
+        do {
+            return try JSONDecoder().decode(BroadcastOptions.self, from: Data(json.utf8))
+        } catch {
+            throw UnreadableRow(table: "broadcasts", key: id.uuidString.lowercased(), column: "options", message: "\(error)")
+        }
     }
 
     static func counts(json: String) -> [String: Int] {
         (try? JSONDecoder().decode([String: Int].self, from: Data(json.utf8))) ?? [:]
     }
 
-    static func json(_ counts: [String: Int]) -> String {
-        String(decoding: (try? JSONEncoder().encode(counts)) ?? Data("{}".utf8), as: UTF8.self)
+    /// Counts as the JSON object a cohort's counters merge (`rejected`, `skipped`, `providers`).
+    /// - Throws: when they cannot be encoded: never `{}` in their place, which would lose them from the counters.
+    static func json(_ counts: [String: Int]) throws -> String {
+        String(decoding: try JSONEncoder().encode(counts), as: UTF8.self)
     }
 
     static func timestamp(_ date: Date) -> String {

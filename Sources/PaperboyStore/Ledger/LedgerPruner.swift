@@ -136,6 +136,10 @@ public struct LedgerPruner: Sendable {
                 progress(result)
             }
         }
+        if !dryRun {
+            // Workers gone for a day, and what they said of the apps they could not send for.
+            try await WorkerRepository(client: client).prune(before: now.addingTimeInterval(-86400), logger: logger)
+        }
         logger.info(
             dryRun ? "ledger prune counted" : "ledger pruned",
             metadata: [

@@ -440,5 +440,133 @@ extension Migration {
 
                 """###
         ),
+        Migration(
+            name: "0013_app_providers_and_keys.sql",
+            sql: ###"""
+                -- An app may have APNs, FCM or both (an Android-only app has no APNs key), its credentials carry a version
+                -- that workers compare to reload them without a restart, and an app may have several device API keys, so that
+                -- a leaked key can be retired while the app versions that ship it age out. Every existing app keeps its APNs
+                -- credentials, its FCM service account and its one key, which goes on working.
+
+                -- APNs credentials become optional, all three together. An app needs at least one provider.
+                -- credentials_version: incremented by every change of the app's APNs or FCM credentials.
+                ALTER TABLE apps
+                    ALTER COLUMN team_id DROP NOT NULL,
+                    ALTER COLUMN key_id DROP NOT NULL,
+                    ALTER COLUMN key_reference DROP NOT NULL,
+                    ADD CONSTRAINT apps_apns_all_or_none CHECK (
+                        (team_id IS NULL) = (key_id IS NULL) AND (key_id IS NULL) = (key_reference IS NULL)
+                    ),
+                    ADD CONSTRAINT apps_one_provider CHECK (team_id IS NOT NULL OR fcm_service_account IS NOT NULL),
+                    ADD COLUMN credentials_version bigint NOT NULL DEFAULT 1;
+
+                -- An app's device API keys: the SHA-256 of each (the key itself is shown once, when it is made). A revoked
+                -- key is kept, with the time, so that `apps keys` shows what was retired and when. last_used_at is
+                -- recorded when a server looks the key up (at most every 30 s per key and server, through its cache) and
+                -- only when the stored time is 10 minutes old or more: a used key's time is at most about 10.5 minutes
+                -- behind, and a busy key costs one write in 10 minutes, not one per request.
+                -- The unique index on key_hash is the device request's lookup: one index probe.
+                CREATE TABLE app_api_keys (
+                    id              integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    app_id          integer NOT NULL REFERENCES apps (id),
+                    key_hash        bytea NOT NULL UNIQUE CHECK (length(key_hash) = 32),
+                    created_at      timestamptz NOT NULL DEFAULT now(),
+                    last_used_at    timestamptz,
+                    revoked_at      timestamptz
+                );
+                CREATE INDEX app_api_keys_by_app ON app_api_keys (app_id);
+
+                INSERT INTO app_api_keys (app_id, key_hash, created_at)
+                SELECT id, api_key_hash, created_at FROM apps ORDER BY id;
+
+                -- Dropped rather than kept unused: a second copy of a key's hash that no revocation updates would let any
+                -- reader of the old column accept a revoked key. (A binary older than this migration cannot serve this
+                -- schema anyway: it reads APNs credentials as never null.)
+                ALTER TABLE apps DROP COLUMN api_key_hash;
+
+                """###
+        ),
+        Migration(
+            name: "0014_give_back.sql",
+            sql: ###"""
+                -- Day two in production (issue 25): a worker that drains (SIGTERM) or cannot send for an app gives its batch
+                -- back instead of finishing or failing it, and a broadcast fails only when no worker can send for its app.
+
+                -- A batch given back: the devices it recorded stay recorded (their deliveries exist), the rest goes back to
+                -- the cohort under the batch's lease, which is left expired so that another worker takes it over at once.
+                -- give_backs > 0 tells the next holder to leave out the devices already delivered in this wave; given_back_for
+                -- says why (a drain, or a provider this worker could not send through), for `broadcast status` and the rule that
+                -- fails a broadcast nobody can send. Constant defaults add the columns without rewriting the table.
+                ALTER TABLE broadcast_batches ADD COLUMN give_backs smallint NOT NULL DEFAULT 0;
+                ALTER TABLE broadcast_batches ADD COLUMN given_back_for text;
+
+                -- Which worker can send for which app through which provider: a row per (app, provider, worker), written when
+                -- a worker cannot load or use the app's credentials (problem set, once per backoff) and, at most every 30 s,
+                -- when it recorded pushes of the app through the provider (last_sent_at, problem cleared). A broadcast of the app
+                -- fails only when workers report a problem and none has sent for the set time (`--fail-after`). Rows of workers
+                -- gone for a day are pruned with the ledger.
+                CREATE TABLE sender_status (
+                    app_id          integer NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+                    provider        smallint NOT NULL CHECK (provider IN (0, 1)),
+                    worker          text NOT NULL,
+                    last_sent_at    timestamptz,
+                    problem         text,
+                    problem_since   timestamptz,
+                    updated_at      timestamptz NOT NULL,
+                    PRIMARY KEY (app_id, provider, worker)
+                );
+
+                -- The workers running now, as each says every third of a lease (its heartbeat): for the console's Workers page
+                -- and for operators asking "who is sending?". A row not seen for a while is a worker that stopped or died; rows
+                -- unseen for a day are pruned with the ledger.
+                CREATE TABLE workers (
+                    name            text PRIMARY KEY,
+                    started_at      timestamptz NOT NULL,
+                    seen_at         timestamptz NOT NULL,
+                    draining        boolean NOT NULL DEFAULT false,
+                    batches         integer NOT NULL DEFAULT 0,
+                    -- What it cannot send ("app 3 FCM: …"), one line each; empty when it can send for every app it tried.
+                    problems        text[] NOT NULL DEFAULT '{}',
+                    last_error      text,
+                    last_error_at   timestamptz
+                );
+
+                """###
+        ),
+        Migration(
+            name: "0017_finished_broadcasts.sql",
+            sql: ###"""
+                -- The metrics show each broadcast for an hour after it ended (`paperboy_broadcast_unsent`: how many of its
+                -- wave-1 targets it never pushed, by how it ended), so that an alert names a failed or expired broadcast; every
+                -- worker reads them once a second, and the table keeps every broadcast ever sent.
+                CREATE INDEX broadcasts_finished ON broadcasts (finished_at) WHERE finished_at IS NOT NULL;
+
+                """###
+        ),
+        Migration(
+            name: "0018_origins.sql",
+            sql: ###"""
+                -- One content API, many broadcasts (issue 27): an origin is the content API (or CDN origin) the woken devices
+                -- download from, with the capacity it can serve. Every broadcast of a publication that points at an origin paces
+                -- against what the origin has left, across all broadcasts and workers: a batch claims an exclusive slot of the
+                -- origin's shared timeline (next_slot) and sends in it at the origin's capacity, so the origin never sees more than
+                -- its capacity in total (first waves, follow-ups, alert waves, catch-up after stalls alike). A publication without an
+                -- origin keeps its own broadcast's pace, as before.
+                CREATE TABLE origins (
+                    id              integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    name            text NOT NULL UNIQUE CHECK (name ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),
+                    capacity        double precision NOT NULL CHECK (capacity > 0),
+                    next_slot       timestamptz,
+                    created_at      timestamptz NOT NULL DEFAULT now()
+                );
+
+                ALTER TABLE publications ADD COLUMN origin_id integer REFERENCES origins (id);
+
+                -- Why a broadcast starts later than asked: the origin it shares was busy (which broadcasts, until when), as
+                -- `broadcast status`, `--dry-run` and the console say.
+                ALTER TABLE broadcasts ADD COLUMN plan_note text;
+
+                """###
+        ),
     ]
 }

@@ -9,12 +9,23 @@ public struct Publication: Sendable, Codable, Equatable {
     /// The name devices and editions use, e.g. `morning`.
     public var slug: String
     public var title: String?
+    /// The content origin its broadcasts share (``ContentOrigin``), by name; nil: its broadcasts pace alone.
+    public var origin: String?
 
     enum CodingKeys: String, CodingKey {
         case id
         case appID = "appId"
         case slug
         case title
+        case origin
+    }
+
+    public init(id: Int, appID: Int, slug: String, title: String?, origin: String? = nil) {
+        self.id = id
+        self.appID = appID
+        self.slug = slug
+        self.title = title
+        self.origin = origin
     }
 }
 
@@ -26,18 +37,20 @@ public struct PublicationRepository: Sendable {
         self.client = client
     }
 
-    /// Declares a publication of an app.
-    public func add(appID: Int, slug: String, title: String?, logger: Logger) async throws -> Publication {
+    /// Declares a publication of an app, sharing the capacity of the content origin named `origin` if given.
+    /// - Throws: ``StoreError``: invalid `slug`, a conflict, not found naming `app` or `origin`.
+    public func add(appID: Int, slug: String, title: String?, origin: String? = nil, logger: Logger) async throws -> Publication {
         guard slug.range(of: #"^[a-z0-9][a-z0-9_-]{0,62}$"#, options: .regularExpression) != nil else {
             throw StoreError(code: .invalid, field: "slug", message: "a publication id is lower-case letters, digits, '-' and '_', like morning")
         }
+        let originID = try await originID(named: origin, logger: logger)
         do {
             let rows = try await client.query(
-                "INSERT INTO publications (app_id, slug, title) VALUES (\(appID), \(slug), \(title)) RETURNING id",
+                "INSERT INTO publications (app_id, slug, title, origin_id) VALUES (\(appID), \(slug), \(title), \(originID)) RETURNING id",
                 logger: logger
             )
             for try await id in rows.decode(Int.self) {
-                return Publication(id: id, appID: appID, slug: slug, title: title)
+                return Publication(id: id, appID: appID, slug: slug, title: title, origin: origin)
             }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw StoreError(code: .conflict, field: "slug", message: "app \(appID) has a publication \(slug) already")
@@ -47,14 +60,34 @@ public struct PublicationRepository: Sendable {
         throw StoreError(code: .conflict, message: "the publication was not created")
     }
 
+    /// Points the publication at the content origin named `origin`, or at none: its broadcasts share that origin's
+    /// capacity from their next batch on.
+    /// - Returns: the publication as now stored.
+    /// - Throws: ``StoreError`` not found naming `origin` or `publication`.
+    public func setOrigin(_ publication: Publication, origin: String?, logger: Logger) async throws -> Publication {
+        let originID = try await originID(named: origin, logger: logger)
+        try await client.query("UPDATE publications SET origin_id = \(originID) WHERE id = \(publication.id)", logger: logger)
+        guard let stored = try await find(appID: publication.appID, slug: publication.slug, logger: logger) else {
+            throw StoreError(code: .notFound, field: "publication", message: "there is no publication \(publication.slug)")
+        }
+        return stored
+    }
+
+    private func originID(named name: String?, logger: Logger) async throws -> Int? {
+        guard let name else { return nil }
+        let rows = try await client.query("SELECT id FROM origins WHERE name = \(name)", logger: logger)
+        for try await id in rows.decode(Int.self) { return id }
+        throw StoreError(code: .notFound, field: "origin", message: "there is no origin \(name); add it with paperboy origins add")
+    }
+
     /// The publication of an app with this slug, if any.
     public func find(appID: Int, slug: String, logger: Logger) async throws -> Publication? {
         let rows = try await client.query(
-            "SELECT id, title FROM publications WHERE app_id = \(appID) AND slug = \(slug)",
+            "SELECT p.id, p.title, o.name FROM publications p LEFT JOIN origins o ON o.id = p.origin_id WHERE p.app_id = \(appID) AND p.slug = \(slug)",
             logger: logger
         )
-        for try await (id, title) in rows.decode((Int, String?).self) {
-            return Publication(id: id, appID: appID, slug: slug, title: title)
+        for try await (id, title, origin) in rows.decode((Int, String?, String?).self) {
+            return Publication(id: id, appID: appID, slug: slug, title: title, origin: origin)
         }
         return nil
     }
@@ -81,16 +114,26 @@ public struct PublicationRepository: Sendable {
 
     /// The publications of one app, or of every app when `appID` is nil.
     public func list(appID: Int? = nil, logger: Logger) async throws -> [Publication] {
+        let select = "SELECT p.id, p.app_id, p.slug, p.title, o.name FROM publications p LEFT JOIN origins o ON o.id = p.origin_id"
         let rows =
             if let appID {
-                try await client.query("SELECT id, app_id, slug, title FROM publications WHERE app_id = \(appID) ORDER BY slug", logger: logger)
+                try await client.query(
+                    PostgresQuery(unsafeSQL: select + " WHERE p.app_id = $1 ORDER BY p.slug", binds: Self.binds(appID)),
+                    logger: logger
+                )
             } else {
-                try await client.query("SELECT id, app_id, slug, title FROM publications ORDER BY app_id, slug", logger: logger)
+                try await client.query(PostgresQuery(unsafeSQL: select + " ORDER BY p.app_id, p.slug"), logger: logger)
             }
         var publications: [Publication] = []
-        for try await (id, app, slug, title) in rows.decode((Int, Int, String, String?).self) {
-            publications.append(Publication(id: id, appID: app, slug: slug, title: title))
+        for try await (id, app, slug, title, origin) in rows.decode((Int, Int, String, String?, String?).self) {
+            publications.append(Publication(id: id, appID: app, slug: slug, title: title, origin: origin))
         }
         return publications
+    }
+
+    private static func binds(_ value: Int) -> PostgresBindings {
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(value)
+        return binds
     }
 }

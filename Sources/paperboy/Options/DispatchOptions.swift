@@ -53,11 +53,31 @@ struct DispatchOptions: ParsableArguments {
     )
     var countAhead = "5m"
 
+    @Option(
+        name: .customLong("drain-timeout"),
+        help: ArgumentHelp(
+            "On SIGTERM, how long pushes already sent may take to be answered; every device not sent by then goes back to its cohort for another worker (at least 1s; keep it under the orchestrator's grace period, 30 s in Kubernetes).",
+            valueName: "duration"
+        )
+    )
+    var drainTimeout = "10s"
+
+    @Option(
+        name: .customLong("fail-after"),
+        help: ArgumentHelp(
+            "A running broadcast fails when workers report they cannot send for its app (credentials missing or refused) and none has sent for it this long.",
+            valueName: "duration"
+        )
+    )
+    var failAfter = "5m"
+
     func validate() throws {
         _ = try endpoints()
         do { _ = try FCMOptions.resolvedEndpoint(fcmEndpoint) } catch { throw ValidationError("\(error)") }
         _ = try leaseSeconds()
         _ = try countAheadSeconds()
+        _ = try drainSeconds()
+        _ = try failAfterSeconds()
         guard (1...100_000).contains(maxBatch) else { throw ValidationError("--max-batch: between 1 and 100000, got \(maxBatch)") }
     }
 
@@ -77,6 +97,26 @@ struct DispatchOptions: ParsableArguments {
         return seconds
     }
 
+    private func drainSeconds() throws -> TimeInterval {
+        let seconds: TimeInterval
+        do { seconds = try StaggerPlan.seconds(parsing: drainTimeout) } catch { throw ValidationError("--drain-timeout: \(error)") }
+        guard seconds >= 1 else { throw ValidationError("--drain-timeout: at least 1s, so that pushes already sent can be answered") }
+        return seconds
+    }
+
+    /// How long `serve` and `worker` wait for their services to stop on SIGTERM: the drain, plus 2 s to record what
+    /// it gave back and close connections; then what is left is cancelled (``ProcessServices``).
+    func gracefulStop() throws -> Duration {
+        .seconds(try drainSeconds() + 2)
+    }
+
+    private func failAfterSeconds() throws -> TimeInterval {
+        let seconds: TimeInterval
+        do { seconds = try StaggerPlan.seconds(parsing: failAfter) } catch { throw ValidationError("--fail-after: \(error)") }
+        guard seconds >= 10 else { throw ValidationError("--fail-after: at least 10s") }
+        return seconds
+    }
+
     private func countAheadSeconds() throws -> TimeInterval {
         do { return try StaggerPlan.seconds(parsing: countAhead) } catch { throw ValidationError("--count-ahead: \(error)") }
     }
@@ -85,13 +125,15 @@ struct DispatchOptions: ParsableArguments {
     /// listed before the dispatcher so that they stop after it.
     func makeDispatcher(client: PostgresClient, logger: Logger) throws -> (Dispatcher, APNsClients, FCMClients) {
         let clients = APNsClients(logger: Logger(label: "paperboy.apns"))
-        let channels = APNsChannels(clients: clients, endpoints: try endpoints(), apps: AppRepository(client: client))
+        let channels = APNsChannels(clients: clients, endpoints: try endpoints())
         let fcmClients = FCMClients(endpoint: try FCMOptions.resolvedEndpoint(fcmEndpoint), logger: Logger(label: "paperboy.fcm"))
-        let fcmChannels = FCMChannels(clients: fcmClients, apps: AppRepository(client: client))
+        let fcmChannels = FCMChannels(clients: fcmClients)
         var configuration = Dispatcher.Configuration(owner: workerName ?? Dispatcher.Configuration.defaultOwner())
         configuration.leaseDuration = .seconds(try leaseSeconds())
         configuration.maxBatchSize = maxBatch
         configuration.countAhead = .seconds(try countAheadSeconds())
+        configuration.drainTimeout = .seconds(try drainSeconds())
+        configuration.failAfter = .seconds(try failAfterSeconds())
         let dispatcher = Dispatcher(
             repository: BroadcastRepository(client: client),
             editions: EditionRepository(client: client),

@@ -1,0 +1,133 @@
+import APNs
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyStore
+
+/// APNs as the dispatcher uses it: an app's token-auth key (a `.p8` file, or `env:VARIABLE` holding the PEM), one
+/// client per endpoint and key (``APNsClients``), the background push per image tier and the ready alert, and
+/// APNs' answers read as ``SendRules`` says.
+public struct APNsService: PushService {
+    /// Where an app's key lives and what names it (the Store's ``APNsCredentials``).
+    public typealias Credentials = APNsCredentials
+
+    /// The edition's pushes for one batch: the background (or alert) push per tier, and the ready alert.
+    public struct Pushes: Sendable {
+        var byTier: [ImageTier: APNsNotification]
+        var readyAlert: APNsNotification?
+    }
+
+    public static let provider = PushProvider.apns
+
+    let clients: APNsClients
+    let endpoints: APNsEndpoints
+
+    public init(clients: APNsClients, endpoints: APNsEndpoints) {
+        self.clients = clients
+        self.endpoints = endpoints
+    }
+
+    public func credentials(of app: App) -> Credentials? { Self.credentials(of: app) }
+
+    public func load(_ credentials: Credentials, app: App) throws(ChannelError) -> APNsSigningKey {
+        try Self.load(credentials, app: app)
+    }
+
+    static func credentials(of app: App) -> Credentials? { app.apns }
+
+    static func load(_ credentials: Credentials, app: App) throws(ChannelError) -> APNsSigningKey {
+        do {
+            if credentials.keyReference.hasPrefix("env:") {
+                let variable = String(credentials.keyReference.dropFirst(4))
+                guard let pem = ProcessInfo.processInfo.environment[variable], !pem.isEmpty else {
+                    throw ChannelError(
+                        message: "app \(app.id) (\(app.bundleID)): the environment variable \(variable) holding its APNs key is not set"
+                    )
+                }
+                return try APNsSigningKey(pem: pem, keyID: credentials.keyID, teamID: credentials.teamID, source: "$\(variable)")
+            }
+            return try APNsSigningKey(pemFile: credentials.keyReference, keyID: credentials.keyID, teamID: credentials.teamID)
+        } catch let error as APNsKeyError {
+            throw ChannelError(message: "app \(app.id) (\(app.bundleID)): \(error)")
+        } catch let error as ChannelError {
+            throw error
+        } catch {
+            throw ChannelError(message: "app \(app.id) (\(app.bundleID)): its APNs key cannot be loaded: \(error)")
+        }
+    }
+
+    public func fingerprint(_ secret: APNsSigningKey) -> String {
+        "\(secret.teamID)/\(secret.keyID)/\(secret.fingerprint)"
+    }
+
+    public func client(for secret: APNsSigningKey, environment: APNsEnvironment) throws -> APNsClient {
+        try clients.client(for: secret, endpoint: endpoints.endpoint(sandbox: environment == .sandbox))
+    }
+
+    public func pushes(for edition: Edition, batch: LeasedBatch, readyAlerts: Bool) throws -> Pushes {
+        Pushes(
+            byTier: try BroadcastPreflight.notifications(for: edition, kind: batch.kind, wave: batch.wave),
+            readyAlert: readyAlerts ? try BroadcastPreflight.readyNotification(for: edition, wave: batch.wave) : nil
+        )
+    }
+
+    public func hasReadyAlert(_ pushes: Pushes) -> Bool { pushes.readyAlert != nil }
+
+    public func send(
+        _ items: [BatchSendMachine.Push],
+        targets: [BatchTarget],
+        app: App,
+        pushes: Pushes,
+        sentAt: Date,
+        client: APNsClient,
+        logger: Logger
+    ) async -> [BatchSendMachine.Answer] {
+        var deliveries: [APNsDelivery] = []
+        var positions: [Int] = []
+        var answers: [BatchSendMachine.Answer] = []
+        for item in items {
+            let target = targets[item.position]
+            let push = item.readyAlert ? pushes.readyAlert : pushes.byTier[target.tier]
+            guard case .apns(let token) = target.token, let push else {
+                // Never the case: the send machine hands APNs only APNs devices, and the ready alert only when made.
+                answers.append(BatchSendMachine.Answer(position: item.position, result: .notSent))
+                continue
+            }
+            deliveries.append(APNsDelivery(push, to: token.hex, topic: app.bundleID))
+            positions.append(item.position)
+        }
+        let results = await client.send(deliveries)
+        for (position, result) in zip(positions, results) {
+            answers.append(
+                BatchSendMachine.Answer(
+                    position: position,
+                    result: SendRules.result(of: result.outcome),
+                    credentialsRejected: SendRules.refusesCredentials(result.outcome)
+                )
+            )
+        }
+        return answers
+    }
+
+    public func isUnreachable(_ client: APNsClient) -> Bool { client.isUnreachable }
+
+    public func silenceLimit(_ client: APNsClient) -> Duration { client.silenceLimit }
+}
+
+/// The APNs channels of a dispatcher.
+public typealias APNsChannels = ProviderChannels<APNsService>
+
+extension ProviderChannels where Service == APNsService {
+    /// Channels that make their clients in `clients`, for `endpoints`.
+    public convenience init(clients: APNsClients, endpoints: APNsEndpoints) {
+        self.init(service: APNsService(clients: clients, endpoints: endpoints))
+    }
+
+    /// The app's APNs key, loaded as a dispatcher loads it (``BroadcastPreflight`` checks it before a broadcast).
+    static func loadKey(_ app: App) throws(ChannelError) -> APNsSigningKey {
+        guard let credentials = APNsService.credentials(of: app) else {
+            throw ChannelError(message: "app \(app.id) (\(app.bundleID)) has no APNs key")
+        }
+        return try APNsService.load(credentials, app: app)
+    }
+}

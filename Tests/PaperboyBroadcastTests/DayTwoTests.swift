@@ -1,0 +1,211 @@
+import APNs
+import APNsSimulator
+import Crypto
+import Foundation
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The ordinary events of a production week, with real `paperboy worker` processes against the simulator: a rolling
+/// restart mid-broadcast, a pod started without its secret, an APNs key revoked and rotated, nobody able to send.
+/// Every device is accepted exactly once (the simulator's per-token counts are the truth), and what an operator
+/// sees (exit codes and times, `/health/ready`, the broadcast's state and reason) is checked as they would.
+@Suite(
+    "day two: deploys, missing secrets, rotated keys",
+    .serialized,
+    .enabled(if: FileManager.default.isExecutableFile(atPath: FaultRig.binary.path), "the paperboy binary is built beside the tests")
+)
+struct DayTwoTests {
+    static let keyVariable = "PAPERBOY_FAULT_APNS_KEY"
+    static var pem: String { BroadcastFixture.privateKey.pemRepresentation }
+
+    /// Every device accepted exactly once; on failure, which were not, with the batches and the workers' warnings.
+    static func expectExactlyOnce(
+        _ tokens: [DeviceToken],
+        _ simulator: APNsSimulator,
+        rig: FaultRig,
+        broadcast: UUID,
+        workers: [WorkerProcess],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        let counts = simulator.acceptedCounts()
+        let repeated = tokens.filter { counts[$0.hex, default: 0] > 1 }
+        let missing = tokens.filter { counts[$0.hex, default: 0] == 0 }
+        #expect(
+            repeated.isEmpty && missing.isEmpty,
+            "every device accepted exactly once: \(repeated.count) more than once, \(missing.count) never",
+            sourceLocation: sourceLocation
+        )
+        if !repeated.isEmpty || !missing.isEmpty {
+            let recorded = (try? await rig.deliveries(broadcast)) ?? [:]
+            let keys = (try? await rig.cohortKeys(of: (repeated + missing).prefix(10).map { $0 })) ?? [:]
+            for token in (repeated + missing).prefix(10) {
+                let delivery = recorded[token.hex].map { "\($0.outcome) \($0.reason ?? "")" } ?? "none"
+                print(
+                    "[day two] \(token.hex): accepted \(counts[token.hex, default: 0]) times; recorded \(delivery); cohort key \(keys[token.hex].map(String.init) ?? "?")"
+                )
+            }
+            print("[day two] batches leased more than once or open:\n\((try? await rig.batchesReport(broadcast)) ?? "?")")
+            for worker in workers { print("[day two] \(worker.name):\n\(worker.problemLines.prefix(30).joined(separator: "\n"))") }
+        }
+    }
+
+    static func ready(port: Int) async -> (status: Int, body: String)? {
+        guard let url = URL(string: "http://127.0.0.1:\(port)/health/ready"),
+            let (body, response) = try? await URLSession.shared.data(from: url), let http = response as? HTTPURLResponse
+        else { return nil }
+        return (http.statusCode, String(decoding: body, as: UTF8.self))
+    }
+
+    @Test(
+        "three workers, one started without the app's key (its variable unset): every device reached once, the broadcast completes, that worker reports itself unready and logs once per backoff",
+        .timeLimit(.minutes(2))
+    )
+    func podWithoutItsSecret() async throws {
+        let devices = 3000
+        try await FaultRig.with(keyInEnvironment: Self.keyVariable) { rig in
+            try await FaultTests.withSimulator { simulator in
+                let tokens = try await rig.seed(devices)
+                let port = try reserveLoopbackPort()
+                let bad = try rig.worker("no-secret", endpoint: simulator.url, arguments: ["--port", "\(port)"])
+                defer { bad.stop() }
+                let good = try (1...2).map { try rig.worker("good-\($0)", endpoint: simulator.url, environment: [Self.keyVariable: Self.pem]) }
+                defer { for worker in good { worker.stop() } }
+                let id = try await rig.startBroadcast(window: 15)
+
+                try await WorkerProcessTests.waitUntil(seconds: 30) { await Self.ready(port: port)?.status == 503 }
+                let readiness = await Self.ready(port: port)
+                #expect(readiness?.body.contains("cannot_send") == true)
+                #expect(readiness?.body.contains(Self.keyVariable) == true, "the reason names what is missing: \(readiness?.body ?? "")")
+
+                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                #expect(progress.state == .completed)
+                #expect(progress.waves[0].counts.sent == devices)
+                await Self.expectExactlyOnce(tokens, simulator, rig: rig, broadcast: id, workers: [bad] + good)
+
+                let told = bad.output.components(separatedBy: "this worker cannot send for the app").count - 1
+                #expect((1...4).contains(told), "logged once per backoff (15 s, then 30 s), not per batch: \(told) times")
+                for worker in [bad] + good {
+                    #expect(await worker.terminate(within: 15) != nil && worker.process.terminationStatus == 0)
+                }
+            }
+        }
+    }
+
+    @Test(
+        "nobody can load the app's key: the broadcast fails after --fail-after, naming every worker's reason",
+        .timeLimit(.minutes(2))
+    )
+    func nobodyCanSend() async throws {
+        try await FaultRig.with(keyInEnvironment: Self.keyVariable) { rig in
+            try await FaultTests.withSimulator { simulator in
+                _ = try await rig.seed(300)
+                let workers = try (1...2).map { try rig.worker("keyless-\($0)", endpoint: simulator.url, arguments: ["--fail-after", "10s"]) }
+                defer { for worker in workers { worker.stop() } }
+                let id = try await rig.startBroadcast(window: 10)
+                try await WorkerProcessTests.waitUntil(seconds: 60) { await rig.progress(id)?.state == .failed }
+                let broadcast = try #require(try await rig.repository.find(id: id, logger: rig.logger))
+                let reason = broadcast.failure ?? ""
+                #expect(reason.contains("no worker could send its APNs pushes"), "\(reason)")
+                #expect(reason.contains("keyless-1") && reason.contains("keyless-2") && reason.contains(Self.keyVariable), "\(reason)")
+                #expect(simulator.stats().accepted == 0)
+            }
+        }
+    }
+
+    @Test(
+        "an APNs key revoked mid-week and rotated with `apps set-apns` while workers run: no device deactivated, every device then reached once without a restart",
+        .timeLimit(.minutes(2))
+    )
+    func keyRevokedThenRotated() async throws {
+        let devices = 600
+        let newKey = P256.Signing.PrivateKey()
+        let newKeyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-rotated-\(UUID().uuidString).p8").path
+        try newKey.pemRepresentation.write(toFile: newKeyFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: newKeyFile) }
+        // Apple knows the new key only: the app's key was revoked.
+        var validation = APNsRequestValidator.Configuration(
+            teamID: "TEAM123456",
+            keys: ["NEWKEY0001": newKey.publicKey],
+            topics: [BroadcastFixture.topic]
+        )
+        validation.maximumTokenAge = 3600 * 24
+        var configuration = APNsSimulator.Configuration(validation: validation, faults: .init(), port: 0)
+        configuration.eventLoopThreads = 1
+        let simulator = APNsSimulator(configuration: configuration)
+        try await simulator.start()
+        defer { Task { try? await simulator.shutdown() } }
+        try await FaultRig.with { rig in
+            let tokens = try await rig.seed(devices)
+            let workers = try (1...2).map { try rig.worker("rotate-\($0)", endpoint: simulator.url) }
+            defer { for worker in workers { worker.stop() } }
+            let id = try await rig.startBroadcast(window: 10)
+            try await WorkerProcessTests.waitUntil(seconds: 30) {
+                workers.allSatisfy { $0.output.contains("this worker cannot send for the app") }
+            }
+            #expect(simulator.stats().accepted == 0)
+            // The operator rotates the key as the runbook says, while the workers run.
+            let rotated = try await PaperboyBinary.run(
+                ["apps", "set-apns", "--app", "\(rig.app.id)", "--team-id", "TEAM123456", "--key-id", "NEWKEY0001", "--key-file", newKeyFile],
+                environment: ["DATABASE_URL": rig.databaseURL]
+            )
+            #expect(rotated.status == 0, "apps set-apns: \(rotated.output)")
+            let progress = try await rig.waitForCompletion(id, seconds: 90)
+            #expect(progress.waves[0].counts.sent == devices)
+            await Self.expectExactlyOnce(tokens, simulator, rig: rig, broadcast: id, workers: workers)
+            let active = try await rig.client.query("SELECT count(*) FROM devices WHERE active", logger: rig.logger).collect()
+            #expect(try active.first?.decode(Int.self) == devices, "an auth error is never a token's fault")
+        }
+    }
+
+    @Test(
+        "a rolling restart mid-broadcast (each worker SIGTERMed in turn, a replacement started), APNs answering in 150 ms with 3 % 429s: every device once, each old worker out within --drain-timeout + 2 s, no second above 1.10 × the plan",
+        .timeLimit(.minutes(3))
+    )
+    func rollingRestart() async throws {
+        let devices = 4000
+        let window = 30.0
+        var faults = APNsSimulator.Faults()
+        faults.latency = .milliseconds(150)
+        faults.failureRates = [(.init(status: 429, reason: .tooManyRequests), 0.03)]
+        try await FaultRig.with { rig in
+            try await FaultTests.withSimulator(faults: faults) { simulator in
+                let tokens = try await rig.seed(devices)
+                let drain = ["--drain-timeout", "5s"]
+                var running = try ["a", "b"].map { try rig.worker("roll-\($0)", endpoint: simulator.url, arguments: drain) }
+                var all = running
+                defer { for worker in all { worker.stop() } }
+                let id = try await rig.startBroadcast(window: window)
+                var exits: [Double] = []
+                for (turn, share) in [0.3, 0.6].enumerated() {
+                    try await WorkerProcessTests.waitUntil(seconds: 60) { simulator.stats().accepted >= Int(Double(devices) * share) }
+                    let old = running.removeFirst()
+                    let seconds = try #require(await old.terminate(within: 30), "\(old.name) exits after SIGTERM")
+                    exits.append(seconds)
+                    #expect(old.process.terminationReason == .exit && old.process.terminationStatus == 0)
+                    #expect(try await rig.openBatches(id, owner: old.name) == 0, "\(old.name) holds no lease: what it did not send went back")
+                    let replacement = try rig.worker("roll-new-\(turn)", endpoint: simulator.url, arguments: drain)
+                    running.append(replacement)
+                    all.append(replacement)
+                }
+                let progress = try await rig.waitForCompletion(id, seconds: 90)
+                print(
+                    "[day two] rolling restart: old workers exited in \(exits.map { String(format: "%.2f s", $0) }); per second \(simulator.stats().acceptsPerSecond)"
+                )
+                for seconds in exits { #expect(seconds < 7, "out within --drain-timeout 5 s + 2 s: \(seconds) s") }
+                #expect(progress.waves[0].counts.sent == devices)
+                await Self.expectExactlyOnce(tokens, simulator, rig: rig, broadcast: id, workers: all)
+                FaultTests.expectPaced(simulator, rate: Double(devices) / window, "rolling restart")
+            }
+        }
+    }
+}
