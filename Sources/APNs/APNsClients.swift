@@ -60,17 +60,24 @@ extension PushClients where Factory == APNsClientFactory {
     }
 }
 
-/// How ``APNsClients`` makes a client: per endpoint and signing key (told apart by the key's id and team, never
-/// the key itself).
+/// How ``APNsClients`` makes a client: per endpoint and signing key (told apart by the key's id, team and public
+/// key's fingerprint, never the private key itself: a `.p8` replaced under the same key id, say after a wrong file
+/// was first installed, gets a client of its own rather than the old key's).
 public struct APNsClientFactory: PushClientFactory {
     public struct Key: Hashable, Sendable {
         var endpoint: APNsEndpoint
         var keyID: String
         var teamID: String
+        var fingerprint: String
     }
 
     public func key(for credentials: (key: APNsSigningKey, endpoint: APNsEndpoint)) -> Key {
-        Key(endpoint: credentials.endpoint, keyID: credentials.key.keyID, teamID: credentials.key.teamID)
+        Key(
+            endpoint: credentials.endpoint,
+            keyID: credentials.key.keyID,
+            teamID: credentials.key.teamID,
+            fingerprint: credentials.key.fingerprint
+        )
     }
 
     public func makeClient(

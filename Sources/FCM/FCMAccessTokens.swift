@@ -30,8 +30,15 @@ public struct FCMAccessToken: Sendable, Equatable {
 /// assertion or a token.
 public struct FCMAuthError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
+    /// The service account itself was refused (the token endpoint answered 400, 401 or 403, e.g. `invalid_grant`
+    /// for a deleted key), or its key cannot sign: asking again with the same account cannot help. False when the
+    /// endpoint could not be reached or failed (5xx, 429, a broken answer).
+    public var refused: Bool
 
-    public init(_ message: String) { self.message = message }
+    public init(_ message: String, refused: Bool = false) {
+        self.message = message
+        self.refused = refused
+    }
 
     public var description: String { message }
 }
@@ -117,7 +124,10 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
         if inFlight == nil, let backoff, now < backoff.until {
             if let cached, now < cached.expiresAt { return cached.token }
             let seconds = now.duration(to: backoff.until).components.seconds + 1
-            throw FCMAuthError("\(backoff.error.message) (the token endpoint is asked again within \(seconds) s)")
+            throw FCMAuthError(
+                "\(backoff.error.message) (the token endpoint is asked again within \(seconds) s)",
+                refused: backoff.error.refused
+            )
         }
         let task = inFlight ?? startFetch()
         do {
@@ -146,7 +156,7 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
             do {
                 signed = try assertion.signed(issuedAt: wallTime())
             } catch {
-                throw FCMAuthError("cannot sign the service account's assertion: \(error)")
+                throw FCMAuthError("cannot sign the service account's assertion: \(error)", refused: true)
             }
             let requested = clock.now
             let token = try await fetch(signed)
@@ -233,7 +243,10 @@ enum FCMTokenEndpoint {
         guard status == 200 else {
             let answer = try? JSONDecoder().decode(ErrorAnswer.self, from: data)
             let why = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
-            throw FCMAuthError("the token endpoint \(tokenURI) refused the service account (HTTP \(status)\(why.isEmpty ? "" : ", \(why)"))")
+            throw FCMAuthError(
+                "the token endpoint \(tokenURI) refused the service account (HTTP \(status)\(why.isEmpty ? "" : ", \(why)"))",
+                refused: [400, 401, 403].contains(status)
+            )
         }
         guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: data), !answer.access_token.isEmpty,
             answer.expires_in > 0

@@ -53,7 +53,7 @@ public struct FCMProvider: PushProviderProtocol {
         do {
             return try await tokens.current()
         } catch {
-            throw PushTransportError(.connectFailed, error.message)
+            throw PushTransportError(error.refused ? .credentialsRefused : .connectFailed, error.message)
         }
     }
 

@@ -103,7 +103,7 @@ public enum PushOutcomeSummary: Sendable, Equatable {
         case .accepted: .accepted
         case .rejected(_, _, let verdict): verdict
         case .fateUnknown: .fateUnknown
-        case .notSent: .notSent
+        case .notSent(let error): error.code == .credentialsRefused ? .credentialsRejected : .notSent
         }
     }
 

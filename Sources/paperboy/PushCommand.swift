@@ -142,8 +142,13 @@ struct PushCommand: AsyncParsableCommand {
             if let text = value as? String {
                 pairs[key] = text
             } else {
-                let encoded = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes])
-                pairs[key] = encoded.map { String(decoding: $0, as: UTF8.self) } ?? ""
+                guard
+                    let encoded = try? JSONSerialization.data(
+                        withJSONObject: value,
+                        options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes]
+                    )
+                else { throw CommandError("--data: the value of \(key) cannot be written as JSON") }
+                pairs[key] = String(decoding: encoded, as: UTF8.self)
             }
         }
         let target: FCMMessage.Target =

@@ -157,6 +157,21 @@ struct FCMRulesTests {
         #expect(inner["apns"] == nil)
     }
 
+    @Test("a token that needs escaping is escaped, never replaced: quotes, backslashes, control characters, non-ASCII")
+    func escapedToken() throws {
+        let message = try FCMMessage.data(["edition": "e1"], for: .android(priority: .normal, ttl: .seconds(60), collapseKey: nil))
+        for token in [#"a"b\c"#, "tab\there", "caf\u{e9}:APA91b", "line\u{1}end"] {
+            let json = try JSONSerialization.jsonObject(with: Data(message.body(token: token))) as? [String: Any]
+            #expect((json?["message"] as? [String: Any])?["token"] as? String == token)
+        }
+    }
+
+    @Test("a token endpoint that refuses the service account is our credentials refused, nothing sent; one that fails is not")
+    func refusedAccount() {
+        #expect(FCMOutcome.notSent(PushTransportError(.credentialsRefused, "invalid_grant")).verdict == .credentialsRejected)
+        #expect(FCMOutcome.notSent(PushTransportError(.connectFailed, "HTTP 503")).verdict == .notSent)
+    }
+
     @Test("an iOS data message through FCM carries apns-priority 5, push type background and content-available")
     func iosBody() throws {
         let message = try FCMMessage.data(["edition": "e1"], for: .ios(expiration: Date(timeIntervalSince1970: 1_800_000_000), collapseID: nil))
