@@ -351,7 +351,6 @@ let package = Package(
                 "PaperboyTesting",
                 "APNs",
                 "APNsSimulator",
-                "PushSimulator",
                 "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

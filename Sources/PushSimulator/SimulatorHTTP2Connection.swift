@@ -2,8 +2,6 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
-import Synchronization
-package let debugCounters = Mutex<[String: Int]>([:]) // DEBUGTMP
 
 /// What a simulator does with the requests of one HTTP/2 connection (APNs's checks and faults, FCM's routes); the
 /// connection (``SimulatorHTTP2Connection``) does the frames. One per connection, confined to its event loop.
@@ -228,12 +226,6 @@ package final class SimulatorHTTP2Connection<Streams: SimulatorStreams>: Channel
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        switch frame.payload {
-        case .data(let d): if !d.endStream { debugCounters.withLock { $0["data not end", default: 0] += 1 } }
-        case .rstStream(let code): debugCounters.withLock { $0["rst \(code)", default: 0] += 1 }
-        case .windowUpdate: debugCounters.withLock { $0["window in", default: 0] += 1 }
-        default: break
-        }
         guard !isClosing else { return }
         switch frame.payload {
         case .headers(let headers):
@@ -259,7 +251,6 @@ package final class SimulatorHTTP2Connection<Streams: SimulatorStreams>: Channel
 
     package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? NIOHTTP2WindowUpdatedEvent {
-            if event.streamID == .rootStream, let window = event.inboundWindowSize { debugCounters.withLock { $0["min window"] = min($0["min window"] ?? Int.max, window) } }
             if event.streamID == .rootStream, let window = event.inboundWindowSize, window < Self.connectionWindow / 2 {
                 write(
                     HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - window)),
@@ -274,7 +265,6 @@ package final class SimulatorHTTP2Connection<Streams: SimulatorStreams>: Channel
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        debugCounters.withLock { $0["error \(type(of: error))", default: 0] += 1 }
         if Self.isStreamLimitViolation(error) {
             // NIO refused a stream beyond the limit the client acknowledged (REFUSED_STREAM).
             streams.record(.streamLimitViolated)

@@ -10,7 +10,6 @@ import PaperboyTesting
 import PushTransport
 import Synchronization
 import Testing
-import PushSimulator
 
 /// The client against the simulator over real sockets on loopback: cleartext HTTP/2 and TLS, every
 /// reason, retries, GOAWAY, dropped connections, the stream limit and the provider-token rules.
@@ -200,10 +199,7 @@ struct APNsClientTests {
             configure: { $0.retryPolicy.maximumAttempts = 12 },
             { simulator, client in
                 let tokens = (0..<1000).map { Self.token($0) }
-                debugCounters.withLock { $0.removeAll() }
-                let started = ContinuousClock.now
                 let outcomes = await Self.sendAll(client, tokens: tokens)
-                print("DEBUG", ContinuousClock.now - started, outcomes.values.filter(\.isAccepted).count, simulator.stats().connectionsOpened, debugCounters.withLock { $0 }.sorted { $0.key < $1.key })
                 #expect(outcomes.values.filter(\.isAccepted).count == 1000)
                 #expect(tokens.allSatisfy { simulator.acceptedCount(forToken: $0) == 1 })
                 #expect((simulator.stats().rejected["ServiceUnavailable"] ?? 0) > 0)
