@@ -55,8 +55,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The HTTP/2 machinery both push providers share: connections that keep under the server's stream limit,
-        // a pool that sends again what a server did not process, spots stalls and reconnects with backoff. No
-        // provider's rules: APNs and FCM build their requests and read their answers.
+        // a pool that sends again what a server did not process, spots stalls and reconnects with backoff; the one
+        // client (send, classify, retry, cancel) generic over a provider, and the provider-neutral verdict. No
+        // provider's rules: APNs and FCM build their requests, read their answers and decide their retries.
         .target(
             name: "PushTransport",
             dependencies: [
@@ -67,6 +68,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -87,7 +89,6 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -105,7 +106,20 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What the two simulators share: the HTTP/2 connection on frames (stream limits, GOAWAY, windows, late and
+        // dropped answers), the ledger of accepts (each with its connection and stream) and connection events,
+        // foreign answers, the seeded generator. No provider's rules.
+        .target(
+            name: "PushSimulator",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -116,6 +130,7 @@ let package = Package(
             dependencies: [
                 "APNs",
                 "PaperboyCore",
+                "PushSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -131,6 +146,7 @@ let package = Package(
         .target(
             name: "FCMSimulator",
             dependencies: [
+                "PushSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -382,6 +398,7 @@ let package = Package(
             dependencies: [
                 "APNs",
                 "APNsSimulator",
+                "PushSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -437,6 +454,7 @@ let package = Package(
                 "APNs",
                 "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

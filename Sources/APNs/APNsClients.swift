@@ -2,7 +2,6 @@ import Logging
 import NIOCore
 import NIOPosix
 import PushTransport
-import ServiceLifecycle
 
 /// The APNs endpoints Paperboy sends to, per environment: Apple's by default, or one APNs-compatible
 /// server (such as `paperboy apns-sim`) standing in for both.
@@ -32,66 +31,63 @@ public struct APNsEndpoints: Sendable, Hashable {
     }
 }
 
-/// One ``APNsClient`` per endpoint and signing key, made on first use and shared: several apps (topics,
-/// keys) and both environments in one process, on one event-loop group.
+/// One ``APNsClient`` per endpoint and signing key, made on first use and shared: several apps (topics, keys) and
+/// both environments in one process, on one event-loop group. It is PushTransport's ``PushClients``.
 ///
-/// Apps that share a key (one team's key signs for all its apps) share the client, its connections and
-/// its provider token, as APNs expects: a key's token is refreshed for all its apps at once.
+/// Apps that share a key (one team's key signs for all its apps) share the client, its connections and its provider
+/// token, as APNs expects: a key's token is refreshed for all its apps at once.
 ///
-/// It is a `Service`: run it in the process's `ServiceGroup`, listed before the services that send with it
-/// (a dispatcher), so that the group, which stops services in reverse order, stops them first and the
-/// batches they finish on the way out still have their connections.
-public final class APNsClients: Sendable {
-    private struct Key: Hashable {
-        var endpoint: APNsEndpoint
-        var keyID: String
-        var teamID: String
-    }
+/// It is a `Service`: run it in the process's `ServiceGroup`, listed before the services that send with it (a
+/// dispatcher), so that the group, which stops services in reverse order, stops them first and the batches they
+/// finish on the way out still have their connections.
+public typealias APNsClients = PushClients<APNsClientFactory>
 
-    private let configure: @Sendable (inout APNsClient.Configuration) -> Void
-    private let eventLoopGroup: any EventLoopGroup
-    private let logger: Logger
-    private let cache = PushClientCache<Key, APNsClient>(service: "APNs") { await $0.shutdown() }
-
+extension PushClients where Factory == APNsClientFactory {
     /// - Parameter configure: adjusts each client's configuration (connections, timeouts, TLS trust).
-    public init(
+    public convenience init(
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "paperboy.apns"),
         configure: @escaping @Sendable (inout APNsClient.Configuration) -> Void = { _ in }
     ) {
-        self.eventLoopGroup = eventLoopGroup
-        self.logger = logger
-        self.configure = configure
+        self.init(factory: APNsClientFactory(), eventLoopGroup: eventLoopGroup, logger: logger, configure: configure)
     }
 
     /// The client that sends to `endpoint` with `key`.
     /// - Throws: ``APNsTransportError`` with code `shutdown` once the clients were shut down; the client's
     ///   TLS setup errors.
     public func client(for key: APNsSigningKey, endpoint: APNsEndpoint) throws -> APNsClient {
-        try cache.client(for: Key(endpoint: endpoint, keyID: key.keyID, teamID: key.teamID)) {
-            var configuration = APNsClient.Configuration(endpoint: endpoint)
-            configure(&configuration)
-            return try APNsClient(configuration: configuration, key: key, eventLoopGroup: eventLoopGroup, logger: logger)
-        }
-    }
-
-    /// How many clients exist: one per endpoint and key used so far.
-    public var count: Int { cache.count }
-
-    /// Shuts every client down (their in-flight requests finish first) and makes no new ones.
-    ///
-    /// In a `ServiceGroup`, ``run()`` does this on graceful shutdown.
-    public func shutdown() async {
-        await cache.shutdown()
+        try client(madeFrom: (key, endpoint))
     }
 }
 
-extension APNsClients: Service {
-    /// Keeps the clients until the service group shuts down gracefully (or cancels this task), then shuts
-    /// them down: see ``shutdown()``.
-    public func run() async {
-        // Throws only when cancelled, which ends the clients the same way.
-        try? await gracefulShutdown()
-        await shutdown()
+/// How ``APNsClients`` makes a client: per endpoint and signing key (told apart by the key's id, team and public
+/// key's fingerprint, never the private key itself: a `.p8` replaced under the same key id, say after a wrong file
+/// was first installed, gets a client of its own rather than the old key's).
+public struct APNsClientFactory: PushClientFactory {
+    public struct Key: Hashable, Sendable {
+        var endpoint: APNsEndpoint
+        var keyID: String
+        var teamID: String
+        var fingerprint: String
+    }
+
+    public func key(for credentials: (key: APNsSigningKey, endpoint: APNsEndpoint)) -> Key {
+        Key(
+            endpoint: credentials.endpoint,
+            keyID: credentials.key.keyID,
+            teamID: credentials.key.teamID,
+            fingerprint: credentials.key.fingerprint
+        )
+    }
+
+    public func makeClient(
+        for credentials: (key: APNsSigningKey, endpoint: APNsEndpoint),
+        configure: (inout APNsClient.Configuration) -> Void,
+        eventLoopGroup: any EventLoopGroup,
+        logger: Logger
+    ) throws -> APNsClient {
+        var configuration = APNsClient.Configuration(endpoint: credentials.endpoint)
+        configure(&configuration)
+        return try APNsClient(configuration: configuration, key: credentials.key, eventLoopGroup: eventLoopGroup, logger: logger)
     }
 }

@@ -67,7 +67,8 @@ public struct APNsNotification: Sendable, Equatable {
     ) throws(APNsNotificationError) -> APNsNotification {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let alert = String(decoding: (try? encoder.encode(["title": title, "body": body])) ?? Data("{}".utf8), as: UTF8.self)
+        guard let alertJSON = try? encoder.encode(["title": title, "body": body]) else { throw .alertNotEncodable }
+        let alert = String(decoding: alertJSON, as: UTF8.self)
         return try APNsNotification(
             pushType: .alert,
             priority: 10,
@@ -147,6 +148,8 @@ public enum APNsNotificationError: Error, Equatable, CustomStringConvertible {
     /// The app's keys tried to set `aps`; a background push's `aps` holds only `content-available`.
     case apsInAppKeys
     case appKeysNotAnObject
+    /// The alert's title and body could not be written as JSON.
+    case alertNotEncodable
 
     public var description: String {
         switch self {
@@ -158,6 +161,8 @@ public enum APNsNotificationError: Error, Equatable, CustomStringConvertible {
             "the app's keys contain \"aps\"; Paperboy writes aps itself (a background push may not carry alert, badge or sound)"
         case .appKeysNotAnObject:
             "the app's keys must be a JSON object, e.g. {\"edition\": \"2026-11-23-morning\"}"
+        case .alertNotEncodable:
+            "the alert's title and body cannot be written as JSON"
         }
     }
 }

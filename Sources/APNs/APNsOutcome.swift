@@ -2,20 +2,28 @@ import Foundation
 import PushTransport
 
 /// What became of one notification.
-public enum APNsOutcome: Sendable, Equatable {
+public enum APNsOutcome: PushOutcome {
     /// APNs accepted it; `apnsID` is the `apns-id` it answered with.
     case accepted(apnsID: String)
     /// APNs answered with an error status, after any retries the policy allows.
     case rejected(APNsRejection)
-    /// It was written to a connection that then failed, or timed out waiting for the answer: APNs may or
-    /// may not have it. The client never resends these by itself, because that could wake a device twice.
+    /// It was written to a connection that then failed, or timed out waiting for the answer, or something other
+    /// than APNs answered: APNs may or may not have it. The client never resends these by itself, because that
+    /// could wake a device twice.
     case fateUnknown(APNsTransportError)
-    /// It was never sent: no connection could be made in time, or the client shut down. Safe to send again.
+    /// It was never sent: no connection could be made in time, the client shut down, or the sender was
+    /// cancelled first. Safe to send again.
     case notSent(APNsTransportError)
 
-    public var isAccepted: Bool {
-        if case .accepted = self { return true }
-        return false
+    /// The outcome as metrics and output lines show it; its `verdict` (what it means for the device, our credentials
+    /// and the app) is the rejection's for a rejection: see ``APNsRejection/verdict``.
+    public var summary: PushOutcomeSummary {
+        switch self {
+        case .accepted: .accepted
+        case .rejected(let rejection): .rejected(status: rejection.status, reason: rejection.reason.rawValue, verdict: rejection.verdict)
+        case .fateUnknown(let error): .fateUnknown(error)
+        case .notSent(let error): .notSent(error)
+        }
     }
 }
 
@@ -28,15 +36,58 @@ public struct APNsRejection: Sendable, Equatable, CustomStringConvertible {
     /// was registered again after this instant.
     public var timestamp: Date?
     public var apnsID: String?
+    /// Whether the answer carried APNs's own error body (JSON with a `reason`). False for an answer from something
+    /// else in APNs's place (a proxy's HTML page, an empty 410 or 404): its ``reason`` is ``APNsReason/unknown(_:)``
+    /// and it never says anything about the token.
+    public var isAPNsAnswer: Bool
 
-    public init(status: Int, reason: APNsReason, timestamp: Date? = nil, apnsID: String? = nil) {
+    public init(status: Int, reason: APNsReason, timestamp: Date? = nil, apnsID: String? = nil, isAPNsAnswer: Bool = true) {
         self.status = status
         self.reason = reason
         self.timestamp = timestamp
         self.apnsID = apnsID
+        self.isAPNsAnswer = isAPNsAnswer
     }
 
     public var description: String { "\(status) \(reason)" }
+
+    /// What the rejection means:
+    ///
+    /// - ``PushVerdict/tokenDead(since:)``: `Unregistered` and `ExpiredToken` (410, since the answer's timestamp),
+    ///   `BadDeviceToken` (a token APNs does not know, or one of the other environment: a sandbox token sent to
+    ///   production) and `DeviceTokenNotForTopic`. The last is APNs's word on this token for this topic: a topic our
+    ///   key may not send to answers `TopicDisallowed` and a malformed one `BadTopic`, so what remains is a token
+    ///   issued to another app, which is FCM's `SENDER_ID_MISMATCH` and dead for this app alike.
+    /// - ``PushVerdict/credentialsRejected``: every 403 (`InvalidProviderToken`, `ExpiredProviderToken` after the one
+    ///   refresh, `MissingProviderToken`, `UnrelatedKeyIdInToken`, `Forbidden`, `BadCertificate…`) and 429
+    ///   `TooManyProviderTokenUpdates`: APNs refused our provider token or key, never the device's fault.
+    /// - ``PushVerdict/misconfigured``: `BadTopic`, `TopicDisallowed`, `MissingTopic` (the app's bundle id, or a key
+    ///   of another team), `BadPath` and `MethodNotAllowed` (our endpoint or client).
+    /// - ``PushVerdict/dropped``: the rest, about this message (`PayloadTooLarge`, `BadPriority`, …) or APNs busy
+    ///   or failing beyond the retries (429 `TooManyRequests`, 500, 503).
+    /// - A reason this build does not know is judged by its status, never as a dead token; an answer without
+    ///   APNs's body by ``PushVerdict/foreignAnswer(status:)``.
+    public var verdict: PushVerdict {
+        guard isAPNsAnswer else { return .foreignAnswer(status: status) }
+        switch reason {
+        case .unregistered, .expiredToken, .badDeviceToken, .deviceTokenNotForTopic:
+            return .tokenDead(since: timestamp)
+        case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken,
+            .unrelatedKeyIdInToken, .tooManyProviderTokenUpdates:
+            return .credentialsRejected
+        case .badTopic, .topicDisallowed, .missingTopic, .badPath, .methodNotAllowed:
+            return .misconfigured
+        case .badCollapseId, .badExpirationDate, .badMessageId, .badPriority, .duplicateHeaders, .idleTimeout, .invalidPushType,
+            .missingDeviceToken, .payloadEmpty, .payloadTooLarge, .tooManyRequests, .internalServerError, .serviceUnavailable, .shutdown:
+            return .dropped
+        case .unknown:
+            switch status {
+            case 403: return .credentialsRejected
+            case 404, 405: return .misconfigured
+            default: return .dropped
+            }
+        }
+    }
 }
 
 /// Why a notification was not sent or its fate is unknown: the transport's words (``PushTransportError``).

@@ -27,11 +27,7 @@ public struct APNsRetryPolicy: Sendable {
     ) -> Decision {
         guard Self.isRetryable(status: status, reason: reason) else { return .giveUp(.permanent) }
         guard attempt < maximumAttempts else { return .giveUp(.attemptsExhausted) }
-        // Full jitter: anywhere from half to all of the exponential step, so that many senders that
-        // failed together do not retry together.
-        let exponent = min(attempt - 1, 30)
-        let step = min(initialBackoff * (1 << exponent), maximumBackoff)
-        let delay = step * (0.5 + 0.5 * min(max(random, 0), 1))
+        let delay = Duration.backoff(afterFailures: attempt, initial: initialBackoff, maximum: maximumBackoff, random: random)
         guard elapsed + delay <= maximumTotal else { return .giveUp(.timeExhausted) }
         return .retry(after: delay)
     }
@@ -53,15 +49,6 @@ public struct APNsRetryPolicy: Sendable {
     /// Retries of one batch that go out together.
     public typealias RetryWave = PushRetryWave
 
-    public enum Decision: Equatable, Sendable {
-        case retry(after: Duration)
-        case giveUp(GiveUpReason)
-    }
-
-    public enum GiveUpReason: Equatable, Sendable {
-        /// The rejection says the notification, token or credentials are wrong: sending again cannot help.
-        case permanent
-        case attemptsExhausted
-        case timeExhausted
-    }
+    public typealias Decision = PushRetryDecision
+    public typealias GiveUpReason = PushRetryDecision.GiveUpReason
 }

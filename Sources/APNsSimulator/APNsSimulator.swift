@@ -4,7 +4,12 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import PushSimulator
 import Synchronization
+
+// Accepts and foreign answers are the shared simulator's types: importers of APNsSimulator use them as its own.
+@_exported import struct PushSimulator.SimulatorAccept
+@_exported import struct PushSimulator.SimulatorForeignAnswer
 
 /// An APNs-compatible HTTP/2 server for tests, demos and benchmarks: it checks every request as APNs does
 /// (``APNsRequestValidator``), answers with APNs statuses and reasons, advertises APNs's stream limits, and
@@ -21,7 +26,8 @@ public final class APNsSimulator: Sendable {
         public var validation: APNsRequestValidator.Configuration
         public var faults: Faults
         public var eventLoopThreads: Int = System.coreCount
-        /// Keep per-token accept counts (for tests); turn off for big benchmarks.
+        /// Keep every accept with its connection and stream, and per-token counts (for tests); turn off for big
+        /// benchmarks.
         public var recordsAccepted: Bool = true
         /// Called on the connection's event loop for every accepted notification, as APNs would deliver
         /// it: the demo's simulated devices act on these. Keep it short; hand work off to a task.
@@ -62,6 +68,11 @@ public final class APNsSimulator: Sendable {
         public var maxConcurrentStreams: Int = 1000
         /// Outcomes chosen per device token by hex prefix (first match wins), checked after validation passed.
         public var outcomesByTokenPrefix: [(prefix: String, outcome: Outcome)] = []
+        /// Answers that are not APNs's, per device token by hex prefix (first match wins, after
+        /// ``outcomesByTokenPrefix``), checked after validation passed: what a proxy or a wrong endpoint in APNs's
+        /// place sends (an HTML 404, an empty 410, a 200 without `apns-id`). Counted as rejected under
+        /// `foreign STATUS`.
+        public var foreignAnswersByTokenPrefix: [(prefix: String, answer: SimulatorForeignAnswer)] = []
         /// Random server failures: each element a probability (0...1) of answering that outcome instead of
         /// accepting, e.g. `(.init(status: 503, reason: .serviceUnavailable), 0.05)`. Deterministic given ``seed``
         /// (for one connection; several connections interleave their draws).
@@ -84,11 +95,12 @@ public final class APNsSimulator: Sendable {
         /// one frame). The client's HTTP/2 layer drops these frames, but they still use its connection
         /// window. The simulator then never sees the client's RST_STREAM frames.
         public var lateAnswerBodyBytes: Int? = nil
-        /// The first this many connections get the server's SETTINGS and at once a GOAWAY (last stream 0,
-        /// NO_ERROR), and close: a server that takes connections and goes away before answering anything.
+        /// The first this many connections since the simulator started get the server's SETTINGS and at once a
+        /// GOAWAY (last stream 0, NO_ERROR), and close: a server that takes connections and goes away before
+        /// answering anything.
         public var goAwayAtStartForConnections: Int = 0
-        /// The first this many TCP connections are accepted and then ignored: no TLS handshake, no HTTP/2
-        /// SETTINGS, nothing read. A black hole behind a load balancer.
+        /// The first this many TCP connections since the simulator started are accepted and then ignored: no TLS
+        /// handshake, no HTTP/2 SETTINGS, nothing read. A black hole behind a load balancer.
         public var silentConnections: Int = 0
         public var seed: UInt64 = 1
 
@@ -126,18 +138,16 @@ public final class APNsSimulator: Sendable {
         public var startedAt: Date
     }
 
-    private struct Running {
-        var group: MultiThreadedEventLoopGroup?
-        var listener: (any Channel)?
-        var port: Int = 0
-        /// The open connections, for ``freeze()``.
-        var connections: [ObjectIdentifier: any Channel] = [:]
+    /// The open connections and whether they read, for ``freeze()``.
+    private struct Connections {
+        var open: [ObjectIdentifier: any Channel] = [:]
         var frozen = false
     }
 
     public let configuration: Configuration
     let ledger: APNsSimulatorLedger
-    private let running = Mutex(Running())
+    private let listener = SimulatorListener()
+    private let connections = Mutex(Connections())
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -158,60 +168,35 @@ public final class APNsSimulator: Sendable {
             tls.applicationProtocols = ["h2"]
             return try NIOSSLContext(configuration: tls)
         }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
-        let rules = APNsSimulatorConnection.Rules(
+        let rules = APNsSimulatorStreams.Rules(
             validator: APNsRequestValidator(configuration: configuration.validation),
             faults: configuration.faults,
             ledger: ledger,
             onAccept: configuration.onAccept
         )
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.maxMessagesPerRead, value: 16)
-            .childChannelInitializer { [weak self] channel in
-                let id = ObjectIdentifier(channel)
-                let frozen = self?.running.withLock { running in
-                    running.connections[id] = channel
-                    return running.frozen
-                }
-                channel.closeFuture.whenComplete { [weak self] _ in _ = self?.running.withLock { $0.connections.removeValue(forKey: id) } }
-                return channel.eventLoop.makeCompletedFuture {
-                    if frozen == true { try channel.syncOptions?.setOption(.autoRead, value: false) }
-                    try APNsSimulatorConnection.configure(channel, rules: rules, tls: tlsContext)
-                }
-            }
-        let listener: any Channel
-        do {
-            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
-        }
-        let port = listener.localAddress?.port ?? configuration.port
         ledger.reset()
-        running.withLock { $0 = Running(group: group, listener: listener, port: port) }
-        return port
+        return try await listener.start(host: configuration.host, port: configuration.port, threads: configuration.eventLoopThreads) {
+            [weak self] channel in
+            let id = ObjectIdentifier(channel)
+            let frozen = self?.connections.withLock { connections in
+                connections.open[id] = channel
+                return connections.frozen
+            }
+            channel.closeFuture.whenComplete { [weak self] _ in _ = self?.connections.withLock { $0.open.removeValue(forKey: id) } }
+            if frozen == true { try channel.syncOptions?.setOption(.autoRead, value: false) }
+            try APNsSimulatorStreams.configure(channel, rules: rules, tls: tlsContext)
+        }
     }
 
     /// The bound port, after ``start()``.
-    public var port: Int { running.withLock { $0.port } }
+    public var port: Int { listener.port }
 
     /// `http://HOST:PORT`, or `https://` with TLS.
     public var url: String { "\(configuration.tls == nil ? "http" : "https")://\(configuration.host):\(port)" }
 
     /// Closes the listener and every connection, and shuts down the simulator's event loops.
     public func shutdown() async throws {
-        let (group, listener) = running.withLock { running in
-            defer {
-                running.group = nil
-                running.listener = nil
-            }
-            return (running.group, running.listener)
-        }
-        try? await listener?.close()
-        try await group?.shutdownGracefully()
+        try await listener.shutdown()
     }
 
     /// Hangs as a paused process does: reads nothing more from any connection and accepts no new one (the
@@ -227,10 +212,11 @@ public final class APNsSimulator: Sendable {
     }
 
     private func setReading(_ reading: Bool) async {
-        let channels = running.withLock { running in
-            running.frozen = !reading
-            return Array(running.connections.values) + (running.listener.map { [$0] } ?? [])
-        }
+        let channels =
+            connections.withLock { connections in
+                connections.frozen = !reading
+                return Array(connections.open.values)
+            } + (listener.channel.map { [$0] } ?? [])
         for channel in channels {
             try? await channel.setOption(.autoRead, value: reading).get()
         }
@@ -245,7 +231,18 @@ public final class APNsSimulator: Sendable {
     /// Accept counts by token (lowercase hex); empty without ``Configuration/recordsAccepted``.
     public func acceptedCounts() -> [String: Int] { ledger.acceptedCounts() }
 
-    /// Zeroes the stats and the per-token records; the simulator keeps serving.
+    /// A notification the simulator accepted, with the connection and HTTP/2 stream it came on.
+    public typealias Accept = SimulatorAccept
+
+    /// Every accept, oldest first, each with its token, time, connection and stream; empty without
+    /// ``Configuration/recordsAccepted``.
+    public func accepts() -> [Accept] { ledger.accepts() }
+
+    /// The accepts of one token (lowercase hex), oldest first: a token accepted twice shows both, with their
+    /// connections and streams.
+    public func accepts(forToken hex: String) -> [Accept] { ledger.accepts(forToken: hex.lowercased()) }
+
+    /// Zeroes the stats and the per-token records; the simulator keeps serving, and connection numbers go on.
     public func reset() { ledger.reset() }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import PushTransport
 import _CryptoExtras
 
 /// Where the client gets the OAuth 2.0 access token for a request, and tells of tokens FCM refused.
@@ -29,8 +30,15 @@ public struct FCMAccessToken: Sendable, Equatable {
 /// assertion or a token.
 public struct FCMAuthError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
+    /// The service account itself was refused (the token endpoint answered 400, 401 or 403, e.g. `invalid_grant`
+    /// for a deleted key), or its key cannot sign: asking again with the same account cannot help. False when the
+    /// endpoint could not be reached or failed (5xx, 429, a broken answer).
+    public var refused: Bool
 
-    public init(_ message: String) { self.message = message }
+    public init(_ message: String, refused: Bool = false) {
+        self.message = message
+        self.refused = refused
+    }
 
     public var description: String { message }
 }
@@ -41,13 +49,22 @@ public struct FCMAuthError: Error, Sendable, Equatable, CustomStringConvertible 
 /// before it expires (half-way through a token that lives less than twice that), so that a steady sender
 /// fetches once an hour; many tasks asking at once share one
 /// fetch. A token FCM refused (401, e.g. revoked) is dropped and the next request fetches a new one. When a
-/// renewal fails while the old token is still valid, the old token is used and the next request tries again.
+/// renewal fails while the old token is still valid, the old token is used meanwhile.
 ///
-/// The clock is injected so that tests step through hours without sleeping.
+/// A failed fetch is not repeated at once: a token endpoint that fails fast would otherwise be asked again by every
+/// send call, tens of times a second. The next fetch waits ``Configuration/initialBackoff`` (1 s), doubling with
+/// each failure in a row up to ``Configuration/maximumBackoff`` (60 s), each wait between half and all of its step
+/// (jitter, so that many workers that failed together do not ask together); callers meanwhile get the old token
+/// while it is valid, else the last error at once. A successful fetch ends the backoff.
+///
+/// The clock (and the jitter) are injected so that tests step through hours without sleeping.
 public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration == Duration {
     public struct Configuration: Sendable {
         /// A token this close to its expiry is renewed before use.
         public var renewBefore: Duration = .seconds(5 * 60)
+        /// The wait after a failed fetch before the next; it doubles with each failure in a row.
+        public var initialBackoff: Duration = .seconds(1)
+        public var maximumBackoff: Duration = .seconds(60)
         public init() {}
     }
 
@@ -67,8 +84,11 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
     private let configuration: Configuration
     private let fetch: Fetch
     private let onFetch: @Sendable (_ succeeded: Bool) -> Void
+    private let random: @Sendable () -> Double
     private var cached: Cached?
     private var inFlight: Task<Cached, any Error>?
+    /// After failed fetches: how many in a row, the last one's error, and when the next may start.
+    private var backoff: (failures: Int, error: FCMAuthError, until: C.Instant)?
 
     /// How many tokens were fetched (successfully or not): for metrics and tests.
     public private(set) var fetches = 0
@@ -79,7 +99,8 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
         configuration: Configuration = .init(),
         wallTime: @escaping @Sendable () -> Date = Date.init,
         fetch: @escaping Fetch,
-        onFetch: @escaping @Sendable (_ succeeded: Bool) -> Void = { _ in }
+        onFetch: @escaping @Sendable (_ succeeded: Bool) -> Void = { _ in },
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.assertion = FCMAssertion(
             clientEmail: account.clientEmail,
@@ -92,12 +113,21 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
         self.configuration = configuration
         self.fetch = fetch
         self.onFetch = onFetch
+        self.random = random
     }
 
     public func current() async throws(FCMAuthError) -> String {
         let now = clock.now
         if let cached, now < cached.renewAt {
             return cached.token
+        }
+        if inFlight == nil, let backoff, now < backoff.until {
+            if let cached, now < cached.expiresAt { return cached.token }
+            let seconds = now.duration(to: backoff.until).components.seconds + 1
+            throw FCMAuthError(
+                "\(backoff.error.message) (the token endpoint is asked again within \(seconds) s)",
+                refused: backoff.error.refused
+            )
         }
         let task = inFlight ?? startFetch()
         do {
@@ -110,7 +140,7 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
             record(task, .failure(error))
             // A failed renewal: the old token serves while it is valid; the next call tries again.
             if let cached, clock.now < cached.expiresAt { return cached.token }
-            throw (error as? FCMAuthError) ?? FCMAuthError("cannot get an FCM access token: \(error)")
+            throw Self.authError(error)
         }
     }
 
@@ -126,7 +156,7 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
             do {
                 signed = try assertion.signed(issuedAt: wallTime())
             } catch {
-                throw FCMAuthError("cannot sign the service account's assertion: \(error)")
+                throw FCMAuthError("cannot sign the service account's assertion: \(error)", refused: true)
             }
             let requested = clock.now
             let token = try await fetch(signed)
@@ -154,10 +184,23 @@ public actor FCMAccessTokens<C: Clock>: FCMAccessTokenSource where C.Duration ==
         switch result {
         case .success(let fresh):
             cached = fresh
+            backoff = nil
             onFetch(true)
-        case .failure:
+        case .failure(let error):
+            let failures = (backoff?.failures ?? 0) + 1
+            let wait = Duration.backoff(
+                afterFailures: failures,
+                initial: configuration.initialBackoff,
+                maximum: configuration.maximumBackoff,
+                random: random()
+            )
+            backoff = (failures, Self.authError(error), clock.now.advanced(by: wait))
             onFetch(false)
         }
+    }
+
+    private static func authError(_ error: any Error) -> FCMAuthError {
+        (error as? FCMAuthError) ?? FCMAuthError("cannot get an FCM access token: \(error)")
     }
 }
 
@@ -200,7 +243,10 @@ enum FCMTokenEndpoint {
         guard status == 200 else {
             let answer = try? JSONDecoder().decode(ErrorAnswer.self, from: data)
             let why = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
-            throw FCMAuthError("the token endpoint \(tokenURI) refused the service account (HTTP \(status)\(why.isEmpty ? "" : ", \(why)"))")
+            throw FCMAuthError(
+                "the token endpoint \(tokenURI) refused the service account (HTTP \(status)\(why.isEmpty ? "" : ", \(why)"))",
+                refused: [400, 401, 403].contains(status)
+            )
         }
         guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: data), !answer.access_token.isEmpty,
             answer.expires_in > 0

@@ -18,8 +18,8 @@ struct FCMAssertion: Sendable {
     /// The assertion issued at `issuedAt` (whole seconds), valid for ``lifetime``.
     func signed(issuedAt: Date) throws -> String {
         let iat = Int(issuedAt.timeIntervalSince1970)
-        let header = Self.json(["alg": "RS256", "typ": "JWT", "kid": privateKeyID])
-        let claims = Self.json([
+        let header = try Self.json(["alg": "RS256", "typ": "JWT", "kid": privateKeyID])
+        let claims = try Self.json([
             "iss": clientEmail, "scope": Self.scope, "aud": tokenURI, "iat": iat, "exp": iat + Int(Self.lifetime),
         ])
         let signingInput = Self.base64URL(header) + "." + Self.base64URL(claims)
@@ -27,9 +27,9 @@ struct FCMAssertion: Sendable {
         return signingInput + "." + Self.base64URL(signature.rawRepresentation)
     }
 
-    private static func json(_ object: [String: any Sendable]) -> Data {
+    private static func json(_ object: [String: any Sendable]) throws -> Data {
         // Sorted keys: the same claims give the same bytes, which tests can compare.
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
     }
 
     static func base64URL(_ data: Data) -> String {

@@ -113,11 +113,30 @@ public struct FCMMessage: Sendable, Equatable {
             body.append(contentsOf: token.utf8)
             body.append(UInt8(ascii: "\""))
         } else {
-            let escaped = (try? JSONSerialization.data(withJSONObject: [token], options: [])) ?? Data("[\"\"]".utf8)
-            body.append(contentsOf: escaped.dropFirst().dropLast())
+            Self.appendJSONString(token, to: &body)
         }
         body.append(contentsOf: tail)
         return body
+    }
+
+    /// `text` as a JSON string: quotes, backslashes and control characters escaped, everything else as UTF-8.
+    static func appendJSONString(_ text: String, to body: inout [UInt8]) {
+        body.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                body.append(UInt8(ascii: "\\"))
+                body.append(byte)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                body.append(contentsOf: Array(#"\u00"#.utf8))
+                body.append(hex[Int(byte >> 4)])
+                body.append(hex[Int(byte & 0xF)])
+            default:
+                body.append(byte)
+            }
+        }
+        body.append(UInt8(ascii: "\""))
     }
 }
 

@@ -1,20 +1,29 @@
+import Foundation
 import PushTransport
 
 /// What became of one message.
-public enum FCMOutcome: Sendable, Equatable {
+public enum FCMOutcome: PushOutcome {
     /// FCM accepted it; `name` is the message's resource name, `projects/P/messages/ID`.
     case accepted(name: String)
     /// FCM answered with an error, after any retries the policy allows.
     case rejected(FCMRejection)
-    /// It was written to a connection that then failed, or timed out waiting for the answer: FCM may or may
-    /// not have it. The client never resends these by itself, because that could wake a device twice.
+    /// It was written to a connection that then failed, or timed out waiting for the answer, or something other
+    /// than FCM answered: FCM may or may not have it. The client never resends these by itself, because that could
+    /// wake a device twice.
     case fateUnknown(PushTransportError)
-    /// It was never sent: no connection or no access token in time, or the client shut down. Safe to send again.
+    /// It was never sent: no connection or no access token in time, the client shut down, or the sender was
+    /// cancelled first. Safe to send again.
     case notSent(PushTransportError)
 
-    public var isAccepted: Bool {
-        if case .accepted = self { return true }
-        return false
+    /// The outcome as metrics and output lines show it; its `verdict` (what it means for the device, our credentials
+    /// and the app) is the rejection's for a rejection: see ``FCMRejection/verdict``.
+    public var summary: PushOutcomeSummary {
+        switch self {
+        case .accepted: .accepted
+        case .rejected(let rejection): .rejected(status: rejection.status, reason: "\(rejection.code)", verdict: rejection.verdict)
+        case .fateUnknown(let error): .fateUnknown(error)
+        case .notSent(let error): .notSent(error)
+        }
     }
 }
 
@@ -25,18 +34,103 @@ public struct FCMRejection: Sendable, Equatable, CustomStringConvertible {
     public var message: String
     /// The `Retry-After` the answer carried (429, 503), if any.
     public var retryAfter: Duration?
+    /// Whether the answer carried Google's error body (an FCM `errorCode` or an `error.status`). False for an
+    /// answer from something else in FCM's place (a proxy's HTML page, an empty 404, JSON of another shape): its
+    /// ``code`` is then only what the HTTP status says (`QUOTA_EXCEEDED`, `INTERNAL` and `UNAVAILABLE` for 429, 500
+    /// and 503, which HTTP says were not processed and may be sent again; `HTTP 404` and the like otherwise), and it
+    /// never says anything about the token.
+    public var isFCMAnswer: Bool
 
-    public init(status: Int, code: FCMErrorCode, message: String, retryAfter: Duration? = nil) {
+    public init(status: Int, code: FCMErrorCode, message: String, retryAfter: Duration? = nil, isFCMAnswer: Bool = true) {
         self.status = status
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+        self.isFCMAnswer = isFCMAnswer
+    }
+
+    /// Reads an error answer: the FCM error code of `error.details` when there is one, else Google's
+    /// `error.status`; without either the answer is not FCM's (``isFCMAnswer``).
+    ///
+    /// - Parameter retryAfter: the `retry-after` header, in seconds (FCM sends seconds; an HTTP date reads as none).
+    init(status: Int, retryAfter: String?, body: Data) {
+        let answer: GoogleErrorAnswer?
+        do {
+            answer = try JSONDecoder().decode(GoogleErrorAnswer.self, from: body)
+        } catch {
+            answer = nil
+        }
+        let fcmCode = answer?.error.details?.first(where: { $0.type?.hasSuffix("FcmError") == true && $0.errorCode != nil })?.errorCode
+        if let text = fcmCode ?? answer?.error.status, !text.isEmpty {
+            code = FCMErrorCode(text)
+            isFCMAnswer = true
+        } else {
+            code =
+                switch status {
+                case 429: .quotaExceeded
+                case 500: .internal
+                case 503: .unavailable
+                default: .other("HTTP \(status)")
+                }
+            isFCMAnswer = false
+        }
+        self.status = status
+        message = answer?.error.message ?? ""
+        self.retryAfter = retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { Duration.seconds(max(0, $0)) }
     }
 
     /// What the sender does about it (``FCMErrorCode/action(message:)``).
     public var action: FCMErrorCode.Action { code.action(message: message) }
 
+    /// What the rejection means:
+    ///
+    /// - ``PushVerdict/tokenDead(since:)`` (FCM gives no time): `UNREGISTERED`, `SENDER_ID_MISMATCH` (a token of
+    ///   another Firebase project) and the `INVALID_ARGUMENT` that says the registration token is not valid.
+    /// - ``PushVerdict/credentialsRejected``: 401 `UNAUTHENTICATED` after the one refresh of the access token, and
+    ///   Google's `PERMISSION_DENIED` without an FCM code (the service account may not send for the project).
+    /// - ``PushVerdict/misconfigured``: `THIRD_PARTY_AUTH_ERROR` (the app's APNs credentials at Firebase), and
+    ///   Google's `NOT_FOUND` without an FCM code (no such project or method: the path we send to is wrong).
+    /// - ``PushVerdict/dropped``: the rest: a message FCM refuses (`INVALID_ARGUMENT` about the message), or FCM
+    ///   over quota or failing beyond the retries (429, 500, 503).
+    /// - An answer without Google's error body: ``PushVerdict/foreignAnswer(status:)``.
+    public var verdict: PushVerdict {
+        guard isFCMAnswer else { return .foreignAnswer(status: status) }
+        switch action {
+        case .deactivateToken: return .tokenDead(since: nil)
+        case .refreshAccessToken: return .credentialsRejected
+        case .fixConfiguration: return .misconfigured
+        case .retry: return .dropped
+        case .drop:
+            switch code {
+            case .other("PERMISSION_DENIED"): return .credentialsRejected
+            case .other("NOT_FOUND"): return .misconfigured
+            default: return .dropped
+            }
+        }
+    }
+
     public var description: String { "\(status) \(code)" }
+}
+
+/// Google's error body: `{"error": {"code", "message", "status", "details": [{"@type", "errorCode"}]}}`.
+private struct GoogleErrorAnswer: Decodable {
+    struct Body: Decodable {
+        var status: String?
+        var message: String?
+        var details: [Detail]?
+    }
+
+    struct Detail: Decodable {
+        var type: String?
+        var errorCode: String?
+
+        enum CodingKeys: String, CodingKey {
+            case type = "@type"
+            case errorCode
+        }
+    }
+
+    var error: Body
 }
 
 /// FCM's error codes (`error.details[].errorCode` of an answer, else its `error.status`).

@@ -1,3 +1,5 @@
+import PushTransport
+
 /// When a rejected message is sent again: 429 `QUOTA_EXCEEDED` after its `Retry-After` (60 s without one),
 /// 500 `INTERNAL` and 503 `UNAVAILABLE` after their `Retry-After` or an exponential backoff with jitter
 /// starting at 10 s (Firebase asks for at least that), bounded in attempts and in total time; 400, 401,
@@ -30,22 +32,12 @@ public struct FCMRetryPolicy: Sendable {
         } else if rejection.status == 429 {
             delay = quotaBackoff + quotaBackoff * (0.1 * jitter)
         } else {
-            let step = min(initialBackoff * (1 << min(attempt - 1, 30)), maximumBackoff)
-            delay = step * (0.5 + 0.5 * jitter)
+            delay = .backoff(afterFailures: attempt, initial: initialBackoff, maximum: maximumBackoff, random: jitter)
         }
         guard elapsed + delay <= maximumTotal else { return .giveUp(.timeExhausted) }
         return .retry(after: delay)
     }
 
-    public enum Decision: Equatable, Sendable {
-        case retry(after: Duration)
-        case giveUp(GiveUpReason)
-    }
-
-    public enum GiveUpReason: Equatable, Sendable {
-        /// The answer says the message, token or credentials are wrong: sending again cannot help.
-        case permanent
-        case attemptsExhausted
-        case timeExhausted
-    }
+    public typealias Decision = PushRetryDecision
+    public typealias GiveUpReason = PushRetryDecision.GiveUpReason
 }

@@ -9,18 +9,22 @@ final class FCMHTTP1Handler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let simulator: FCMSimulator
+    /// The connection's number in the ledger.
+    private let connection: Int
     private var request: FCMSimulatorRequest?
     private var keepAlive = true
     private var version = HTTPVersion.http1_1
 
-    init(simulator: FCMSimulator) {
+    init(simulator: FCMSimulator, connection: Int) {
         self.simulator = simulator
+        self.connection = connection
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             var request = FCMSimulatorRequest(method: head.method.rawValue, path: head.uri, body: context.channel.allocator.buffer(capacity: 0))
+            request.connection = connection
             for (name, value) in head.headers { request.add(header: name, value: value) }
             self.request = request
             keepAlive = head.isKeepAlive

@@ -12,10 +12,13 @@ final class FCMProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler {
     private static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     private let simulator: FCMSimulator
+    /// The connection's number in the ledger.
+    private let connection: Int
     private var buffered: ByteBuffer?
 
-    init(simulator: FCMSimulator) {
+    init(simulator: FCMSimulator, connection: Int) {
         self.simulator = simulator
+        self.connection = connection
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -33,11 +36,11 @@ final class FCMProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler {
         do {
             let sync = context.pipeline.syncOperations
             if isHTTP2 {
-                try FCMHTTP2Connection.configure(context.channel, simulator: simulator)
+                try FCMHTTP2Streams.configure(context.channel, simulator: simulator, connection: connection)
             } else {
                 try sync.configureHTTPServerPipeline(withErrorHandling: true)
-                try sync.addHandler(FCMHTTP1Handler(simulator: simulator))
-                simulator.connectionOpened(http2: false)
+                try sync.addHandler(FCMHTTP1Handler(simulator: simulator, connection: connection))
+                simulator.http1ConnectionOpened()
             }
         } catch {
             context.close(promise: nil)

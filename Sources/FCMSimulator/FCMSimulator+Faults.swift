@@ -1,4 +1,5 @@
 import Foundation
+import PushSimulator
 
 extension FCMSimulator {
     /// What the simulator does besides answering as a healthy FCM would. Changeable while it runs
@@ -6,6 +7,11 @@ extension FCMSimulator {
     public struct Faults: Sendable {
         /// Outcomes chosen per registration token by prefix (first match wins), for messages that passed validation.
         public var outcomesByTokenPrefix: [(prefix: String, outcome: Outcome)] = []
+        /// Answers that are not FCM's, per registration token by prefix (first match wins, after
+        /// ``outcomesByTokenPrefix``), for messages that passed validation: what a proxy or a wrong endpoint in FCM's
+        /// place sends (an HTML 404, an empty 404, a 200 without a message name). Counted as rejected under
+        /// `foreign STATUS`.
+        public var foreignAnswersByTokenPrefix: [(prefix: String, answer: SimulatorForeignAnswer)] = []
         /// Answer the next `count` authenticated send requests with `outcome`, before validation.
         public var failNext: (outcome: Outcome, count: Int)? = nil
         /// Random server failures: each a probability (0...1) of answering that outcome, before validation.

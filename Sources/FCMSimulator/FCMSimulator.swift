@@ -1,7 +1,12 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import PushSimulator
 import Synchronization
+
+// Accepts and foreign answers are the shared simulator's types: importers of FCMSimulator use them as its own.
+@_exported import struct PushSimulator.SimulatorAccept
+@_exported import struct PushSimulator.SimulatorForeignAnswer
 
 /// An FCM HTTP v1-compatible server for tests, demos and benchmarks. On one port it speaks cleartext HTTP/2 with
 /// prior knowledge (what Paperboy's client uses) and HTTP/1.1 (the Firebase Admin SDK for Python, `curl`), told
@@ -25,7 +30,8 @@ public final class FCMSimulator: Sendable {
         /// Registration tokens starting with one of these are iOS devices: their data-only messages need
         /// `apns-priority: 5`. More can be named one by one with ``FCMSimulator/markIOS(tokens:)``.
         public var iosTokenPrefixes: [String] = []
-        /// Keep the per-target ledger (entries with message bodies); turn off for big benchmarks.
+        /// Keep the per-target ledger (entries with message bodies) and every accept with its connection and stream;
+        /// turn off for big benchmarks.
         public var recordsLedger: Bool = true
         public var eventLoopThreads: Int = System.coreCount
         /// The wall clock for token lifetimes, assertion times, quotas and the ledger; tests inject their own.
@@ -43,17 +49,11 @@ public final class FCMSimulator: Sendable {
         }
     }
 
-    private struct Running {
-        var group: MultiThreadedEventLoopGroup?
-        var listener: (any Channel)?
-        var port: Int = 0
-    }
-
     public let configuration: Configuration
     let state: Mutex<FCMSimulatorState>
     let iosTokens: FCMIOSTokens
     private let validator: FCMMessageValidator
-    private let running = Mutex(Running())
+    private let listener = SimulatorListener()
 
     /// - Throws: ``FCMSimulator.ServiceAccount/InvalidFile`` when a configured account's key does not parse.
     public init(configuration: Configuration) throws {
@@ -77,42 +77,21 @@ public final class FCMSimulator: Sendable {
     /// - Returns: the bound port.
     @discardableResult
     public func start() async throws -> Int {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.maxMessagesPerRead, value: 16)
-            .childChannelInitializer { [weak self] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    guard let self else { return }
-                    try channel.pipeline.syncOperations.addHandler(FCMProtocolSniffer(simulator: self))
-                }
-            }
-        let listener: any Channel
-        do {
-            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
+        try await listener.start(host: configuration.host, port: configuration.port, threads: configuration.eventLoopThreads) {
+            [weak self] channel in
+            guard let self else { return }
+            let number = self.state.withLock { $0.tally.connectionAccepted() }
+            try channel.pipeline.syncOperations.addHandler(FCMProtocolSniffer(simulator: self, connection: number))
         }
-        let port = listener.localAddress?.port ?? configuration.port
-        running.withLock { $0 = Running(group: group, listener: listener, port: port) }
-        return port
     }
 
     /// Closes the listener and every connection, and shuts down the simulator's event loops.
     public func shutdown() async throws {
-        let (group, listener) = running.withLock { running in
-            defer { running = Running() }
-            return (running.group, running.listener)
-        }
-        try? await listener?.close()
-        try await group?.shutdownGracefully()
+        try await listener.shutdown()
     }
 
     /// The bound port, after ``start()``.
-    public var port: Int { running.withLock { $0.port } }
+    public var port: Int { listener.port }
 
     /// `http://HOST:PORT`: the FCM endpoint (HTTP/2 with prior knowledge, or HTTP/1.1).
     public var url: String { "http://\(configuration.host):\(port)" }
@@ -161,6 +140,17 @@ public final class FCMSimulator: Sendable {
         state.withLock { $0.ledger[target]?.count { $0.outcome == "accepted" } ?? 0 }
     }
 
+    /// A message the simulator accepted, with the connection and HTTP/2 stream it came on.
+    public typealias Accept = SimulatorAccept
+
+    /// Every accept, oldest first, each with its target, time, connection and stream (none over HTTP/1.1); empty
+    /// without ``Configuration/recordsLedger``.
+    public func accepts() -> [Accept] { state.withLock { $0.tally.accepts } }
+
+    /// The accepts of one target (a registration token, `topic:NAME`), oldest first: a token accepted twice shows
+    /// both, with their connections and streams.
+    public func accepts(for target: String) -> [Accept] { state.withLock { $0.tally.accepts(forToken: target) } }
+
     /// Zeroes the stats, the ledger and the quota windows; trusted accounts, issued tokens, faults and iOS tokens stay.
     public func reset() {
         let now = configuration.now()
@@ -183,13 +173,17 @@ public final class FCMSimulator: Sendable {
             }
             let now = configuration.now()
             let response = state.withLock { state in
-                state.send(
+                var response = state.send(
                     projectID: projectID,
                     authorization: request.authorization,
                     verdict: verdict,
                     body: String(buffer: request.body),
+                    connection: request.connection,
+                    stream: request.stream,
                     now: now
                 )
+                response.delay = state.faults.latency
+                return response
             }
             if response.status == 200, let onAccept = configuration.onAccept, case .valid(let message) = verdict, !message.validateOnly,
                 case .token = message.target, let delivery = Delivery(body: request.body.readableBytesView, acceptedAt: now)
@@ -237,10 +231,13 @@ public final class FCMSimulator: Sendable {
 
     // MARK: Connections
 
-    func connectionOpened(http2: Bool) {
-        state.withLock { state in
-            if http2 { state.http2Connections += 1 } else { state.http1Connections += 1 }
-        }
+    func http1ConnectionOpened() {
+        state.withLock { $0.http1Connections += 1 }
+    }
+
+    /// What happened on an HTTP/2 connection, for the stats.
+    func record(_ event: SimulatorConnectionEvent) {
+        state.withLock { $0.tally.record(event) }
     }
 
     /// The stream limit and what exceeding it earns, for a new HTTP/2 connection.
@@ -248,9 +245,6 @@ public final class FCMSimulator: Sendable {
         state.withLock { ($0.faults.maxConcurrentStreams, $0.faults.streamLimitAction) }
     }
 
-    func goAwaySent() { state.withLock { $0.goAwaysSent += 1 } }
-    func streamLimitViolated() { state.withLock { $0.streamLimitViolations += 1 } }
-    func concurrentStreams(_ count: Int) { state.withLock { $0.peakConcurrentStreams = max($0.peakConcurrentStreams, count) } }
 }
 
 /// The registration tokens the simulator treats as iOS devices: by prefix (fixed) and one by one (added at run time).

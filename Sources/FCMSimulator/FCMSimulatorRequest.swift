@@ -14,6 +14,10 @@ struct FCMSimulatorRequest: Sendable {
     var body: ByteBuffer
     /// The body passed ``maximumBodyBytes`` and was dropped.
     var bodyTooLarge = false
+    /// The connection it came on, numbered per simulator from 1.
+    var connection = 0
+    /// Its HTTP/2 stream id; nil over HTTP/1.1.
+    var stream: Int?
 
     init(method: String = "", path: String = "", body: ByteBuffer = ByteBuffer()) {
         self.method = method

@@ -1,4 +1,5 @@
 import Foundation
+import PushSimulator
 
 /// Everything a simulator's connections share, and the decisions made on it: access tokens and their fetches,
 /// faults, quotas, iOS tokens, the ledger and counters. Pure (the time is a parameter); ``FCMSimulator`` keeps
@@ -18,18 +19,14 @@ struct FCMSimulatorState: Sendable {
     var recordsLedger: Bool
 
     var requests = 0
-    var accepted = 0
     var validatedOnly = 0
-    var rejected: [String: Int] = [:]
     var tokenFetches: [String: Int] = [:]
     var tokenRejections: [String: Int] = [:]
-    var http2Connections = 0
     var http1Connections = 0
-    var goAwaysSent = 0
-    var streamLimitViolations = 0
-    var peakConcurrentStreams = 0
-    var acceptsPerSecond: [Int] = []
-    var startedAt: Date
+    /// Accepts (with their connections and streams), rejections and connection events, kept as the APNs simulator
+    /// keeps them; its connections opened are the HTTP/2 ones.
+    var tally: SimulatorLedger
+    /// What was answered per target, with the accepted messages' bodies.
     var ledger: [String: [FCMSimulator.LedgerEntry]] = [:]
     var random: SplitMix64
     var messageNumber: UInt64 = 0
@@ -37,7 +34,7 @@ struct FCMSimulatorState: Sendable {
     init(faults: FCMSimulator.Faults, recordsLedger: Bool, now: Date) {
         self.faults = faults
         self.recordsLedger = recordsLedger
-        self.startedAt = now
+        self.tally = SimulatorLedger(recordsAccepts: recordsLedger, now: now)
         self.random = SplitMix64(seed: faults.seed)
     }
 
@@ -62,39 +59,32 @@ struct FCMSimulatorState: Sendable {
     // MARK: Sends
 
     /// Decides a send request: bearer token, project, quota, server faults, the validator's verdict, token faults;
-    /// records it. FCM checks authentication before the body, so a bad token wins over a bad message.
+    /// records it. FCM checks authentication before the body, so a bad token wins over a bad message. The latency
+    /// fault is the caller's to add.
     ///
     /// - Parameters:
     ///   - projectID: the project in the request's path.
     ///   - authorization: the `authorization` header.
     ///   - verdict: ``FCMMessageValidator``'s verdict on the body (made outside the lock).
     ///   - body: the request body, for the ledger.
+    ///   - connection: the connection's number, for the accept.
+    ///   - stream: the HTTP/2 stream id, nil over HTTP/1.1.
     mutating func send(
         projectID: String,
         authorization: String?,
         verdict: FCMMessageValidator.Verdict,
         body: @autoclosure () -> String,
+        connection: Int,
+        stream: Int?,
         now: Date
     ) -> FCMSimulatorResponse {
         requests += 1
-        var response = decide(projectID: projectID, authorization: authorization, verdict: verdict, body: body(), now: now)
-        response.delay = faults.latency
-        return response
-    }
-
-    private mutating func decide(
-        projectID: String,
-        authorization: String?,
-        verdict: FCMMessageValidator.Verdict,
-        body: @autoclosure () -> String,
-        now: Date
-    ) -> FCMSimulatorResponse {
         guard let bearer = Self.bearer(authorization), let issued = accessTokens[bearer], issued.expiresAt > now else {
-            rejected["UNAUTHENTICATED", default: 0] += 1
+            tally.reject("UNAUTHENTICATED")
             return .unauthenticated
         }
         guard issued.projectID == projectID else {
-            rejected["PERMISSION_DENIED", default: 0] += 1
+            tally.reject("PERMISSION_DENIED")
             return .googleError(
                 403,
                 status: "PERMISSION_DENIED",
@@ -133,24 +123,25 @@ struct FCMSimulatorState: Sendable {
         if case .token(let token) = message.target, let match = faults.outcomesByTokenPrefix.first(where: { token.hasPrefix($0.prefix) }) {
             return reject(match.outcome, target: key, now: now)
         }
+        if case .token(let token) = message.target, let match = faults.foreignAnswersByTokenPrefix.first(where: { token.hasPrefix($0.prefix) }) {
+            let outcome = "foreign \(match.answer.status)"
+            tally.reject(outcome)
+            if recordsLedger { ledger[key, default: []].append(.init(at: now, outcome: outcome)) }
+            return FCMSimulatorResponse(status: match.answer.status, body: match.answer.body, contentType: match.answer.contentType ?? "text/plain")
+        }
         if message.validateOnly {
             validatedOnly += 1
             return .json(200, #"{"name":"# + jsonString("projects/\(projectID)/messages/fake_message_id") + "}")
         }
         messageNumber += 1
         let name = "projects/\(projectID)/messages/0:\(messageNumber)%\(String(random.next(), radix: 16))"
-        accepted += 1
-        let second = max(0, Int(now.timeIntervalSince(startedAt)))
-        if second >= acceptsPerSecond.count {
-            acceptsPerSecond.append(contentsOf: repeatElement(0, count: second - acceptsPerSecond.count + 1))
-        }
-        acceptsPerSecond[second] += 1
+        tally.accept(token: key, at: now, connection: connection, stream: stream)
         if recordsLedger { ledger[key, default: []].append(.init(at: now, outcome: "accepted", name: name, body: body())) }
         return .json(200, #"{"name":"# + jsonString(name) + "}")
     }
 
     private mutating func reject(_ outcome: FCMSimulator.Outcome, target: String?, now: Date) -> FCMSimulatorResponse {
-        rejected[outcome.code.rawValue, default: 0] += 1
+        tally.reject(outcome.code.rawValue)
         if recordsLedger, let target { ledger[target, default: []].append(.init(at: now, outcome: outcome.code.rawValue)) }
         return outcome.response
     }
@@ -158,7 +149,7 @@ struct FCMSimulatorState: Sendable {
     /// Counts a request that never reached a project's send endpoint (bad path or method).
     mutating func rejectPath() {
         requests += 1
-        rejected["NOT_FOUND", default: 0] += 1
+        tally.reject("NOT_FOUND")
     }
 
     /// The token of `Bearer TOKEN` (the scheme in any case).
@@ -172,22 +163,23 @@ struct FCMSimulatorState: Sendable {
     var stats: FCMSimulator.Stats {
         FCMSimulator.Stats(
             requests: requests,
-            accepted: accepted,
+            accepted: tally.accepted,
             validatedOnly: validatedOnly,
-            rejected: rejected,
+            rejected: tally.rejected,
             tokenFetches: tokenFetches,
             tokenRejections: tokenRejections,
-            http2Connections: http2Connections,
+            http2Connections: tally.connectionsOpened,
             http1Connections: http1Connections,
-            goAwaysSent: goAwaysSent,
-            streamLimitViolations: streamLimitViolations,
-            peakConcurrentStreams: peakConcurrentStreams,
-            acceptsPerSecond: acceptsPerSecond,
-            startedAt: startedAt
+            goAwaysSent: tally.goAwaysSent,
+            streamLimitViolations: tally.streamLimitViolations,
+            peakConcurrentStreams: tally.peakConcurrentStreams,
+            acceptsPerSecond: tally.acceptsPerSecond,
+            startedAt: tally.startedAt
         )
     }
 
-    /// Zeroes the counters, the ledger and the quotas; keeps trusted accounts, issued tokens, faults and iOS tokens.
+    /// Zeroes the counters, the ledger and the quotas; keeps trusted accounts, issued tokens, faults, iOS tokens and
+    /// connection numbers.
     mutating func reset(now: Date) {
         var fresh = FCMSimulatorState(faults: faults, recordsLedger: recordsLedger, now: now)
         fresh.verifier = verifier
@@ -195,28 +187,8 @@ struct FCMSimulatorState: Sendable {
         fresh.iosTokens = iosTokens
         fresh.random = random
         fresh.messageNumber = messageNumber
+        fresh.tally = tally
+        fresh.tally.reset(now: now)
         self = fresh
-    }
-}
-
-/// A small, fast, seedable generator (SplitMix64): deterministic fault draws, message ids and access tokens.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-
-    /// A uniform value in 0..<1.
-    mutating func nextUnitInterval() -> Double {
-        Double(next() >> 11) * 0x1.0p-53
     }
 }

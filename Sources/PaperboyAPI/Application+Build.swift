@@ -121,6 +121,11 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
     if configuration.surfaces.contains(.admin) {
         let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
         AppRoutes(apps: AppRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: adminAPI)
+        OriginRoutes(
+            origins: OriginRepository(client: client),
+            publications: PublicationRepository(client: client),
+            maxBodyBytes: configuration.maxBodyBytes
+        ).add(to: adminAPI)
         editionRoutes.addPublishing(to: adminAPI)
         BroadcastRoutes(
             broadcasts: BroadcastRepository(client: client),

@@ -41,7 +41,7 @@ public enum BroadcastPreflight {
     }
 
     /// The FCM message for a device of `platform` in `tier`, sent at `sentAt`: the APNs payload's keys as data
-    /// (``EditionPush/fcmData``). Android: `android.priority` as the broadcast asks (an alert is always high),
+    /// (``EditionPush/fcmData()``). Android: `android.priority` as the broadcast asks (an alert is always high),
     /// `ttl` the time left until the deadline (FCM drops it after), `collapse_key` the publication (a newer
     /// edition replaces an undelivered older one). iOS through FCM: the APNs headers of a background push, or
     /// of an alert, expiring at the deadline.
@@ -55,7 +55,7 @@ public enum BroadcastPreflight {
         priority: BroadcastOptions.AndroidPriority,
         sentAt: Date
     ) throws -> FCMMessage {
-        let data = EditionPush(edition: edition, tier: tier, wave: wave).fcmData
+        let data = try EditionPush(edition: edition, tier: tier, wave: wave).fcmData()
         let target: FCMMessage.Target
         switch platform {
         case .android:

@@ -320,7 +320,11 @@ public final class Dispatcher: Service {
             do {
                 log(try await answered(within: configuration.advancePatience) { try await self.advancer.advance(now: now, logger: self.logger) })
                 try await database { try await self.failUnsendable(now: now) }
-                metrics.tick(now: now, running: try await database { try await self.repository.runningTotals(logger: self.logger) })
+                let since = now.addingTimeInterval(-DispatchMetrics.endedShownFor)
+                metrics.tick(
+                    now: now,
+                    broadcasts: try await database { try await self.repository.gauges(now: now, endedSince: since, logger: self.logger) }
+                )
             } catch is CancellationError {
                 return
             } catch {
@@ -843,7 +847,9 @@ public final class Dispatcher: Service {
     /// One call to the database, given up as failed (``DatabaseCallUnanswered``) after
     /// ``Configuration/databasePatience`` (at least the lease): see there.
     private func database<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        try await answered(within: max(configuration.databasePatience, configuration.leaseDuration), operation)
+        let value = try await answered(within: max(configuration.databasePatience, configuration.leaseDuration), operation)
+        metrics.reachedDatabase()
+        return value
     }
 
     /// Runs `operation` until it succeeds, waiting 0.25 s, then twice as long each time up to 5 s (on the

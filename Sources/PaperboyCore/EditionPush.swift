@@ -67,10 +67,12 @@ public struct EditionPush: Codable, Sendable, Equatable {
 extension EditionPush {
     /// The same keys as FCM data (string to string): `fetch` is its JSON array as text. An Android app (or an
     /// iOS app registered through FCM) reads the same fields as from the APNs payload.
-    public var fcmData: [String: String] {
+    /// - Throws: when `fetch` cannot be encoded: never an empty list in its place, which would send the device
+    ///   nothing to download.
+    public func fcmData() throws -> [String: String] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
-        let fetchText = (try? encoder.encode(fetch)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        let fetchText = String(decoding: try encoder.encode(fetch), as: UTF8.self)
         return ["edition": edition, "manifest": manifest, "tier": tier, "deadline": deadline, "fetch": fetchText, "wave": String(wave)]
     }
 }

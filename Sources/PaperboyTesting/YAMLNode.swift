@@ -1,9 +1,10 @@
 import Foundation
 
-/// The subset of YAML in `docker/compose.yaml`: block mappings and sequences by indentation, flow
-/// sequences of scalars (`["a", "b"]`), plain, single- and double-quoted scalars, comments. Anything else
-/// (anchors, tags, block scalars, flow mappings) is refused, so the file stays readable by this reader.
-/// Scalars are kept as text; an empty value is "".
+/// The subset of YAML in `docker/compose.yaml` and the Prometheus files in `docker/prometheus/`: block mappings and
+/// sequences by indentation, flow sequences of scalars (`["a", "b"]`), plain, single- and double-quoted scalars,
+/// literal block scalars as a mapping's value (`|` or `|-`, without blank lines: the alert rules' expressions),
+/// comments. Anything else (anchors, tags, folded scalars, flow mappings) is refused, so the files stay readable by
+/// this reader. Scalars are kept as text; an empty value is "".
 public indirect enum YAMLNode: Equatable, Sendable, CustomStringConvertible {
     case scalar(String)
     case list([YAMLNode])
@@ -35,13 +36,15 @@ public indirect enum YAMLNode: Equatable, Sendable, CustomStringConvertible {
     public struct YAMLError: Error, CustomStringConvertible {
         public var line: Int
         public var message: String
-        public var description: String { "compose.yaml line \(line): \(message)" }
+        public var description: String { "line \(line): \(message)" }
     }
 
     private struct Line {
         var number: Int
         var indent: Int
         var text: String
+        /// The line as written, for a literal block scalar (whose `#` is text, not a comment).
+        var raw: String
     }
 
     public static func parse(_ source: String) throws -> YAMLNode {
@@ -53,7 +56,7 @@ public indirect enum YAMLNode: Equatable, Sendable, CustomStringConvertible {
             let indentation = text.prefix { $0 == " " || $0 == "\t" }
             if indentation.contains("\t") { throw YAMLError(line: index + 1, message: "a tab in the indentation") }
             if trimmed == "---" || trimmed == "..." { throw YAMLError(line: index + 1, message: "one document only") }
-            lines.append(Line(number: index + 1, indent: indentation.count, text: trimmed))
+            lines.append(Line(number: index + 1, indent: indentation.count, text: trimmed, raw: String(raw)))
         }
         var reader = Reader(lines: lines)
         guard let first = lines.first else { return .map([:]) }
@@ -104,7 +107,9 @@ public indirect enum YAMLNode: Equatable, Sendable, CustomStringConvertible {
                 let (key, rest) = entry
                 if entries[key] != nil { throw YAMLError(line: line.number, message: "duplicate key \(key)") }
                 position += 1
-                if !rest.isEmpty {
+                if rest == "|" || rest == "|-" {
+                    entries[key] = try literal(after: line, indent: indent, keepNewline: rest == "|")
+                } else if !rest.isEmpty {
                     entries[key] = try YAMLNode.inline(rest, line: line.number)
                 } else if position < lines.count, lines[position].indent > indent {
                     entries[key] = try block(indent: lines[position].indent)
@@ -120,6 +125,26 @@ public indirect enum YAMLNode: Equatable, Sendable, CustomStringConvertible {
                 throw YAMLError(line: lines[position].number, message: "unexpected indentation")
             }
             return .map(entries)
+        }
+
+        /// The lines indented deeper than `indent` after `line`, as written, less their first line's indentation;
+        /// with the final line break for `|`, without for `|-`.
+        mutating func literal(after line: Line, indent: Int, keepNewline: Bool) throws -> YAMLNode {
+            var text: [String] = []
+            var previous = line.number
+            let column = position < lines.count ? lines[position].indent : 0
+            while position < lines.count, lines[position].indent > indent {
+                let next = lines[position]
+                guard next.number == previous + 1 else {
+                    throw YAMLError(line: previous + 1, message: "a blank or comment line in a block scalar")
+                }
+                guard next.indent >= column else { throw YAMLError(line: next.number, message: "a block scalar's line less indented than its first") }
+                text.append(String(next.raw.dropFirst(column)))
+                previous = next.number
+                position += 1
+            }
+            guard !text.isEmpty else { throw YAMLError(line: line.number, message: "an empty block scalar") }
+            return .scalar(text.joined(separator: "\n") + (keepNewline ? "\n" : ""))
         }
 
         mutating func sequence(indent: Int) throws -> YAMLNode {
@@ -139,7 +164,7 @@ public indirect enum YAMLNode: Equatable, Sendable, CustomStringConvertible {
                 } else if try YAMLNode.splitKey(String(item), line: line.number) != nil {
                     // `- key: value` starts a mapping whose keys line up with `key`.
                     let column = indent + (line.text.count - item.count)
-                    lines[position] = Line(number: line.number, indent: column, text: String(item))
+                    lines[position] = Line(number: line.number, indent: column, text: String(item), raw: line.raw)
                     items.append(try mapping(indent: column))
                 } else {
                     position += 1

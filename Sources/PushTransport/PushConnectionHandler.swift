@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import Synchronization
 
 /// A request as the pool hands it to a connection: everything needed to write it, and whom to tell.
 package struct PushWireRequest: Sendable {
@@ -12,6 +13,8 @@ package struct PushWireRequest: Sendable {
     let enqueuedAt: NIODeadline
     /// How often a connection gave it back unprocessed (GOAWAY, refused stream, closed before writing).
     var resends = 0
+    /// Whether its caller still wants it; shared by the requests of one call.
+    let cancellation: PushBatchCancellation?
     let completion: @Sendable (PushWireResult) -> Void
 
     package init(
@@ -19,13 +22,52 @@ package struct PushWireRequest: Sendable {
         headers: HPACKHeaders,
         body: ByteBuffer,
         enqueuedAt: NIODeadline,
+        cancellation: PushBatchCancellation? = nil,
         completion: @escaping @Sendable (PushWireResult) -> Void
     ) {
         self.id = id
         self.headers = headers
         self.body = body
         self.enqueuedAt = enqueuedAt
+        self.cancellation = cancellation
         self.completion = completion
+    }
+
+    /// Whether its caller withdrew it: given back by a connection, it is then not sent again.
+    var isWithdrawn: Bool { cancellation?.isCancelled ?? false }
+}
+
+/// Whether the caller of one call's requests still wants them, and whether they were handed to the pool: the
+/// handshake between the call and its task's cancellation handler, which may run before, during or after the
+/// hand-over. Lock-free: the pool reads it for every request a connection gives back.
+package final class PushBatchCancellation: Sendable {
+    private static let new: UInt8 = 0
+    private static let submitted: UInt8 = 1
+    private static let cancelledBeforeSubmit: UInt8 = 2
+    private static let cancelledAfterSubmit: UInt8 = 3
+
+    private let state = Atomic<UInt8>(0)
+
+    package init() {}
+
+    /// Whether the caller was cancelled.
+    package var isCancelled: Bool { state.load(ordering: .acquiring) >= Self.cancelledBeforeSubmit }
+
+    /// Records that the requests go to the pool now. False when the caller was cancelled first: they must not.
+    package func submit() -> Bool {
+        state.compareExchange(expected: Self.new, desired: Self.submitted, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// Records the cancellation. True when the requests were handed to the pool already: they must be withdrawn.
+    package func cancel() -> Bool {
+        var current = state.load(ordering: .acquiring)
+        while current < Self.cancelledBeforeSubmit {
+            let next = current == Self.new ? Self.cancelledBeforeSubmit : Self.cancelledAfterSubmit
+            let (exchanged, original) = state.compareExchange(expected: current, desired: next, ordering: .acquiringAndReleasing)
+            if exchanged { return next == Self.cancelledAfterSubmit }
+            current = original
+        }
+        return false
     }
 }
 
@@ -164,6 +206,20 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         let deadline = context.eventLoop.now + timing.requestTimeout
         waiting.append(contentsOf: requests.lazy.map { Queued(request: $0, deadline: deadline) })
         writeWaiting()
+    }
+
+    /// Gives up the requests among `ids` that wait here for a stream, as not sent: their caller withdrew them (its
+    /// task was cancelled). Those already written stay, to be answered or to time out.
+    func withdraw(_ ids: Set<UInt64>) {
+        guard waiting.contains(where: { ids.contains($0.request.id) }) else { return }
+        var kept = CircularBuffer<Queued>(initialCapacity: waiting.count)
+        var withdrawn: [PushWireRequest] = []
+        while let queued = waiting.popFirst() {
+            if ids.contains(queued.request.id) { withdrawn.append(queued.request) } else { kept.append(queued) }
+        }
+        waiting = kept
+        let error = PushTransportError(.cancelled, "the sender was cancelled before the request was written")
+        for request in withdrawn { delegate.connection(id, finished: request, result: .notSent(error)) }
     }
 
     /// Stops taking requests; closes once the open streams are answered.

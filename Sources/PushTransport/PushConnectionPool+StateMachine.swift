@@ -1,10 +1,19 @@
 import NIOCore
 
-/// A request as the pool's decisions see it: when it entered the pool (for the wait limit) and how often a
-/// connection gave it back unprocessed (for the resend limit).
+/// A request as the pool's decisions see it: its id (for withdrawing it), when it entered the pool (for the wait
+/// limit), how often a connection gave it back unprocessed (for the resend limit), and whether its caller withdrew
+/// it.
 protocol PushPoolRequest: Sendable {
+    associatedtype ID: Hashable & Sendable
+    var id: ID { get }
     var enqueuedAt: NIODeadline { get }
     var resends: Int { get set }
+    /// Its caller withdrew it: a connection that gives it back unwritten does not send it again.
+    var isWithdrawn: Bool { get }
+}
+
+extension PushPoolRequest {
+    var isWithdrawn: Bool { false }
 }
 
 extension PushWireRequest: PushPoolRequest {}
@@ -45,6 +54,8 @@ extension PushConnectionPool {
             var close: [Connection] = []
             /// Connections to drain (finish their streams, take nothing new, close): the shutdown.
             var drain: [Connection] = []
+            /// Connections that may hold withdrawn requests they have not written: they give those up.
+            var withdraw: (ids: Set<Request.ID>, from: [Connection])?
             /// Open a connection with this id.
             var connect: Int?
             var timer: TimerAction?
@@ -180,6 +191,10 @@ extension PushConnectionPool {
             PushTransportError(.shutdown, "the \(configuration.service) client was shut down")
         }
 
+        private var withdrawn: PushTransportError {
+            PushTransportError(.cancelled, "the sender was cancelled before the request was written")
+        }
+
         /// Requests to send: as many as there are free streams go to the open connections, the least busy
         /// first; the rest wait in FIFO order, and a connection opens for them if the pool may open one.
         mutating func submit(_ requests: [Request], now: NIODeadline) -> Actions {
@@ -214,6 +229,30 @@ extension PushConnectionPool {
                 timerDeadline = nil
                 actions.timer = .cancel
             }
+            return actions
+        }
+
+        /// The caller of requests `ids` withdrew them (its task was cancelled): those still waiting here end as not
+        /// sent (`cancelled`), and every connection with requests assigned gives up those among `ids` it has not
+        /// written yet. Requests already written stay: their answers, or their timeouts, still come. Ids the pool
+        /// no longer has are ignored, so withdrawing twice is harmless.
+        mutating func withdraw(_ ids: Set<Request.ID>) -> Actions {
+            var actions = Actions()
+            guard !ids.isEmpty else { return actions }
+            if waiting.contains(where: { ids.contains($0.id) }) {
+                var kept = CircularBuffer<Request>(initialCapacity: waiting.count)
+                while let request = waiting.popFirst() {
+                    if ids.contains(request.id) {
+                        actions.complete.append((request, .notSent(withdrawn)))
+                    } else {
+                        kept.append(request)
+                    }
+                }
+                waiting = kept
+            }
+            // The timer may now be armed for a request that is gone; a timer that fires early is harmless.
+            let busy = entries.keys.sorted().compactMap { entries[$0]!.assigned > 0 ? entries[$0]!.connection : nil }
+            if !busy.isEmpty { actions.withdraw = (ids, busy) }
             return actions
         }
 
@@ -429,6 +468,8 @@ extension PushConnectionPool {
                 request.resends += 1
                 if isShutdown {
                     actions.complete.append((request, .notSent(clientShutDown)))
+                } else if request.isWithdrawn {
+                    actions.complete.append((request, .notSent(withdrawn)))
                 } else if request.resends > configuration.maximumResends {
                     let error = PushTransportError(
                         .connectionLost,

@@ -168,6 +168,13 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
         run(event { machine, now in machine.submit(requests, now: now) })
     }
 
+    /// Withdraws the requests `ids` of a caller that no longer wants them (its task was cancelled): those not yet
+    /// written to a connection end as not sent (`cancelled`) now; those written are still answered or time out, so
+    /// that no request that may have reached the server is reported as not sent.
+    package func withdraw(_ ids: Set<UInt64>) {
+        run(event { machine, _ in machine.withdraw(ids) })
+    }
+
     /// Stops new requests (they get `notSent(.shutdown)`), lets the open streams finish, and closes
     /// every connection.
     package func shutdown() async {
@@ -217,6 +224,12 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
         }
         for connection in actions.drain {
             connection.channel.eventLoop.execute { connection.handler.value.drain() }
+        }
+        if let (ids, connections) = actions.withdraw {
+            // After the hand-overs already on each event loop: a request handed over before the withdrawal is there.
+            for connection in connections {
+                connection.channel.eventLoop.execute { connection.handler.value.withdraw(ids) }
+            }
         }
         if let id = actions.connect {
             connect(id: id)

@@ -35,10 +35,13 @@ public struct PushRetryWave: Equatable, Sendable {
     /// Sends the retries of one batch wave by wave: each wave after its delay, all waves at once, `send` given
     /// the wave's positions.
     ///
-    /// - Returns: every result `send` returned; a wave cancelled while it waits returns none (the last results stand).
-    public static func send<Result: Sendable>(
+    /// - Parameter cancelled: the results of a wave whose wait was cancelled (the caller's task was): nothing of it
+    ///   was sent again, so its deliveries end as not sent instead of keeping the answer the retry would replace.
+    /// - Returns: every result `send` or `cancelled` returned.
+    static func send<Result: Sendable>(
         _ retries: [(position: Int, delay: Duration)],
         resolution: Duration,
+        cancelled: @escaping @Sendable (_ positions: [Int]) -> [(Int, Result)],
         _ send: @escaping @Sendable (_ positions: [Int]) async -> [(Int, Result)]
     ) async -> [(Int, Result)] {
         await withTaskGroup(of: [(Int, Result)].self) { group in
@@ -48,7 +51,7 @@ public struct PushRetryWave: Equatable, Sendable {
                         do {
                             try await Task.sleep(for: wave.delay)
                         } catch {
-                            return []
+                            return cancelled(wave.positions)
                         }
                     }
                     return await send(wave.positions)

@@ -2,8 +2,6 @@ import ArgumentParser
 import FCMSimulator
 import Foundation
 import Logging
-import ServiceLifecycle
-import UnixSignals
 
 struct FCMSimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,11 +16,7 @@ struct FCMSimCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The address to listen on.")
-    var host = "127.0.0.1"
-
-    @Option(help: "The port to listen on, for HTTP/2 and HTTP/1.1 (0 picks a free one).")
-    var port = 8089
+    @OptionGroup var options: SimulatorOptions<FCMSimCommand>
 
     @Option(
         name: .customLong("service-account"),
@@ -45,35 +39,11 @@ struct FCMSimCommand: AsyncParsableCommand {
     @Option(name: .customLong("token-lifetime"), help: ArgumentHelp("How long access tokens live, e.g. 3600s or 90s.", valueName: "duration"))
     var tokenLifetime = "3600s"
 
-    @Option(name: .customLong("max-concurrent-streams"), help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS.")
-    var maxConcurrentStreams = 100
-
     @Option(
         name: .customLong("stream-limit"),
         help: ArgumentHelp("What a client opening more streams gets: goaway (GOAWAY, then close) or refuse (RST_STREAM).", valueName: "action")
     )
     var streamLimit = "goaway"
-
-    @Option(help: ArgumentHelp("Added before each answer, e.g. 5ms, 1s, 250us.", valueName: "duration"))
-    var latency = "0"
-
-    @Option(
-        name: .customLong("token-outcome"),
-        help: ArgumentHelp(
-            "Answer tokens starting with PREFIX with an FCM error, e.g. dead-=UNREGISTERED, bad-=INVALID_TOKEN; repeatable.",
-            valueName: "prefix=code"
-        )
-    )
-    var tokenOutcomes: [String] = []
-
-    @Option(
-        name: .customLong("fail"),
-        help: ArgumentHelp(
-            "Answer CODE[:RETRY_AFTER] with this probability instead of accepting, e.g. UNAVAILABLE=0.01, QUOTA_EXCEEDED:30=0.001; repeatable.",
-            valueName: "code=probability"
-        )
-    )
-    var failures: [String] = []
 
     @Option(
         name: .customLong("fail-first"),
@@ -90,56 +60,35 @@ struct FCMSimCommand: AsyncParsableCommand {
     )
     var iosTokenPrefixes: [String] = []
 
-    @Option(help: "Seed of the random failures.")
-    var seed: UInt64 = 1
-
-    @Option(help: "Event loop threads (default: one per core).")
-    var threads: Int?
-
-    @Flag(name: .customLong("no-record"), help: "Keep no per-token ledger (for long benchmarks).")
-    var noRecord = false
-
-    @Flag(help: "Print a rate line every second on standard error even when it is not a terminal.")
-    var progress = false
-
-    @Flag(help: "On exit, print the stats as JSON on standard output.")
-    var json = false
-
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
         guard (writeServiceAccount == nil) == (projectID == nil) else {
             throw ValidationError(
                 writeServiceAccount == nil ? "--project-id needs --write-service-account" : "--write-service-account needs --project-id"
             )
         }
-        if let threads, threads < 1 { throw ValidationError("--threads: must be at least 1") }
         _ = try simulatorConfiguration()
     }
 
     func run() async throws {
         LoggingSystem.bootstrapPaperboy()
-        let logger = Logger(label: "paperboy.fcm-sim")
         let simulator = try FCMSimulator(configuration: try simulatorConfiguration())
-        let showProgress = progress || isatty(STDERR_FILENO) == 1
-        let service = FCMSimulatorService(
-            simulator: simulator,
-            writeServiceAccount: writeServiceAccount.map { ($0, projectID ?? "") },
-            showProgress: showProgress
+        let writeServiceAccount = self.writeServiceAccount.map { ($0, projectID ?? "") }
+        let service = SimulatorService(
+            start: {
+                try await simulator.start()
+                var lines: [String] = []
+                if let (file, projectID) = writeServiceAccount {
+                    let account = try simulator.makeServiceAccount(projectID: projectID)
+                    try account.write(to: file)
+                    lines.append("fcm-sim wrote \(account) to \(file)")
+                }
+                return lines + ["fcm-sim listening on \(simulator.url)", "fcm-sim token endpoint \(simulator.tokenURL)"]
+            },
+            stats: { simulator.stats() },
+            stop: { try await simulator.shutdown() },
+            showProgress: options.progress || isatty(STDERR_FILENO) == 1
         )
-        let group = ServiceGroup(
-            configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        )
-        try await group.run()
-
-        let stats = simulator.stats()
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-            encoder.dateEncodingStrategy = .iso8601
-            FileHandle.standardOutput.write(try encoder.encode(stats) + Data("\n".utf8))
-        } else {
-            FileHandle.standardOutput.write(Data(Self.table(stats).utf8))
-        }
+        try await service.runUntilSignalled(logger: Logger(label: "paperboy.fcm-sim"), json: options.json)
     }
 
     /// The simulator's configuration from the flags; a ValidationError naming the flag when one is wrong.
@@ -153,30 +102,14 @@ struct FCMSimCommand: AsyncParsableCommand {
             }
         }
         var faults = FCMSimulator.Faults()
-        guard maxConcurrentStreams > 0 else { throw ValidationError("--max-concurrent-streams: must be at least 1") }
-        faults.maxConcurrentStreams = maxConcurrentStreams
+        faults.maxConcurrentStreams = options.maxConcurrentStreams
         guard let action = FCMSimulator.StreamLimitAction(rawValue: streamLimit) else {
             throw ValidationError("--stream-limit: '\(streamLimit)' is not goaway or refuse")
         }
         faults.streamLimitAction = action
-        guard let latency = APNsSimCommand.duration(latency) else {
-            throw ValidationError("--latency: '\(latency)' is not a duration such as 5ms, 1s or 250us")
-        }
-        faults.latency = latency
-        for tokenOutcome in tokenOutcomes {
-            let parts = tokenOutcome.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, !parts[0].isEmpty, let outcome = FCMSimulator.Outcome(parsing: parts[1]) else {
-                throw ValidationError("--token-outcome: '\(tokenOutcome)' is not PREFIX=CODE, e.g. dead-=UNREGISTERED or bad-=INVALID_TOKEN")
-            }
-            faults.outcomesByTokenPrefix.append((String(parts[0]), outcome))
-        }
-        for failure in failures {
-            let parts = failure.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, let outcome = FCMSimulator.Outcome(parsing: parts[0]), let probability = Double(parts[1]),
-                (0...1).contains(probability)
-            else { throw ValidationError("--fail: '\(failure)' is not CODE[:RETRY_AFTER]=PROBABILITY, e.g. UNAVAILABLE=0.01") }
-            faults.failureRates.append((outcome, probability))
-        }
+        faults.latency = try options.latencyDuration()
+        faults.outcomesByTokenPrefix = try options.outcomesByTokenPrefix(isPrefix: { _ in true }, parse: { FCMSimulator.Outcome(parsing: $0) })
+        faults.failureRates = try options.failureRates(parse: { FCMSimulator.Outcome(parsing: $0) })
         if let failFirst {
             let parts = failFirst.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, let outcome = FCMSimulator.Outcome(parsing: parts[0]), let count = Int(parts[1]), count > 0 else {
@@ -188,74 +121,37 @@ struct FCMSimCommand: AsyncParsableCommand {
             guard quota > 0 else { throw ValidationError("--quota: must be at least 1 message per minute") }
             faults.quotaPerMinute = quota
         }
-        faults.seed = seed
-        guard let lifetime = APNsSimCommand.duration(tokenLifetime), lifetime >= .seconds(1) else {
+        faults.seed = options.seed
+        guard let lifetime = SimulatorOptions<Self>.duration(tokenLifetime), lifetime >= .seconds(1) else {
             throw ValidationError("--token-lifetime: '\(tokenLifetime)' is not a duration of at least 1s, such as 3600s or 5m")
         }
-        var configuration = FCMSimulator.Configuration(serviceAccounts: accounts, faults: faults, host: host, port: port)
+        var configuration = FCMSimulator.Configuration(serviceAccounts: accounts, faults: faults, host: options.host, port: options.port)
         configuration.tokenLifetime = lifetime
         configuration.iosTokenPrefixes = iosTokenPrefixes
-        configuration.recordsLedger = !noRecord
-        if let threads { configuration.eventLoopThreads = threads }
+        configuration.recordsLedger = !options.noRecord
+        if let threads = options.threads { configuration.eventLoopThreads = threads }
         return configuration
-    }
-
-    static func table(_ stats: FCMSimulator.Stats) -> String {
-        var rows: [(String, String)] = [
-            ("send requests", "\(stats.requests)"),
-            ("accepted", "\(stats.accepted)"),
-            ("validated only", "\(stats.validatedOnly)"),
-        ]
-        for (code, count) in stats.rejected.sorted(by: { $0.key < $1.key }) {
-            rows.append(("rejected \(code)", "\(count)"))
-        }
-        for (account, count) in stats.tokenFetches.sorted(by: { $0.key < $1.key }) {
-            rows.append(("token fetches \(account)", "\(count)"))
-        }
-        for (error, count) in stats.tokenRejections.sorted(by: { $0.key < $1.key }) {
-            rows.append(("token requests refused \(error)", "\(count)"))
-        }
-        rows += [
-            ("HTTP/2 connections", "\(stats.http2Connections)"),
-            ("HTTP/1.1 connections", "\(stats.http1Connections)"),
-            ("GOAWAYs sent", "\(stats.goAwaysSent)"),
-            ("stream limit violations", "\(stats.streamLimitViolations)"),
-            ("peak concurrent streams", "\(stats.peakConcurrentStreams)"),
-            ("peak accepts/s", "\(stats.acceptsPerSecond.max() ?? 0)"),
-            ("seconds until the last accept", "\(stats.acceptsPerSecond.count)"),
-        ]
-        let width = rows.map(\.0.count).max() ?? 0
-        return rows.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n") + "\n"
     }
 }
 
-/// The simulator as a `Service`: starts it, writes the service account once the port is known, prints the
-/// listening lines, optionally a rate line each second, and shuts it down on SIGINT or SIGTERM.
-private struct FCMSimulatorService: Service {
-    let simulator: FCMSimulator
-    let writeServiceAccount: (file: String, projectID: String)?
-    let showProgress: Bool
+extension FCMSimCommand: SimulatorFlavor {
+    static let defaultPort = 8089
+    static let defaultMaxConcurrentStreams = 100
+    static let maxConcurrentStreamsHelp = "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS."
+    static let outcomeSyntax = "CODE[:RETRY_AFTER]"
+    static let failExample = "UNAVAILABLE=0.01, QUOTA_EXCEEDED:30=0.001"
+    static let prefixSyntax = "PREFIX"
+    static let tokenOutcomeExample = "dead-=UNREGISTERED, bad-=INVALID_TOKEN"
+}
 
-    func run() async throws {
-        try await simulator.start()
-        if let (file, projectID) = writeServiceAccount {
-            let account = try simulator.makeServiceAccount(projectID: projectID)
-            try account.write(to: file)
-            FileHandle.standardOutput.write(Data("fcm-sim wrote \(account) to \(file)\n".utf8))
-        }
-        FileHandle.standardOutput.write(
-            Data("fcm-sim listening on \(simulator.url)\nfcm-sim token endpoint \(simulator.tokenURL)\n".utf8)
-        )
-        let simulator = self.simulator
-        await waitForShutdown(stats: { simulator.stats() }, progress: showProgress ? Self.progressLine : nil)
-        try await simulator.shutdown()
+extension FCMSimulator.Stats: SimulatorStats {
+    var leadingRows: [(label: String, value: Int)] { [("send requests", requests), ("accepted", accepted), ("validated only", validatedOnly)] }
+
+    var detailRows: [(label: String, value: Int)] {
+        tokenFetches.sorted(by: { $0.key < $1.key }).map { ("token fetches \($0.key)", $0.value) }
+            + tokenRejections.sorted(by: { $0.key < $1.key }).map { ("token requests refused \($0.key)", $0.value) }
+            + [("HTTP/2 connections", http2Connections), ("HTTP/1.1 connections", http1Connections)]
     }
 
-    /// Accepted and rejected so far and in the last second, and what else shows the load.
-    private static func progressLine(_ now: FCMSimulator.Stats, _ last: FCMSimulator.Stats) -> String {
-        let rejected = now.rejected.values.reduce(0, +)
-        let lastRejected = last.rejected.values.reduce(0, +)
-        return "accepted \(now.accepted) (+\(now.accepted - last.accepted)/s)  rejected \(rejected) (+\(rejected - lastRejected)/s)"
-            + "  token fetches \(now.tokenFetches.values.reduce(0, +))  peak streams \(now.peakConcurrentStreams)"
-    }
+    var progressFigure: (label: String, value: Int) { ("token fetches", tokenFetches.values.reduce(0, +)) }
 }

@@ -15,8 +15,10 @@ struct PushCommand: AsyncParsableCommand {
         discussion: """
             Exit code 0 when the provider accepted every message, 1 otherwise. With --json, one JSON object per \
             token on standard output: {"token", "outcome": "accepted"|"rejected"|"fateUnknown"|"notSent", \
-            "apnsId", "status", "reason", "timestamp", "message"} for APNs; {"token", "outcome", "name", "status", \
-            "code", "action", "message"} for FCM.
+            "verdict": "accepted"|"tokenDead"|"credentialsRejected"|"misconfigured"|"dropped"|"fateUnknown"|"notSent", \
+            "status", "message"}, with "apnsId", "reason", "timestamp" for APNs and "name", "code", "action" for FCM. \
+            Only the provider's own answer makes a verdict tokenDead: an answer from a proxy or a wrong endpoint is \
+            misconfigured or fateUnknown.
 
             With --provider fcm, the --data values that are not strings are sent as their JSON text (FCM data is \
             string to string).
@@ -92,14 +94,32 @@ struct PushCommand: AsyncParsableCommand {
         // An operator checking a device wants an answer soon, not after a minute of reconnecting.
         configuration.maximumWait = .seconds(waitSeconds)
         let client = try APNsClient(configuration: configuration, key: key, logger: Logger(label: "paperboy.push"))
-        var allAccepted = true
-        for token in tokens {
-            let outcome = await client.send(notification, to: token.lowercased(), topic: topic)
-            allAccepted = allAccepted && outcome.isAccepted
-            print(json ? PushLine(token: token.lowercased(), outcome: outcome).jsonText : Self.describe(outcome, token: token.lowercased()))
-        }
+        let allAccepted = await sendEach(
+            tokens.map { $0.lowercased() },
+            { await client.send(notification, to: $0, topic: topic) },
+            line: PushLine.init(token:outcome:),
+            text: Self.describe
+        )
         await client.shutdown()
         if !allAccepted { throw ExitCode(1) }
+    }
+
+    /// Sends to each token in turn and prints each outcome, as JSON with `--json`.
+    ///
+    /// - Returns: whether the provider accepted every one.
+    private func sendEach<Outcome: PushOutcome>(
+        _ tokens: [String],
+        _ send: (String) async -> Outcome,
+        line: (String, Outcome) -> PushLine,
+        text: (Outcome, String) -> String
+    ) async -> Bool {
+        var allAccepted = true
+        for token in tokens {
+            let outcome = await send(token)
+            allAccepted = allAccepted && outcome.verdict == .accepted
+            print(json ? line(token, outcome).jsonText : text(outcome, token))
+        }
+        return allAccepted
     }
 
     private func runFCM() async throws {
@@ -108,12 +128,7 @@ struct PushCommand: AsyncParsableCommand {
         var configuration = try fcm.clientConfiguration()
         configuration.maximumWait = .seconds(waitSeconds)
         let client = try FCMClient(configuration: configuration, account: account, logger: Logger(label: "paperboy.push"))
-        var allAccepted = true
-        for token in tokens {
-            let outcome = await client.send(message, to: token)
-            allAccepted = allAccepted && outcome.isAccepted
-            print(json ? FCMPushLine(token: token, outcome: outcome).jsonText : Self.describe(outcome, token: token))
-        }
+        let allAccepted = await sendEach(tokens, { await client.send(message, to: $0) }, line: PushLine.init(token:outcome:), text: Self.describe)
         await client.shutdown()
         if !allAccepted { throw ExitCode(1) }
     }
@@ -127,8 +142,13 @@ struct PushCommand: AsyncParsableCommand {
             if let text = value as? String {
                 pairs[key] = text
             } else {
-                let encoded = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes])
-                pairs[key] = encoded.map { String(decoding: $0, as: UTF8.self) } ?? ""
+                guard
+                    let encoded = try? JSONSerialization.data(
+                        withJSONObject: value,
+                        options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes]
+                    )
+                else { throw CommandError("--data: the value of \(key) cannot be written as JSON") }
+                pairs[key] = String(decoding: encoded, as: UTF8.self)
             }
         }
         let target: FCMMessage.Target =
@@ -184,35 +204,58 @@ struct PushCommand: AsyncParsableCommand {
     }
 }
 
-/// One line of `push --json`.
+/// One line of `push --json`, for either provider: the token, the outcome and what it means, and what the provider
+/// said (`apnsId`, `reason`, `timestamp` from APNs; `name`, `code`, `action` from FCM).
 struct PushLine: JSONLine {
     var token: String
     var outcome: String
-    var apnsId: String?
+    var verdict: String
     var status: Int?
+    var message: String?
+    var apnsId: String?
     var reason: String?
     var timestamp: String?
-    var message: String?
+    var name: String?
+    var code: String?
+    var action: String?
+
+    /// The fields every provider's outcome has.
+    private init(token: String, summary: PushOutcomeSummary) {
+        self.token = token
+        outcome = summary.name
+        verdict = summary.verdict.name
+        switch summary {
+        case .accepted: status = 200
+        case .rejected(let status, _, _): self.status = status
+        case .fateUnknown(let error), .notSent(let error): message = error.message
+        }
+    }
 
     init(token: String, outcome: APNsOutcome) {
-        self.token = token
+        self.init(token: token, summary: outcome.summary)
         switch outcome {
         case .accepted(let apnsID):
-            self.outcome = "accepted"
-            self.apnsId = apnsID
-            self.status = 200
+            apnsId = apnsID
         case .rejected(let rejection):
-            self.outcome = "rejected"
-            self.apnsId = rejection.apnsID
-            self.status = rejection.status
-            self.reason = rejection.reason.rawValue
-            self.timestamp = rejection.timestamp.map { ISO8601DateFormatter().string(from: $0) }
-        case .fateUnknown(let error):
-            self.outcome = "fateUnknown"
-            self.message = error.message
-        case .notSent(let error):
-            self.outcome = "notSent"
-            self.message = error.message
+            apnsId = rejection.apnsID
+            reason = rejection.reason.rawValue
+            timestamp = rejection.timestamp.map { ISO8601DateFormatter().string(from: $0) }
+        case .fateUnknown, .notSent:
+            break
+        }
+    }
+
+    init(token: String, outcome: FCMOutcome) {
+        self.init(token: token, summary: outcome.summary)
+        switch outcome {
+        case .accepted(let name):
+            self.name = name
+        case .rejected(let rejection):
+            code = "\(rejection.code)"
+            action = "\(rejection.action)"
+            message = rejection.message
+        case .fateUnknown, .notSent:
+            break
         }
     }
 }
@@ -223,39 +266,6 @@ enum FCMPlatform: String, ExpressibleByArgument, CaseIterable {
 }
 
 extension FCMMessage.AndroidPriority: ExpressibleByArgument {}
-
-/// One line of `push --provider fcm --json`.
-struct FCMPushLine: JSONLine {
-    var token: String
-    var outcome: String
-    var name: String?
-    var status: Int?
-    var code: String?
-    var action: String?
-    var message: String?
-
-    init(token: String, outcome: FCMOutcome) {
-        self.token = token
-        switch outcome {
-        case .accepted(let name):
-            self.outcome = "accepted"
-            self.name = name
-            self.status = 200
-        case .rejected(let rejection):
-            self.outcome = "rejected"
-            self.status = rejection.status
-            self.code = "\(rejection.code)"
-            self.action = "\(rejection.action)"
-            self.message = rejection.message
-        case .fateUnknown(let error):
-            self.outcome = "fateUnknown"
-            self.message = error.message
-        case .notSent(let error):
-            self.outcome = "notSent"
-            self.message = error.message
-        }
-    }
-}
 
 /// One line of `--json` output: the value's JSON, keys sorted.
 protocol JSONLine: Encodable {}

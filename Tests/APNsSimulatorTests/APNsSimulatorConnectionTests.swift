@@ -5,6 +5,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHPACK
 import NIOHTTP2
+import PushSimulator
 import Testing
 
 @testable import APNsSimulator
@@ -19,12 +20,17 @@ struct APNsSimulatorConnectionTests {
     let ledger = APNsSimulatorLedger(recordsAccepted: true, failureRates: [], seed: 1)
 
     func connect(_ faults: APNsSimulator.Faults = .init()) throws -> EmbeddedChannel {
-        let rules = APNsSimulatorConnection.Rules(
+        let rules = APNsSimulatorStreams.Rules(
             validator: APNsRequestValidator(configuration: .init(teamID: "TEAM123456", keys: ["KEY1234567": Self.privateKey.publicKey])),
             faults: faults,
             ledger: ledger
         )
-        let channel = EmbeddedChannel(handler: APNsSimulatorConnection(rules: rules))
+        let connection = SimulatorHTTP2Connection(
+            streams: APNsSimulatorStreams(rules: rules, connection: 1),
+            settings: APNsSimulatorStreams.settings(faults, connection: 1),
+            goAwayWriter: nil
+        )
+        let channel = EmbeddedChannel(handler: connection)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 2197)).wait()
         // The connection window it opens at once.
         let window = try channel.readOutbound(as: HTTP2Frame.self)
@@ -81,6 +87,7 @@ struct APNsSimulatorConnectionTests {
         #expect(frames[1].streamID == 1 && response.endStream && response.headers.first(name: ":status") == "200")
         #expect(response.headers.first(name: "apns-id")?.count == 36)
         #expect(ledger.acceptedCount(forToken: Self.token) == 1)
+        #expect(ledger.accepts().map { "\($0.token) \($0.connection) \($0.stream ?? 0)" } == ["\(Self.token) 1 1"], "the connection and stream")
     }
 
     @Test("rejections and per-token outcomes answer a JSON reason; 410 carries the timestamp")

@@ -490,6 +490,108 @@ struct APNsClientTests {
     }
 }
 
+extension APNsClientTests {
+    @Test("answers that are not APNs's (an empty 410, a proxy's 404 page, a 502, a 200 without apns-id) never say a token is dead")
+    func foreignAnswers() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.foreignAnswersByTokenPrefix = [("0a", .emptyGone), ("0b", .htmlNotFound), ("0c", .emptyOK), ("0d", .badGateway)]
+        try await Self.withSimulator(faults: faults) { simulator, client in
+            let expected: [(prefix: String, verdict: PushVerdict)] = [
+                ("0a", .misconfigured), ("0b", .misconfigured), ("0c", .fateUnknown), ("0d", .fateUnknown),
+            ]
+            for (prefix, verdict) in expected {
+                let result = await client.send([APNsDelivery(Self.notification, to: Self.token(1, prefix: prefix), topic: Self.topic)])[0]
+                #expect(result.outcome.verdict == verdict, "\(prefix): \(result.outcome)")
+                #expect(result.attempts == 1, "\(prefix) was sent again")
+                if let rejection = result.outcome.rejection {
+                    #expect(!rejection.isAPNsAnswer, "\(prefix)")
+                    #expect(!rejection.reason.isPermanentForToken, "\(prefix): \(rejection.reason)")
+                }
+            }
+            let stats = simulator.stats()
+            #expect(stats.accepted == 0)
+            #expect(stats.rejected == ["foreign 410": 1, "foreign 404": 1, "foreign 200": 1, "foreign 502": 1])
+        }
+    }
+
+    @Test("the simulator records each accept with its connection and stream, across GOAWAYs")
+    func acceptsNameConnectionAndStream() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.goAwayAfterStreams = 5
+        try await Self.withSimulator(faults: faults) { simulator, client in
+            let tokens = (0..<20).map { Self.token($0) }
+            for token in tokens {
+                #expect(await client.send(Self.notification, to: token, topic: Self.topic).isAccepted)
+            }
+            let accepts = simulator.accepts()
+            #expect(accepts.map(\.token) == tokens)
+            #expect(Set(accepts.map { "\($0.connection)/\($0.stream ?? 0)" }).count == 20, "no two accepts on one stream")
+            #expect(accepts.allSatisfy { ($0.stream ?? 0) % 2 == 1 }, "client streams are odd")
+            #expect(Set(accepts.map(\.connection)).count >= 4, "a GOAWAY every 5 streams: \(accepts)")
+            #expect(simulator.accepts(forToken: tokens[7].uppercased()) == [accepts[7]])
+        }
+    }
+
+    @Test(
+        "a cancelled batch: requests still queued end at once as not sent, and so does the retry of a 503; those written are still answered"
+    )
+    func cancelledBatch() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.outcomesByTokenPrefix = [("5", .init(status: 503, reason: .serviceUnavailable))]
+        faults.latencyByTokenPrefix = [("1", .seconds(2))]
+        try await Self.withSimulator(
+            faults: faults,
+            configure: {
+                $0.connections = 1
+                $0.maximumStreamsPerConnection = 2
+                $0.stalledAfter = .seconds(5)
+                $0.retryPolicy.initialBackoff = .seconds(20)
+                $0.retryPolicy.maximumBackoff = .seconds(20)
+            },
+            { simulator, client in
+                #expect(await client.send(Self.notification, to: Self.token(0), topic: Self.topic).isAccepted, "the connection is up")
+                // Two streams: the 503s go first and are answered at once, then the slow ones take both streams and
+                // the rest wait in the pool.
+                let failing = (1...2).map { Self.token($0, prefix: "5") }
+                let slow = (1...2).map { Self.token($0, prefix: "1") }
+                let queued = (1...8).map { Self.token($0, prefix: "2") }
+                let tokens = failing + slow + queued
+                let started = ContinuousClock.now
+                let batch = Task { await client.send(tokens.map { APNsDelivery(Self.notification, to: $0, topic: Self.topic) }) }
+                try await Task.sleep(for: .milliseconds(300))
+                batch.cancel()
+                let results = await batch.value
+                let took = ContinuousClock.now - started
+                #expect(took < .seconds(6), "the retries did not wait out their 10–20 s backoff: \(took)")
+                for (token, result) in zip(tokens, results) {
+                    switch token.first {
+                    case "5":
+                        guard case .notSent(let error) = result.outcome else {
+                            Issue.record("\(token): \(result.outcome), not a cancelled retry")
+                            continue
+                        }
+                        #expect(error.code == .cancelled)
+                        #expect(result.attempts == 1)
+                    case "1":
+                        #expect(result.outcome.isAccepted, "written before the cancellation: awaited, \(result.outcome)")
+                        #expect(result.latency >= .milliseconds(1900))
+                    default:
+                        guard case .notSent(let error) = result.outcome else {
+                            Issue.record("\(token): \(result.outcome), not withdrawn")
+                            continue
+                        }
+                        #expect(error.code == .cancelled)
+                        #expect(result.latency < .milliseconds(1500), "ended at the cancellation, not with the batch: \(result.latency)")
+                    }
+                }
+                #expect(queued.allSatisfy { simulator.acceptedCount(forToken: $0) == 0 }, "nothing withdrawn reached APNs")
+                #expect(slow.allSatisfy { simulator.acceptedCount(forToken: $0) == 1 })
+                #expect(simulator.stats().rejected["ServiceUnavailable"] == 2, "each 503 was sent once")
+            }
+        )
+    }
+}
+
 extension APNsOutcome {
     var rejection: APNsRejection? {
         if case .rejected(let rejection) = self { return rejection }

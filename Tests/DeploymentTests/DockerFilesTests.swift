@@ -23,7 +23,9 @@ struct DockerFilesTests {
     static var binaryBuilt: Bool { PaperboyBinary.isBuilt }
 
     /// Variables that hold secrets: they may be passed through (`${VAR}`) but never given a value.
-    static let secretVariables: Set<String> = ["PAPERBOY_ADMIN_TOKEN", "PGPASSWORD", "POSTGRES_PASSWORD", "DATABASE_URL"]
+    static let secretVariables: Set<String> = [
+        "PAPERBOY_ADMIN_TOKEN", "PGPASSWORD", "POSTGRES_PASSWORD", "DATABASE_URL", "GF_SECURITY_ADMIN_PASSWORD",
+    ]
 
     // MARK: compose.yaml
 

@@ -29,10 +29,12 @@ struct FCMAccessTokensTests {
         }
     }
 
+    /// Tokens from `endpoint` on `clock`; each backoff is all of its step (`random` 1) unless told otherwise.
     static func tokens(
         _ endpoint: Endpoint,
         clock: ManualClock,
-        now: Date = Date(timeIntervalSince1970: 1_800_000_000)
+        now: Date = Date(timeIntervalSince1970: 1_800_000_000),
+        random: @escaping @Sendable () -> Double = { 1 }
     )
         -> FCMAccessTokens<ManualClock>
     {
@@ -40,7 +42,8 @@ struct FCMAccessTokensTests {
             account: FCMTestAccount.make(),
             clock: clock,
             wallTime: { now },
-            fetch: { assertion throws(FCMAuthError) in try endpoint.fetch(assertion) }
+            fetch: { assertion throws(FCMAuthError) in try endpoint.fetch(assertion) },
+            random: random
         )
     }
 
@@ -139,7 +142,58 @@ struct FCMAccessTokensTests {
         #expect(error?.message.contains("invalid_grant") == true)
         #expect(error?.message.contains("PRIVATE KEY") == false)
         endpoint.fail(false)
-        #expect(try await tokens.current() == "token-4", "the next call tries again")
+        // Two failures in a row: the next fetch waits 2 s.
+        clock.advance(by: .seconds(2))
+        #expect(try await tokens.current() == "token-4", "the next call after the backoff tries again")
+    }
+
+    @Test("a token endpoint that fails fast is asked once per backoff step, 1 s doubling to 60 s; callers meanwhile get its error at once")
+    func backoffAfterFailures() async throws {
+        let endpoint = Endpoint()
+        endpoint.fail(true)
+        let clock = ManualClock()
+        let tokens = Self.tokens(endpoint, clock: clock)
+        var fetchedAt: [Duration] = []
+        var elapsed = Duration.zero
+        // Two minutes of a busy sender: a call every 100 ms.
+        while elapsed < .seconds(120) {
+            let before = endpoint.fetches
+            let error = await #expect(throws: FCMAuthError.self) { try await tokens.current() }
+            #expect(error?.message.contains("invalid_grant") == true)
+            if endpoint.fetches > before { fetchedAt.append(elapsed) }
+            clock.advance(by: .milliseconds(100))
+            elapsed += .milliseconds(100)
+        }
+        #expect(fetchedAt == [.zero, .seconds(1), .seconds(3), .seconds(7), .seconds(15), .seconds(31), .seconds(63)], "\(fetchedAt)")
+        // Success ends the backoff: after the next fetch, a failure waits 1 s again.
+        endpoint.fail(false)
+        clock.advance(by: .seconds(60))
+        #expect(try await tokens.current() == "token-8")
+        await tokens.rejected("token-8")
+        endpoint.fail(true)
+        await #expect(throws: FCMAuthError.self) { try await tokens.current() }
+        #expect(endpoint.fetches == 9)
+        clock.advance(by: .milliseconds(999))
+        await #expect(throws: FCMAuthError.self) { try await tokens.current() }
+        #expect(endpoint.fetches == 9, "within the first step")
+        clock.advance(by: .milliseconds(1))
+        await #expect(throws: FCMAuthError.self) { try await tokens.current() }
+        #expect(endpoint.fetches == 10)
+    }
+
+    @Test("the backoff is jittered between half and all of its step, so that workers that failed together do not ask together")
+    func backoffJitter() async throws {
+        let endpoint = Endpoint()
+        endpoint.fail(true)
+        let clock = ManualClock()
+        let tokens = Self.tokens(endpoint, clock: clock, random: { 0 })
+        await #expect(throws: FCMAuthError.self) { try await tokens.current() }
+        await #expect(throws: FCMAuthError.self) { try await tokens.current() }
+        #expect(endpoint.fetches == 1)
+        clock.advance(by: .milliseconds(500))
+        let error = await #expect(throws: FCMAuthError.self) { try await tokens.current() }
+        #expect(endpoint.fetches == 2, "half the 1 s step")
+        #expect(error?.message.contains("PRIVATE KEY") == false)
     }
 
     static func data(_ base64URL: String) throws -> Data {

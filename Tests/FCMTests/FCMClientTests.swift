@@ -195,4 +195,72 @@ struct FCMClientTests {
             #expect(ContinuousClock.now - started >= .milliseconds(450))
         }
     }
+
+    @Test("answers that are not FCM's (a proxy's 404 page, an empty 404, a 502, a 200 without a name) never deactivate a token")
+    func foreignAnswers() async throws {
+        var faults = FCMSimulator.Faults()
+        faults.foreignAnswersByTokenPrefix = [
+            ("prxy", .htmlNotFound), ("gone", SimulatorForeignAnswer(status: 404)), ("gate", .badGateway), ("okay", .emptyOK),
+        ]
+        try await Self.withSimulator(faults: faults) { simulator, client, _, _ in
+            let expected: [(prefix: String, verdict: PushVerdict)] = [
+                ("prxy", .misconfigured), ("gone", .misconfigured), ("gate", .fateUnknown), ("okay", .fateUnknown),
+            ]
+            for (prefix, verdict) in expected {
+                let result = await client.send([FCMDelivery(Self.message, to: Self.token(3, prefix: prefix))])[0]
+                #expect(result.outcome.verdict == verdict, "\(prefix): \(result.outcome)")
+                #expect(result.attempts == 1, "\(prefix) was sent again")
+                if case .rejected(let rejection) = result.outcome {
+                    #expect(!rejection.isFCMAnswer, "\(prefix)")
+                    #expect(rejection.action != .deactivateToken, "\(prefix): \(rejection.code)")
+                }
+            }
+            #expect(simulator.stats().requests == expected.count)
+            #expect(simulator.stats().accepted == 0)
+        }
+    }
+
+    @Test("the simulator records each accept with its connection and stream")
+    func acceptsNameConnectionAndStream() async throws {
+        try await Self.withSimulator { simulator, client, _, _ in
+            let tokens = (0..<10).map { Self.token($0) }
+            let results = await client.send(tokens.map { FCMDelivery(Self.message, to: $0) })
+            #expect(results.allSatisfy { $0.outcome.isAccepted })
+            let accepts = simulator.accepts()
+            #expect(Set(accepts.map(\.token)) == Set(tokens))
+            #expect(accepts.allSatisfy { $0.connection >= 1 && ($0.stream ?? 0) % 2 == 1 }, "\(accepts)")
+            #expect(Set(accepts.map { "\($0.connection)/\($0.stream ?? 0)" }).count == 10, "no two accepts on one stream")
+            #expect(simulator.accepts(for: tokens[4]).count == 1)
+        }
+    }
+
+    @Test("cancelled while waiting out a Retry-After or the project's quota, messages end at once as not sent, not as the 429")
+    func cancelledWaits() async throws {
+        var faults = FCMSimulator.Faults()
+        faults.failNext = (.quotaExceeded(retryAfter: 30), 1)
+        let configure: (inout FCMClient.Configuration) -> Void = { $0.quotaPerMinute = 60 }
+        try await Self.withSimulator(faults: faults, configure: configure) { simulator, client, _, _ in
+            // The 429's Retry-After: 30 s.
+            let retrying = Task { await client.send([FCMDelivery(Self.message, to: Self.token(1))]) }
+            try await Task.sleep(for: .milliseconds(300))
+            retrying.cancel()
+            let retried = await retrying.value[0]
+            guard case .notSent(let error) = retried.outcome else {
+                Issue.record("\(retried.outcome)")
+                return
+            }
+            #expect(error.code == .cancelled)
+            #expect(retried.attempts == 1)
+            #expect(retried.latency < .seconds(5))
+            #expect(simulator.stats().requests == 1)
+            // One message a second, the first second's spent: three at once wait about 2.7 s for the quota.
+            let quota = Task { await client.send((2...4).map { FCMDelivery(Self.message, to: Self.token($0)) }) }
+            try await Task.sleep(for: .milliseconds(300))
+            quota.cancel()
+            let waited = await quota.value
+            #expect(waited.allSatisfy { if case .notSent(let error) = $0.outcome { error.code == .cancelled } else { false } }, "\(waited)")
+            #expect(waited.allSatisfy { $0.latency < .seconds(1) })
+            #expect(simulator.stats().requests == 1, "nothing that waited for the quota was sent")
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NIOHPACK
 import PushTransport
 import Testing
@@ -31,19 +32,75 @@ struct FCMRulesTests {
             #"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"UNREGISTERED"}]}}"#
                 .utf8
         )
-        let unregistered = FCMClient.rejection(status: 404, retryAfter: nil, body: body)
+        let unregistered = FCMRejection(status: 404, retryAfter: nil, body: body)
         #expect(unregistered.code == .unregistered)
         #expect(unregistered.message == "Requested entity was not found.")
-        let unauthenticated = FCMClient.rejection(
+        let unauthenticated = FCMRejection(
             status: 401,
             retryAfter: nil,
             body: Data(#"{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}"#.utf8)
         )
         #expect(unauthenticated.code == .unauthenticated)
-        let quota = FCMClient.rejection(status: 429, retryAfter: "17", body: Data("not json".utf8))
+        let quota = FCMRejection(status: 429, retryAfter: "17", body: Data("not json".utf8))
         #expect(quota.code == .quotaExceeded)
         #expect(quota.retryAfter == .seconds(17))
-        #expect(FCMClient.rejection(status: 502, retryAfter: nil, body: Data()).code == .other("HTTP 502"))
+        #expect(FCMRejection(status: 502, retryAfter: nil, body: Data()).code == .other("HTTP 502"))
+    }
+
+    @Test(
+        "an answer without Google's error body never deactivates a token: a 4xx is our endpoint's fault, 429 and 5xx are retried and end unknown",
+        arguments: [
+            (404, "<html><h1>404 Not Found</h1></html>", FCMErrorCode.other("HTTP 404"), PushVerdict.misconfigured),
+            (404, "", .other("HTTP 404"), .misconfigured), (403, #"{"message":"Forbidden"}"#, .other("HTTP 403"), .misconfigured),
+            (400, #"{"error":"bad"}"#, .other("HTTP 400"), .misconfigured), (401, "", .other("HTTP 401"), .misconfigured),
+            (503, "", .unavailable, .fateUnknown), (500, "<html>oops</html>", .internal, .fateUnknown), (429, "", .quotaExceeded, .fateUnknown),
+            (502, "<html>Bad Gateway</html>", .other("HTTP 502"), .fateUnknown),
+        ]
+    )
+    func foreignAnswers(status: Int, body: String, code: FCMErrorCode, verdict: PushVerdict) {
+        let rejection = FCMRejection(status: status, retryAfter: nil, body: Data(body.utf8))
+        #expect(!rejection.isFCMAnswer)
+        #expect(rejection.code == code)
+        #expect(rejection.action != .deactivateToken)
+        #expect(rejection.action != .refreshAccessToken, "a refresh cannot help an answer that is not FCM's")
+        #expect(rejection.verdict == verdict)
+    }
+
+    @Test("FCM's own answers: dead tokens, our credentials, the app's configuration, this message")
+    func verdicts() {
+        func verdict(_ status: Int, _ googleStatus: String, fcmCode: String? = nil, message: String = "") -> PushVerdict {
+            let details = fcmCode.map { #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"# } ?? ""
+            let body = #"{"error":{"code":\#(status),"message":"\#(message)","status":"\#(googleStatus)"\#(details)}}"#
+            let rejection = FCMRejection(status: status, retryAfter: nil, body: Data(body.utf8))
+            #expect(rejection.isFCMAnswer)
+            return rejection.verdict
+        }
+        #expect(verdict(404, "NOT_FOUND", fcmCode: "UNREGISTERED") == .tokenDead(since: nil))
+        #expect(verdict(403, "PERMISSION_DENIED", fcmCode: "SENDER_ID_MISMATCH") == .tokenDead(since: nil))
+        #expect(verdict(400, "INVALID_ARGUMENT", fcmCode: "INVALID_ARGUMENT", message: FCMErrorCode.invalidTokenMessage) == .tokenDead(since: nil))
+        #expect(verdict(400, "INVALID_ARGUMENT", fcmCode: "INVALID_ARGUMENT", message: "Invalid value at 'message.data[0].value'") == .dropped)
+        #expect(verdict(401, "UNAUTHENTICATED") == .credentialsRejected)
+        #expect(verdict(403, "PERMISSION_DENIED") == .credentialsRejected, "the service account may not send for this project")
+        #expect(verdict(401, "UNAUTHENTICATED", fcmCode: "THIRD_PARTY_AUTH_ERROR") == .misconfigured)
+        #expect(verdict(404, "NOT_FOUND") == .misconfigured, "no such project or method: the path is wrong, not the token")
+        #expect(verdict(503, "UNAVAILABLE", fcmCode: "UNAVAILABLE") == .dropped)
+        #expect(verdict(429, "RESOURCE_EXHAUSTED", fcmCode: "QUOTA_EXCEEDED") == .dropped)
+    }
+
+    @Test("a 200 without a message name is not FCM's: its fate is unknown, not accepted")
+    func okWithoutName() throws {
+        struct NoTokens: FCMAccessTokenSource {
+            func current() async throws(FCMAuthError) -> String { "token" }
+            func rejected(_ token: String) async {}
+        }
+        let provider = FCMProvider(configuration: .init(), projectID: "paperboy-test", tokens: NoTokens())
+        guard case .fateUnknown(let error) = provider.outcome(status: 200, headers: [:], body: ByteBuffer(string: "<html>OK</html>")) else {
+            Issue.record("a 200 without a name was taken for FCM's")
+            return
+        }
+        #expect(error.code == .foreignAnswer)
+        let accepted = provider.outcome(status: 200, headers: [:], body: ByteBuffer(string: #"{"name":"projects/p/messages/1"}"#))
+        #expect(accepted == .accepted(name: "projects/p/messages/1"))
     }
 
     @Test("only 429, 500 and 503 are retried: after Retry-After (never sooner), 60 s for a 429 without it, else a backoff from 10 s")
@@ -98,6 +155,21 @@ struct FCMRulesTests {
         #expect(android["ttl"] as? String == "5400s")
         #expect(android["collapse_key"] as? String == "morning")
         #expect(inner["apns"] == nil)
+    }
+
+    @Test("a token that needs escaping is escaped, never replaced: quotes, backslashes, control characters, non-ASCII")
+    func escapedToken() throws {
+        let message = try FCMMessage.data(["edition": "e1"], for: .android(priority: .normal, ttl: .seconds(60), collapseKey: nil))
+        for token in [#"a"b\c"#, "tab\there", "caf\u{e9}:APA91b", "line\u{1}end"] {
+            let json = try JSONSerialization.jsonObject(with: Data(message.body(token: token))) as? [String: Any]
+            #expect((json?["message"] as? [String: Any])?["token"] as? String == token)
+        }
+    }
+
+    @Test("a token endpoint that refuses the service account is our credentials refused, nothing sent; one that fails is not")
+    func refusedAccount() {
+        #expect(FCMOutcome.notSent(PushTransportError(.credentialsRefused, "invalid_grant")).verdict == .credentialsRejected)
+        #expect(FCMOutcome.notSent(PushTransportError(.connectFailed, "HTTP 503")).verdict == .notSent)
     }
 
     @Test("an iOS data message through FCM carries apns-priority 5, push type background and content-available")

@@ -103,7 +103,7 @@ struct EditionManifestTests {
     func fcmData() throws {
         let edition = Edition(id: UUID(), appID: 3, manifest: EditionSample.manifest(), deadline: EditionSample.now, publishedAt: EditionSample.now)
         let push = EditionPush(edition: edition, tier: .large, wave: 2)
-        let data = push.fcmData
+        let data = try push.fcmData()
         #expect(Set(data.keys) == ["edition", "manifest", "tier", "deadline", "fetch", "wave"])
         #expect(data["wave"] == "2")
         let apns = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(push)) as? [String: Any])

@@ -16,14 +16,21 @@ struct ReceiptContextTests {
     /// - Parameter seeded: the device is seeded (`DeviceSeeder`, the columns of migration 0001 only) rather than
     ///   registered, for a database not migrated to the end.
     static func prepare(_ db: TestDatabase, seeded: Bool = false) async throws -> (appID: Int, editionID: UUID) {
-        let app = try await AppRepository(client: db.client).create(
-            try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
-            logger: db.logger
-        ).app
-        let morning = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
+        let appID: Int
+        let morningID: Int
+        if seeded {
+            // The schema before 0010, which today's repositories do not write (API keys moved in 0013, origins came in 0018).
+            (appID, morningID) = try await Self.insertBefore0010(db)
+        } else {
+            appID = try await AppRepository(client: db.client).create(
+                try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
+                logger: db.logger
+            ).app.id
+            morningID = try await PublicationRepository(client: db.client).add(appID: appID, slug: "morning", title: nil, logger: db.logger).id
+        }
         if seeded {
             _ = try await DeviceSeeder(client: db.client).seed(
-                appID: app.id,
+                appID: appID,
                 publicationSlugs: ["morning"],
                 count: 1,
                 environment: .production,
@@ -34,7 +41,7 @@ struct ReceiptContextTests {
             )
         } else {
             _ = try await DeviceRepository(client: db.client).register(
-                appID: app.id,
+                appID: appID,
                 token: token,
                 DeviceRegistration(
                     environment: .production,
@@ -51,11 +58,28 @@ struct ReceiptContextTests {
         try await db.client.query(
             """
             INSERT INTO editions (id, publication_id, issue_date, deadline, manifest)
-            VALUES (\(editionID), \(morning.id), date '2026-11-23', now() + interval '1 day', '{}')
+            VALUES (\(editionID), \(morningID), date '2026-11-23', now() + interval '1 day', '{}')
             """,
             logger: db.logger
         )
-        return (app.id, editionID)
+        return (appID, editionID)
+    }
+
+    /// An app and its publication "morning" as the schema before 0010 stores them.
+    static func insertBefore0010(_ db: TestDatabase) async throws -> (appID: Int, publicationID: Int) {
+        let rows = try await db.client.query(
+            """
+            WITH app AS (
+                INSERT INTO apps (bundle_id, team_id, key_id, key_reference, api_key_hash)
+                VALUES ('com.example.news', 'TEAM123456', 'KEY1234567', '/keys/news.p8', sha256('key'::bytea))
+                RETURNING id
+            )
+            INSERT INTO publications (app_id, slug) SELECT id, 'morning' FROM app RETURNING app_id, id
+            """,
+            logger: db.logger
+        )
+        for try await ids in rows.decode((Int, Int).self) { return ids }
+        throw StoreError(code: .notFound, message: "the app just inserted")
     }
 
     static func count(_ db: TestDatabase) async throws -> Int {

@@ -112,6 +112,27 @@ struct PushConnectionHandlerTests {
         _ = try? channel.finish()
     }
 
+    @Test("withdrawing gives up the requests waiting for a stream at once, as not sent; the written one is still answered")
+    func withdrawQueued() throws {
+        let recorder = Recorder()
+        let (channel, handler) = try Self.ready(recorder, streams: 1)
+        handler.enqueue(contentsOf: [Self.request(1), Self.request(2), Self.request(3)])
+        #expect(try Self.opened(channel) == [HTTP2StreamID(1)])
+        handler.withdraw([1, 2])
+        let results = recorder.results.withLock { $0 }
+        guard case .notSent(let error) = results[2] else {
+            Issue.record("\(results)")
+            return
+        }
+        #expect(error.code == .cancelled)
+        #expect(results[1] == nil, "written: its fate is the server's answer, not the withdrawal")
+        #expect(results[3] == nil, "not withdrawn: it waits on")
+        try Self.answer(channel, 1)
+        #expect(recorder.status(of: 1) == 200)
+        #expect(try Self.opened(channel) == [HTTP2StreamID(3)], "the freed stream goes to the request still wanted")
+        _ = try? channel.finish()
+    }
+
     @Test("the connection window is reopened from the window NIO reports, which counts frames NIO dropped")
     func windowFromEvents() throws {
         let recorder = Recorder()

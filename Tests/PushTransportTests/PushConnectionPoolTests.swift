@@ -11,6 +11,9 @@ struct PushConnectionPoolTests {
         var name: String
         var enqueuedAt: NIODeadline
         var resends = 0
+        var isWithdrawn = false
+
+        var id: String { name }
     }
 
     typealias Machine = PushConnectionPool.StateMachine<Request, String>
@@ -367,5 +370,44 @@ struct PushConnectionPoolTests {
         #expect(machine.timerFired(now: Self.at(60_000)).complete.isEmpty)
         machine.connectionCreated(2, "c2")
         #expect(machine.connectionEstablished(2, now: Self.at(3)).close == ["c2"], "a connection that comes up after shutdown is closed")
+    }
+
+    // MARK: Withdrawing (the sender's task was cancelled)
+
+    @Test("withdrawn requests still waiting end as not sent (cancelled); others wait on; busy connections are asked to give theirs up")
+    func withdraw() {
+        var machine = Self.machine(connections: 2)
+        _ = machine.submit(Self.requests("a", "b", "c", "d", "e"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 2)
+        #expect(machine.waitingCount == 3, "c, d and e wait for a stream")
+        let actions = machine.withdraw(["b", "c", "e", "gone"])
+        let failed = Self.notSent(actions)
+        #expect(Set(failed.keys) == ["c", "e"], "b was handed to c1: the connection decides whether it was written")
+        #expect(failed.values.allSatisfy { $0.code == .cancelled })
+        #expect(actions.withdraw?.ids == ["b", "c", "e", "gone"])
+        #expect(actions.withdraw?.from == ["c1"], "c1 holds a and b; connection 2 is still connecting")
+        #expect(actions.enqueue.isEmpty && actions.connect == nil)
+        #expect(machine.waitingCount == 1)
+        guard case .handOver(let next, "c1") = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(5))
+        else {
+            Issue.record("d did not take a's stream")
+            return
+        }
+        #expect(next.name == "d", "what was not withdrawn keeps its place")
+        #expect(machine.withdraw([]).withdraw == nil)
+        #expect(Self.notSent(machine.withdraw(["c", "e"])).isEmpty, "withdrawing twice is harmless")
+    }
+
+    @Test("a withdrawn request that a connection gives back unwritten (GOAWAY, closed) is not sent again")
+    func withdrawnNotResent() {
+        var machine = Self.machine(connections: 2)
+        _ = machine.submit(Self.requests("a", "b"), now: Self.t0)
+        _ = Self.ready(&machine, 1, limit: 2)
+        var a = Self.requests("a")[0]
+        a.isWithdrawn = true
+        let away = machine.connectionGoingAway(1, resend: [a] + Self.requests("b"), now: Self.at(3_000))
+        #expect(Self.notSent(away)["a"]?.code == .cancelled)
+        #expect(away.complete.count == 1, "b waits for another connection")
+        #expect(machine.waitingCount == 1)
     }
 }

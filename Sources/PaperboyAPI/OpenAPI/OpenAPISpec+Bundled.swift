@@ -34,6 +34,7 @@ extension OpenAPISpec {
           - name: receipts
           - name: editions
           - name: apps
+          - name: origins
           - name: broadcasts
           - name: insights
           - name: health
@@ -585,6 +586,150 @@ extension OpenAPISpec {
                 "409":
                   $ref: "#/components/responses/Conflict"
 
+          /v1/origins:
+            get:
+              tags: [origins]
+              operationId: listOrigins
+              summary: The content origins, their capacity and the publications that share each
+              description: |
+                As `paperboy origins list`. Every broadcast of a publication that points at an origin shares the origin's
+                capacity with every other (first waves, follow-ups, alert waves, catch-up after a stall), across all
+                workers: together they never wake more devices a second than the capacity.
+              security:
+                - adminToken: []
+              responses:
+                "200":
+                  description: The origins, by name.
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        additionalProperties: false
+                        required: [origins]
+                        properties:
+                          origins:
+                            type: array
+                            items:
+                              $ref: "#/components/schemas/Origin"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+            post:
+              tags: [origins]
+              operationId: addOrigin
+              summary: Declare a content origin and its capacity
+              description: |
+                As `paperboy origins add NAME --capacity R/s`. 201 with the origin; 400 naming `name` or `capacity`;
+                409 (field `name`) when an origin of that name exists.
+              security:
+                - adminToken: []
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      type: object
+                      required: [name, capacity]
+                      properties:
+                        name:
+                          type: string
+                          pattern: "^[a-z0-9][a-z0-9_-]{0,62}$"
+                        capacity:
+                          type: number
+                          exclusiveMinimum: 0
+                          description: Wake-ups per second the origin serves.
+                    example: { "name": "content-api", "capacity": 2000 }
+              responses:
+                "201":
+                  description: The origin as stored.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/Origin"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "409":
+                  $ref: "#/components/responses/Conflict"
+
+          /v1/origins/{name}:
+            parameters:
+              - $ref: "#/components/parameters/OriginName"
+            put:
+              tags: [origins]
+              operationId: setOriginCapacity
+              summary: Change an origin's capacity
+              description: |
+                As `paperboy origins set NAME --capacity R/s`. Running broadcasts of its publications pace at the new
+                capacity from their next batch. 200 with the origin; 400 naming `capacity`; 404 (field `name`).
+              security:
+                - adminToken: []
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      type: object
+                      required: [capacity]
+                      properties:
+                        capacity:
+                          type: number
+                          exclusiveMinimum: 0
+                    example: { "capacity": 3000 }
+              responses:
+                "200":
+                  description: The origin as now stored.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/Origin"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+
+          /v1/apps/{app}/publications/{publication}/origin:
+            parameters:
+              - $ref: "#/components/parameters/AppID"
+              - $ref: "#/components/parameters/PublicationSlug"
+            put:
+              tags: [origins]
+              operationId: setPublicationOrigin
+              summary: Point a publication at a content origin, or at none
+              description: |
+                As `paperboy publications set-origin`. `{"origin": "content-api"}` shares that origin's capacity with its
+                other publications' broadcasts from their next batch on; `{"origin": null}` paces its broadcasts alone
+                again. 200 with the publication; 400 naming `origin` when it is not a string or null; 404 naming
+                `publication` or `origin`.
+              security:
+                - adminToken: []
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      type: object
+                      required: [origin]
+                      properties:
+                        origin:
+                          type: [string, "null"]
+                    example: { "origin": "content-api" }
+              responses:
+                "200":
+                  description: The publication as now stored.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/Publication"
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
+
           /v1/broadcasts:
             post:
               tags: [broadcasts]
@@ -902,6 +1047,22 @@ extension OpenAPISpec {
                 type: integer
                 minimum: 1
                 maximum: 2147483647
+            OriginName:
+              name: name
+              in: path
+              required: true
+              description: The origin's name (see `GET /v1/origins`).
+              schema:
+                type: string
+              example: content-api
+            PublicationSlug:
+              name: publication
+              in: path
+              required: true
+              description: The publication's id, e.g. `morning`.
+              schema:
+                type: string
+              example: morning
             BroadcastID:
               name: id
               in: path
@@ -1423,6 +1584,41 @@ extension OpenAPISpec {
                         items:
                           $ref: "#/components/schemas/WakeRateGroup"
 
+            Origin:
+              type: object
+              additionalProperties: false
+              required: [id, name, capacity, createdAt, publications]
+              description: A content origin and the wake-ups per second it serves, shared by its publications' broadcasts.
+              properties:
+                id:
+                  type: integer
+                name:
+                  type: string
+                capacity:
+                  type: number
+                createdAt:
+                  $ref: "#/components/schemas/Timestamp"
+                publications:
+                  type: array
+                  description: The publications that share it, as `app/publication`.
+                  items:
+                    type: string
+            Publication:
+              type: object
+              additionalProperties: false
+              required: [id, appId, slug]
+              properties:
+                id:
+                  type: integer
+                appId:
+                  type: integer
+                slug:
+                  type: string
+                title:
+                  type: string
+                origin:
+                  type: string
+                  description: The content origin its broadcasts share; absent when they pace alone.
             App:
               type: object
               additionalProperties: false

@@ -38,8 +38,9 @@ struct ReceiptRoutes {
         guard report.bytes >= 0 else { throw APIError.invalid("bytes", "bytes must be 0 or more") }
         guard report.seconds >= 0 else { throw APIError.invalid("seconds", "seconds must be 0 or more") }
         let (receipt, created) = try await receipts.record(appID: app.id, candidates: candidates, report, logger: context.logger)
-        // Counted by what the device reported, stored or not (a repeated report is still a wake-up that ran).
-        Counter(label: "paperboy_receipts_total", dimensions: [("result", report.result.rawValue)]).increment()
+        // Counted by what the device reported, stored or not (a repeated report is still a wake-up that ran); by app,
+        // so that the alert on receipts that stopped arriving names the app whose pushes go unanswered.
+        Counter(label: "paperboy_receipts_total", dimensions: [("app", "\(app.id)"), ("result", report.result.rawValue)]).increment()
         return EditedResponse(status: created ? .created : .ok, response: ReceiptResponse(token: candidates[0].text, receipt))
     }
 }

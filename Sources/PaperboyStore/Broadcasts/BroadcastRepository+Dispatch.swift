@@ -532,12 +532,12 @@ extension BroadcastRepository {
             var binds = PostgresBindings(capacity: 9)
             binds.append(sent)
             binds.append(accepted)
-            binds.append(Self.json(rejected))
-            binds.append(Self.json(skipped))
+            binds.append(try Self.json(rejected))
+            binds.append(try Self.json(skipped))
             binds.append(batch.broadcastID)
             binds.append(Int16(batch.wave))
             binds.append(batch.cohort)
-            binds.append(Self.json(providers))
+            binds.append(try Self.json(providers))
             binds.append(dormant)
             try await connection.query(
                 PostgresQuery(
@@ -655,25 +655,5 @@ extension BroadcastRepository {
         var broadcasts: [Broadcast] = []
         for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(try Self.broadcast(row)) }
         return broadcasts
-    }
-}
-
-/// A running broadcast's counts over all its waves, for metrics.
-public struct BroadcastTotals: Sendable, Equatable {
-    public var id: UUID
-    public var planned: Int
-    public var sent: Int
-    public var accepted: Int
-}
-
-extension BroadcastRepository {
-    /// The running broadcasts' totals, in one query.
-    public func runningTotals(logger: Logger) async throws -> [BroadcastTotals] {
-        let rows = try await client.query(RequestStatements.runningTotals, logger: logger)
-        var totals: [BroadcastTotals] = []
-        for try await (id, planned, sent, accepted) in rows.decode((UUID, Int, Int, Int).self) {
-            totals.append(BroadcastTotals(id: id, planned: planned, sent: sent, accepted: accepted))
-        }
-        return totals
     }
 }

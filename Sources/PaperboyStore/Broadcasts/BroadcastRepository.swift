@@ -391,8 +391,10 @@ public struct BroadcastRepository: Sendable {
         (try? JSONDecoder().decode([String: Int].self, from: Data(json.utf8))) ?? [:]
     }
 
-    static func json(_ counts: [String: Int]) -> String {
-        String(decoding: (try? JSONEncoder().encode(counts)) ?? Data("{}".utf8), as: UTF8.self)
+    /// Counts as the JSON object a cohort's counters merge (`rejected`, `skipped`, `providers`).
+    /// - Throws: when they cannot be encoded: never `{}` in their place, which would lose them from the counters.
+    static func json(_ counts: [String: Int]) throws -> String {
+        String(decoding: try JSONEncoder().encode(counts), as: UTF8.self)
     }
 
     static func timestamp(_ date: Date) -> String {

@@ -190,7 +190,9 @@ public enum RequestStatements {
         Statement("dispatch: whether the last wave has work left (under the lock)") { s in
             BroadcastRepository.workLeftQuery(broadcastID: s.broadcastID, wave: 2)
         },
-        Statement("GET /metrics: running totals") { _ in runningTotals },
+        Statement("GET /metrics: the running broadcasts and those ended within the hour") { s in
+            BroadcastRepository.gaugesQuery(now: s.now, endedSince: s.now.addingTimeInterval(-3600))
+        },
         Statement("dispatch: a later wave's audience per cohort", wholeTableReads: ["devices"]) { s in
             audience(s, wave: 2).cohortCountsQuery(cohorts: 64)
         },
@@ -500,10 +502,4 @@ public enum RequestStatements {
     }
 
     static let runningBroadcasts: PostgresQuery = "SELECT id FROM broadcasts WHERE state = 'running'"
-
-    static let runningTotals: PostgresQuery = """
-        SELECT b.id, coalesce(sum(c.planned), 0)::bigint, coalesce(sum(c.sent), 0)::bigint, coalesce(sum(c.accepted), 0)::bigint
-        FROM broadcasts b LEFT JOIN broadcast_cohorts c ON c.broadcast_id = b.id
-        WHERE b.state = 'running' GROUP BY b.id
-        """
 }

@@ -1,0 +1,130 @@
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import NIOHPACK
+import PushTransport
+import Synchronization
+
+/// FCM's side of ``FCMClient``: access tokens, `messages:send` requests, FCM's answers, its retry rules and the
+/// project's quota, for PushTransport's ``PushClient``.
+public struct FCMProvider: PushProviderProtocol {
+    /// An ``FCMClient``'s settings: `FCMClient.Configuration`. The connections' settings
+    /// (``PushConnectionSettings``) read as its own fields: `configuration.connections`, `.requestTimeout`, ….
+    public struct Configuration: PushClientConfiguration {
+        /// `https://fcm.googleapis.com` by default; `http://host:port` for a local simulator (cleartext HTTP/2
+        /// with prior knowledge).
+        public var endpoint: PushEndpoint = Self.production
+        /// 8 connections of up to 100 streams: FCM is observed to allow about 100 per connection.
+        public var connection = PushConnectionSettings(connections: 8, initialStreamLimit: 100, maximumStreamsPerConnection: 100)
+        public var retryPolicy = FCMRetryPolicy()
+        /// The project's quota, messages a minute (FCM's default: 600,000). Every attempt counts, as at FCM.
+        public var quotaPerMinute: Int = 600_000
+
+        public static let production = PushEndpoint(host: "fcm.googleapis.com", port: 443, usesTLS: true)
+
+        public init() {}
+
+        public var connectionEndpoint: PushEndpoint { endpoint }
+    }
+
+    public static let service = "FCM"
+    public static let reasonDimension = "code"
+
+    /// The Firebase project the messages are sent for.
+    let projectID: String
+    private let tokens: any FCMAccessTokenSource
+    private let retryPolicy: FCMRetryPolicy
+    private let quota: FCMQuota
+    private let path: String
+    private let authority: String
+    private let scheme: String
+
+    package init(configuration: Configuration, projectID: String, tokens: any FCMAccessTokenSource) {
+        self.projectID = projectID
+        self.tokens = tokens
+        self.retryPolicy = configuration.retryPolicy
+        self.quota = FCMQuota(perMinute: configuration.quotaPerMinute)
+        self.path = "/v1/projects/\(projectID)/messages:send"
+        self.authority = configuration.endpoint.authority
+        self.scheme = configuration.endpoint.usesTLS ? "https" : "http"
+    }
+
+    public func credential() async throws(PushTransportError) -> String {
+        do {
+            return try await tokens.current()
+        } catch {
+            throw PushTransportError(error.refused ? .credentialsRefused : .connectFailed, error.message)
+        }
+    }
+
+    public func credentialRejected(_ credential: String) async {
+        await tokens.rejected(credential)
+    }
+
+    public func admit(_ count: Int) -> Duration {
+        quota.reserve(count)
+    }
+
+    /// Every request of a batch has the same headers: one path per project, the body carries the token.
+    public func requests(for deliveries: [FCMDelivery], credential: String) -> [PushRequest] {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(6)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: scheme)
+        headers.add(name: ":path", value: path)
+        headers.add(name: ":authority", value: authority)
+        headers.add(name: "authorization", value: "Bearer " + credential)
+        headers.add(name: "content-type", value: "application/json; charset=UTF-8")
+        return deliveries.map { PushRequest(headers: headers, body: ByteBuffer(bytes: $0.message.body(token: $0.token))) }
+    }
+
+    /// FCM answers 200 with the message's `name`, and an error with Google's error body (``FCMRejection``). A 200
+    /// without a `name` came from something in FCM's place (a proxy, a wrong endpoint): a fate unknown.
+    public func outcome(status: Int, headers: HPACKHeaders, body: ByteBuffer?) -> FCMOutcome {
+        let data = body.map { Data(buffer: $0) } ?? Data()
+        guard status == 200 else {
+            return .rejected(FCMRejection(status: status, retryAfter: headers.first(name: "retry-after"), body: data))
+        }
+        struct Accepted: Decodable {
+            var name: String
+        }
+        do {
+            return .accepted(name: try JSONDecoder().decode(Accepted.self, from: data).name)
+        } catch {
+            return .fateUnknown(
+                PushTransportError(.foreignAnswer, "the endpoint answered 200 without a message name: not FCM's answer, FCM may not have it")
+            )
+        }
+    }
+
+    /// A 401 `UNAUTHENTICATED` once with a new access token; 429, 500 and 503 as the retry policy says.
+    public func retry(after outcome: FCMOutcome, attempt: Int, elapsed: Duration, random: Double) -> PushRetry {
+        guard case .rejected(let rejection) = outcome else { return .no }
+        switch rejection.action {
+        case .refreshAccessToken:
+            return .withFreshCredential
+        case .retry:
+            switch retryPolicy.decision(afterAttempt: attempt, rejection: rejection, elapsed: elapsed, random: random) {
+            case .retry(let delay): return .after(delay)
+            case .giveUp: return .no
+            }
+        case .deactivateToken, .fixConfiguration, .drop:
+            return .no
+        }
+    }
+}
+
+/// The project's quota, shared by the client's calls: ``FCMRateLimit`` on the monotonic clock.
+final class FCMQuota: Sendable {
+    private let limit: Mutex<FCMRateLimit>
+    private let origin = ContinuousClock.now
+
+    init(perMinute: Int) {
+        limit = Mutex(FCMRateLimit(perMinute: perMinute))
+    }
+
+    /// How long `count` messages wait before they go out.
+    func reserve(_ count: Int) -> Duration {
+        limit.withLock { $0.reserve(count, now: ContinuousClock.now - origin) }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Hummingbird
+import PaperboyStore
+
+/// `/v1/origins` (admin): the content APIs woken devices download from and the capacity each serves, shared by every
+/// broadcast of the publications that point at one; and which origin a publication points at. The same operations
+/// as `paperboy origins` and `paperboy publications set-origin`.
+struct OriginRoutes {
+    let origins: OriginRepository
+    let publications: PublicationRepository
+    let maxBodyBytes: Int
+
+    func add(to group: RouterGroup<APIRequestContext>) {
+        group.get("origins") { _, context in
+            OriginList(origins: try await origins.list(logger: context.logger))
+        }
+        group.post("origins") { request, context in
+            let body = try await request.decodeJSON(NewOrigin.self, limit: maxBodyBytes)
+            let origin = try await origins.add(name: body.name, capacity: body.capacity, logger: context.logger)
+            return EditedResponse(status: .created, response: Answer(origin))
+        }
+        group.put("origins/{name}") { request, context in
+            let name = context.parameters.get("name") ?? ""
+            let body = try await request.decodeJSON(Capacity.self, limit: maxBodyBytes)
+            return Answer(try await origins.setCapacity(name: name, capacity: body.capacity, logger: context.logger))
+        }
+        group.put("apps/{app}/publications/{publication}/origin") { request, context in
+            guard let appID = context.parameters.get("app").flatMap({ Int32($0) }).map(Int.init), appID >= 1 else {
+                throw APIError.invalid("app", "an app id is a positive integer (see GET /v1/apps)")
+            }
+            let slug = context.parameters.get("publication") ?? ""
+            let body = try await request.decodeJSON(PublicationOrigin.self, limit: maxBodyBytes)
+            guard let publication = try await publications.find(appID: appID, slug: slug, logger: context.logger) else {
+                throw APIError(.notFound, code: .notFound, field: "publication", message: "app \(appID) has no publication \(slug)")
+            }
+            return Answer(try await publications.setOrigin(publication, origin: body.origin, logger: context.logger))
+        }
+    }
+
+    struct OriginList: ResponseEncodable {
+        var origins: [ContentOrigin]
+    }
+
+    struct NewOrigin: Codable {
+        var name: String
+        var capacity: Double
+    }
+
+    struct Capacity: Codable {
+        var capacity: Double
+    }
+
+    /// `{"origin": "content-api"}`, or `{"origin": null}` for none.
+    struct PublicationOrigin: Codable {
+        var origin: String?
+    }
+}
