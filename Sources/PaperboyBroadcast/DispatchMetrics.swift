@@ -22,7 +22,9 @@ import Synchronization
 /// - `paperboy_dispatch_batches_in_flight`, `paperboy_dispatch_send_rate` (this worker's pushes per second
 ///   over the last advance interval; `rate(paperboy_dispatch_pushes_total[1m])` sums the workers).
 /// - `paperboy_broadcasts_running`, and per running broadcast `paperboy_broadcast_planned`,
-///   `paperboy_broadcast_sent` and `paperboy_broadcast_accepted{broadcast}` (all waves).
+///   `paperboy_broadcast_sent` and `paperboy_broadcast_accepted{broadcast}` (all waves), and
+///   `paperboy_broadcast_receipts{broadcast, result}`: the receipts of the devices it reached, from the receipt
+///   tallies (a few seconds behind; ``ReceiptTallies``).
 final class DispatchMetrics: Sendable {
     private let lateness = Timer(label: "paperboy_dispatch_lateness_seconds")
     private let inFlight = Gauge(label: "paperboy_dispatch_batches_in_flight")
@@ -88,6 +90,10 @@ final class DispatchMetrics: Sendable {
             Gauge(label: "paperboy_broadcast_planned", dimensions: [("broadcast", id)]).record(broadcast.planned)
             Gauge(label: "paperboy_broadcast_sent", dimensions: [("broadcast", id)]).record(broadcast.sent)
             Gauge(label: "paperboy_broadcast_accepted", dimensions: [("broadcast", id)]).record(broadcast.accepted)
+            for result in ReceiptResult.allCases {
+                Gauge(label: "paperboy_broadcast_receipts", dimensions: [("broadcast", id), ("result", result.rawValue)])
+                    .record(broadcast.receipts[result] ?? 0)
+            }
         }
     }
 }

@@ -319,6 +319,9 @@ public final class Dispatcher: Service {
                 log(try await answered(within: configuration.advancePatience) { try await self.advancer.advance(now: now, logger: self.logger) })
                 try await database { try await self.failUnsendable(now: now) }
                 metrics.tick(now: now, running: try await database { try await self.repository.runningTotals(logger: self.logger) })
+                try await answered(within: configuration.advancePatience) {
+                    try await ReceiptTallier(client: self.repository.client).run(now: now, logger: self.logger)
+                }
             } catch {
                 logger.error("could not advance broadcasts", metadata: [LogKey.error: "\(String(reflecting: error))"])
                 noteError("could not advance broadcasts", error)

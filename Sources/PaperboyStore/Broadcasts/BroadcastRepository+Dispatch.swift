@@ -633,6 +633,8 @@ public struct BroadcastTotals: Sendable, Equatable {
     public var planned: Int
     public var sent: Int
     public var accepted: Int
+    /// Receipts by result of the devices it reached, from the tallies (a few seconds behind).
+    public var receipts: [ReceiptResult: Int] = [:]
 }
 
 extension BroadcastRepository {
@@ -640,8 +642,12 @@ extension BroadcastRepository {
     public func runningTotals(logger: Logger) async throws -> [BroadcastTotals] {
         let rows = try await client.query(RequestStatements.runningTotals, logger: logger)
         var totals: [BroadcastTotals] = []
-        for try await (id, planned, sent, accepted) in rows.decode((UUID, Int, Int, Int).self) {
-            totals.append(BroadcastTotals(id: id, planned: planned, sent: sent, accepted: accepted))
+        for try await (id, planned, sent, accepted, receiptsJSON) in rows.decode((UUID, Int, Int, Int, String).self) {
+            var receipts: [ReceiptResult: Int] = [:]
+            for (result, count) in Self.counts(json: receiptsJSON) {
+                if let result = ReceiptResult(rawValue: result) { receipts[result] = count }
+            }
+            totals.append(BroadcastTotals(id: id, planned: planned, sent: sent, accepted: accepted, receipts: receipts))
         }
         return totals
     }

@@ -142,9 +142,25 @@ public enum RequestStatements {
             )
         },
         Statement("POST /v1/devices/{token}/receipts: read the stored one") { s in findReceipt(deviceID: s.deviceID, editionID: s.editionID) },
-        Statement("GET /v1/broadcasts/{id}: receipts by result") { s in receiptCounts(editionID: s.editionID) },
-        Statement("GET /v1/broadcasts/{id}: receipts per wave and cohort") { s in
-            receiptsPerCohort(broadcastID: s.broadcastID, editionID: s.editionID)
+        Statement("GET /v1/broadcasts/{id}: receipt tallies of the broadcast and its edition") { s in
+            ReceiptTallies.broadcastCountsQuery(broadcastID: s.broadcastID, editionID: s.editionID)
+        },
+        Statement("receipt tallies: an edition's receipts by result") { s in ReceiptTallies.editionCountsQuery(editionID: s.editionID) },
+        Statement("dispatch: lock the receipt tallies' watermark (every 2 s)") { _ in
+            ReceiptTallies.lockQuery(ReceiptTallies.Configuration(), wait: false, dueOnly: true)
+        },
+        Statement("dispatch: tally the receipts per wave and cohort that arrived since the last step (every 2 s)") { s in
+            ReceiptTallies.stepQuery(
+                after: s.now.addingTimeInterval(-4).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
+                through: s.now.addingTimeInterval(-2).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
+                lookback: ReceiptTallies.Configuration().editionLookback.seconds
+            )
+        },
+        Statement("dispatch: the ended broadcasts, to recount their receipts") { _ in
+            ReceiptTallies.endedBroadcastsQuery(lookback: ReceiptTallies.Configuration().editionLookback.seconds)
+        },
+        Statement("dispatch: recount an ended broadcast's receipts per wave and cohort (once)") { s in
+            ReceiptTallies.recountQuery(editionID: s.editionID, broadcastIDs: [s.broadcastID])
         },
         Statement("GET /v1/insights/wake-rates: a publication's wake rates, 14 days") { s in
             WakeRateRepository.countsQuery(publicationIDs: [Int32(s.publicationID)], from: s.now.addingTimeInterval(-14 * 86_400), to: s.now)
@@ -455,25 +471,6 @@ public enum RequestStatements {
         """
     }
 
-    static func receiptCounts(editionID: UUID) -> PostgresQuery {
-        "SELECT result, count(*) FROM receipts WHERE edition_id = \(editionID) GROUP BY result"
-    }
-
-    // The broadcast as `(SELECT …)`, a value the planner does not see (a running broadcast is newer than the
-    // statistics): see `WaveAudience.condition`.
-    static func receiptsPerCohort(broadcastID: UUID, editionID: UUID) -> PostgresQuery {
-        """
-        SELECT last.wave, last.cohort, r.result, count(*)
-        FROM receipts r
-        JOIN LATERAL (
-            SELECT x.wave, x.cohort FROM deliveries x
-            WHERE x.device_id = r.device_id AND x.broadcast_id = (SELECT \(broadcastID)::uuid) ORDER BY x.wave DESC LIMIT 1
-        ) last ON true
-        WHERE r.edition_id = \(editionID)
-        GROUP BY 1, 2, 3
-        """
-    }
-
     // MARK: Broadcasts
 
     static func existingBroadcast(editionID: UUID, environment: APNsEnvironment) -> PostgresQuery {
@@ -501,8 +498,12 @@ public enum RequestStatements {
 
     static let runningBroadcasts: PostgresQuery = "SELECT id FROM broadcasts WHERE state = 'running'"
 
+    /// With each broadcast's receipts by result from the tallies (``ReceiptTallies``).
     static let runningTotals: PostgresQuery = """
-        SELECT b.id, coalesce(sum(c.planned), 0)::bigint, coalesce(sum(c.sent), 0)::bigint, coalesce(sum(c.accepted), 0)::bigint
+        SELECT b.id, coalesce(sum(c.planned), 0)::bigint, coalesce(sum(c.sent), 0)::bigint, coalesce(sum(c.accepted), 0)::bigint,
+            (SELECT coalesce(jsonb_object_agg(t.result, t.n), '{}')::text FROM (
+                SELECT result, sum(count) AS n FROM receipt_tallies WHERE edition_id = b.edition_id AND broadcast_id = b.id GROUP BY result
+            ) t)
         FROM broadcasts b LEFT JOIN broadcast_cohorts c ON c.broadcast_id = b.id
         WHERE b.state = 'running' GROUP BY b.id
         """
