@@ -159,7 +159,9 @@ public enum RequestStatements {
         Statement("dispatch: the ended broadcasts, to recount their receipts") { _ in
             ReceiptTallies.endedBroadcastsQuery(lookback: ReceiptTallies.Configuration().editionLookback.seconds)
         },
-        Statement("dispatch: recount an ended broadcast's receipts per wave and cohort (once)") { s in
+        // Once per broadcast, every receipt of its edition with its device's provider: at millions of receipts a
+        // hash join over the devices read whole may be the better plan, and either is fine once a broadcast.
+        Statement("dispatch: recount an ended broadcast's receipts per wave and cohort (once)", wholeTableReads: ["devices"]) { s in
             ReceiptTallies.recountQuery(editionID: s.editionID, broadcastIDs: [s.broadcastID])
         },
         Statement("GET /v1/insights/wake-rates: a publication's wake rates, 14 days") { s in
