@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 import PaperboyStore
 import PaperboyTesting
 import PostgresNIO

@@ -37,20 +37,20 @@ extension ReceiptTallies {
     /// - Throws: `StoreError` not found naming `id` when there is no such broadcast.
     @discardableResult
     public func recount(broadcastID: UUID, now: Date, logger: Logger) async throws -> Recount {
-        let recount = try await client.transaction(logger: logger) { connection in
-            try await recount(broadcastID: broadcastID, now: now, wait: true, recountedBefore: nil, on: connection, logger: logger)
+        let recounted = try await client.transaction(logger: logger) { connection in
+            try await self.recount(broadcastID: broadcastID, now: now, wait: true, recountedBefore: nil, on: connection, logger: logger)
         }
-        guard let recount else {
+        guard let recounted else {
             throw StoreError(code: .notFound, field: "id", message: "there is no broadcast \(broadcastID.uuidString.lowercased())")
         }
-        return recount
+        return recounted
     }
 
     /// Recounts a broadcast unless another worker holds the watermark, or the broadcast was recounted at or
     /// after `recountedBefore` (the recount another worker did meanwhile). nil when it did not.
     public func recountIfNeeded(broadcastID: UUID, recountedBefore: Date, now: Date, logger: Logger) async throws -> Recount? {
         try await client.transaction(logger: logger) { connection in
-            try await recount(broadcastID: broadcastID, now: now, wait: false, recountedBefore: recountedBefore, on: connection, logger: logger)
+            try await self.recount(broadcastID: broadcastID, now: now, wait: false, recountedBefore: recountedBefore, on: connection, logger: logger)
         }
     }
 
