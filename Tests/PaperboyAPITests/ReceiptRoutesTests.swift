@@ -67,7 +67,7 @@ struct ReceiptRoutesTests {
             #expect(try minimal.json()["seconds"] as? Double == 0)
 
             // The counts come from the receipt tallies: a worker's step counts what arrived.
-            try await ReceiptTallies(client: fixture.db.client, configuration: .init(lag: .zero)).step(logger: fixture.db.logger)
+            try await ReceiptTallies(client: fixture.db.client, configuration: .init(lag: .zero, interval: .zero)).step(logger: fixture.db.logger)
             let counts = try await ReceiptRepository(client: fixture.db.client).counts(
                 editionID: try #require(UUID(uuidString: edition)),
                 logger: fixture.db.logger
@@ -86,7 +86,7 @@ struct ReceiptRoutesTests {
             #expect(failedAgain.status == .ok)
             #expect(try failedAgain.json()["bytes"] as? Int == 10)
             // A worker's step counts the failure; the success that replaces it moves the count.
-            let tallies = ReceiptTallies(client: fixture.db.client, configuration: .init(lag: .zero))
+            let tallies = ReceiptTallies(client: fixture.db.client, configuration: .init(lag: .zero, interval: .zero))
             try await tallies.step(logger: fixture.db.logger)
             let editionID = try #require(UUID(uuidString: edition))
             #expect(try await ReceiptRepository(client: fixture.db.client).counts(editionID: editionID, logger: fixture.db.logger) == [.failed: 1])
