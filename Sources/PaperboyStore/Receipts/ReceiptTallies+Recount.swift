@@ -85,7 +85,10 @@ extension ReceiptTallies {
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> Recount? {
-        guard let window = try await Self.lock(on: connection, configuration, wait: wait, dueOnly: false, logger: logger) else { return nil }
+        // The step before the recount takes everything up to the bound at once: the recount counts through it.
+        var uncapped = configuration
+        uncapped.maxWindow = .seconds(100 * 365 * 86_400)
+        guard let window = try await Self.lock(on: connection, uncapped, wait: wait, dueOnly: false, logger: logger) else { return nil }
         let rows = try await connection.query(
             """
             SELECT b.edition_id, c.recounted_at FROM broadcasts b LEFT JOIN receipt_tally_recounts c ON c.broadcast_id = b.id
