@@ -28,6 +28,8 @@ import Synchronization
 ///   minute means the database is unreachable or not answering from here; a counting wave does not hold it up.
 /// - `paperboy_broadcasts_running`, and per running broadcast (``BroadcastGauges``), labelled `broadcast` and
 ///   `app`: `paperboy_broadcast_planned`, `paperboy_broadcast_sent` and `paperboy_broadcast_accepted` (all waves),
+///   `paperboy_broadcast_receipts{result}` (the receipts of the devices it reached, from the receipt tallies: a few
+///   seconds behind; ``ReceiptTallies``),
 ///   `paperboy_broadcast_behind_seconds` (how late its sends go out), `paperboy_broadcast_due` (devices due that no
 ///   worker has taken: more than 0 for long means nobody sends) and `paperboy_broadcast_plan_rate` (the sends per
 ///   second its plan asks for now).
@@ -136,6 +138,10 @@ final class DispatchMetrics: Sendable {
                 series[Series("paperboy_broadcast_behind_seconds", labels)] = broadcast.behindSeconds
                 series[Series("paperboy_broadcast_due", labels)] = Double(broadcast.due)
                 series[Series("paperboy_broadcast_plan_rate", labels)] = broadcast.planRate
+                for result in ReceiptResult.allCases {
+                    series[Series("paperboy_broadcast_receipts", labels + [("result", result.rawValue)])] =
+                        Double(broadcast.receipts[result] ?? 0)
+                }
             } else {
                 series[Series("paperboy_broadcast_unsent", labels + [("state", broadcast.state.rawValue)])] = Double(broadcast.unsent)
             }

@@ -325,6 +325,9 @@ public final class Dispatcher: Service {
                     now: now,
                     broadcasts: try await database { try await self.repository.gauges(now: now, endedSince: since, logger: self.logger) }
                 )
+                try await answered(within: configuration.advancePatience) {
+                    try await ReceiptTallier(client: self.repository.client).run(now: now, logger: self.logger)
+                }
             } catch is CancellationError {
                 return
             } catch {

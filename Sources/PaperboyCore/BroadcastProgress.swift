@@ -82,18 +82,35 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         public var accepted: Int
         /// Rejections by the provider's reason (`Unregistered`, `UNREGISTERED`, …), `fateUnknown`, `notSent`.
         public var rejected: [String: Int]
+        /// Receipts by result of the devices of this provider, counted as ``Counts/receipts`` is.
+        public var receipts: [String: Int]
 
-        public init(sent: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:]) {
+        public init(sent: Int = 0, accepted: Int = 0, rejected: [String: Int] = [:], receipts: [String: Int] = [:]) {
             self.sent = sent
             self.accepted = accepted
             self.rejected = rejected
+            self.receipts = receipts
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case sent, accepted, rejected, receipts
+        }
+
+        /// `receipts` may be missing: progress written before the tallies (migration 0019) had none per provider.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            sent = try container.decode(Int.self, forKey: .sent)
+            accepted = try container.decode(Int.self, forKey: .accepted)
+            rejected = try container.decode([String: Int].self, forKey: .rejected)
+            receipts = try container.decodeIfPresent([String: Int].self, forKey: .receipts) ?? [:]
         }
 
         public static func + (lhs: ProviderCounts, rhs: ProviderCounts) -> ProviderCounts {
             ProviderCounts(
                 sent: lhs.sent + rhs.sent,
                 accepted: lhs.accepted + rhs.accepted,
-                rejected: lhs.rejected.merging(rhs.rejected, uniquingKeysWith: +)
+                rejected: lhs.rejected.merging(rhs.rejected, uniquingKeysWith: +),
+                receipts: lhs.receipts.merging(rhs.receipts, uniquingKeysWith: +)
             )
         }
 
@@ -188,6 +205,10 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     public var waves: [Wave]
     /// Receipts for the edition from all devices, by result (also those that reported without a push).
     public var receipts: [String: Int]
+    /// The receipt counts (here and per wave and cohort) hold the receipts that arrived up to this instant, the
+    /// database's clock: a few seconds ago while workers run (they tally every 2 s), exact for a broadcast that
+    /// has ended once it was recounted. nil where not known.
+    public var receiptsCountedThrough: Date?
 
     public init(
         id: UUID,
@@ -204,10 +225,12 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         failure: String? = nil,
         note: String? = nil,
         waves: [Wave],
-        receipts: [String: Int]
+        receipts: [String: Int],
+        receiptsCountedThrough: Date? = nil
     ) {
         self.failure = failure
         self.note = note
+        self.receiptsCountedThrough = receiptsCountedThrough
         self.id = id
         self.editionID = editionID
         self.publication = publication
@@ -259,6 +282,7 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         case id
         case editionID = "editionId"
         case publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, failure, note, waves, receipts
+        case receiptsCountedThrough
     }
 
     /// Ids as lowercase UUIDs, as everywhere in the API.
@@ -279,5 +303,6 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         try container.encodeIfPresent(note, forKey: .note)
         try container.encode(waves, forKey: .waves)
         try container.encode(receipts, forKey: .receipts)
+        try container.encodeIfPresent(receiptsCountedThrough, forKey: .receiptsCountedThrough)
     }
 }

@@ -22,6 +22,10 @@ public enum LogKey {
     public static let planned = "planned"
     public static let reason = "reason"
     public static let receipts = "receipts"
+    /// The receipt tallies' watermark: receipts up to this instant are counted.
+    public static let countedThrough = "counted_through"
+    /// Failed receipts replaced by a success, moved in the receipt tallies.
+    public static let upgrades = "upgrades"
     public static let result = "result"
     /// A console role (`operator`, `viewer`).
     public static let role = "role"

@@ -142,15 +142,20 @@ extension BroadcastProgress {
                 let counts = all.byProvider[provider]!
                 let name = provider == "apns" ? "APNs" : provider.uppercased()
                 let rejected = Self.tally(counts.rejected)
+                let received = Self.received(counts.receipts)
                 return "\(name): \(TerminalText.grouped(counts.sent)) sent / \(TerminalText.grouped(counts.accepted)) accepted"
                     + (rejected.isEmpty ? "" : " (\(rejected.joined(separator: " / ")))")
+                    + (counts.receipts.isEmpty ? "" : " / \(TerminalText.grouped(received)) received")
             }
             lines.append("")
             lines += Self.wrap(label: "By provider: ", items: items, width: width)
         }
         lines.append("")
-        let receiptItems = Self.tally(receipts)
-        lines += Self.wrap(label: "Receipts by result (edition): ", items: receiptItems.isEmpty ? ["none yet"] : receiptItems, width: width)
+        var receiptItems = Self.tally(receipts)
+        if receiptItems.isEmpty { receiptItems = ["none yet"] }
+        // The tallies are a few seconds behind while workers run: say as of when.
+        if let receiptsCountedThrough { receiptItems.append("counted through \(Self.dateTime(receiptsCountedThrough, timeZone: timeZone))") }
+        lines += Self.wrap(label: "Receipts by result (edition): ", items: receiptItems, width: width)
 
         if showCohorts {
             for wave in sorted {

@@ -161,6 +161,14 @@ struct BroadcastCommand: AsyncParsableCommand {
         @Flag(help: "Print the report once, without the live bar.")
         var once = false
 
+        @Flag(
+            help: """
+                Recount the broadcast's receipts from every receipt first (seconds at millions of devices), instead of \
+                the tallies the workers keep (a few seconds behind while it runs; recounted once it has ended).
+                """
+        )
+        var exact = false
+
         @OptionGroup var output: OutputOptions
 
         @OptionGroup var timeZone: TimeZoneOptions
@@ -177,10 +185,10 @@ struct BroadcastCommand: AsyncParsableCommand {
             try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 let repository = BroadcastRepository(client: client)
                 if !output.json && !once && isatty(STDOUT_FILENO) == 1 {
-                    try await Self.follow(id, repository: repository, client: client, zone: zone, showCohorts: cohorts, logger: logger)
+                    try await Self.follow(id, repository: repository, client: client, zone: zone, showCohorts: cohorts, exact: exact, logger: logger)
                     return
                 }
-                let progress = try await Self.progress(id, repository: repository, logger: logger)
+                let progress = try await Self.progress(id, repository: repository, exact: exact, logger: logger)
                 if output.json { return try printJSON(progress) }
                 print(progress.report(timeZone: zone, width: terminalWidth(), showCohorts: cohorts))
                 try await Self.printWakeRates(progress, client: client, logger: logger)
@@ -195,21 +203,24 @@ struct BroadcastCommand: AsyncParsableCommand {
             print(WakeRates.broadcastReport(waves, sample: sample))
         }
 
-        static func progress(_ id: UUID, repository: BroadcastRepository, logger: Logger) async throws -> BroadcastProgress {
-            guard let progress = try await repository.progress(id: id, logger: logger) else {
+        static func progress(_ id: UUID, repository: BroadcastRepository, exact: Bool = false, logger: Logger) async throws -> BroadcastProgress {
+            guard let progress = try await repository.progress(id: id, exact: exact, logger: logger) else {
                 throw CommandError("there is no broadcast \(id.uuidString.lowercased())")
             }
             return progress
         }
 
         /// Redraws one progress line every second while the broadcast runs, then prints the report.
-        /// - Parameter client: when given, the wake rates by wave follow the report once the broadcast has ended.
+        /// - Parameters:
+        ///   - client: when given, the wake rates by wave follow the report once the broadcast has ended.
+        ///   - exact: the report's receipts are recounted first (the live line reads the tallies).
         static func follow(
             _ id: UUID,
             repository: BroadcastRepository,
             client: PostgresClient? = nil,
             zone: TimeZone,
             showCohorts: Bool = false,
+            exact: Bool = false,
             logger: Logger
         ) async throws {
             let live = isatty(STDOUT_FILENO) == 1
@@ -227,6 +238,7 @@ struct BroadcastCommand: AsyncParsableCommand {
                 progress = try await Self.progress(id, repository: repository, logger: logger)
             }
             if live { FileHandle.standardOutput.write(Data("\r\u{1B}[K".utf8)) }
+            if exact { progress = try await Self.progress(id, repository: repository, exact: true, logger: logger) }
             print(progress.report(timeZone: zone, width: terminalWidth(), showCohorts: showCohorts))
             if let client { try await printWakeRates(progress, client: client, logger: logger) }
         }

@@ -66,6 +66,8 @@ struct ReceiptRoutesTests {
             #expect(try minimal.json()["bytes"] as? Int == 0)
             #expect(try minimal.json()["seconds"] as? Double == 0)
 
+            // The counts come from the receipt tallies: a worker's step counts what arrived.
+            try await ReceiptTallies(client: fixture.db.client, configuration: .init(lag: .zero, interval: .zero)).step(logger: fixture.db.logger)
             let counts = try await ReceiptRepository(client: fixture.db.client).counts(
                 editionID: try #require(UUID(uuidString: edition)),
                 logger: fixture.db.logger
@@ -83,6 +85,11 @@ struct ReceiptRoutesTests {
             let failedAgain = try await client.send(.post, Self.receipts, key: fixture.apiKey, body: Self.body(edition, "failed", bytes: 20))
             #expect(failedAgain.status == .ok)
             #expect(try failedAgain.json()["bytes"] as? Int == 10)
+            // A worker's step counts the failure; the success that replaces it moves the count.
+            let tallies = ReceiptTallies(client: fixture.db.client, configuration: .init(lag: .zero, interval: .zero))
+            try await tallies.step(logger: fixture.db.logger)
+            let editionID = try #require(UUID(uuidString: edition))
+            #expect(try await ReceiptRepository(client: fixture.db.client).counts(editionID: editionID, logger: fixture.db.logger) == [.failed: 1])
 
             let retried = try await client.send(.post, Self.receipts, key: fixture.apiKey, body: Self.body(edition, "newData", bytes: 500))
             #expect(retried.status == .ok)
@@ -94,6 +101,7 @@ struct ReceiptRoutesTests {
                 #expect(later.status == .ok)
                 #expect(later.text == retried.text)
             }
+            try await tallies.step(logger: fixture.db.logger)
             let counts = try await ReceiptRepository(client: fixture.db.client).counts(
                 editionID: try #require(UUID(uuidString: edition)),
                 logger: fixture.db.logger

@@ -801,7 +801,9 @@ extension OpenAPISpec {
                 - adminToken: []
               responses:
                 "200":
-                  description: The progress, as `paperboy broadcast status --json` prints it.
+                  description: >-
+                    The progress, as `paperboy broadcast status --json` prints it. Its receipt counts come from the tallies
+                    the workers keep (a few hundred rows, whatever the fleet): see `receiptsCountedThrough`.
                   content:
                     application/json:
                       schema:
@@ -2012,6 +2014,11 @@ extension OpenAPISpec {
                   description: Rejections by the provider's reason (APNs `Unregistered`, FCM `UNREGISTERED`, …), and `fateUnknown` / `notSent`.
                   additionalProperties:
                     type: integer
+                receipts:
+                  type: object
+                  description: Receipts by result of this provider's devices, counted as the cohort's `receipts`.
+                  additionalProperties:
+                    type: integer
 
             BroadcastProgress:
               type: object
@@ -2104,6 +2111,13 @@ extension OpenAPISpec {
                   description: Receipts for the edition from all devices, by result.
                   additionalProperties:
                     type: integer
+                receiptsCountedThrough:
+                  $ref: "#/components/schemas/Timestamp"
+                  description: >-
+                    The receipt counts (here, per wave and cohort, and per provider) hold the receipts that arrived up to this
+                    instant (the database's clock). The workers tally new receipts every 2 s, so while a broadcast runs this is
+                    2 to 4 s ago; an ended broadcast's counts are recounted from every receipt once its last batches can no
+                    longer record (about 2 minutes after its end), and are exact from then on.
 
             BroadcastStarted:
               type: object

@@ -29,6 +29,9 @@ public struct BroadcastGauges: Sendable, Equatable {
     /// cancel). Devices skipped for the hourly budget or a provider the app lacks do not count: the first got
     /// pushes elsewhere, the second cannot be sent at all.
     public var unsent: Int
+    /// Running: the receipts of the devices it reached, by result, from the receipt tallies (a few seconds behind;
+    /// ``ReceiptTallies``).
+    public var receipts: [ReceiptResult: Int]
 
     public init(
         id: UUID,
@@ -40,7 +43,8 @@ public struct BroadcastGauges: Sendable, Equatable {
         behindSeconds: Double = 0,
         due: Int = 0,
         planRate: Double = 0,
-        unsent: Int = 0
+        unsent: Int = 0,
+        receipts: [ReceiptResult: Int] = [:]
     ) {
         self.id = id
         self.appID = appID
@@ -52,6 +56,7 @@ public struct BroadcastGauges: Sendable, Equatable {
         self.due = due
         self.planRate = planRate
         self.unsent = unsent
+        self.receipts = receipts
     }
 }
 
@@ -60,10 +65,14 @@ extension BroadcastRepository {
     public func gauges(now: Date, endedSince: Date, logger: Logger) async throws -> [BroadcastGauges] {
         let rows = try await client.query(Self.gaugesQuery(now: now, endedSince: endedSince), logger: logger)
         var gauges: [BroadcastGauges] = []
-        for try await (id, app, state, planned, sent, accepted, unsent, behind, due, rate) in rows.decode(
-            (UUID, Int32, String, Int64, Int64, Int64, Int64, Double, Int64, Double).self
+        for try await (id, app, state, planned, sent, accepted, unsent, behind, due, rate, receiptsJSON) in rows.decode(
+            (UUID, Int32, String, Int64, Int64, Int64, Int64, Double, Int64, Double, String).self
         ) {
             guard let state = BroadcastProgress.State(rawValue: state) else { continue }
+            var receipts: [ReceiptResult: Int] = [:]
+            for (result, count) in Self.counts(json: receiptsJSON) {
+                if let result = ReceiptResult(rawValue: result) { receipts[result] = count }
+            }
             gauges.append(
                 BroadcastGauges(
                     id: id,
@@ -75,7 +84,8 @@ extension BroadcastRepository {
                     behindSeconds: max(0, behind),
                     due: Int(due),
                     planRate: rate,
-                    unsent: Int(unsent)
+                    unsent: Int(unsent),
+                    receipts: receipts
                 )
             )
         }
@@ -88,7 +98,7 @@ extension BroadcastRepository {
         """
         SELECT b.id, p.app_id, b.state,
             coalesce(t.planned, 0)::bigint, coalesce(t.sent, 0)::bigint, coalesce(t.accepted, 0)::bigint, coalesce(t.unsent, 0)::bigint,
-            coalesce(l.behind, 0)::float8, coalesce(l.due, 0)::bigint, coalesce(r.rate, 0)::float8
+            coalesce(l.behind, 0)::float8, coalesce(l.due, 0)::bigint, coalesce(r.rate, 0)::float8, coalesce(rt.receipts, '{}')
         FROM (
             SELECT id FROM broadcasts WHERE state = 'running'
             UNION ALL
@@ -121,6 +131,12 @@ extension BroadcastRepository {
             SELECT sum(w.rate) AS rate FROM broadcast_waves w
             WHERE w.broadcast_id = b.id AND w.finished_at IS NULL AND w.starts_at <= \(now) AND b.state = 'running'
         ) r ON true
+        LEFT JOIN LATERAL (
+            SELECT jsonb_object_agg(t.result, t.n)::text AS receipts FROM (
+                SELECT result, sum(count) AS n FROM receipt_tallies
+                WHERE edition_id = b.edition_id AND broadcast_id = b.id AND b.state = 'running' GROUP BY result
+            ) t
+        ) rt ON true
         """
     }
 }

@@ -158,15 +158,24 @@ public struct BroadcastRepository: Sendable {
     }
 
     /// Progress per wave and cohort, with receipts; nil when there is no such broadcast.
-    public func progress(id: UUID, logger: Logger) async throws -> BroadcastProgress? {
+    ///
+    /// The receipts come from the tallies (``ReceiptTallies``), a few hundred rows whatever the fleet: the
+    /// receipts counted through ``BroadcastProgress/receiptsCountedThrough``. With `exact`, the broadcast is
+    /// recounted from every receipt first (``ReceiptTallies/recount(broadcastID:now:logger:)``: seconds at
+    /// millions of devices), `now` being the recount's time.
+    public func progress(id: UUID, exact: Bool = false, now: Date = Date(), logger: Logger) async throws -> BroadcastProgress? {
         guard let broadcast = try await find(id: id, logger: logger) else { return nil }
+        let tallies = ReceiptTallies(client: client)
+        if exact { try await tallies.recount(broadcastID: id, now: now, logger: logger) }
+        let tallied = try await tallies.counts(broadcastID: id, editionID: broadcast.editionID, logger: logger)
         var receipts: [Int: [Int: [String: Int]]] = [:]
-        let receiptRows = try await client.query(
-            RequestStatements.receiptsPerCohort(broadcastID: id, editionID: broadcast.editionID),
-            logger: logger
-        )
-        for try await (wave, cohort, result, count) in receiptRows.decode((Int16, Int, String, Int).self) {
-            receipts[Int(wave), default: [:]][cohort, default: [:]][result] = count
+        var providerReceipts: [Int: [Int: [String: [String: Int]]]] = [:]
+        for cell in tallied.cells {
+            receipts[cell.wave, default: [:]][cell.cohort, default: [:]][cell.result.rawValue, default: 0] += cell.count
+            providerReceipts[cell.wave, default: [:]][cell.cohort, default: [:]][cell.provider.rawValue, default: [:]][
+                cell.result.rawValue,
+                default: 0
+            ] += cell.count
         }
 
         var cohortsByWave: [Int: [BroadcastProgress.Cohort]] = [:]
@@ -186,7 +195,7 @@ public struct BroadcastRepository: Sendable {
                 rejected: Self.counts(json: row.7),
                 skipped: Self.counts(json: row.8),
                 receipts: receipts[wave]?[row.1] ?? [:],
-                byProvider: BroadcastProgress.ProviderCounts.split(Self.counts(json: row.9)),
+                byProvider: Self.byProvider(Self.counts(json: row.9), receipts: providerReceipts[wave]?[row.1] ?? [:]),
                 dormant: row.10
             )
             cohortsByWave[wave, default: []].append(BroadcastProgress.Cohort(cohort: row.1, startsAt: row.2, endsAt: row.3, counts: counts))
@@ -215,7 +224,6 @@ public struct BroadcastRepository: Sendable {
             )
         }
 
-        let editionReceipts = try await ReceiptRepository(client: client).counts(editionID: broadcast.editionID, logger: logger)
         return BroadcastProgress(
             id: id,
             editionID: broadcast.editionID,
@@ -231,8 +239,16 @@ public struct BroadcastRepository: Sendable {
             failure: broadcast.failure,
             note: broadcast.note,
             waves: waves,
-            receipts: Dictionary(uniqueKeysWithValues: editionReceipts.map { ($0.key.rawValue, $0.value) })
+            receipts: Dictionary(uniqueKeysWithValues: tallied.edition.map { ($0.key.rawValue, $0.value) }),
+            receiptsCountedThrough: tallied.countedThrough
         )
+    }
+
+    /// A cohort's counts per provider: what was sent (the stored flat counts) and the receipts tallied.
+    static func byProvider(_ flat: [String: Int], receipts: [String: [String: Int]]) -> [String: BroadcastProgress.ProviderCounts] {
+        var split = BroadcastProgress.ProviderCounts.split(flat)
+        for (provider, counts) in receipts { split[provider, default: .init()].receipts = counts }
+        return split
     }
 
     // MARK: - Internals shared with dispatch

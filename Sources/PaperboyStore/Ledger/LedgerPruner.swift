@@ -12,6 +12,9 @@ import PostgresNIO
 ///   deadline has not passed: waves count an edition's pushes over all its broadcasts;
 /// - the receipts of an edition whose deadline has not passed: waves read them.
 ///
+/// An edition's receipt tallies (``ReceiptTallies``) go with its receipts: after deleting some, the pruner
+/// recounts the edition from what is left.
+///
 /// A broadcast's batch rows (one per ~1,000 devices a wave sent: 11 million a year at 10 million devices)
 /// are needed only while it runs; they go with its deliveries. Its waves and cohorts, a few dozen rows that
 /// hold its status, stay.
@@ -125,16 +128,21 @@ public struct LedgerPruner: Sendable {
         var editions: [UUID] = []
         let past = try await client.query("SELECT id FROM editions WHERE deadline < \(now)", logger: logger)
         for try await id in past.decode(UUID.self) { editions.append(id) }
+        let tallies = ReceiptTallies(client: client)
         for id in editions {
+            var removedAny = false
             try await removeInBatches(
                 counting: "SELECT count(*) FROM receipts WHERE edition_id = \(id) AND received_at < \(cutoff)",
                 deleting: Self.deleteReceipts(editionID: id, cutoff: cutoff, limit: limit),
                 dryRun: dryRun,
                 logger: logger
             ) { removed in
+                removedAny = true
                 result.receipts += removed
                 progress(result)
             }
+            // Its tallies go with its receipts: recounted from those left (usually none).
+            if removedAny && !dryRun { try await tallies.recount(editionID: id, logger: logger) }
         }
         if !dryRun {
             // Workers gone for a day, and what they said of the apps they could not send for.

@@ -76,14 +76,11 @@ public struct ReceiptRepository: Sendable {
         return (stored, false)
     }
 
-    /// The receipts of an edition, counted by result; results with none are left out.
+    /// The receipts of an edition, counted by result; results with none are left out. From the tallies
+    /// (``ReceiptTallies/counts(editionID:logger:)``): the receipts that arrived up to their watermark, a few
+    /// seconds ago while workers run.
     public func counts(editionID: UUID, logger: Logger) async throws -> [ReceiptResult: Int] {
-        let rows = try await client.query(RequestStatements.receiptCounts(editionID: editionID), logger: logger)
-        var counts: [ReceiptResult: Int] = [:]
-        for try await (result, count) in rows.decode((String, Int).self) {
-            if let result = ReceiptResult(rawValue: result) { counts[result] = count }
-        }
-        return counts
+        try await ReceiptTallies(client: client).counts(editionID: editionID, logger: logger)
     }
 
     private func find(deviceID: Int64, editionID: UUID, logger: Logger) async throws -> Receipt? {

@@ -142,9 +142,27 @@ public enum RequestStatements {
             )
         },
         Statement("POST /v1/devices/{token}/receipts: read the stored one") { s in findReceipt(deviceID: s.deviceID, editionID: s.editionID) },
-        Statement("GET /v1/broadcasts/{id}: receipts by result") { s in receiptCounts(editionID: s.editionID) },
-        Statement("GET /v1/broadcasts/{id}: receipts per wave and cohort") { s in
-            receiptsPerCohort(broadcastID: s.broadcastID, editionID: s.editionID)
+        Statement("GET /v1/broadcasts/{id}: receipt tallies of the broadcast and its edition") { s in
+            ReceiptTallies.broadcastCountsQuery(broadcastID: s.broadcastID, editionID: s.editionID)
+        },
+        Statement("receipt tallies: an edition's receipts by result") { s in ReceiptTallies.editionCountsQuery(editionID: s.editionID) },
+        Statement("dispatch: lock the receipt tallies' watermark (every 2 s)") { _ in
+            ReceiptTallies.lockQuery(ReceiptTallies.Configuration(), wait: false, dueOnly: true)
+        },
+        Statement("dispatch: tally the receipts per wave and cohort that arrived since the last step (every 2 s)") { s in
+            ReceiptTallies.stepQuery(
+                after: s.now.addingTimeInterval(-4).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
+                through: s.now.addingTimeInterval(-2).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
+                lookback: ReceiptTallies.Configuration().editionLookback.seconds
+            )
+        },
+        Statement("dispatch: the ended broadcasts, to recount their receipts") { _ in
+            ReceiptTallies.endedBroadcastsQuery(lookback: ReceiptTallies.Configuration().editionLookback.seconds)
+        },
+        // Once per broadcast, every receipt of its edition with its device's provider: at millions of receipts a
+        // hash join over the devices read whole may be the better plan, and either is fine once a broadcast.
+        Statement("dispatch: recount an ended broadcast's receipts per wave and cohort (once)", wholeTableReads: ["devices"]) { s in
+            ReceiptTallies.recountQuery(editionID: s.editionID, broadcastIDs: [s.broadcastID])
         },
         Statement("GET /v1/insights/wake-rates: a publication's wake rates, 14 days") { s in
             WakeRateRepository.countsQuery(publicationIDs: [Int32(s.publicationID)], from: s.now.addingTimeInterval(-14 * 86_400), to: s.now)
@@ -454,25 +472,6 @@ public enum RequestStatements {
         """
         SELECT result, bytes, seconds, received_at, network, charging, low_power_mode, background_refresh, wave, seconds_from_push
         FROM receipts WHERE device_id = \(deviceID) AND edition_id = (SELECT \(editionID)::uuid)
-        """
-    }
-
-    static func receiptCounts(editionID: UUID) -> PostgresQuery {
-        "SELECT result, count(*) FROM receipts WHERE edition_id = \(editionID) GROUP BY result"
-    }
-
-    // The broadcast as `(SELECT …)`, a value the planner does not see (a running broadcast is newer than the
-    // statistics): see `WaveAudience.condition`.
-    static func receiptsPerCohort(broadcastID: UUID, editionID: UUID) -> PostgresQuery {
-        """
-        SELECT last.wave, last.cohort, r.result, count(*)
-        FROM receipts r
-        JOIN LATERAL (
-            SELECT x.wave, x.cohort FROM deliveries x
-            WHERE x.device_id = r.device_id AND x.broadcast_id = (SELECT \(broadcastID)::uuid) ORDER BY x.wave DESC LIMIT 1
-        ) last ON true
-        WHERE r.edition_id = \(editionID)
-        GROUP BY 1, 2, 3
         """
     }
 
