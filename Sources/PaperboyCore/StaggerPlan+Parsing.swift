@@ -28,10 +28,13 @@ extension StaggerPlan.Pace {
 extension StaggerPlan {
 
     /// Seconds in a duration such as `1h30m`, `45s` or `600`.
-    public static func seconds(parsing text: String) throws(StaggerPlanInputError) -> TimeInterval {
+    ///
+    /// - Parameter allowingZero: whether `0s` (or `0`) is read as zero seconds, for settings where zero means
+    ///   "none" or where the caller refuses it with its own reason; otherwise zero is not a duration here.
+    public static func seconds(parsing text: String, allowingZero: Bool = false) throws(StaggerPlanInputError) -> TimeInterval {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         if let plain = Double(trimmed) {
-            guard plain.isFinite, plain > 0 else { throw .badDuration(text) }
+            guard plain.isFinite, plain > 0 || (allowingZero && plain == 0) else { throw .badDuration(text) }
             return plain
         }
         var total: TimeInterval = 0
@@ -54,7 +57,7 @@ extension StaggerPlan {
             digits = ""
             sawUnit = true
         }
-        guard sawUnit, digits.isEmpty, total > 0, total.isFinite else { throw .badDuration(text) }
+        guard sawUnit, digits.isEmpty, total > 0 || (allowingZero && total == 0), total.isFinite else { throw .badDuration(text) }
         return total
     }
 

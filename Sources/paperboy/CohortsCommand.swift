@@ -179,8 +179,8 @@ struct CohortPlanOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The content API's capacity in wake-ups per second, e.g. 2000/s; the window follows.", valueName: "rate"))
     var capacity: String?
 
-    @Option(help: "How many cohorts the audience is split into (1 to 1024).")
-    var cohorts = 8
+    @Option(help: "How many cohorts the audience is split into (1 to 1024); broadcast's default too.")
+    var cohorts = BroadcastOptions.defaultCohorts
 
     @Option(help: ArgumentHelp("When to begin: 05:00 (the next 05:00), or 2026-11-23T05:00:00+09:00 (default: now).", valueName: "time"))
     var start: String?
@@ -221,7 +221,7 @@ struct CohortPlanOptions: ParsableArguments {
         let zone = try timeZone.zone()
         let environment = try APNsEnvironment(flag: environment)
         let jitterSeconds: TimeInterval
-        do { jitterSeconds = try StaggerPlan.seconds(parsing: jitter) } catch { throw ValidationError("--jitter: \(error)") }
+        do { jitterSeconds = try StaggerPlan.seconds(parsing: jitter, allowingZero: true) } catch { throw ValidationError("--jitter: \(error)") }
         guard jitterSeconds >= 1 else { throw ValidationError("--jitter: at least 1s, so that the start leaves the round minute") }
         let requestedStart: Date
         if let start {

@@ -45,7 +45,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("rate-limit"),
         help: ArgumentHelp(
-            "Requests a second each device client (app key and address) may make to the device routes, as N/s or N/m, or off.",
+            "Requests a second each client address (an IPv6 address by its /64) may make to the device routes, as N/s or N/m, or off.",
             discussion:
                 "Over it they answer 429 with Retry-After. Behind a reverse proxy every client has the proxy's address: limit there and use off."
         )

@@ -51,8 +51,11 @@ public struct DemoReport: Sendable {
         public var title: String
         public var value: String
         public var met: Bool?
+        /// A figure shown for contrast, not judged: it measures the machine more than Paperboy (`met` is nil).
+        public var illustration = false
 
         public var verdict: String {
+            if illustration { return "for contrast, not a goal" }
             switch met {
             case true?: "met"
             case false?: "missed"
@@ -61,8 +64,10 @@ public struct DemoReport: Sendable {
         }
     }
 
-    /// The goals: staggered peak/mean ≤ 1.2, blast peak/mean ≥ 20, waves holding ≥ 0.98 × the ceiling on
-    /// iOS devices, ≤ 1.8 pushes per device with waves.
+    /// The goals: staggered peak/mean ≤ 1.2, waves holding ≥ 0.98 × the ceiling on iOS devices, ≤ 1.8 pushes per
+    /// device with waves; and the blast's peak/mean for contrast. The blast sends as fast as this machine can, so
+    /// its peak (and the ratio: 14 to 25 on the same code) measures the machine's speed, not Paperboy: shown, not
+    /// judged, so that a healthy run on a slow machine prints no "missed".
     public var goals: [Goal] {
         func result(_ strategy: DemoStrategy) -> StrategyResult? { results.first { $0.strategy == strategy } }
         let staggered = result(.staggered)
@@ -75,9 +80,10 @@ public struct DemoReport: Sendable {
                 met: staggered.map { $0.peakToMean <= 1.2 && $0.meanPerSecond > 0 }
             ),
             Goal(
-                title: "blast peak/mean ≥ 20",
+                title: "blast peak/mean",
                 value: blast.map { Self.decimal($0.peakToMean, 1) } ?? "-",
-                met: blast.map { $0.peakToMean >= 20 }
+                met: nil,
+                illustration: blast != nil
             ),
             // On iOS: the ceiling is iOS's, and Doze should not hide or blur the iOS numbers.
             Goal(

@@ -79,7 +79,7 @@ struct BroadcastFlags: ParsableArguments {
         }
         options.alertLastResort = alertLastResort
         if let jitter {
-            do { options.jitter = try StaggerPlan.seconds(parsing: jitter) } catch { throw ValidationError("--jitter: \(error)") }
+            do { options.jitter = try StaggerPlan.seconds(parsing: jitter, allowingZero: true) } catch { throw ValidationError("--jitter: \(error)") }
         }
         if let androidPriority { options.androidPriority = androidPriority }
         if let dormantAfter { options.dormantAfter = dormantAfter }

@@ -99,7 +99,7 @@ struct DispatchOptions: ParsableArguments {
 
     private func drainSeconds() throws -> TimeInterval {
         let seconds: TimeInterval
-        do { seconds = try StaggerPlan.seconds(parsing: drainTimeout) } catch { throw ValidationError("--drain-timeout: \(error)") }
+        do { seconds = try StaggerPlan.seconds(parsing: drainTimeout, allowingZero: true) } catch { throw ValidationError("--drain-timeout: \(error)") }
         guard seconds >= 1 else { throw ValidationError("--drain-timeout: at least 1s, so that pushes already sent can be answered") }
         return seconds
     }
@@ -118,7 +118,7 @@ struct DispatchOptions: ParsableArguments {
     }
 
     private func countAheadSeconds() throws -> TimeInterval {
-        do { return try StaggerPlan.seconds(parsing: countAhead) } catch { throw ValidationError("--count-ahead: \(error)") }
+        do { return try StaggerPlan.seconds(parsing: countAhead, allowingZero: true) } catch { throw ValidationError("--count-ahead: \(error)") }
     }
 
     /// The dispatcher and the APNs and FCM clients it sends with: run all in the service group, the clients
