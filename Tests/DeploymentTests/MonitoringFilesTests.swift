@@ -158,8 +158,21 @@ struct MonitoringFilesTests {
             }
         )
         #expect(names.count >= 15, "\(names.sorted())")
+        // The providers' client metrics are one generic's, named `<service>_<metric>` (PushClientMetrics), with the
+        // service `APNs` or `FCM` lowercased.
+        let services = ["apns": "APNs", "fcm": "FCM"]
         for name in names.sorted() {
-            #expect(sources.contains("\"\(name)\""), "\(name) is a metric some source file records")
+            if let (service, metric) = name.firstMatch(of: /^(apns|fcm)_(.+)$/).map({ (String($0.1), String($0.2)) }),
+                !sources.contains("\"\(name)\"")
+            {
+                #expect(sources.contains("static let service = \"\(services[service] ?? "")\""), "\(name): a provider \(service)")
+                #expect(
+                    sources.contains("\\(prefix)_\(metric)\"") || sources.contains("counter(\"\(metric)\""),
+                    "\(name) is a metric the providers' generic client records"
+                )
+            } else {
+                #expect(sources.contains("\"\(name)\""), "\(name) is a metric some source file records")
+            }
         }
         // Hummingbird's MetricsMiddleware, which the API installs, records the request metrics (dots become underscores).
         #expect(sources.contains("MetricsMiddleware()"))
