@@ -28,7 +28,8 @@ struct DayTwoTests {
     static let keyVariable = "PAPERBOY_FAULT_APNS_KEY"
     static var pem: String { BroadcastFixture.privateKey.pemRepresentation }
 
-    /// Every device accepted exactly once; on failure, which were not, with the batches and the workers' warnings.
+    /// Every device accepted exactly once; on failure, which were not, through which batch, lease, connection and
+    /// stream (``FaultRig/expectExactlyOnce(_:_:broadcast:workers:label:sourceLocation:)``).
     static func expectExactlyOnce(
         _ tokens: [DeviceToken],
         _ simulator: APNsSimulator,
@@ -37,26 +38,7 @@ struct DayTwoTests {
         workers: [WorkerProcess],
         sourceLocation: SourceLocation = #_sourceLocation
     ) async {
-        let counts = simulator.acceptedCounts()
-        let repeated = tokens.filter { counts[$0.hex, default: 0] > 1 }
-        let missing = tokens.filter { counts[$0.hex, default: 0] == 0 }
-        #expect(
-            repeated.isEmpty && missing.isEmpty,
-            "every device accepted exactly once: \(repeated.count) more than once, \(missing.count) never",
-            sourceLocation: sourceLocation
-        )
-        if !repeated.isEmpty || !missing.isEmpty {
-            let recorded = (try? await rig.deliveries(broadcast)) ?? [:]
-            let keys = (try? await rig.cohortKeys(of: (repeated + missing).prefix(10).map { $0 })) ?? [:]
-            for token in (repeated + missing).prefix(10) {
-                let delivery = recorded[token.hex].map { "\($0.outcome) \($0.reason ?? "")" } ?? "none"
-                print(
-                    "[day two] \(token.hex): accepted \(counts[token.hex, default: 0]) times; recorded \(delivery); cohort key \(keys[token.hex].map(String.init) ?? "?")"
-                )
-            }
-            print("[day two] batches leased more than once or open:\n\((try? await rig.batchesReport(broadcast)) ?? "?")")
-            for worker in workers { print("[day two] \(worker.name):\n\(worker.problemLines.prefix(30).joined(separator: "\n"))") }
-        }
+        await rig.expectExactlyOnce(tokens, simulator, broadcast: broadcast, workers: workers, label: "day two", sourceLocation: sourceLocation)
     }
 
     static func ready(port: Int) async -> (status: Int, body: String)? {

@@ -170,6 +170,71 @@ struct FaultRig {
         return keys
     }
 
+    /// Per token (hex): each wave-1 batch that held it, as `batch N (leases L, owner O, given back G, done D)`.
+    func batchesByToken(_ id: UUID, tokens: [DeviceToken]) async throws -> [String: [String]] {
+        let rows = try await client.query(
+            """
+            SELECT encode(d.token, 'hex'), bb.id, bb.leases::integer, bb.lease_owner, bb.give_backs::integer, coalesce(bb.done_at::text, 'not done')
+            FROM devices d JOIN broadcast_batches bb ON bb.broadcast_id = \(id) AND bb.wave = 1 AND d.cohort_key BETWEEN bb.first_key AND bb.last_key
+            WHERE d.app_id = \(app.id) AND d.token = ANY (\(tokens.map { ByteBuffer(bytes: $0.bytes) })::bytea[])
+            ORDER BY bb.id
+            """,
+            logger: logger
+        )
+        var result: [String: [String]] = [:]
+        for try await (token, batch, leases, owner, given, done) in rows.decode((String, Int64, Int32, String, Int32, String).self) {
+            result[token, default: []].append("batch \(batch) (leases \(leases), owner \(owner), given back \(given), done \(done))")
+        }
+        return result
+    }
+
+    /// Every device accepted exactly once by `simulator`; on failure, for the first ten that were not: how often the
+    /// simulator accepted it and on which connection and stream, what the broadcast recorded, its cohort key and the
+    /// batches that held it (leases, owner, give-backs); then the batches leased more than once or still open and
+    /// the workers' warnings. The next failure names its cause.
+    func expectExactlyOnce(
+        _ tokens: [DeviceToken],
+        _ simulator: APNsSimulator,
+        broadcast: UUID,
+        workers: [WorkerProcess],
+        label: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        let counts = simulator.acceptedCounts()
+        let repeated = tokens.filter { counts[$0.hex, default: 0] > 1 }
+        let missing = tokens.filter { counts[$0.hex, default: 0] == 0 }
+        #expect(
+            repeated.isEmpty && missing.isEmpty,
+            "every device accepted exactly once: \(repeated.count) more than once, \(missing.count) never",
+            sourceLocation: sourceLocation
+        )
+        guard !repeated.isEmpty || !missing.isEmpty else { return }
+        let shown = Array((repeated + missing).prefix(10))
+        let recorded: [String: (outcome: String, reason: String?)]
+        let keys: [String: Int]
+        let batches: [String: [String]]
+        do {
+            recorded = try await deliveries(broadcast)
+            keys = try await cohortKeys(of: shown)
+            batches = try await batchesByToken(broadcast, tokens: shown)
+        } catch {
+            print("[\(label)] cannot read the broadcast's records: \(String(reflecting: error))")
+            return
+        }
+        for token in shown {
+            let delivery = recorded[token.hex].map { "\($0.outcome) \($0.reason ?? "")" } ?? "none"
+            print("[\(label)] \(token.hex): accepted \(counts[token.hex, default: 0]) times; recorded \(delivery); cohort key \(keys[token.hex].map(String.init) ?? "?")")
+            for accept in simulator.accepts(forToken: token.hex) { print("[\(label)]   \(accept)") }
+            for batch in batches[token.hex] ?? ["in no batch"] { print("[\(label)]   \(batch)") }
+        }
+        do {
+            print("[\(label)] batches leased more than once, given back or open:\n\(try await batchesReport(broadcast))")
+        } catch {
+            print("[\(label)] cannot read the batches: \(String(reflecting: error))")
+        }
+        for worker in workers { print("[\(label)] \(worker.name):\n\(worker.problemLines.prefix(30).joined(separator: "\n"))") }
+    }
+
     /// Per token (hex): how many times the batch holding it was leased. A device is sent at most once per
     /// lease of its batch; more than one lease means a lease lapsed (its worker died, or did not renew in time).
     func leasesByToken(_ id: UUID) async throws -> [String: Int] {

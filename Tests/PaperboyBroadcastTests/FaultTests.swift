@@ -156,18 +156,9 @@ struct FaultTests {
                 let exit = await worker.terminate(within: 30)
                 #expect(exit != nil && worker.process.terminationStatus == 0)
 
-                let counts = simulator.acceptedCounts()
                 print("[fault] SIGSTOP 10 s: accepted at stop \(acceptedAtStop)/\(devices); per second \(simulator.stats().acceptsPerSecond)")
                 Self.expectPaced(simulator, rate: Double(devices) / window, "after SIGCONT")
-                let repeated = tokens.filter { counts[$0.hex, default: 0] > 1 }.count
-                let missing = tokens.filter { counts[$0.hex, default: 0] == 0 }.count
-                #expect(repeated == 0 && missing == 0, "every device accepted exactly once: \(repeated) more than once, \(missing) never")
-                if repeated > 0 || missing > 0 {
-                    // What tells a re-leased batch (leases > 1) from a resend inside the worker: the batches and
-                    // the worker's own account of the pause.
-                    print("[fault] SIGSTOP: batches leased more than once or not recorded:\n\((try? await rig.batchesReport(id)) ?? "?")")
-                    print("[fault] SIGSTOP: the worker's warnings and errors:\n\(worker.problemLines.prefix(40).joined(separator: "\n"))")
-                }
+                await rig.expectExactlyOnce(tokens, simulator, broadcast: id, workers: [worker], label: "fault SIGSTOP")
                 #expect(progress.waves[0].counts.sent == devices)
             }
         }
