@@ -487,6 +487,7 @@ let package = Package(
                 "PaperboyCore",
                 "PaperboyStore",
                 "PaperboyTesting",
+                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

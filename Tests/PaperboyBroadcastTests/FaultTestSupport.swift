@@ -223,7 +223,9 @@ struct FaultRig {
         }
         for token in shown {
             let delivery = recorded[token.hex].map { "\($0.outcome) \($0.reason ?? "")" } ?? "none"
-            print("[\(label)] \(token.hex): accepted \(counts[token.hex, default: 0]) times; recorded \(delivery); cohort key \(keys[token.hex].map(String.init) ?? "?")")
+            print(
+                "[\(label)] \(token.hex): accepted \(counts[token.hex, default: 0]) times; recorded \(delivery); cohort key \(keys[token.hex].map(String.init) ?? "?")"
+            )
             for accept in simulator.accepts(forToken: token.hex) { print("[\(label)]   \(accept)") }
             for batch in batches[token.hex] ?? ["in no batch"] { print("[\(label)]   \(batch)") }
         }

@@ -21,7 +21,7 @@ struct ConsoleAccessTests {
     }
 
     @Test("a short token, or one token for both roles, is refused naming the variable; no token disables the console")
-    func refusedTokens() {
+    func refusedTokens() throws {
         #expect(
             throws: ConsoleAccessError(
                 variable: "PAPERBOY_CONSOLE_OPERATOR_TOKEN",
@@ -32,7 +32,8 @@ struct ConsoleAccessTests {
         }
         #expect(throws: ConsoleAccessError.self) { try ConsoleAccess(operatorToken: Self.operatorToken, viewerToken: Self.operatorToken) }
         #expect(!ConsoleAccess.disabled.isEnabled)
-        #expect(try ConsoleAccess(operatorToken: nil, viewerToken: Self.viewerToken).roles == [.viewer])
+        let viewerOnly = try ConsoleAccess(operatorToken: nil, viewerToken: Self.viewerToken)
+        #expect(viewerOnly.roles == [.viewer])
     }
 
     @Test("a sealed session opens until it expires; an edited or foreign cookie does not")

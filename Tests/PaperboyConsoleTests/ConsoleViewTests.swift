@@ -1,4 +1,5 @@
 import Foundation
+import Mustache
 import PaperboyCore
 import PaperboyStore
 import PaperboyTesting

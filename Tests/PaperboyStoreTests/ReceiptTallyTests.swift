@@ -322,7 +322,11 @@ struct ReceiptTallyTests {
             try await fleet.receipt(10, .newData)
             try await fleet.tallies.step(logger: db.logger)
             let now = Date()
-            let gauges = try await BroadcastRepository(client: db.client).gauges(now: now, endedSince: now.addingTimeInterval(-3600), logger: db.logger)
+            let gauges = try await BroadcastRepository(client: db.client).gauges(
+                now: now,
+                endedSince: now.addingTimeInterval(-3600),
+                logger: db.logger
+            )
             #expect(gauges.filter { $0.state == .running }.map(\.id) == [fleet.running])
             #expect(gauges.first { $0.id == fleet.running }?.receipts == [.newData: 1, .failed: 1])
         }

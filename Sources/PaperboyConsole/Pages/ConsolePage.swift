@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Mustache
 import PaperboyText
 
 /// What every page shows around its content: the title, who is signed in, the navigation, the CSRF token its forms

@@ -97,7 +97,7 @@ struct ConsoleRoutes: Sendable {
             throw ConsolePageError.forbidden("The request came from another site (Sec-Fetch-Site: \(site)).")
         }
         if let origin = request.headers[.origin], origin != "null" {
-            let host = request.head.authority ?? request.headers[.host] ?? ""
+            let host = request.head.authority ?? ""
             guard let url = URL(string: origin), let originHost = url.host else {
                 throw ConsolePageError.forbidden("The request's Origin is not this console.")
             }

@@ -280,8 +280,9 @@ extension ConsoleRoutes {
                 ),
                 logger: logger
             )
-            page.plan = Self.planModel(plan, publication: publication, environment: environment, requestedStart: nil, timeZone: timeZone)
-            page.plan?.summary = "Dry run of edition \(edition.manifest.issueDate): nothing is stored or sent. " + (page.plan?.summary ?? "")
+            var model = Self.planModel(plan, publication: publication, environment: environment, requestedStart: nil, timeZone: timeZone)
+            model.summary = "Dry run of edition \(edition.manifest.issueDate): nothing is stored or sent. " + model.summary
+            page.plan = model
             return ConsolePage.render("plan", page)
         }
 

@@ -118,7 +118,7 @@ struct LiveModel: Sendable {
             end = progress.finishedAt.map { TimeText.clock($0, timeZone: timeZone) } ?? "-"
             endNote = progress.finishedAt.map { TimeText.relative($0, now: now) } ?? ""
         }
-        asOf = TimeText.dateTime(asOf, timeZone: timeZone) + " " + timeZone.identifier
+        self.asOf = TimeText.dateTime(asOf, timeZone: timeZone) + " " + timeZone.identifier
         asOfISO = TimeText.iso(asOf)
         liveNote = progress.state == .running ? "updates every few seconds" : nil
 

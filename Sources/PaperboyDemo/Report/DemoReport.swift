@@ -56,7 +56,7 @@ public struct DemoReport: Sendable {
 
         public var verdict: String {
             if illustration { return "for contrast, not a goal" }
-            switch met {
+            return switch met {
             case true?: "met"
             case false?: "missed"
             case nil: "not run"

@@ -99,7 +99,9 @@ struct DispatchOptions: ParsableArguments {
 
     private func drainSeconds() throws -> TimeInterval {
         let seconds: TimeInterval
-        do { seconds = try StaggerPlan.seconds(parsing: drainTimeout, allowingZero: true) } catch { throw ValidationError("--drain-timeout: \(error)") }
+        do { seconds = try StaggerPlan.seconds(parsing: drainTimeout, allowingZero: true) } catch {
+            throw ValidationError("--drain-timeout: \(error)")
+        }
         guard seconds >= 1 else { throw ValidationError("--drain-timeout: at least 1s, so that pushes already sent can be answered") }
         return seconds
     }
