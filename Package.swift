@@ -277,8 +277,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The one executable: serve, worker, migrate, apps, publications, editions, broadcast, cohorts, schedules,
-        // devices, prune, push, apns-sim and demo (the benchmarks are paperboy-bench, below).
+        // The one executable: serve, worker, migrate, apps, publications, origins, editions, broadcast, cohorts,
+        // schedules, devices, insights, prune, push, apns-sim, fcm-sim and demo (the benchmarks are paperboy-bench, below).
         .executableTarget(
             name: "paperboy",
             dependencies: [

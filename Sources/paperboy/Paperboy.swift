@@ -4,7 +4,7 @@ import ArgumentParser
 struct Paperboy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paperboy",
-        abstract: "Wakes newspaper apps with APNs background notifications so the edition is there before the reader.",
+        abstract: "Wakes newspaper apps with background pushes (APNs and FCM) so the edition is there before the reader.",
         subcommands: [
             DemoCommand.self,
             ServeCommand.self,

@@ -52,7 +52,7 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var rateLimit = "10/s"
 
-    @Option(name: .customLong("rate-burst"), help: "Requests a device client may make at once before --rate-limit applies.")
+    @Option(name: .customLong("rate-burst"), help: "Requests a client address may make at once before --rate-limit applies.")
     var rateBurst = DeviceRateLimit.standard.burst
 
     @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this PEM certificate chain (needs --tls-key).")

@@ -41,6 +41,10 @@ struct UnknownKeyTests {
             _ = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
             var configuration = APIConfiguration(host: "127.0.0.1", port: 0, adminToken: APIFixture.adminToken)
             configuration.deviceRateLimit = rateLimit
+            // Nothing here is about expiry (AppDirectoryTests step a clock through it): on a loaded machine these
+            // tests have taken longer than the 30 s default, and an entry that expired mid-test was looked up again.
+            configuration.appCacheTimeToLive = .seconds(3600)
+            configuration.unknownKeyCacheTimeToLive = .seconds(3600)
             let lookups = LookupCounter()
             let router = buildRouter(client: db.client, configuration: configuration) { key, logger in
                 lookups.record()
