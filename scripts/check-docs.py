@@ -47,12 +47,6 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
     },
 }
 
-# Subcommands whose documentation is not needed, with the reason.
-SUBCOMMAND_EXCEPTIONS: dict[str, str] = {
-    "help": "argument-parser's own `help` subcommand",
-}
-
-
 class Finding:
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -162,10 +156,16 @@ class Command:
         self.flags: set[str] = set()
         self.subcommands: dict[str, Command] = {}
         self.default: str | None = None
+        # A short name's long form (`-n` → `--count`), from entries that list both.
+        self.aliases: dict[str, str] = {}
 
     @property
     def name(self) -> str:
         return " ".join(self.path)
+
+    @property
+    def display(self) -> str:
+        return " ".join(("paperboy",) + self.path)
 
     def all_flags(self) -> set[str]:
         """The flags accepted here: its own, and its default subcommand's (`broadcast --edition` is `broadcast start`)."""
@@ -182,6 +182,20 @@ class Command:
 
 SECTION = re.compile(r"^([A-Z][A-Z0-9 ()'-]*):\s*$")
 FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z0-9][A-Za-z0-9-]*)")
+
+
+NAME_TOKEN = re.compile(r"^(?:-{1,2}[A-Za-z0-9][\w-]*(?:/--?[A-Za-z0-9][\w-]*)*,?|<[^>]+>(?:\.\.\.)?,?)$")
+
+
+def option_names(line: str) -> list[str]:
+    """The names at the start of an option's help entry (`-n, --count <count>`, `--foo/--no-foo`), without the help
+    text, which usually starts two spaces later but only one when the names fill their column."""
+    names = []
+    for token in line.split():
+        if not NAME_TOKEN.match(token):
+            break
+        names.append(token)
+    return names
 
 
 def read_help(binary: str, path: tuple[str, ...]) -> str:
@@ -213,11 +227,13 @@ def parse_help(text: str, command: Command) -> list[str]:
             continue
         # An options section (OPTIONS, or an option group's title): an entry starts at column 2 with a dash;
         # its names end where two spaces start the help text.
-        match = re.match(r"^  (-\S.*?)(?:\s{2,}|$)", line)
-        if match:
-            for flag in FLAG.findall(match.group(1).split(" <")[0] if " <" in match.group(1) else match.group(1)):
-                command.flags.add(flag)
-            # `--foo/--no-foo` and `--enable-x/--disable-x` come through FLAG's findall already.
+        if re.match(r"^  -", line):
+            names = FLAG.findall(" ".join(option_names(line)))
+            command.flags.update(names)
+            long_names = [n for n in names if n.startswith("--")]
+            for name in names:
+                if not name.startswith("--") and long_names:
+                    command.aliases[name] = long_names[0]
     return subcommands
 
 
@@ -253,7 +269,16 @@ def shell_words(text: str) -> list[str]:
     return words
 
 
-STOP_WORDS = {"&&", "||", ";", ">", ">>", "2>", "2>&1", "<", "#", ")", "|"}
+STOP_WORDS = {"&&", "||", ";", ">", ">>", "2>", "2>&1", "<", "&"}
+
+
+def after_option(code: str, start: int) -> bool:
+    """Whether the word before a `paperboy` is an option, as in `--simulator .build/release/paperboy`: an argument."""
+    before = code[:start].split()
+    return bool(before) and before[-1].startswith("-")
+
+
+SHELL_FENCES = {"", "sh", "bash", "shell", "console", "zsh"}
 
 
 def command_lines(files: list[Path], root: Path):
@@ -261,13 +286,17 @@ def command_lines(files: list[Path], root: Path):
     for path in files:
         lines = path.read_text(encoding="utf-8").splitlines()
         in_code = False
+        shell = True
         pending: list[tuple[int, str]] = []
         for number, line in enumerate(lines, 1):
             if FENCE.match(line):
                 in_code = not in_code
+                shell = line.strip().lstrip("`~").strip().lower() in SHELL_FENCES
                 pending = []
                 continue
             if in_code:
+                if not shell:
+                    continue
                 # Join continuation lines (a trailing backslash).
                 if line.rstrip().endswith("\\"):
                     pending.append((number, line.rstrip()[:-1]))
@@ -277,50 +306,53 @@ def command_lines(files: list[Path], root: Path):
                 pending = []
                 code = joined.split(" # ")[0] if not joined.lstrip().startswith("#") else ""
                 for match in INVOCATION.finditer(code):
-                    yield f"{path.relative_to(root)}:{start}", code[match.end():], True
+                    if not after_option(code, match.start()):
+                        yield f"{path.relative_to(root)}:{start}", code[match.end():], True
             else:
                 for span in re.finditer(r"(`+)(.+?)\1", line):
                     code = span.group(2)
                     for match in INVOCATION.finditer(code):
-                        yield f"{path.relative_to(root)}:{number}", code[match.end():], False
+                        if not after_option(code, match.start()):
+                            yield f"{path.relative_to(root)}:{number}", code[match.end():], False
 
 
 def resolve(cli: Command, rest: str):
-    """The subcommand a command line names, its flags, and an unknown subcommand word if any."""
-    words = shell_words(rest)
+    """The subcommand a command line names, its flags, and an unknown subcommand word if any.
+
+    The line ends at a shell separator, a comment, a pipe outside brackets (`[--window 30m | --capacity R]` is
+    an alternative, `… | jq` a pipe), or a parenthesis that closes more than it opened (`$(paperboy … --json)`).
+    """
     node = cli
     flags: list[str] = []
     unknown: str | None = None
     expecting_subcommand = True
-    for raw in words:
-        if raw in STOP_WORDS or raw.startswith("#") or raw.startswith(">") or raw.startswith("2>"):
+    depth = 0
+    for raw in shell_words(rest):
+        if raw in STOP_WORDS or raw.startswith(("#", ">", "2>")):
             break
-        if raw == "|" or raw.startswith("$(") and False:
+        if raw == "|" and depth <= 0:
             break
-        word = raw.strip("[](){}\"',")
-        if raw.endswith(")") and not raw.startswith(("(", "[")) and ")" not in raw.strip(")"):
-            # `$(paperboy … --json)`: the command ends with the parenthesis.
-            pass
-        if word.startswith("-"):
+        quoted = raw[:1] in "\"'"
+        if not quoted:
+            depth += raw.count("[") + raw.count("(") - raw.count("]") - raw.count(")")
+        word = raw.strip("[](){}\"',;")
+        if word.startswith("-") and not quoted:
             expecting_subcommand = False
-            name = word.split("=", 1)[0]
-            # Alternatives written as --a|--b or --a/--b (--foo/--no-foo) name several flags.
-            for part in re.split(r"[|/]", name):
-                part = part.strip("[](){}\"',.:")
+            # Alternatives written as --a|--b name several flags; --name=value names one.
+            for part in re.split(r"\|", word.split("=", 1)[0]):
+                part = part.strip("[](){}\"',.:…")
                 if re.fullmatch(r"--?[A-Za-z0-9][A-Za-z0-9-]*", part):
                     flags.append(part)
-            if raw.rstrip().endswith(")") and raw.count(")") > raw.count("("):
-                break
-            continue
-        if expecting_subcommand and word in node.subcommands:
-            node = node.subcommands[word]
-            continue
-        if expecting_subcommand and node.subcommands and node.default is None and re.fullmatch(r"[a-z][a-z0-9-]*", word):
-            unknown = word
-        expecting_subcommand = False
-        if raw.rstrip().endswith(")") and raw.count(")") > raw.count("("):
-            break
-        if word == "|":
+        elif word and not quoted:
+            if expecting_subcommand and word in node.subcommands:
+                node = node.subcommands[word]
+            else:
+                if expecting_subcommand and node.subcommands and node.default is None and re.fullmatch(r"[a-z][a-z0-9-]*", word):
+                    unknown = word
+                expecting_subcommand = False
+        else:
+            expecting_subcommand = False
+        if depth < 0:
             break
     return node, flags, unknown
 
@@ -328,57 +360,44 @@ def resolve(cli: Command, rest: str):
 def check_cli(binary: str, files: list[Path], root: Path, findings: Finding) -> tuple[int, int]:
     cli = load_cli(binary)
     documented: dict[tuple[str, ...], set[str]] = {}
-    seen_commands: set[tuple[str, ...]] = set()
+    seen: set[tuple[str, ...]] = set()
     universal = set(EXCEPTIONS["*"])
     count = 0
     for where, rest, _ in command_lines(files, root):
         count += 1
         node, flags, unknown = resolve(cli, rest)
         if unknown:
-            findings.add(where, f"`paperboy {node.name} {unknown}`: {unknown} is not a subcommand of `paperboy {node.name}`".replace("  ", " "))
+            findings.add(where, f"`{node.display}`: {unknown} is not a subcommand of `{node.display}`")
             continue
-        seen_commands.add(node.path)
-        # A group with a default subcommand: the default is what runs.
-        target = node
-        while target.default and not any(f in target.flags for f in flags if f not in universal) and flags:
-            target = target.subcommands[target.default]
-            seen_commands.add(target.path)
+        seen.add(node.path)
         accepted = node.all_flags() | universal
         for flag in flags:
             if flag not in accepted:
-                findings.add(where, f"`paperboy {node.name}`: {flag} is not in `paperboy {node.name} --help`".replace("  ", " "))
-            else:
-                owner = node
-                while flag not in owner.flags and owner.default:
-                    owner = owner.subcommands[owner.default]
-                documented.setdefault(owner.path, set()).add(flag)
+                findings.add(where, f"`{node.display}`: {flag} is not in `{node.display} --help`")
+                continue
+            # A group's flag may be its default subcommand's (`paperboy broadcast --edition` is `broadcast start`).
+            owner = node
+            while flag not in owner.flags and owner.default:
+                owner = owner.subcommands[owner.default]
+                seen.add(owner.path)
+            documented.setdefault(owner.path, set()).add(owner.aliases.get(flag, flag))
     flag_count = 0
     for command in cli.walk():
-        if command.path and command.path not in seen_commands and not any(
-            p[: len(command.path)] == command.path for p in seen_commands
-        ):
-            name = " ".join(command.path)
-            if name not in SUBCOMMAND_EXCEPTIONS:
-                findings.add("docs", f"`paperboy {name}` is in --help but in no documented command line")
+        if command.path and not any(path[: len(command.path)] == command.path for path in seen):
+            findings.add("docs", f"`{command.display}` is in --help but in no documented command line")
         exempt = set(EXCEPTIONS.get(" ".join(command.path), {})) | universal
         for flag in sorted(command.flags):
             flag_count += 1
-            if flag in exempt or flag in documented.get(command.path, set()):
+            long_form = command.aliases.get(flag, flag)
+            if flag in exempt or long_form in documented.get(command.path, set()):
                 continue
-            # A short alias (-n) counts when its long form is shown.
-            if not flag.startswith("--") and documented.get(command.path):
-                continue
-            name = " ".join(("paperboy",) + command.path)
-            findings.add("docs", f"`{name}`: {flag} is in --help but in no documented `{name}` command line")
-    stale = [
-        f"{name} {flag}"
-        for name, flags in EXCEPTIONS.items()
-        if name != "*"
-        for flag in flags
-        if not any(" ".join(c.path) == name and flag in c.flags for c in cli.walk())
-    ]
-    for entry in stale:
-        findings.add("scripts/check-docs.py", f"exception `paperboy {entry}` names no flag in --help: remove it")
+            findings.add("docs", f"`{command.display}`: {flag} is in --help but in no documented `{command.display}` command line")
+    for name, flags in EXCEPTIONS.items():
+        if name == "*":
+            continue
+        for flag in flags:
+            if not any(" ".join(c.path) == name and flag in c.flags for c in cli.walk()):
+                findings.add("scripts/check-docs.py", f"the exception `paperboy {name} {flag}` names no flag in --help: remove it")
     return count, flag_count
 
 
