@@ -494,7 +494,7 @@ extension ConsoleAssets {
         svg.chart .grid { stroke: #eceff2; stroke-width: 1; }
         svg.chart .tick, svg.chart .legend, svg.chart .unit { font-size: 11px; fill: var(--muted); }
         svg.chart .legend { fill: var(--fg); }
-        svg.chart .line { fill: none; stroke-width: 2; }
+        svg.chart polyline.line { fill: none; stroke-width: 2; }
         svg.chart .now { stroke: var(--fg); stroke-dasharray: 3 3; stroke-width: 1; }
         svg.chart .bar { fill: #6ea8dd; }
         svg.chart .s-plan { stroke: var(--plan); fill: var(--plan); stroke-dasharray: 6 3; }
