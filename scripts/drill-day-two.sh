@@ -25,6 +25,9 @@
 # its start is placed between its stats' startedAt (whole seconds) and the time its "listening" line appeared
 # (±0.5 s at most), each of its seconds at the nearest whole epoch second; the full seconds between the phase's first and last accept are compared with the plan.
 #
+# A broadcast whose audience has FCM devices does not start within 2 minutes of :00, :15, :30 or :45 (Firebase's
+# advice; BroadcastRepository): a phase started then waits up to about 4 minutes for its planned start.
+#
 # Usage: scripts/with-postgres.sh scripts/drill-day-two.sh [--devices N] [--workers K] [--window D]
 #            [--fcm-share S] [--json]
 #   --devices N    seeded devices, all targets (default 20000; at most 3 broadcasts an hour reach a device: the
@@ -229,6 +232,8 @@ EOF
         || die "editions publish (phase $1) failed: $(tail -3 "$tmp/setup.log")"
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/edition-$1.out"
 }
+# The machine's busy CPU ticks (all cores; USER_HZ) so far.
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 status_of() { timeout 60 "$B" broadcast status "$1" --json > "$2.new" 2> "$tmp/status.err" && mv "$2.new" "$2"; }
 check_alive() {
     local n
@@ -245,6 +250,8 @@ run_phase() {
     edition=$(publish "$phase")
     if [ "$phase" = 3 ]; then wave_start=$(now); phase3_start_worker; fi
     t_start=$(now)
+    local busy0; busy0=$(busy_ticks)
+    maxload=0
     "$B" broadcast --edition "$edition" --window "${window_s}s" --cohorts 16 --max-pushes 1 --jitter 1s --json \
         > "$tmp/start-$phase.json" 2> "$tmp/start-$phase.err" || die "paperboy broadcast (phase $phase) failed: $(cat "$tmp/start-$phase.err")"
     bid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/start-$phase.json")
@@ -261,6 +268,7 @@ run_phase() {
             status_of "$bid" "$tmp/status-$phase.json" || die "broadcast status failed: $(cat "$tmp/status.err")"
             state=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["state"])' "$tmp/status-$phase.json")
             next_status=$((t + 2))
+            maxload=$(awk -v m="$maxload" '{print ($1 > m ? $1 : m)}' /proc/loadavg)
             [ "$state" = running ] || [ "$state" = planned ] || break
         fi
         later "$limit" && { say "phase $phase: still $state ${window_s}s + 240 s after its start"; break; }
@@ -269,6 +277,7 @@ run_phase() {
     phase_events_done
     local t_end; t_end=$(now)
     echo "$phase $bid $edition $t_start $wave_start $t_end $state" >> "$tmp/phases.txt"
+    echo "$busy0 $(busy_ticks) $t_start $t_end $maxload" > "$tmp/machine-$phase.txt"
     say "phase $phase: $state $(python3 -c "print(f'{$t_end - $wave_start:.1f}')") s after its start"
     sleep 3 # the simulators' last seconds before the next phase
 }
@@ -300,6 +309,7 @@ phase_events_tick() {
             "$B" apps set-apns --app "$app" --team-id TEAM123456 --key-id KEYTWO1234 --key-file "$tmp/apns-keys/key2.p8" >> "$tmp/setup.log" 2>&1 \
                 || die "apps set-apns failed: $(tail -3 "$tmp/setup.log")"
             event "apps set-apns: key KEYTWO1234"
+            token_fetches > "$tmp/fetches-before-set-fcm.txt"
             curl -s -m 10 -f -X POST -H 'content-type: application/json' -d '{"project_id": "drill-news"}' \
                 "$fcm_url/control/service-accounts" > "$tmp/fcm/sa2.json" || die "fcm-sim made no second service account"
             chmod 600 "$tmp/fcm/sa2.json"
@@ -319,8 +329,14 @@ phase_events_tick() {
 phase_events_done() {
     case "$phase" in
         1) [ "$step" -ge "${#restart_names[@]}" ] || event "ended before every worker was restarted: ${restart_names[*]:$step} not restarted" ;;
+        2) token_fetches > "$tmp/fetches-after-phase-2.txt" ;;
         3) stop_worker wx ;;
     esac
+}
+# The fcm-sim's access-token fetches so far (all accounts): a worker fetches one when it loads a service account.
+token_fetches() {
+    curl -s -m 10 -f "$fcm_url/control/stats" | python3 -c 'import json, sys; print(sum(json.load(sys.stdin).get("tokenFetches", {}).values()))' \
+        || echo "?"
 }
 # Phase 3's worker without the key: an empty directory mounted over the key directory in its own mount
 # namespace; or, where that is not allowed, run as nobody (the key directory is root's, 0700).
@@ -358,6 +374,15 @@ for token in (l.strip() for l in open(sys.argv[2])):
     out[token] = [{"at": e.get("at"), "outcome": e.get("outcome"), "body": e.get("body") or ""} for e in json.loads(body)]
 json.dump(out, open(sys.argv[3], "w"))
 EOF
+# Per phase, the FCM tokens the ledger shows accepted other than once (at most 20): their records are read below.
+while read -r ph _ edition _; do
+    python3 - "$tmp/fcm-ledger.json" "$edition" > "$tmp/fcm-odd-$ph.txt" <<'PYEOF'
+import json, sys
+ledger = json.load(open(sys.argv[1]))
+odd = [(t, sum(1 for e in es if e["outcome"] == "accepted" and sys.argv[2] in e["body"])) for t, es in ledger.items()]
+for token, n in [x for x in odd if x[1] != 1][:20]: print(token, n)
+PYEOF
+done < "$tmp/phases.txt"
 for pid in "${wpid[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 while read -r name pid _; do
     kill -TERM "$pid" || die "SIGTERM to $name failed"
@@ -386,6 +411,17 @@ while read -r ph bid _; do
             devices, lease_owner, leases, give_backs, coalesce(given_back_for, '-'), coalesce(done_at::text, 'no'))
         FROM broadcast_batches WHERE broadcast_id = '$bid' AND (leases > 1 OR give_backs > 0 OR done_at IS NULL) ORDER BY id" > "$tmp/batches-$ph.txt" \
         || die "cannot list phase $ph's batches"
+    : > "$tmp/fcm-odd-records-$ph.txt"
+    while read -r token n; do
+        # FCM tokens are [A-Za-z0-9_:.-]: safe between quotes.
+        q "SELECT format('FCM %s... accepted %s times at the fcm-sim: device %s cohort key %s: recorded %s %s at %s; %s', left('$token', 16), $n, d.id, d.cohort_key,
+                coalesce(x.outcome, 'no delivery'), coalesce(x.reason, ''), coalesce(x.sent_at::text, '-'),
+                coalesce((SELECT string_agg(format('batch %s cohort %s owner %s leases %s give-backs %s (%s) done %s', b.id, b.cohort, b.lease_owner,
+                    b.leases, b.give_backs, coalesce(b.given_back_for, '-'), coalesce(b.done_at::text, 'no')), '; ')
+                 FROM broadcast_batches b WHERE b.broadcast_id = '$bid' AND d.cohort_key BETWEEN b.first_key AND b.last_key), 'in no batch'))
+            FROM devices d LEFT JOIN deliveries x ON x.device_id = d.id AND x.broadcast_id = '$bid'
+            WHERE d.app_id = $app AND d.provider = 1 AND d.token = convert_to('$token', 'UTF8')" >> "$tmp/fcm-odd-records-$ph.txt" || true
+    done < "$tmp/fcm-odd-$ph.txt"
     q "SELECT floor(extract(epoch FROM sent_at))::bigint, count(*) FROM deliveries WHERE broadcast_id = '$bid' AND outcome <> 'notSent' GROUP BY 1 ORDER BY 1" \
         > "$tmp/sent-seconds-$ph.txt" || die "cannot read phase $ph's sends per second"
     q "SELECT count(*), count(DISTINCT lease_owner) FROM broadcast_batches WHERE broadcast_id = '$bid'" > "$tmp/batchcount-$ph.txt" || true
@@ -490,8 +526,10 @@ for p in phases:
     unreached = lines(f"unreached-{ph}.txt")
     batches = lines(f"batches-{ph}.txt")
     bc = read(f"batchcount-{ph}.txt").strip().split("|")
+    b0, b1, m0, m1, maxload = read(f"machine-{ph}.txt").split()
+    busy_cores = (int(b1) - int(b0)) / os.sysconf("SC_CLK_TCK") / (float(m1) - float(m0))
     out = {
-        "phase": ph, "name": names[ph], "broadcast": p["bid"], "edition": p["edition"], "state": status["state"],
+        "phase": ph, "machineBusyCores": round(busy_cores, 2), "machineMaxLoadAverage": float(maxload), "name": names[ph], "broadcast": p["bid"], "edition": p["edition"], "state": status["state"],
         "failure": read(f"failure-{ph}.txt").strip() or None,
         "finishedAfterStartSeconds": round(p["tEnd"] - p["waveStart"], 1),
         "planRate": round(rate, 2), "planWindowSeconds": wave["window"],
@@ -513,7 +551,12 @@ for p in phases:
         "batches": int(bc[0]) if bc and bc[0] else None, "leaseOwners": int(bc[1]) if len(bc) > 1 else None,
         "batchesLeasedTwiceOrGivenBack": batches[:20],
         "unreachedSample": unreached[:20],
+        "fcmNotOnce": lines(f"fcm-odd-records-{ph}.txt"),
     }
+    if ph == 2:
+        before, after = read("fetches-before-set-fcm.txt").strip(), read("fetches-after-phase-2.txt").strip()
+        out["fcmTokenFetches"] = {"beforeSetFCM": before, "atPhaseEnd": after, "workersRunning": workers,
+                                  "how": "the fcm-sim's access-token fetches: a worker fetches one when it loads a service account (tokens live 3600 s)"}
     if ph == 3:
         codes = [h[1] for h in health]
         first503 = next((h for h in health if h[1] == "503"), None)
@@ -551,18 +594,21 @@ for o in result["phases"]:
     print(f"phase {o['phase']} ({o['name']}): broadcast {o['broadcast']} {o['state']}" + (f" ({o['failure']})" if o["failure"] else "")
           + f" {o['finishedAfterStartSeconds']} s after its start; mean {o['meanPerSecond']}/s over {o['fullSeconds']} full s ({o['meanOverPlan']} x plan);"
           f" busiest second of the recorded sends (deliveries.sent_at) {o['recordedSendsBusiestSecond']} ({o['recordedSendsBusiestOverPlan']} x plan);"
-          f" {o['batches']} batches by {o['leaseOwners']} workers")
+          f" {o['batches']} batches by {o['leaseOwners']} workers; the machine {o['machineBusyCores']} of {os.cpu_count()} cores busy, load average up to {o['machineMaxLoadAverage']}")
     a, f = o["apns"], o["fcm"]
     print(f"  APNs {a['devices']}: once {a['once']}, twice {a['twice']}, never {a['never']} (apns-sim accepted {a['acceptsAtSimulator']}, recorded accepted {a['recordedAccepted']}, fateUnknown {a['recordedFateUnknown']})")
     print(f"  FCM  {f['devices']}: once {f['once']}, twice {f['twice']}, never {f['never']} (ledger accepts {f['acceptsInLedger']}, fcm-sim accepted {f['acceptsAtSimulator']}, recorded accepted {f['recordedAccepted']}, fateUnknown {f['recordedFateUnknown']})")
     print(f"  counts: {json.dumps(o['counts'], sort_keys=True)}")
     for e in o["events"]: print(f"  +{e['after']} s: {e['what']}")
+    if "fcmTokenFetches" in o:
+        t = o["fcmTokenFetches"]
+        print(f"  fcm-sim access-token fetches: {t['beforeSetFCM']} before set-fcm, {t['atPhaseEnd']} at the phase's end ({t['workersRunning']} workers running): each worker that loaded the new account fetched one")
     if "noKeyWorker" in o:
         n = o["noKeyWorker"]
         print(f"  worker wx ({n['how']}): /health/ready {n['answers']} over {n['healthPolls']} polls; first 503 at +{n['first503After']} s: {n['first503Body']}")
     for b in o["batchesLeasedTwiceOrGivenBack"][:10]: print(f"  {b}")
     for u in o["unreachedSample"][:10]: print(f"  not accepted: {u}")
-    for r in o["fcm"]["repeated"]: print(f"  FCM twice: {r}")
+    for r in o["fcmNotOnce"]: print(f"  {r}")
 for l in result["senderStatus"]: print(f"sender_status (worker provider problem last-sent): {l}")
 for f in failures: print(f"FAILED: {f}")
 EOF
