@@ -4,9 +4,10 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
-/// How the long-running commands (`serve`, `worker`) run their services and stop on SIGTERM or SIGINT:
-/// each service stops gracefully, the last one given first; what has not stopped within ``gracefulStop`` is
-/// cancelled, logged by name as abandoned, and the process still exits 0.
+/// How the long-running commands (`serve`, `worker`) run their services and stop on SIGTERM or SIGINT, or when
+/// one of them ends: each service stops gracefully, the last one given first (the worker's dispatcher drains while
+/// the database client and the provider clients are still up); what has not stopped within ``gracefulStop`` is
+/// cancelled, logged by name as abandoned, and the process still exits 0 (non-zero when a service failed).
 ///
 /// Why a bound: Kubernetes kills a pod 30 s after SIGTERM by default, and a service waiting on a database
 /// that went away waits as long as its own limits allow (the dispatcher's lease call 30 s, its advance
@@ -26,7 +27,8 @@ enum ProcessServices {
         /// How the log names it.
         var name: String
         var service: any Service
-        /// Whether its end ends the process (the worker's dispatcher); otherwise its end is a failure.
+        /// Whether its end ends the process (the worker's dispatcher); otherwise its end before the stop is logged as
+        /// unexpected, and the process stops all the same, gracefully.
         var endsProcess = false
     }
 
@@ -35,9 +37,15 @@ enum ProcessServices {
     static func run(_ entries: [Entry], gracefulStop: Duration = gracefulStop, logger: Logger) async throws {
         var configuration = ServiceGroupConfiguration(
             services: entries.map { entry in
+                // Whatever ends first, and however (the dispatcher's end, a listener that fails, a client that
+                // stops), the others stop in order, gracefully: never cancelled at once. Cancelling the group
+                // cancelled the database client under a draining dispatcher, which could then not record the
+                // batches it had sent (seen in the operations drill: a worker whose APNs service ended 4 s into its
+                // drain; its three batches were leased again and sent twice). Only the time bound cancels.
                 ServiceGroupConfiguration.ServiceConfiguration(
-                    service: Watched(name: entry.name, service: entry.service, logger: logger),
-                    successTerminationBehavior: entry.endsProcess ? .gracefullyShutdownGroup : .cancelGroup
+                    service: Watched(name: entry.name, service: entry.service, logger: logger, endsProcess: entry.endsProcess),
+                    successTerminationBehavior: .gracefullyShutdownGroup,
+                    failureTerminationBehavior: .gracefullyShutdownGroup
                 )
             },
             gracefulShutdownSignals: [.sigterm, .sigint],
@@ -56,6 +64,7 @@ enum ProcessServices {
         var name: String
         var service: any Service
         var logger: Logger
+        var endsProcess = false
 
         func run() async throws {
             let stop = StopOrder()
@@ -73,7 +82,14 @@ enum ProcessServices {
                 cancelled(asked: stop.wasAskedFirst, error: error)
                 return
             }
-            if Task.isCancelled { cancelled(asked: stop.wasAskedFirst, error: nil) }
+            if Task.isCancelled {
+                cancelled(asked: stop.wasAskedFirst, error: nil)
+            } else if !endsProcess && !stop.wasAsked {
+                logger.error(
+                    "stop: the service ended before the process was asked to stop; the others stop in order",
+                    metadata: [LogKey.service: "\(name)"]
+                )
+            }
         }
 
         private func cancelled(asked: Bool, error: (any Error)?) {
@@ -103,5 +119,8 @@ enum ProcessServices {
         }
 
         var wasAskedFirst: Bool { first.load(ordering: .relaxed) == Event.asked.rawValue }
+
+        /// Whether it was asked or cancelled at all.
+        var wasAsked: Bool { first.load(ordering: .relaxed) != 0 }
     }
 }

@@ -41,9 +41,14 @@ struct OriginTests {
                 try await WorkerProcessTests.waitUntil(seconds: 60) { simulator.stats().accepted >= 1500 }
                 // The evening, 100/s for 15 s, started while the morning's wave 2 is not planned yet: it fits, and its
                 // wave 1 then overlaps the morning's wave 2 (200/s asked of a 150/s origin).
+                let asked = Date()
                 let second = try await rig.startBroadcast(window: 15, publication: "evening")
                 let secondStatus = try #require(try await rig.repository.progress(id: second, logger: rig.logger))
-                #expect(secondStatus.note == nil, "it started when asked: \(secondStatus.note ?? "")")
+                // It fits beside the morning's wave 1, which holds 100 of the 150/s until its last slot: it starts
+                // when asked (its jitter aside), or a second or two later on a loaded machine where the morning's
+                // last slots ran late. Not after wave 2's reservation, which would come 30 s on.
+                let startsIn = (secondStatus.waves.first?.startsAt ?? .distantFuture).timeIntervalSince(asked)
+                #expect(startsIn < 5, "it started when asked: in \(startsIn) s; \(secondStatus.note ?? "no note")")
 
                 _ = try await rig.waitForCompletion(first, seconds: 120)
                 _ = try await rig.waitForCompletion(second, seconds: 60)
