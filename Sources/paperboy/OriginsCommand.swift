@@ -28,6 +28,27 @@ struct OriginsCommand: AsyncParsableCommand {
         }
     }
 
+    /// `add` and `set`: `--capacity` read, the origin written by `operation`, the store's refusal named by its flag
+    /// or argument, the result printed (its line, or its JSON).
+    static func write(
+        database: DatabaseOptions,
+        capacity: String,
+        output: OutputOptions,
+        _ operation: @escaping @Sendable (OriginRepository, Double, Logger) async throws -> (ContentOrigin, String)
+    ) async throws {
+        let logger = Logger(label: "paperboy.origins")
+        let perSecond = try OriginsCommand.capacity(capacity)
+        let (origin, line) = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
+            do {
+                return try await operation(OriginRepository(client: client), perSecond, logger)
+            } catch let error as StoreError {
+                throw CommandError((error.field == "capacity" ? "--capacity: " : "<name>: ") + error.message)
+            }
+        }
+        if output.json { return try printJSON(origin) }
+        print(line)
+    }
+
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Declare a content origin and its capacity.")
 
@@ -46,17 +67,10 @@ struct OriginsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let logger = Logger(label: "paperboy.origins")
-            let perSecond = try OriginsCommand.capacity(capacity)
-            let origin = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
-                do {
-                    return try await OriginRepository(client: client).add(name: name, capacity: perSecond, logger: logger)
-                } catch let error as StoreError {
-                    throw CommandError((error.field == "capacity" ? "--capacity: " : "<name>: ") + error.message)
-                }
+            try await OriginsCommand.write(database: database, capacity: capacity, output: output) { origins, perSecond, logger in
+                let origin = try await origins.add(name: name, capacity: perSecond, logger: logger)
+                return (origin, "origin \(origin.name) added: \(TerminalText.grouped(Int(origin.capacity)))/s")
             }
-            if output.json { return try printJSON(origin) }
-            print("origin \(origin.name) added: \(TerminalText.grouped(Int(origin.capacity)))/s")
         }
     }
 
@@ -80,17 +94,10 @@ struct OriginsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let logger = Logger(label: "paperboy.origins")
-            let perSecond = try OriginsCommand.capacity(capacity)
-            let origin = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
-                do {
-                    return try await OriginRepository(client: client).setCapacity(name: name, capacity: perSecond, logger: logger)
-                } catch let error as StoreError {
-                    throw CommandError((error.field == "capacity" ? "--capacity: " : "<name>: ") + error.message)
-                }
+            try await OriginsCommand.write(database: database, capacity: capacity, output: output) { origins, perSecond, logger in
+                let origin = try await origins.setCapacity(name: name, capacity: perSecond, logger: logger)
+                return (origin, "origin \(origin.name): \(TerminalText.grouped(Int(origin.capacity)))/s")
             }
-            if output.json { return try printJSON(origin) }
-            print("origin \(origin.name): \(TerminalText.grouped(Int(origin.capacity)))/s")
         }
     }
 
