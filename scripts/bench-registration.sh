@@ -41,7 +41,7 @@ if [ "$reuse" = 1 ]; then
     PAPERBOY_API_KEY="pb_$(openssl rand -hex 32)"
     export PAPERBOY_API_KEY
     # psql interpolates :'key' only in statements it reads, not in -c.
-    echo "UPDATE apps SET api_key_hash = sha256(convert_to(:'key', 'UTF8')) WHERE id = 1" \
+    echo "INSERT INTO app_api_keys (app_id, key_hash) VALUES (1, sha256(convert_to(:'key', 'UTF8')))" \
         | psql -X -q -v ON_ERROR_STOP=1 -v key="$PAPERBOY_API_KEY" >/dev/null
     [ "$(psql -X -Atc "SELECT count(*) FROM publications WHERE app_id = 1 AND slug = 'morning'")" = 1 ] \
         || { echo "bench-registration: --reuse: app 1 has no publication morning" >&2; exit 1; }

@@ -67,7 +67,7 @@ if [ "$reuse" = 0 ]; then
 fi
 PAPERBOY_API_KEY="pb_$(openssl rand -hex 32)"
 export PAPERBOY_API_KEY
-echo "UPDATE apps SET api_key_hash = sha256(convert_to(:'key', 'UTF8')) WHERE id = 1" | psql -X -q -v ON_ERROR_STOP=1 -v key="$PAPERBOY_API_KEY" >/dev/null
+echo "INSERT INTO app_api_keys (app_id, key_hash) VALUES (1, sha256(convert_to(:'key', 'UTF8')))" | psql -X -q -v ON_ERROR_STOP=1 -v key="$PAPERBOY_API_KEY" >/dev/null
 admin="$(openssl rand -hex 24)"
 broadcast=$(q "SELECT id FROM broadcasts WHERE state = 'running' ORDER BY created_at DESC LIMIT 1")
 [ -n "$broadcast" ] || { echo "bench-tallies: no running broadcast (seed with paperboy-bench history --running)" >&2; exit 1; }

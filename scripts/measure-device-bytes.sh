@@ -6,8 +6,9 @@ n=${1:-1000000}
 paperboy=${PAPERBOY:-.build/debug/paperboy}
 "$paperboy" migrate >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 <<SQL
-INSERT INTO apps (bundle_id, team_id, key_id, key_reference, api_key_hash)
-    VALUES ('com.example.news', 'TEAM123456', 'KEY1234567', '/keys/news.p8', sha256('key'::bytea));
+INSERT INTO apps (bundle_id, team_id, key_id, key_reference)
+    VALUES ('com.example.news', 'TEAM123456', 'KEY1234567', '/keys/news.p8');
+INSERT INTO app_api_keys (app_id, key_hash) VALUES (1, sha256('key'::bytea));
 INSERT INTO publications (app_id, slug) VALUES (1, 'morning'), (1, 'evening');
 -- 32-byte tokens, both publications, typical strings for the optional fields.
 INSERT INTO devices (app_id, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
