@@ -66,6 +66,15 @@ struct OriginRoutesTests {
             )
             #expect(noOrigin.status == .notFound)
             #expect(try noOrigin.apiError().field == "origin")
+            // Without the key nothing changes: {} is not "none" (a misspelt key would clear the origin).
+            let withoutKey = try await client.send(
+                .put,
+                "/v1/apps/\(fixture.app.id)/publications/morning/origin",
+                headers: Self.admin,
+                body: #"{"orign": null}"#
+            )
+            #expect(withoutKey.status == .badRequest)
+            #expect(try withoutKey.apiError().field == "origin")
             let noPublication = try await client.send(
                 .put,
                 "/v1/apps/\(fixture.app.id)/publications/nope/origin",

@@ -50,8 +50,20 @@ struct OriginRoutes {
         var capacity: Double
     }
 
-    /// `{"origin": "content-api"}`, or `{"origin": null}` for none.
+    /// `{"origin": "content-api"}`, or `{"origin": null}` for none. The key is required: `{}` is refused rather than
+    /// read as "none" (a typo in the key would otherwise clear the publication's origin).
     struct PublicationOrigin: Codable {
         var origin: String?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            guard container.contains(.origin) else {
+                throw DecodingError.keyNotFound(
+                    CodingKeys.origin,
+                    .init(codingPath: [], debugDescription: "origin is required: an origin's name, or null for none")
+                )
+            }
+            origin = try container.decodeIfPresent(String.self, forKey: .origin)
+        }
     }
 }

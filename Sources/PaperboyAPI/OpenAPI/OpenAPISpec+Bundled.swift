@@ -1053,9 +1053,10 @@ extension OpenAPISpec {
               name: name
               in: path
               required: true
-              description: The origin's name (see `GET /v1/origins`).
+              description: The origin's name (see `GET /v1/origins`); a name of another form answers 400 (field `name`).
               schema:
                 type: string
+                pattern: "^[a-z0-9][a-z0-9_-]{0,62}$"
               example: content-api
             PublicationSlug:
               name: publication
