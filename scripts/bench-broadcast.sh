@@ -744,15 +744,16 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
     recount_bound=$(( devices / 20000 > 300 ? devices / 20000 : 300 ))
     start_limit_ms=$(python3 -c "print(int(($due + $recount_bound) * 1000))")
     w2_seen="" w2_done="" w2_limit_ms=0 state2=running polls=0 count_first="" count_last="" count_most=0
-    # The audience count, seen in pg_stat_activity every 0.5 s: the statement CohortRepository.counts runs.
-    count_sql="SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE 'SELECT %, count(*) FROM devices d WHERE %'"
+    # The audience count, seen in pg_stat_activity every 0.5 s: the statement CohortRepository.counts runs, or
+    # CohortRepository.recordMembers since migration 0021 (it records the members as it counts).
+    count_sql="SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND (query LIKE 'SELECT %, count(*) FROM devices d WHERE %' OR query LIKE 'WITH recorded AS (%')"
     while :; do
         polls=$((polls + 1))
         n=$(q "$count_sql") || die "cannot read pg_stat_activity"
         if [ "$n" -gt 0 ]; then
             t=$(now); [ -n "$count_first" ] || count_first=$t; count_last=$t
             q "SELECT '$t', pid, client_port, now() - query_start, left(query, 100) FROM pg_stat_activity WHERE state = 'active'
-                AND pid <> pg_backend_pid() AND query LIKE 'SELECT %, count(*) FROM devices d WHERE %'" >> "$tmp/counts-seen.txt" || true
+                AND pid <> pg_backend_pid() AND (query LIKE 'SELECT %, count(*) FROM devices d WHERE %' OR query LIKE 'WITH recorded AS (%')" >> "$tmp/counts-seen.txt" || true
             [ "$n" -le "$count_most" ] || count_most=$n
         fi
         if [ $((polls % 2)) = 1 ]; then sleep 0.5; continue; fi
@@ -1134,6 +1135,7 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
         "planned": w2.get("planned"), "expectedPlanned": int(meta["w1planned"]) - int(meta["receiptsInserted"]),
         "counts": fw.get(2, {}).get("counts"), "rate": w2.get("rate"),
         "ownRate": rate_stats(own_series), "simulatorRate": rate_stats(sim_series),
+        "ownMeanOverPlan": round(rate_stats(own_series)["mean"] / w2["rate"], 3) if own_series and w2.get("rate") else None,
         "second": {"id": meta["bid2"], "devices": int(meta["secondTargets"]), "windowSeconds": int(meta["secondWindow"]), "rate": round(rate2, 2),
                    "startAfterPlannedStart": round(num("secondStart") - due, 1), "state": status2.get("state"),
                    "sent": sum(w["counts"]["sent"] for w in status2.get("waves", [])),
@@ -1169,7 +1171,7 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
                  f" first wave-2 push {sgn(wave2['firstPushAfterPlannedStart'])} s (deliveries.sent_at), at the simulator in the second from {sgn(wave2['firstPushAtSimulatorSecond'])} s;"
                  f" recount delay {wave2['recountDelaySeconds']} s (goal <= 30 s: {'met' if wave2['goalMet'] else 'NOT met'})")
     lines.append(f"  wave 2: planned {wave2['planned']} (wave 1's {meta['w1planned']} - receipts = {wave2['expectedPlanned']}), counts {wave2['counts']}, plan {w2.get('rate', 0):.1f}/s;"
-                 f" its own sends (deliveries.sent_at) mean {o['mean']}/s peak {o['peak']}/s peak/mean {o['peakToMean']} over {o['seconds']} full s;"
+                 f" its own sends (deliveries.sent_at) mean {o['mean']}/s ({wave2['ownMeanOverPlan']} x the plan) peak {o['peak']}/s peak/mean {o['peakToMean']} over {o['seconds']} full s;"
                  f" at the simulator (the second broadcast included) mean {sr['mean']}/s peak {sr['peak']}/s peak/mean {sr['peakToMean']}")
     lines.append(f"  second broadcast: {s2['devices']} devices over {s2['windowSeconds']} s ({s2['rate']}/s) from {s2['startAfterPlannedStart']:+} s, {s2['state']}, sent {s2['sent']};"
                  f" longest gap between two sends from {sgn(s2['gapWindow'][0])} to {sgn(s2['gapWindow'][1])} s: {s2['longestGapSeconds']} s (after the send at {sgn(s2['longestGapAfterPlannedStart'])} s);"

@@ -140,7 +140,8 @@ struct WaveAdvancer: Sendable {
         return step
     }
 
-    /// The audiences asked for, in order, stopping at the first that is not empty (the policy starts that one).
+    /// The audiences asked for, in order, stopping at the first that is not empty (the policy starts that one),
+    /// each recorded as the wave's members as it is counted: the wave's batches are carved from them.
     private func count(
         _ request: (wave: Int, kinds: [BroadcastProgress.Wave.Kind]),
         of broadcast: Broadcast,
@@ -149,8 +150,9 @@ struct WaveAdvancer: Sendable {
     ) async throws -> WavePolicy.Counts {
         var counts = WavePolicy.Counts(afterWave: request.wave - 1, countedAt: now)
         for kind in request.kinds {
-            let perCohort = try await cohorts.counts(
+            let perCohort = try await cohorts.recordMembers(
                 of: WaveAudience(broadcast, wave: request.wave, kind: kind),
+                broadcastID: broadcast.id,
                 cohorts: broadcast.options.cohorts,
                 logger: logger
             )

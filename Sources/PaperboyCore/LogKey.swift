@@ -41,6 +41,7 @@ public enum LogKey {
     public static let returned = "returned"
     public static let deadlineIn = "deadline_in"
     public static let wave = "wave"
+    public static let waveMembers = "wave_members"
     public static let worker = "worker"
     /// A batch's timings: reading its targets, sending, recording.
     public static let readTime = "read"

@@ -73,6 +73,7 @@ struct PruneCommand: AsyncParsableCommand {
         let verb = dryRun ? "would delete" : "deleted"
         print(
             "\(verb) \(result.deliveries.formatted()) deliveries and \(result.receipts.formatted()) receipts older than \(result.cutoff.formatted(.iso8601)), and \(result.batches.formatted()) batch rows of the broadcasts they belonged to"
+                + (result.waveMembers > 0 ? "; \(result.waveMembers.formatted()) recorded members of follow-up waves that ended" : "")
         )
     }
 }

@@ -80,6 +80,10 @@ public struct LeasedBatch: Sendable, Equatable {
     /// exclusive slot of the origin's timeline at this rate (``sendRate``).
     public var originCapacity: Double?
 
+    /// Whether the batch's wave was carved from the members recorded when it was counted (`wave_members`,
+    /// migration 0021): its targets are those members, read by key, still in the audience.
+    public var membersRecorded = false
+
     /// How fast the batch's devices go out within its slot: the origin's capacity when it shares one (its slot is
     /// exclusive, so the origin never sees more), else the wave's rate.
     public var sendRate: Double { originCapacity ?? rate }

@@ -72,24 +72,41 @@ extension BroadcastRepository {
                     Self.dueCohortQuery(dueBy: now.addingTimeInterval(lookahead), excludingApps: apps),
                     logger: logger
                 )
-                var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double, Date)?
-                for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date).self) { found = row }
-                guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate, planned) = found else { return (nil, false) }
-                let batchSize = max(1, min(maxBatchSize, Int((rate * batchDuration).rounded(.up))))
-                guard
-                    let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(broadcastID)"), on: connection, logger: logger).first
-                else {
+                var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double, Date, Bool)?
+                for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date, Bool).self) { found = row }
+                guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate, planned, members) = found else {
                     return (nil, false)
                 }
-                let audience = WaveAudience(broadcast, wave: Int(wave), kind: .init(rawValue: kind) ?? .background)
-                // The key of the batch's last device, then every device up to and including that key.
-                let boundary = try await connection.query(
-                    audience.batchBoundaryQuery(from: nextKey, before: endKey, size: batchSize),
-                    logger: logger
-                )
+                let batchSize = max(1, min(maxBatchSize, Int((rate * batchDuration).rounded(.up))))
+                // The key of the batch's last device, then every device up to and including that key: read from the
+                // members recorded when a later wave was counted, else by evaluating the audience along the keys
+                // (wave 1, whose condition reads the device's row alone, and a wave counted by an older worker).
+                let boundaryQuery: PostgresQuery
+                let sizeQuery: (Int64) -> PostgresQuery
+                if members {
+                    boundaryQuery = WaveAudience.memberBoundaryQuery(
+                        broadcastID: broadcastID,
+                        wave: Int(wave),
+                        from: nextKey,
+                        before: endKey,
+                        size: batchSize
+                    )
+                    sizeQuery = { WaveAudience.memberCountQuery(broadcastID: broadcastID, wave: Int(wave), firstKey: nextKey, lastKey: $0) }
+                } else {
+                    guard
+                        let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(broadcastID)"), on: connection, logger: logger)
+                            .first
+                    else {
+                        return (nil, false)
+                    }
+                    let audience = WaveAudience(broadcast, wave: Int(wave), kind: .init(rawValue: kind) ?? .background)
+                    boundaryQuery = audience.batchBoundaryQuery(from: nextKey, before: endKey, size: batchSize)
+                    sizeQuery = { audience.batchSizeQuery(firstKey: nextKey, lastKey: $0) }
+                }
+                let boundary = try await connection.query(boundaryQuery, logger: logger)
                 var lastKey = endKey - 1
                 for try await key in boundary.decode(Int32.self) { lastKey = Int64(key) }
-                let counted = try await connection.query(audience.batchSizeQuery(firstKey: nextKey, lastKey: lastKey), logger: logger)
+                let counted = try await connection.query(sizeQuery(lastKey), logger: logger)
                 var devices = 0
                 for try await count in counted.decode(Int.self) { devices = count }
                 try await connection.query(
@@ -156,7 +173,7 @@ extension BroadcastRepository {
     static func dueCohortQuery(dueBy: Date, excludingApps apps: [Int] = []) -> PostgresQuery {
         """
         SELECT c.broadcast_id, c.wave, c.cohort, c.next_key, c.end_key, c.next_ordinal, w.kind, w.rate,
-            c.starts_at + make_interval(secs => c.next_ordinal / w.rate)
+            c.starts_at + make_interval(secs => c.next_ordinal / w.rate), w.members
         FROM broadcast_cohorts c
         JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
         JOIN broadcasts b ON b.id = c.broadcast_id
@@ -337,7 +354,8 @@ extension BroadcastRepository {
                 firstKey: batch.firstKey,
                 lastKey: batch.lastKey,
                 now: now,
-                leavingOutDeliveredIn: batch.givenBack ? (batch.broadcastID, batch.wave) : nil
+                leavingOutDeliveredIn: batch.givenBack ? (batch.broadcastID, batch.wave) : nil,
+                members: batch.membersRecorded ? (batch.broadcastID, batch.wave) : nil
             ),
             logger: logger
         )
@@ -368,16 +386,27 @@ extension BroadcastRepository {
         firstKey: Int64,
         lastKey: Int64,
         now: Date,
-        leavingOutDeliveredIn given: (broadcast: UUID, wave: Int)? = nil
+        leavingOutDeliveredIn given: (broadcast: UUID, wave: Int)? = nil,
+        members: (broadcast: UUID, wave: Int)? = nil
     ) -> PostgresQuery {
         let delivered =
             given == nil
             ? "" : "AND NOT EXISTS (SELECT 1 FROM deliveries g WHERE g.device_id = d.id AND g.broadcast_id = $12 AND g.wave = $13)"
+        // With recorded members the batch is a range of wave_members' primary key, each member's device read by
+        // its primary key and checked against the audience again (a receipt may have come since the count).
+        let (from, keyRange, order) =
+            members == nil
+            ? ("devices d", "d.cohort_key BETWEEN $9 AND $10", "d.cohort_key, d.id")
+            : (
+                "wave_members m JOIN devices d ON d.id = m.device_id",
+                "m.broadcast_id = $\(given == nil ? 12 : 14) AND m.wave = $\(given == nil ? 13 : 15) AND m.cohort_key BETWEEN $9 AND $10",
+                "m.cohort_key, d.id"
+            )
         return audience.query(
             """
             SELECT d.id, d.token, d.provider, d.platform, d.tier, ARRAY(SELECT x.sent_at FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $11 AND x.outcome <> 'notSent'),
                 d.notify_when_ready AND d.alerts_authorized
-            FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $9 AND $10 \(delivered) ORDER BY d.cohort_key, d.id
+            FROM \(from) WHERE \(keyRange) AND {audience} \(delivered) ORDER BY \(order)
             """
         ) {
             $0.append(firstKey)
@@ -386,6 +415,10 @@ extension BroadcastRepository {
             if let given {
                 $0.append(given.broadcast)
                 $0.append(Int16(given.wave))
+            }
+            if let members {
+                $0.append(members.broadcast)
+                $0.append(Int16(members.wave))
             }
         }
     }
@@ -600,7 +633,7 @@ extension BroadcastRepository {
         let rows = try await connection.query(Self.batchQuery(id: id), logger: logger)
         typealias Row = (
             Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?, Date, Int16,
-            Double?
+            Double?, Bool
         )
         for try await row in rows.decode(Row.self) {
             let options = try Self.options(row.15, broadcast: row.1)
@@ -630,7 +663,8 @@ extension BroadcastRepository {
                 readyAlertsFrom: row.3 == BroadcastProgress.Wave.Kind.background.rawValue
                     ? options.lastBackgroundFollowUp(wave: Int(row.2), deadline: row.16) : nil,
                 givenBack: row.20 > 0,
-                originCapacity: row.21
+                originCapacity: row.21,
+                membersRecorded: row.22
             )
         }
         return nil
@@ -640,7 +674,7 @@ extension BroadcastRepository {
         """
         SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
             c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start, w.starts_at,
-            bb.give_backs, (SELECT o.capacity FROM origins o WHERE o.id = p.origin_id)
+            bb.give_backs, (SELECT o.capacity FROM origins o WHERE o.id = p.origin_id), w.members
         FROM broadcast_batches bb
         JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
         JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave

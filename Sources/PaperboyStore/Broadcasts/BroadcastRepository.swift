@@ -331,8 +331,9 @@ public struct BroadcastRepository: Sendable {
         let planned = plan.cohorts.reduce(0) { $0 + $1.devices }
         try await connection.query(
             """
-            INSERT INTO broadcast_waves (broadcast_id, wave, kind, starts_at, window_seconds, rate, planned)
-            VALUES (\(broadcastID), \(Int16(wave)), \(kind.rawValue), \(plan.start), \(plan.window), \(plan.rate), \(planned))
+            INSERT INTO broadcast_waves (broadcast_id, wave, kind, starts_at, window_seconds, rate, planned, members)
+            VALUES (\(broadcastID), \(Int16(wave)), \(kind.rawValue), \(plan.start), \(plan.window), \(plan.rate), \(planned),
+                \(wave) > 1 AND EXISTS (SELECT 1 FROM wave_members WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave))))
             """,
             logger: logger
         )

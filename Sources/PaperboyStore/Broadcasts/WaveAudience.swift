@@ -148,6 +148,55 @@ public struct WaveAudience: Sendable, Equatable {
         }
     }
 
+    // MARK: Recorded members (migration 0021)
+
+    /// Drops the members recorded by an earlier count of this wave of `broadcastID`, unless the wave has started
+    /// (its batches are carved from them).
+    func forgetMembersQuery(broadcastID: UUID) -> PostgresQuery {
+        """
+        DELETE FROM wave_members WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave))
+            AND NOT EXISTS (SELECT 1 FROM broadcast_waves w WHERE w.broadcast_id = \(broadcastID) AND w.wave = \(Int16(wave)))
+        """
+    }
+
+    /// Writes the audience into `wave_members` as wave `wave` of `broadcastID` and returns it counted per cohort
+    /// (`cohort, count` rows, empty cohorts absent), in one read of the audience: the count a later wave is
+    /// planned from. Nothing is written once the wave has started.
+    func recordMembersQuery(broadcastID: UUID, cohorts: Int) -> PostgresQuery {
+        query(
+            """
+            WITH recorded AS (
+                INSERT INTO wave_members (broadcast_id, wave, cohort_key, device_id)
+                SELECT $9, $5, d.cohort_key, d.id FROM devices d WHERE {audience}
+                    AND NOT EXISTS (SELECT 1 FROM broadcast_waves w WHERE w.broadcast_id = $9 AND w.wave = $5)
+                RETURNING cohort_key)
+            SELECT \(StoredCohortKey.cohortSQL(column: "cohort_key", count: "$10")), count(*) FROM recorded GROUP BY 1
+            """
+        ) {
+            $0.append(broadcastID)
+            $0.append(cohorts)
+        }
+    }
+
+    /// ``batchBoundaryQuery(from:before:size:)`` over the members recorded for wave `wave` of `broadcastID`: one
+    /// range of the primary key, whatever the audience's condition costs.
+    static func memberBoundaryQuery(broadcastID: UUID, wave: Int, from firstKey: Int64, before endKey: Int64, size: Int) -> PostgresQuery {
+        """
+        SELECT cohort_key FROM wave_members
+        WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND cohort_key >= \(firstKey)
+            AND cohort_key < \(endKey)
+        ORDER BY cohort_key OFFSET \(size - 1) LIMIT 1
+        """
+    }
+
+    /// How many members of wave `wave` of `broadcastID` have stored keys `firstKey...lastKey`.
+    static func memberCountQuery(broadcastID: UUID, wave: Int, firstKey: Int64, lastKey: Int64) -> PostgresQuery {
+        """
+        SELECT count(*) FROM wave_members
+        WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND cohort_key BETWEEN \(firstKey) AND \(lastKey)
+        """
+    }
+
     /// The audience counted per cohort when split into `cohorts`: `cohort, count` rows, empty cohorts absent.
     func cohortCountsQuery(cohorts: Int) -> PostgresQuery {
         query(

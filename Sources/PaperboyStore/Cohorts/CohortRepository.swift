@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import PaperboyCore
 import PostgresNIO
@@ -53,6 +54,22 @@ public struct CohortRepository: Sendable {
             fcm += fcmCount
         }
         return (counts, fcm)
+    }
+
+    /// Records `audience` as the members of its wave of `broadcastID` (`wave_members`, replacing those of an
+    /// earlier count) and returns it counted per cohort, in one read of the audience: what a later wave's batches
+    /// are carved from once it starts. Records nothing once the wave has started. At millions of devices this reads
+    /// and writes the whole audience (minutes): callers hold no lock meanwhile.
+    /// - Returns: `cohorts` counts, cohort 0 first.
+    public func recordMembers(of audience: WaveAudience, broadcastID: UUID, cohorts: Int, logger: Logger) async throws -> [Int] {
+        precondition(audience.wave > 1, "wave 1 is carved from its condition")
+        return try await client.transaction(logger: logger) { connection in
+            try await connection.query(audience.forgetMembersQuery(broadcastID: broadcastID), logger: logger)
+            let rows = try await connection.query(audience.recordMembersQuery(broadcastID: broadcastID, cohorts: cohorts), logger: logger)
+            var counts = Array(repeating: 0, count: cohorts)
+            for try await (cohort, count) in rows.decode((Int, Int).self) { counts[cohort] = count }
+            return counts
+        }
     }
 
     /// The cohort counts a plan may use: enough to spread any fleet, few enough to list and lease.

@@ -42,6 +42,8 @@ public struct LedgerPruner: Sendable {
         public var receipts: Int
         /// Batch rows of finished broadcasts.
         public var batches: Int = 0
+        /// Recorded members of later waves that ended (`wave_members`), whatever their age.
+        public var waveMembers: Int = 0
         /// Rows older than this were deleted.
         public var cutoff: Date
         public var dryRun: Bool
@@ -125,6 +127,22 @@ public struct LedgerPruner: Sendable {
             }
         }
 
+        // A later wave's recorded members are needed while its batches are carved and sent: they go as soon as the
+        // wave or its broadcast ended (millions of rows after a morning), or when the wave never started.
+        var ended: [(UUID, Int16)] = []
+        let endedRows = try await client.query(Self.endedWaveMembers, logger: logger)
+        for try await row in endedRows.decode((UUID, Int16).self) { ended.append(row) }
+        for (id, wave) in ended {
+            try await removeInBatches(
+                counting: "SELECT count(*) FROM wave_members WHERE broadcast_id = \(id) AND wave = \(wave)",
+                deleting: Self.deleteWaveMembers(broadcastID: id, wave: wave, limit: limit),
+                dryRun: dryRun,
+                logger: logger
+            ) { removed in
+                result.waveMembers += removed
+                progress(result)
+            }
+        }
         var editions: [UUID] = []
         let past = try await client.query("SELECT id FROM editions WHERE deadline < \(now)", logger: logger)
         for try await id in past.decode(UUID.self) { editions.append(id) }
@@ -152,6 +170,7 @@ public struct LedgerPruner: Sendable {
             dryRun ? "ledger prune counted" : "ledger pruned",
             metadata: [
                 LogKey.deliveries: "\(result.deliveries)", LogKey.receipts: "\(result.receipts)", LogKey.batches: "\(result.batches)",
+                LogKey.waveMembers: "\(result.waveMembers)",
                 LogKey.cutoff: "\(cutoff.formatted(.iso8601))",
             ]
         )
@@ -165,6 +184,14 @@ public struct LedgerPruner: Sendable {
         WHERE b.state NOT IN ('planned', 'running') AND b.finished_at < \(cutoff) AND e.deadline < \(now)
         """
     }
+
+    /// The later waves whose recorded members may go: every counted wave (one `broadcast_counts` row each) whose
+    /// broadcast is no longer planned or running, or that finished.
+    static let endedWaveMembers: PostgresQuery = """
+        SELECT c.broadcast_id, c.wave FROM broadcast_counts c JOIN broadcasts b ON b.id = c.broadcast_id
+        WHERE b.state NOT IN ('planned', 'running')
+            OR EXISTS (SELECT 1 FROM broadcast_waves w WHERE w.broadcast_id = c.broadcast_id AND w.wave = c.wave AND w.finished_at IS NOT NULL)
+        """
 
     // The ORDER BYs follow the indexes, so that LIMIT walks them instead of the table.
 
@@ -183,6 +210,16 @@ public struct LedgerPruner: Sendable {
         WITH gone AS (
             DELETE FROM broadcast_batches WHERE id = ANY (ARRAY(
                 SELECT id FROM broadcast_batches WHERE broadcast_id = \(broadcastID) ORDER BY id LIMIT \(limit)))
+            RETURNING 1)
+        SELECT count(*) FROM gone
+        """
+    }
+
+    static func deleteWaveMembers(broadcastID: UUID, wave: Int16, limit: Int) -> PostgresQuery {
+        """
+        WITH gone AS (
+            DELETE FROM wave_members WHERE ctid = ANY (ARRAY(
+                SELECT ctid FROM wave_members WHERE broadcast_id = \(broadcastID) AND wave = \(wave) ORDER BY cohort_key LIMIT \(limit)))
             RETURNING 1)
         SELECT count(*) FROM gone
         """

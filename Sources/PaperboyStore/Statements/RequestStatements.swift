@@ -227,6 +227,19 @@ public enum RequestStatements {
             let keys = s.batchRange(defaultWidth: 1 << 24)
             return audience(s, wave: 2).batchSizeQuery(firstKey: keys.lowerBound, lastKey: keys.upperBound)
         },
+        Statement("dispatch: a batch's last key, wave 2 from its recorded members (lease)") { s in
+            WaveAudience.memberBoundaryQuery(
+                broadcastID: s.broadcastID,
+                wave: 2,
+                from: s.batchKeys?.lowerBound ?? Int64(Int32.min),
+                before: Int64(Int32.max),
+                size: 500
+            )
+        },
+        Statement("dispatch: a batch's size, wave 2 from its recorded members (lease)") { s in
+            let keys = s.batchRange(defaultWidth: 1 << 24)
+            return WaveAudience.memberCountQuery(broadcastID: s.broadcastID, wave: 2, firstKey: keys.lowerBound, lastKey: keys.upperBound)
+        },
         Statement("dispatch: a leased batch") { s in BroadcastRepository.batchQuery(id: s.batchID) },
         Statement("dispatch: a batch's targets, wave 1") { s in
             let keys = s.batchRange(defaultWidth: 1 << 22)
@@ -235,6 +248,16 @@ public enum RequestStatements {
         Statement("dispatch: a batch's targets, wave 2") { s in
             let keys = s.batchRange(defaultWidth: 1 << 22)
             return BroadcastRepository.targetsQuery(audience(s, wave: 2), firstKey: keys.lowerBound, lastKey: keys.upperBound, now: s.now)
+        },
+        Statement("dispatch: a batch's targets, wave 2 from its recorded members") { s in
+            let keys = s.batchRange(defaultWidth: 1 << 22)
+            return BroadcastRepository.targetsQuery(
+                audience(s, wave: 2),
+                firstKey: keys.lowerBound,
+                lastKey: keys.upperBound,
+                now: s.now,
+                members: (s.broadcastID, 2)
+            )
         },
         Statement("dispatch: a batch's targets, alert wave") { s in
             let keys = s.batchRange(defaultWidth: 1 << 22)
@@ -253,6 +276,10 @@ public enum RequestStatements {
         },
         Statement("prune: a batch of a finished broadcast's batch rows") { s in
             LedgerPruner.deleteBatches(broadcastID: s.broadcastID, limit: 10_000)
+        },
+        Statement("prune: the counted waves that ended (hourly)") { _ in LedgerPruner.endedWaveMembers },
+        Statement("prune: a batch of an ended wave's recorded members") { s in
+            LedgerPruner.deleteWaveMembers(broadcastID: s.broadcastID, wave: 2, limit: 10_000)
         },
         Statement("prune: a batch of an edition's old receipts") { s in
             LedgerPruner.deleteReceipts(editionID: s.editionID, cutoff: s.now.addingTimeInterval(-7 * 86_400), limit: 10_000)
