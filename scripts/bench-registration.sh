@@ -60,6 +60,7 @@ if [ "$mode" = receipt ]; then
     # An edition of its own (issue date 2099-12-31, replaced on every run), so receipts are new rows.
     psql -X -q -v ON_ERROR_STOP=1 \
         -c "DELETE FROM receipts WHERE edition_id IN (SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id WHERE p.app_id = 1 AND e.issue_date = '2099-12-31')" \
+        -c "DELETE FROM deliveries WHERE broadcast_id IN (SELECT b.id FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id WHERE p.app_id = 1 AND e.issue_date = '2099-12-31')" \
         -c "DELETE FROM broadcasts WHERE edition_id IN (SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id WHERE p.app_id = 1 AND e.issue_date = '2099-12-31')" \
         -c "DELETE FROM editions e USING publications p WHERE p.id = e.publication_id AND p.app_id = 1 AND e.issue_date = '2099-12-31'" >/dev/null
     python3 -c '
