@@ -54,7 +54,7 @@ pg_cpu() {
     read -r -a f < "/proc/$postmaster/stat"
     total=$((f[13] + f[14] + f[15] + f[16]))
     for pid in $(pgrep -P "$postmaster"); do
-        read -r -a f < "/proc/$pid/stat" 2>/dev/null || continue
+        { read -r -a f < "/proc/$pid/stat"; } 2>/dev/null || continue
         total=$((total + f[13] + f[14]))
     done
     echo "$total"

@@ -214,6 +214,9 @@ public enum RequestStatements {
         Statement("dispatch: a later wave's audience per cohort", wholeTableReads: ["devices"]) { s in
             audience(s, wave: 2).cohortCountsQuery(cohorts: 64)
         },
+        Statement("dispatch: a later wave's audience recorded as its members, per cohort", wholeTableReads: ["devices"]) { s in
+            audience(s, wave: 2).recordMembersQuery(broadcastID: s.broadcastID, cohorts: 64)
+        },
         Statement("dispatch: take over an expired batch (lease)") { s in
             BroadcastRepository.takeOverQuery(owner: "owner", duration: 30, now: nil, excluding: [])
         },
