@@ -70,7 +70,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: swiftSettings
+            // The client is generic over its provider: without its bodies in the module interface, APNs's and FCM's
+            // clients ran it unspecialised (generic metadata and value witnesses per message; BENCHMARKS.md, issue 27).
+            swiftSettings: swiftSettings + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
         ),
         // The FCM provider (HTTP v1): service accounts and OAuth 2.0 access tokens, messages, error codes, retries,
         // the project's quota, and the client on PushTransport's connections. No database.

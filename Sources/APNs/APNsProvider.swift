@@ -54,23 +54,24 @@ public struct APNsProvider: PushProviderProtocol {
         let authorization = "bearer " + credential
         var requests: [PushRequest] = []
         requests.reserveCapacity(deliveries.count)
-        // A broadcast sends one payload many times: share its bytes instead of copying them per request.
-        var lastPayload: [UInt8] = []
-        var lastBody = ByteBuffer()
+        // A broadcast sends one notification many times: share its body and its headers instead of making them
+        // per request (the headers' numbers are formatted, and their array allocated, once per notification).
+        var last: (notification: APNsNotification, body: ByteBuffer, headers: [(name: String, value: String)])?
         for delivery in deliveries {
-            let payload = delivery.notification.payload
-            if payload != lastPayload {
-                lastPayload = payload
-                lastBody = ByteBuffer(bytes: payload)
+            if last?.notification != delivery.notification {
+                let notification = delivery.notification
+                last = (notification, ByteBuffer(bytes: notification.payload), notification.headers)
             }
-            requests.append(PushRequest(headers: headers(delivery, authorization: authorization), body: lastBody))
+            requests.append(
+                PushRequest(headers: headers(delivery, notificationHeaders: last!.headers, authorization: authorization), body: last!.body)
+            )
         }
         return requests
     }
 
-    private func headers(_ delivery: APNsDelivery, authorization: String) -> HPACKHeaders {
+    private func headers(_ delivery: APNsDelivery, notificationHeaders: [(name: String, value: String)], authorization: String) -> HPACKHeaders {
         var headers = HPACKHeaders()
-        headers.reserveCapacity(11)
+        headers.reserveCapacity(6 + notificationHeaders.count)
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":scheme", value: scheme)
         // The path and the apns-id differ per request: keeping them out of the HPACK table leaves room
@@ -79,7 +80,7 @@ public struct APNsProvider: PushProviderProtocol {
         headers.add(name: ":authority", value: authority)
         headers.add(name: "authorization", value: authorization)
         headers.add(name: "apns-topic", value: delivery.topic)
-        for (name, value) in delivery.notification.headers {
+        for (name, value) in notificationHeaders {
             headers.add(name: name, value: value, indexing: name == "apns-id" ? .nonIndexable : .indexable)
         }
         return headers

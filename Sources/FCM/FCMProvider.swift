@@ -81,6 +81,7 @@ public struct FCMProvider: PushProviderProtocol {
     /// FCM answers 200 with the message's `name`, and an error with Google's error body (``FCMRejection``). A 200
     /// without a `name` came from something in FCM's place (a proxy, a wrong endpoint): a fate unknown.
     public func outcome(status: Int, headers: HPACKHeaders, body: ByteBuffer?) -> FCMOutcome {
+        if status == 200, let body, let name = Self.acceptedName(body) { return .accepted(name: name) }
         let data = body.map { Data(buffer: $0) } ?? Data()
         guard status == 200 else {
             return .rejected(FCMRejection(status: status, retryAfter: headers.first(name: "retry-after"), body: data))
@@ -94,6 +95,30 @@ public struct FCMProvider: PushProviderProtocol {
             return .fateUnknown(
                 PushTransportError(.foreignAnswer, "the endpoint answered 200 without a message name: not FCM's answer, FCM may not have it")
             )
+        }
+    }
+
+    /// The `name` of FCM's usual 200 answer, `{"name":"projects/P/messages/ID"}` (optionally with whitespace around
+    /// it), read without a JSONDecoder: decoding every answer cost more CPU than the rest of the message's handling.
+    /// Nil for any other body, which then goes through the decoder (escapes, other keys, other spacing).
+    static func acceptedName(_ body: ByteBuffer) -> String? {
+        body.withUnsafeReadableBytes { bytes -> String? in
+            var start = bytes.startIndex
+            var end = bytes.endIndex
+            func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }
+            while start < end, isSpace(bytes[start]) { start += 1 }
+            while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+            let prefix: StaticString = #"{"name":""#
+            let suffix: StaticString = #""}"#
+            guard end - start >= prefix.utf8CodeUnitCount + suffix.utf8CodeUnitCount else { return nil }
+            for offset in 0..<prefix.utf8CodeUnitCount where bytes[start + offset] != prefix.utf8Start[offset] { return nil }
+            for offset in 0..<suffix.utf8CodeUnitCount where bytes[end - suffix.utf8CodeUnitCount + offset] != suffix.utf8Start[offset] {
+                return nil
+            }
+            let value = UnsafeRawBufferPointer(rebasing: bytes[(start + prefix.utf8CodeUnitCount)..<(end - suffix.utf8CodeUnitCount)])
+            // A quote, a backslash or a control character needs JSON's rules; so does anything not ASCII.
+            guard value.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "\"") }) else { return nil }
+            return String(decoding: value, as: UTF8.self)
         }
     }
 

@@ -129,6 +129,8 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
         for (position, index) in pending.enumerated() {
             let (outcome, finished) = answers[position]
             results.append((index, PushResult(outcome: outcome, latency: finished - start, attempts: attempt)))
+            // Nothing accepted is sent again: no retry decision, and no random number (a system call) for its jitter.
+            if outcome.isAccepted { continue }
             switch provider.retry(after: outcome, attempt: attempt, elapsed: finished - start, random: Double.random(in: 0..<1)) {
             case .no:
                 break
@@ -187,7 +189,9 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
     private func execute(_ deliveries: [Provider.Delivery], credential: String) async -> [(Outcome, ContinuousClock.Instant)] {
         let parts = provider.requests(for: deliveries, credential: credential)
         let firstID = pool.makeRequestIDs(count: parts.count)
-        let ids = Set((0..<UInt64(parts.count)).map { firstID + $0 })
+        // The set of ids is made only when the caller is cancelled: hashing every id of every batch cost more than
+        // the rare withdrawal it serves.
+        let ids = firstID..<(firstID + UInt64(parts.count))
         let cancellation = PushBatchCancellation()
         let pool = self.pool
         let provider = self.provider
@@ -217,10 +221,10 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
                 }
                 pool.submit(contentsOf: requests)
                 // Cancelled while the pool took them: the handler may have withdrawn before they were there.
-                if cancellation.isCancelled { pool.withdraw(ids) }
+                if cancellation.isCancelled { pool.withdraw(Set(ids)) }
             }
         } onCancel: {
-            if cancellation.cancel() { pool.withdraw(ids) }
+            if cancellation.cancel() { pool.withdraw(Set(ids)) }
         }
     }
 

@@ -103,6 +103,28 @@ struct FCMRulesTests {
         #expect(accepted == .accepted(name: "projects/p/messages/1"))
     }
 
+    @Test("a 200's message name reads the same whether the quick reader or the JSON decoder takes the body")
+    func okNameReaders() throws {
+        struct NoTokens: FCMAccessTokenSource {
+            func current() async throws(FCMAuthError) -> String { "token" }
+            func rejected(_ token: String) async {}
+        }
+        let provider = FCMProvider(configuration: .init(), projectID: "paperboy-test", tokens: NoTokens())
+        func outcome(_ body: String) -> FCMOutcome { provider.outcome(status: 200, headers: [:], body: ByteBuffer(string: body)) }
+        #expect(FCMProvider.acceptedName(ByteBuffer(string: #"{"name":"projects/p/messages/1"}"#)) == "projects/p/messages/1")
+        #expect(outcome(" {\"name\":\"projects/p/messages/2\"}\n") == .accepted(name: "projects/p/messages/2"))
+        // Bodies the quick reader leaves to the decoder: an escape, spacing inside, another key, a name that is not a string.
+        #expect(FCMProvider.acceptedName(ByteBuffer(string: #"{"name":"projects\/p/messages/3"}"#)) == nil)
+        #expect(outcome(#"{"name":"projects\/p/messages/3"}"#) == .accepted(name: "projects/p/messages/3"))
+        #expect(outcome(#"{ "name" : "projects/p/messages/4" }"#) == .accepted(name: "projects/p/messages/4"))
+        #expect(outcome(#"{"other":"x","name":"projects/p/messages/5"}"#) == .accepted(name: "projects/p/messages/5"))
+        #expect(FCMProvider.acceptedName(ByteBuffer(string: #"{"name":"a","x":"b"}"#)) == nil)
+        guard case .fateUnknown = outcome(#"{"name":7}"#) else {
+            Issue.record("a name that is not a string was taken for FCM's answer")
+            return
+        }
+    }
+
     @Test("only 429, 500 and 503 are retried: after Retry-After (never sooner), 60 s for a 429 without it, else a backoff from 10 s")
     func retries() {
         let policy = FCMRetryPolicy()
