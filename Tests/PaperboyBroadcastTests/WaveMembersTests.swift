@@ -40,23 +40,35 @@ struct WaveMembersTests {
         return value
     }
 
+    /// 40 targets, wave 1 sent to all of them, 10 receipts, then wave 2 counted ahead (26 minutes in: within
+    /// --count-ahead of its start at 30).
+    struct Counted {
+        var id: UUID
+        var start: Date
+        var edition: Edition
+        var dispatcher: Dispatcher
+        var parts: (UUID, Date, Edition, Dispatcher) { (id, start, edition, dispatcher) }
+    }
+
+    static func sendWaveOneAndCount(_ fixture: inout BroadcastFixture, now t0: Date) async throws -> Counted {
+        try await fixture.register(40)
+        let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
+        let started = try await start(fixture, edition: edition, now: t0)
+        let counted = Counted(id: started.broadcast.id, start: started.broadcast.start, edition: edition, dispatcher: fixture.dispatcher())
+        #expect(try await fixture.step(at: counted.start.addingTimeInterval(10 * minute + 5), counted.dispatcher).sent == 40)
+        for token in fixture.tokens.prefix(10) { try await fixture.receipt(token, edition: edition) }
+        _ = try await fixture.step(at: counted.start.addingTimeInterval(26 * minute), counted.dispatcher)
+        return counted
+    }
+
     @Test(
         "wave 2 goes to the members recorded by its count, each once: a receipt that came after the count keeps a device out, a device registered after it waits for the next edition, and the pruner removes the members once the broadcast ends"
     )
     func laterWaveFromRecordedMembers() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
-            try await fixture.register(40)
-            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
-            let started = try await Self.start(fixture, edition: edition, now: t0)
-            let id = started.broadcast.id
-            let start = started.broadcast.start
-            let dispatcher = fixture.dispatcher()
-            #expect(try await fixture.step(at: start.addingTimeInterval(10 * Self.minute + 5), dispatcher).sent == 40)
-            for token in fixture.tokens.prefix(10) { try await fixture.receipt(token, edition: edition) }
-
-            // Within --count-ahead of wave 2's start (30 minutes): counted, and its 30 members recorded.
-            _ = try await fixture.step(at: start.addingTimeInterval(26 * Self.minute), dispatcher)
+            let (id, start, edition, dispatcher) = try await Self.sendWaveOneAndCount(&fixture, now: t0).parts
+            // Counted: its 30 members recorded.
             let members = try await Self.scalar("SELECT count(*) FROM wave_members WHERE broadcast_id = \(id) AND wave = 2", fixture)
             #expect(members == 30, "40 targets, 10 receipts")
 
@@ -96,15 +108,7 @@ struct WaveMembersTests {
     func laterWaveWithoutRecordedMembers() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
-            try await fixture.register(40)
-            let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
-            let started = try await Self.start(fixture, edition: edition, now: t0)
-            let id = started.broadcast.id
-            let start = started.broadcast.start
-            let dispatcher = fixture.dispatcher()
-            #expect(try await fixture.step(at: start.addingTimeInterval(10 * Self.minute + 5), dispatcher).sent == 40)
-            for token in fixture.tokens.prefix(10) { try await fixture.receipt(token, edition: edition) }
-            _ = try await fixture.step(at: start.addingTimeInterval(26 * Self.minute), dispatcher)
+            let (id, start, _, dispatcher) = try await Self.sendWaveOneAndCount(&fixture, now: t0).parts
             // What an earlier version's count leaves: the counts, no members.
             try await fixture.db.client.query("DELETE FROM wave_members WHERE broadcast_id = \(id)", logger: fixture.logger)
 
