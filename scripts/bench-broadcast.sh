@@ -1136,6 +1136,10 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
         "counts": fw.get(2, {}).get("counts"), "rate": w2.get("rate"),
         "ownRate": rate_stats(own_series), "simulatorRate": rate_stats(sim_series),
         "ownMeanOverPlan": round(rate_stats(own_series)["mean"] / w2["rate"], 3) if own_series and w2.get("rate") else None,
+        # On plan: the wave's last push (the end of its last second with a send) by its planned end. A follow-up wave
+        # keeps wave 1's cohort slots, so its plan has gaps and its mean over all seconds is below the plan's rate.
+        "lastPushAfterPlannedStart": (own[-1][0] + 1 - due) if own else None,
+        "paceOverPlan": round(w2["window"] / (own[-1][0] + 1 - due), 3) if own and w2.get("window") and own[-1][0] + 1 > due else None,
         "second": {"id": meta["bid2"], "devices": int(meta["secondTargets"]), "windowSeconds": int(meta["secondWindow"]), "rate": round(rate2, 2),
                    "startAfterPlannedStart": round(num("secondStart") - due, 1), "state": status2.get("state"),
                    "sent": sum(w["counts"]["sent"] for w in status2.get("waves", [])),
@@ -1171,7 +1175,8 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
                  f" first wave-2 push {sgn(wave2['firstPushAfterPlannedStart'])} s (deliveries.sent_at), at the simulator in the second from {sgn(wave2['firstPushAtSimulatorSecond'])} s;"
                  f" recount delay {wave2['recountDelaySeconds']} s (goal <= 30 s: {'met' if wave2['goalMet'] else 'NOT met'})")
     lines.append(f"  wave 2: planned {wave2['planned']} (wave 1's {meta['w1planned']} - receipts = {wave2['expectedPlanned']}), counts {wave2['counts']}, plan {w2.get('rate', 0):.1f}/s;"
-                 f" its own sends (deliveries.sent_at) mean {o['mean']}/s ({wave2['ownMeanOverPlan']} x the plan) peak {o['peak']}/s peak/mean {o['peakToMean']} over {o['seconds']} full s;"
+                 f" last push by +{wave2['lastPushAfterPlannedStart']} s of its {w2.get('window')} s window ({wave2['paceOverPlan']} x the plan's pace);"
+                 f" its own sends (deliveries.sent_at) mean {o['mean']}/s ({wave2['ownMeanOverPlan']} x the plan's rate, gaps between slots included) peak {o['peak']}/s peak/mean {o['peakToMean']} over {o['seconds']} full s;"
                  f" at the simulator (the second broadcast included) mean {sr['mean']}/s peak {sr['peak']}/s peak/mean {sr['peakToMean']}")
     lines.append(f"  second broadcast: {s2['devices']} devices over {s2['windowSeconds']} s ({s2['rate']}/s) from {s2['startAfterPlannedStart']:+} s, {s2['state']}, sent {s2['sent']};"
                  f" longest gap between two sends from {sgn(s2['gapWindow'][0])} to {sgn(s2['gapWindow'][1])} s: {s2['longestGapSeconds']} s (after the send at {sgn(s2['longestGapAfterPlannedStart'])} s);"
