@@ -87,13 +87,18 @@ struct FCMRulesTests {
         #expect(verdict(429, "RESOURCE_EXHAUSTED", fcmCode: "QUOTA_EXCEEDED") == .dropped)
     }
 
-    @Test("a 200 without a message name is not FCM's: its fate is unknown, not accepted")
-    func okWithoutName() throws {
-        struct NoTokens: FCMAccessTokenSource {
+    /// A provider whose answers are read without sending anything: its access token is fixed.
+    static func provider() -> FCMProvider {
+        struct FixedToken: FCMAccessTokenSource {
             func current() async throws(FCMAuthError) -> String { "token" }
             func rejected(_ token: String) async {}
         }
-        let provider = FCMProvider(configuration: .init(), projectID: "paperboy-test", tokens: NoTokens())
+        return FCMProvider(configuration: .init(), projectID: "paperboy-test", tokens: FixedToken())
+    }
+
+    @Test("a 200 without a message name is not FCM's: its fate is unknown, not accepted")
+    func okWithoutName() throws {
+        let provider = Self.provider()
         guard case .fateUnknown(let error) = provider.outcome(status: 200, headers: [:], body: ByteBuffer(string: "<html>OK</html>")) else {
             Issue.record("a 200 without a name was taken for FCM's")
             return
@@ -105,11 +110,7 @@ struct FCMRulesTests {
 
     @Test("a 200's message name reads the same whether the quick reader or the JSON decoder takes the body")
     func okNameReaders() throws {
-        struct NoTokens: FCMAccessTokenSource {
-            func current() async throws(FCMAuthError) -> String { "token" }
-            func rejected(_ token: String) async {}
-        }
-        let provider = FCMProvider(configuration: .init(), projectID: "paperboy-test", tokens: NoTokens())
+        let provider = Self.provider()
         func outcome(_ body: String) -> FCMOutcome { provider.outcome(status: 200, headers: [:], body: ByteBuffer(string: body)) }
         #expect(FCMProvider.acceptedName(ByteBuffer(string: #"{"name":"projects/p/messages/1"}"#)) == "projects/p/messages/1")
         #expect(outcome(" {\"name\":\"projects/p/messages/2\"}\n") == .accepted(name: "projects/p/messages/2"))
