@@ -319,9 +319,11 @@ let package = Package(
             dependencies: [
                 "PaperboyCore",
                 "APNs",
+                "APNsSimulator",
                 "FCM",
                 "PushTransport",
                 "PaperboyStore",
+                "PaperboyDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -333,6 +335,7 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             path: "Benchmarks/PaperboyBench",
             swiftSettings: swiftSettings

@@ -9,6 +9,7 @@
 # Usage: scripts/with-postgres.sh scripts/bench-broadcast.sh [--devices N] [--window 5m] [--workers 1|2]
 #            [--capacity R] [--unpaced] [--reuse] [--json]
 #            [--wave2 [--wave-interval D] [--short-interval] [--second-devices N] [--second-window D]]
+#            [--morning [--receipt-connections N]]
 #            [--stall KIND [--stall-at D] [--stall-for D] [--stop-after D]]
 #   --devices N   seeded devices, all targets (default 100000)
 #   --window W    wave 1's window, e.g. 30s, 5m (default 5m); ignored with --unpaced
@@ -41,6 +42,22 @@
 #                 sent and 30 s have passed since its start: what is still running is cancelled. Fails when
 #                 wave 2's plan is not wave 1's targets minus the receipts, or the simulator's accepts differ
 #                 from the recorded ones. Small runs: add --short-interval and WORKER_ARGS="--count-ahead 30s"
+#   --morning     a whole morning, end to end (implies --wave2): instead of apns-sim, `paperboy-bench fleet`
+#                 (an APNs simulator whose devices answer as the demo's fleet model says: about two thirds run the
+#                 push, 20 s after it at the median, at most 120 s) posts each receipt to a `paperboy serve`
+#                 (--no-dispatch, --rate-limit off) over HTTP, one request per device, with the app's device API
+#                 key (made with `paperboy apps add-key`); no receipt is inserted by SQL and no ANALYZE is run.
+#                 The morning's publication points at origin content-api (the capacity), the second broadcast's
+#                 at origin wire-api (2000/s): another origin's broadcast beside it. `paperboy broadcast status`
+#                 of each broadcast is polled every 10 s all along (its latency is reported). Wave 2 is counted
+#                 once the fleet has posted every receipt due (its status file says none pending); with
+#                 --short-interval it is then due count-ahead + 60 s later, else at its interval (the wave
+#                 interval then allows for receipts at RECEIPT_RATE, default 1500/s, and the run stops when they
+#                 are not in 30 s before the count). Reported besides: sends per minute of each wave against
+#                 its plan, receipts posted per minute and their lag, the status polls, serve's and the fleet's
+#                 CPU and RSS, PostgreSQL's CPU per 1,000 deliveries over the whole morning and the database's
+#                 size. Needs BENCH_BIN (default .build-release/release/paperboy-bench) and curl.
+#   --receipt-connections N  with --morning: receipt requests in flight at most (default 32)
 #   --wave-interval D  with --wave2: this wave interval instead (at least 20m, the CLI's minimum)
 #   --short-interval   with --wave2: once the receipts are in, rewrite the stored broadcast's waveInterval
 #                 (broadcasts.plan) so that wave 2 is due count-ahead + 60 s later: a DATABASE
@@ -101,7 +118,7 @@ seconds_of() {
 }
 
 devices=100000 window=5m workers="" unpaced=0 json=0 capacity="" reuse=0
-wave2=0 wave_interval="" short_interval=0 second_devices="" second_window=""
+wave2=0 wave_interval="" short_interval=0 second_devices="" second_window="" morning=0 receipt_connections=32
 stall="" stall_at="" stall_for=10s stop_after=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -113,6 +130,8 @@ while [ $# -gt 0 ]; do
         --reuse) reuse=1; shift ;;
         --json) json=1; shift ;;
         --wave2) wave2=1; shift ;;
+        --morning) morning=1; wave2=1; shift ;;
+        --receipt-connections) receipt_connections=${2:?--receipt-connections needs a number}; shift 2 ;;
         --wave-interval) wave_interval=${2:?--wave-interval needs a duration}; shift 2 ;;
         --short-interval) short_interval=1; shift ;;
         --second-devices) second_devices=${2:?--second-devices needs a number}; shift 2 ;;
@@ -126,6 +145,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [[ "$devices" =~ ^[1-9][0-9]*$ ]] || bad "--devices: '$devices' is not a positive integer"
+[[ "$receipt_connections" =~ ^[1-9][0-9]*$ ]] || bad "--receipt-connections: '$receipt_connections' is not a positive integer"
 if [ -z "$workers" ]; then
     workers=1
     if [ "$wave2" = 1 ] || [ -n "$stall" ]; then workers=2; fi
@@ -185,6 +205,11 @@ B=${PAPERBOY_BIN:-.build-release/release/paperboy}
 [ -x "$B" ] || { echo "bench-broadcast: no $B: build it with swift build -c release --scratch-path .build-release --product paperboy" >&2; exit 1; }
 : "${DATABASE_URL:?run me under scripts/with-postgres.sh or set DATABASE_URL}"
 for tool in python3 openssl psql; do command -v "$tool" >/dev/null || { echo "bench-broadcast: needs $tool" >&2; exit 1; }; done
+BENCH=${BENCH_BIN:-.build-release/release/paperboy-bench}
+if [ "$morning" = 1 ]; then
+    [ -x "$BENCH" ] || { echo "bench-broadcast: --morning needs $BENCH: build it with swift build -c release --scratch-path .build-release --product paperboy-bench" >&2; exit 1; }
+    command -v curl >/dev/null || { echo "bench-broadcast: --morning needs curl" >&2; exit 1; }
+fi
 # --wave2: a worker with --count-ahead counts a follow-up wave's audience that long before the wave's start
 # (WORKER_ARGS' value, else the worker's default); one without counts at the start (0).
 count_ahead_s=0
@@ -246,7 +271,10 @@ uuid_ok() { [[ "$1" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 tmp=$(mktemp -d /tmp/paperboy-bench-broadcast-XXXXXX)
 : > "$tmp/meta.txt"
 meta() { printf '%s=%s\n' "$1" "$2" >> "$tmp/meta.txt"; }
+meta morning "$morning"
 sim="" sim_runs=0 endpoint=""
+# --morning: `paperboy serve` and the status poller (stopped by cleanup when the run fails).
+serve_pid="" poller_pid="" api_url=""
 wpids=() wnames=() paused=() pg_down=0
 # Workers that exited during the run: "name pid peakRSSkB cputicks exitstatus".
 : > "$tmp/retired.txt"
@@ -254,8 +282,8 @@ cleanup() {
     local status=$? pid
     for pid in "${paused[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
     if [ "$pg_down" = 1 ]; then pg_start || say "could not start PostgreSQL again"; fi
-    for pid in "${wpids[@]}" $sim; do [ "$pid" = 0 ] || kill "$pid" 2>/dev/null || true; done
-    for pid in "${wpids[@]}" $sim; do
+    for pid in "${wpids[@]}" $sim $serve_pid $poller_pid; do [ "$pid" = 0 ] || kill "$pid" 2>/dev/null || true; done
+    for pid in "${wpids[@]}" $sim $serve_pid $poller_pid; do
         [ "$pid" != 0 ] || continue
         for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -9 "$pid" 2>/dev/null || true
@@ -288,7 +316,12 @@ start_sim() {
     sim_runs=$((sim_runs + 1))
     local out="$tmp/sim$sim_runs.out" err="$tmp/sim$sim_runs.err" launch url=""
     launch=$(now)
-    "$B" apns-sim --port "$1" --key-file "$tmp/key.p8" --key-id KEY1234567 --no-record --json > "$out" 2> "$err" &
+    if [ "$morning" = 1 ]; then
+        "$BENCH" fleet --port "$1" --key-file "$tmp/key.p8" --key-id KEY1234567 --api "$api_url" --api-keys "$tmp/api-keys.txt" \
+            --connections "$receipt_connections" --status-file "$tmp/fleet-status.json" --json > "$out" 2> "$err" &
+    else
+        "$B" apns-sim --port "$1" --key-file "$tmp/key.p8" --key-id KEY1234567 --no-record --json > "$out" 2> "$err" &
+    fi
     sim=$!
     for _ in $(seq 200); do
         url=$(sed -n '1s/^apns-sim listening on \(http[^ ]*\).*$/\1/p' "$out" 2>/dev/null || true)
@@ -375,6 +408,36 @@ if [ "$wave2" = 1 ]; then
     [ "$second_targets" -gt 0 ] || die "no targets for the second broadcast"
     say "second broadcast: app $app2 (com.example.second), $second_targets devices"
 fi
+# --morning: the origins, the apps' device API keys and `paperboy serve` (the API only) on a free port.
+if [ "$morning" = 1 ]; then
+    origin_capacity=${capacity:-$(( (devices + window_s - 1) / window_s ))}
+    for pair in "content-api:$origin_capacity" "wire-api:2000"; do
+        name=${pair%%:*} cap=${pair#*:}
+        "$B" origins add "$name" --capacity "$cap/s" >> "$tmp/setup.log" 2>&1 || "$B" origins set "$name" --capacity "$cap/s" >> "$tmp/setup.log" 2>&1 \
+            || die "origins add/set $name failed: $(tail -3 "$tmp/setup.log")"
+    done
+    "$B" publications set-origin morning --app 1 --origin content-api >> "$tmp/setup.log" 2>&1 || die "publications set-origin morning failed: $(tail -3 "$tmp/setup.log")"
+    "$B" publications set-origin second --app "$app2" --origin wire-api >> "$tmp/setup.log" 2>&1 || die "publications set-origin second failed: $(tail -3 "$tmp/setup.log")"
+    : > "$tmp/api-keys.txt"
+    chmod 600 "$tmp/api-keys.txt"
+    for pair in "1:com.example.news" "$app2:com.example.second"; do
+        "$B" apps add-key --app "${pair%%:*}" --json > "$tmp/key.json" 2>> "$tmp/setup.log" || die "apps add-key --app ${pair%%:*} failed: $(tail -3 "$tmp/setup.log")"
+        echo "${pair#*:} $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["apiKey"])' "$tmp/key.json")" >> "$tmp/api-keys.txt"
+        rm -f "$tmp/key.json"
+    done
+    serve_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    api_url="http://127.0.0.1:$serve_port"
+    PAPERBOY_ADMIN_TOKEN=$(openssl rand -hex 16) LOG_LEVEL=warning "$B" serve --port "$serve_port" --no-dispatch --no-scheduler --rate-limit off \
+        > "$tmp/serve.log" 2>&1 &
+    serve_pid=$!
+    for _ in $(seq 300); do
+        curl -sf "$api_url/health/ready" >/dev/null 2>&1 && break
+        kill -0 "$serve_pid" 2>/dev/null || die "paperboy serve exited: $(tail -5 "$tmp/serve.log")"
+        sleep 0.1
+    done
+    curl -sf "$api_url/health/ready" >/dev/null 2>&1 || die "paperboy serve not ready within 30 s: $(tail -5 "$tmp/serve.log")"
+    say "--morning: paperboy serve on $api_url; origins content-api ${origin_capacity}/s (morning) and wire-api 2000/s (second)"
+fi
 [ "$reuse" = 1 ] || psql -X -q -c 'VACUUM ANALYZE' >/dev/null 2>&1 || true
 
 # 2. The simulator.
@@ -417,7 +480,11 @@ if [ "$wave2" = 1 ]; then
     # Receipts estimated at 30,000 rows/s (with ANALYZE); wave 2's audience is counted (--count-ahead before
     # its start) 2 min after them at the earliest.
     if [ -z "$interval_s" ]; then
-        interval_s=$(( ( (window_s + devices * 2 / 3 / 30000 + count_ahead_s + 120 + 59) / 60 ) * 60 ))
+        receipt_rate=30000
+        # --morning: the receipts come over HTTP, up to 120 s after the last push, at RECEIPT_RATE at most.
+        if [ "$morning" = 1 ]; then receipt_rate=${RECEIPT_RATE:-1500}; window_s_receipts=120; else window_s_receipts=0; fi
+        [[ "$receipt_rate" =~ ^[1-9][0-9]*$ ]] || bad "RECEIPT_RATE: '$receipt_rate' is not a positive integer"
+        interval_s=$(( ( (window_s + window_s_receipts + devices * 2 / 3 / receipt_rate + count_ahead_s + 120 + 59) / 60 ) * 60 ))
         [ "$interval_s" -ge 1200 ] || interval_s=1200
     fi
     extra=(--max-pushes 2 --wave-interval "${interval_s}s")
@@ -454,6 +521,22 @@ wave1_start=$(q "SELECT extract(epoch FROM starts_at) FROM broadcast_waves WHERE
     || die "cannot read wave 1's start"
 [ -n "$wave1_start" ] || die "broadcast $bid has no wave 1"
 meta t0 "$t0"; meta t1 "$t1"; meta bid "$bid"; meta wave1Start "$wave1_start"
+# --morning: `broadcast status` of each broadcast every 10 s, all along: "start end exitstatus id" a line.
+if [ "$morning" = 1 ]; then
+    meta busyTicks0 "$(busy_ticks)"; meta pgTicks0 "$(pg_ticks)"
+    : > "$tmp/status-polls.txt"
+    (
+        while :; do
+            for id in "$bid" $(cat "$tmp/bid2" 2>/dev/null || true); do
+                a=$(now) rc=0
+                timeout 300 "$B" broadcast status "$id" --json > "$tmp/poll-$id.json" 2>> "$tmp/status-polls.err" || rc=$?
+                echo "$a $(now) $rc $id" >> "$tmp/status-polls.txt"
+            done
+            sleep 10
+        done
+    ) &
+    poller_pid=$!
+fi
 
 # 6. Stalls (--stall): injected from the polling loop below, which runs every 0.25 s.
 pg_as=() pg_bin="" pg_opts="" pg_log=""
@@ -540,6 +623,7 @@ check_alive() {
         [ "${wpids[$i]}" = 0 ] || kill -0 "${wpids[$i]}" 2>/dev/null || die "worker ${wnames[$i]} exited during the broadcast: $(tail -5 "$tmp/${wnames[$i]}.log")"
     done
     [ -z "$sim" ] || kill -0 "$sim" 2>/dev/null || die "apns-sim exited during the broadcast: $(tail -5 "$tmp/sim$sim_runs.err")"
+    [ -z "$serve_pid" ] || kill -0 "$serve_pid" 2>/dev/null || die "paperboy serve exited during the broadcast: $(tail -5 "$tmp/serve.log")"
 }
 # `broadcast status` of $1 into $2 within $3 s (default 60); non-zero when it failed (the old file stays).
 status_of() { timeout "${3:-60}" "$B" broadcast status "$1" --json > "$2.new" 2> "$tmp/status.err" && mv "$2.new" "$2"; }
@@ -690,6 +774,31 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
     line=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["waves"][0]["counts"]; print(c["planned"], c["accepted"])' "$tmp/status-wave1.json") \
         || die "cannot read wave 1's counts"
     read -r w1planned w1accepted <<< "$line"
+    if [ "$morning" = 1 ]; then
+        # The devices post their receipts through serve as they run: wait until the fleet has none pending
+        # (each is due at most 120 s after its push), at most 150 s + 1 s per 300 wave-1 pushes.
+        say "wave 1 sent ($w1accepted of $w1planned accepted); waiting for the fleet's receipts (over HTTP, through paperboy serve)"
+        r0=$(now)
+        receipts_limit=$(python3 -c "print($r0 + 150 + $w1accepted / 300)")
+        last_say=0
+        while :; do
+            check_alive
+            line=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(s["accepted"], s["pending"], s["posted"])' "$tmp/fleet-status.json" 2>/dev/null || echo "0 1 0")
+            read -r f_accepted f_pending f_posted <<< "$line"
+            [ "$f_accepted" -lt "$w1accepted" ] || [ "$f_pending" != 0 ] || break
+            python3 -c "import sys; sys.exit(0 if $(now) < $receipts_limit else 1)" \
+                || die "the fleet still had $f_pending receipts pending $(python3 -c "print(f'{$(now) - $r0:.0f}')") s after wave 1 (accepted $f_accepted, posted $f_posted)"
+            if python3 -c "import sys; sys.exit(0 if $(now) >= $last_say + 30 else 1)"; then
+                say "receipts: $f_posted posted, $f_pending pending"; last_say=$(now)
+            fi
+            sleep 1
+        done
+        r1=$(now)
+        receipts=$(q "SELECT count(*) FROM receipts WHERE edition_id = '$edition' AND result <> 'failed'") || die "cannot count the receipts"
+        [ "$receipts" -gt 0 ] || die "no receipts of edition $edition arrived"
+        r2=$r1
+        say "receipts in $(python3 -c "print(f'{$r1 - $wave1_start:.0f}')") s after wave 1's planned start ($(python3 -c "print(f'{$r1 - $r0:.1f}')") s after wave 1 was sent): $receipts that keep their device out of wave 2 (newData); no ANALYZE"
+    else
     say "wave 1 sent ($w1accepted of $w1planned accepted); BENCHMARK SHORTCUT: receipts (newData) for two thirds of wave 1's accepted deliveries (device_id % 3 <> 0) in one INSERT … SELECT with psql, then ANALYZE receipts (devices report through the API one by one)"
     r0=$(now)
     out=$(psql -X -v ON_ERROR_STOP=1 -c "INSERT INTO receipts (device_id, edition_id, result, bytes, seconds)
@@ -703,6 +812,7 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
     q "ANALYZE receipts" || die "ANALYZE receipts failed"
     r2=$(now)
     say "$receipts receipts in $(python3 -c "print(f'{$r1 - $r0:.1f}')") s, ANALYZE $(python3 -c "print(f'{$r2 - $r1:.1f}')") s"
+    fi
     interval_used=$interval_s
     if [ "$short_interval" = 1 ]; then
         interval_used=$(python3 -c "import math; print(math.ceil($r2 + $count_ahead_s + 60 - $wave1_start))")
@@ -735,6 +845,7 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
         > "$tmp/start2.json" 2> "$tmp/start2.err" || die "paperboy broadcast (second) failed: $(cat "$tmp/start2.err")"
     bid2=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/start2.json")
     uuid_ok "$bid2" || die "paperboy broadcast (second) printed no broadcast id: $(cat "$tmp/start2.json")"
+    echo "$bid2" > "$tmp/bid2"
     second_start=$(q "SELECT extract(epoch FROM starts_at) FROM broadcast_waves WHERE broadcast_id = '$bid2' AND wave = 1") || die "cannot read the second broadcast's start"
     say "second broadcast $bid2: $second_targets devices over ${second_window_s} s from $(python3 -c "print(f'{$second_start - $due:+.1f}')") s of wave 2's planned start"
     meta bid2 "$bid2"; meta secondStart "$second_start"; meta secondWindow "$second_window_s"; meta secondTargets "$second_targets"
@@ -801,6 +912,14 @@ for i in "${!wpids[@]}"; do
     [ "$pid" != 0 ] || continue
     worker_stats+=("${wnames[$i]}:$i:$(peak_rss_kb "$pid"):$(cpu_ticks "$pid")")
 done
+# --morning: the whole morning's CPU (from the broadcast's start), serve's and the fleet's, the database's size.
+if [ "$morning" = 1 ]; then
+    [ -z "$poller_pid" ] || { kill "$poller_pid" 2>/dev/null || true; wait "$poller_pid" 2>/dev/null || true; poller_pid=""; }
+    meta tEnd "$(now)"; meta busyTicks1 "$(busy_ticks)"; meta pgTicks1 "$(pg_ticks)"
+    meta serveTicks "$(cpu_ticks "$serve_pid")"; meta serveRSS "$(peak_rss_kb "$serve_pid")"
+    meta fleetTicks "$(cpu_ticks "$sim")"; meta fleetRSS "$(peak_rss_kb "$sim")"
+    meta dbBytes "$(q "SELECT pg_database_size(current_database())")"
+fi
 worker_rcs=()
 for pid in "${wpids[@]}"; do [ "$pid" = 0 ] || kill -TERM "$pid" 2>/dev/null || true; done
 for pid in "${wpids[@]}"; do [ "$pid" = 0 ] && continue; rc=0; wait_exit "$pid" 60 || rc=$?; worker_rcs+=("$rc"); done
@@ -818,6 +937,19 @@ if [ "$wave2" = 1 ] && [ -n "${bid2:-}" ]; then
     q "SELECT extract(epoch FROM sent_at) FROM deliveries WHERE broadcast_id = '$bid2' AND outcome <> 'notSent' ORDER BY sent_at" \
         > "$tmp/second-sends.txt" || die "cannot read the second broadcast's sends"
     grep -h "wave started" "$tmp"/w*.log > "$tmp/wave-started.txt" 2>/dev/null || true
+fi
+# --morning: each wave's sends per minute from its planned start, and the deliveries recorded.
+if [ "$morning" = 1 ]; then
+    kill -TERM "$serve_pid" 2>/dev/null || true
+    wait_exit "$serve_pid" 30 || say "paperboy serve did not exit within 30 s of SIGTERM"
+    serve_pid=""
+    q "SELECT d.wave, floor(extract(epoch FROM d.sent_at - w.starts_at) / 60)::int, count(*) FROM deliveries d
+        JOIN broadcast_waves w ON w.broadcast_id = d.broadcast_id AND w.wave = d.wave
+        WHERE d.broadcast_id = '$bid' AND d.outcome <> 'notSent' GROUP BY 1, 2 ORDER BY 1, 2" > "$tmp/per-minute.txt" \
+        || die "cannot read the sends per minute"
+    q "SELECT wave, extract(epoch FROM starts_at), planned, rate, window_seconds FROM broadcast_waves WHERE broadcast_id = '$bid' ORDER BY wave" \
+        > "$tmp/waves.txt" || die "cannot read the waves"
+    q "SELECT count(*) FROM deliveries WHERE broadcast_id IN ('$bid', '${bid2:-$bid}')" > "$tmp/deliveries.txt" || die "cannot count the deliveries"
 fi
 
 python3 - "$tmp" "$devices" "$workers" "$window_s" "$unpaced" "$json" "$(getconf CLK_TCK)" "$seed_s" "$state" \
@@ -1115,9 +1247,11 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
     final = json.load(open(f"{tmp}/status.json"))
     fw = {w["wave"]: w for w in final.get("waves", [])}
     delay = (first2 - due) if first2 is not None else None
+    morning = meta.get("morning") == "1"
     wave2 = {
         "receipts": {"inserted": int(meta["receiptsInserted"]), "seconds": round(num("receiptsSeconds"), 2), "analyzeSeconds": round(num("analyzeSeconds"), 2),
-                     "how": "BENCHMARK SHORTCUT: one psql INSERT ... SELECT from wave 1's accepted deliveries (device_id % 3 <> 0), then ANALYZE receipts"},
+                     "how": "posted over HTTP through paperboy serve by the fleet (newData ones counted); seconds: from wave 1's end until none was pending"
+                     if morning else "BENCHMARK SHORTCUT: one psql INSERT ... SELECT from wave 1's accepted deliveries (device_id % 3 <> 0), then ANALYZE receipts"},
         "waveIntervalRequested": int(meta["intervalRequested"]), "waveIntervalUsed": int(meta["intervalUsed"]),
         "intervalShortcut": meta.get("shortInterval") == "1",
         "plannedStartAfterWave1Start": round(due - wave1_start, 1),
@@ -1169,8 +1303,12 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
     lines.append(f"  audience count due {sgn(-count_ahead)} s of the planned start (worker --count-ahead {count_ahead} s; {wave2['countDueAfterReceipts']} s after the receipts);"
                  + (f" seen running in pg_stat_activity from {sgn(cs[0])} to {sgn(cs[1])} s ({wave2['countSeenSeconds']} s, 0.5 s polls),"
                     f" {wave2['countsAtOnceMost']} at once at most" if cs else " not seen in pg_stat_activity (shorter than its 0.5 s polls)"))
-    lines.append(f"  receipts: {wave2['receipts']['inserted']} in {wave2['receipts']['seconds']} s + ANALYZE {wave2['receipts']['analyzeSeconds']} s"
-                 " (BENCHMARK SHORTCUT: one psql INSERT ... SELECT, not the API)")
+    if morning:
+        lines.append(f"  receipts: {wave2['receipts']['inserted']} newData ones keep their devices out of wave 2; the last was in {wave2['receipts']['seconds']} s after wave 1 was sent"
+                     " (posted over HTTP through paperboy serve by the fleet; no ANALYZE)")
+    else:
+        lines.append(f"  receipts: {wave2['receipts']['inserted']} in {wave2['receipts']['seconds']} s + ANALYZE {wave2['receipts']['analyzeSeconds']} s"
+                     " (BENCHMARK SHORTCUT: one psql INSERT ... SELECT, not the API)")
     lines.append(f"  recount: \"wave started\" logged {sgn(wave2['waveStartedLoggedAfterPlannedStart'])} s after the planned start (log: 1 s resolution);"
                  f" first wave-2 push {sgn(wave2['firstPushAfterPlannedStart'])} s (deliveries.sent_at), at the simulator in the second from {sgn(wave2['firstPushAtSimulatorSecond'])} s;"
                  f" recount delay {wave2['recountDelaySeconds']} s (goal <= 30 s: {'met' if wave2['goalMet'] else 'NOT met'})")
@@ -1187,6 +1325,78 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
         else: runs2.append([sec, sec, n])
     lines.append("  its sends per second (s after wave 2's planned start: sends; deliveries.sent_at): "
                  + ", ".join(f"{a:+d}: {n}" if a == b else f"{a:+d}..{b:+d}: {n} each" for a, b, n in runs2))
+
+# --morning: the whole morning, from the broadcast's start until the workers were stopped.
+if meta.get("morning") == "1" and meta.get("tEnd"):
+    span = num("tEnd") - t0
+    busy_cores = (int(meta["busyTicks1"]) - int(meta["busyTicks0"])) / hz / span
+    pg_seconds = (int(meta["pgTicks1"]) - int(meta["pgTicks0"])) / hz
+    deliveries = int(open(f"{tmp}/deliveries.txt").read().strip() or 0)
+    per_min = {}
+    for l in open(f"{tmp}/per-minute.txt"):
+        if l.strip():
+            w, m, n = map(int, l.strip().split("|"))
+            per_min.setdefault(w, []).append((m, n))
+    wave_minutes = []
+    for l in open(f"{tmp}/waves.txt"):
+        if not l.strip(): continue
+        w, start, planned, rate, window = l.strip().split("|")
+        w, start, planned, rate, window = int(w), float(start), int(planned), float(rate), float(window)
+        rows = []
+        for m, n in per_min.get(w, []):
+            # The plan's sends in this minute: its devices spread evenly over its window, this minute's part (a
+            # follow-up wave keeps wave 1's cohort slots, so its real plan has gaps: only its total is exact).
+            plan = planned * max(0.0, min(m * 60 + 60, window) - max(m * 60, 0)) / window if window else 0
+            rows.append({"minute": m, "sends": n, "plan": round(plan), "overPlan": round(n / plan, 3) if plan else None})
+        wave_minutes.append({"wave": w, "plannedStartAfterWave1Start": round(start - wave1_start, 1), "planned": planned,
+                             "rate": rate, "windowSeconds": window, "sent": sum(n for _, n in per_min.get(w, [])), "minutes": rows})
+    fleet = sim.get("fleet", {})
+    fleet_start = when(sim["startedAt"])
+    receipts_per_minute = {}
+    for i, n in enumerate(fleet.get("postedPerSecond", [])):
+        if n: receipts_per_minute[math.floor((fleet_start + i - wave1_start) / 60)] = receipts_per_minute.get(math.floor((fleet_start + i - wave1_start) / 60), 0) + n
+    polls = {}
+    for l in open(f"{tmp}/status-polls.txt"):
+        a, b, rc, bid_ = l.split()
+        polls.setdefault(bid_, []).append((float(b) - float(a), int(rc)))
+    def poll_stats(items):
+        d = sorted(x for x, _ in items)
+        pick = lambda q: round(d[min(len(d) - 1, math.ceil(q * len(d)) - 1)], 2) if d else None
+        return {"polls": len(items), "failed": sum(1 for _, rc in items if rc != 0), "p50Seconds": pick(0.5), "p95Seconds": pick(0.95), "maxSeconds": pick(1.0)}
+    status_polls = {("morning" if k == meta["bid"] else "second"): poll_stats(v) for k, v in polls.items()}
+    for name, p in status_polls.items():
+        if p["failed"]: failures.append(f"{p['failed']} of {p['polls']} status polls of the {name} broadcast failed (status-polls.err)")
+    bad_status = {k: v for k, v in fleet.get("statuses", {}).items() if not k.startswith("2")}
+    if bad_status: failures.append(f"receipts answered {bad_status}")
+    if fleet.get("transportErrors"): failures.append(f"{fleet['transportErrors']} receipts failed in transport: {fleet.get('firstError')}")
+    result["morning"] = {
+        "seconds": round(span, 1),
+        "waves": wave_minutes,
+        "receipts": {k: fleet.get(k) for k in ("accepted", "ignored", "scheduled", "posted", "byResult", "statuses", "transportErrors", "unsentAtStop", "lagMilliseconds")},
+        "receiptsPerMinuteFromWave1Start": sorted(receipts_per_minute.items()),
+        "statusPolls": status_polls,
+        "machineBusyCores": round(busy_cores, 2),
+        "postgres": {"cpuSeconds": round(pg_seconds, 1), "meanCores": round(pg_seconds / span, 2), "deliveries": deliveries,
+                     "cpuMillisecondsPer1000Deliveries": round(pg_seconds * 1e6 / deliveries, 1) if deliveries else None},
+        "serve": {"cpuSeconds": round(int(meta["serveTicks"]) / hz, 1), "peakRSSMB": round(int(meta["serveRSS"]) / 1024, 1)},
+        "fleet": {"cpuSeconds": round(int(meta["fleetTicks"]) / hz, 1), "peakRSSMB": round(int(meta["fleetRSS"]) / 1024, 1)},
+        "databaseMB": round(int(meta["dbBytes"]) / 1048576, 1),
+    }
+    mo = result["morning"]
+    lines.append(f"  MORNING: {mo['seconds']} s from the broadcast's start to the workers' stop; machine {mo['machineBusyCores']} cores busy;"
+                 f" PostgreSQL {mo['postgres']['meanCores']} cores ({mo['postgres']['cpuSeconds']} s: {mo['postgres']['cpuMillisecondsPer1000Deliveries']} ms per 1,000 of the"
+                 f" {deliveries} deliveries, receipts' work included); serve {mo['serve']['cpuSeconds']} s CPU, peak RSS {mo['serve']['peakRSSMB']} MB;"
+                 f" fleet {mo['fleet']['cpuSeconds']} s CPU, peak RSS {mo['fleet']['peakRSSMB']} MB; database {mo['databaseMB']} MB")
+    for wm in wave_minutes:
+        lines.append(f"  wave {wm['wave']} (planned {wm['planned']} at {wm['rate']:.1f}/s over {wm['windowSeconds']:.0f} s, from +{wm['plannedStartAfterWave1Start']} s), sends per minute of its plan"
+                     " (minute: sends/plan): " + ", ".join(f"{x['minute']}: {x['sends']}/{x['plan']}" for x in wm["minutes"]))
+    rc = mo["receipts"]
+    lag = rc.get("lagMilliseconds") or {}
+    lines.append(f"  receipts over HTTP: {rc.get('posted')} posted ({rc.get('byResult')}; statuses {rc.get('statuses')}) of {rc.get('accepted')} pushes"
+                 f" (not run: {rc.get('ignored')}); lag after due p50 {lag.get('p50')} ms p99 {lag.get('p99')} ms max {lag.get('max')} ms; unsent at the stop {rc.get('unsentAtStop')}")
+    lines.append("  receipts per minute from wave 1's planned start: " + ", ".join(f"{m}: {n}" for m, n in mo["receiptsPerMinuteFromWave1Start"]))
+    lines.append("  status polled every 10 s: " + "; ".join(f"{k} {v['polls']} polls, {v['failed']} failed, p50 {v['p50Seconds']} s p95 {v['p95Seconds']} s max {v['maxSeconds']} s"
+                                                         for k, v in status_polls.items()))
 
 result["failures"] = failures
 json.dump(result, open(f"{tmp}/result.json", "w"))

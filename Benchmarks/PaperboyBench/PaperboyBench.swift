@@ -14,6 +14,7 @@ struct PaperboyBench: AsyncParsableCommand {
             HistoryBench.self,
             StatementsBench.self,
             CompareBench.self,
+            FleetBench.self,
         ]
     )
 }

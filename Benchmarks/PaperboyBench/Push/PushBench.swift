@@ -511,7 +511,7 @@ final class SimulatorProcess {
         let output = Pipe()
         process.standardOutput = output
         let log = directory.appendingPathComponent("\(subcommand).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        guard FileManager.default.createFile(atPath: log.path, contents: nil) else { throw BenchError("cannot create \(log.path)") }
         process.standardError = try FileHandle(forWritingTo: log)
         try process.run()
         let prefix = "\(subcommand) listening on "
