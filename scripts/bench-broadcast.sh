@@ -58,6 +58,11 @@
 #                 CPU and RSS, PostgreSQL's CPU per 1,000 deliveries over the whole morning and the database's
 #                 size. Needs BENCH_BIN (default .build-release/release/paperboy-bench) and curl.
 #   --receipt-connections N  with --morning: receipt requests in flight at most (default 32)
+#   --same-origin with --wave2: the second publication points at content-api too (the morning's origin, at the
+#                 capacity), so both broadcasts share it; reported: the busiest second at the simulator (both
+#                 broadcasts) against the origin's capacity (the promise: at most 1.10 x)
+#   --second-after D  with --wave2: the second broadcast starts D after the first (during wave 1) instead of 60 s
+#                 before wave 2's count
 #   --wave-interval D  with --wave2: this wave interval instead (at least 20m, the CLI's minimum)
 #   --short-interval   with --wave2: once the receipts are in, rewrite the stored broadcast's waveInterval
 #                 (broadcasts.plan) so that wave 2 is due count-ahead + 60 s later: a DATABASE
@@ -119,6 +124,7 @@ seconds_of() {
 
 devices=100000 window=5m workers="" unpaced=0 json=0 capacity="" reuse=0
 wave2=0 wave_interval="" short_interval=0 second_devices="" second_window="" morning=0 receipt_connections=32
+same_origin=0 second_after=""
 stall="" stall_at="" stall_for=10s stop_after=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -132,6 +138,8 @@ while [ $# -gt 0 ]; do
         --wave2) wave2=1; shift ;;
         --morning) morning=1; wave2=1; shift ;;
         --receipt-connections) receipt_connections=${2:?--receipt-connections needs a number}; shift 2 ;;
+        --same-origin) same_origin=1; shift ;;
+        --second-after) second_after=${2:?--second-after needs a duration}; shift 2 ;;
         --wave-interval) wave_interval=${2:?--wave-interval needs a duration}; shift 2 ;;
         --short-interval) short_interval=1; shift ;;
         --second-devices) second_devices=${2:?--second-devices needs a number}; shift 2 ;;
@@ -163,6 +171,11 @@ if [ "$wave2" = 0 ]; then
     [ -z "$wave_interval" ] && [ "$short_interval" = 0 ] || bad "--wave-interval and --short-interval go with --wave2"
 fi
 [ -z "$second_devices" ] || [[ "$second_devices" =~ ^[1-9][0-9]*$ ]] || bad "--second-devices: '$second_devices' is not a positive integer"
+if [ "$wave2" = 0 ]; then
+    [ "$same_origin" = 0 ] && [ -z "$second_after" ] || bad "--same-origin and --second-after go with --wave2 (or --morning)"
+fi
+second_after_s=""
+[ -z "$second_after" ] || second_after_s=$(seconds_of --second-after "$second_after")
 second_window_s=""
 if [ -n "$second_window" ]; then
     second_window_s=$(seconds_of --second-window "$second_window")
@@ -408,16 +421,24 @@ if [ "$wave2" = 1 ]; then
     [ "$second_targets" -gt 0 ] || die "no targets for the second broadcast"
     say "second broadcast: app $app2 (com.example.second), $second_targets devices"
 fi
-# --morning: the origins, the apps' device API keys and `paperboy serve` (the API only) on a free port.
-if [ "$morning" = 1 ]; then
+# --morning and --same-origin: the origins (the second publication's is content-api with --same-origin).
+origin_capacity=""
+if [ "$morning" = 1 ] || [ "$same_origin" = 1 ]; then
     origin_capacity=${capacity:-$(( (devices + window_s - 1) / window_s ))}
     for pair in "content-api:$origin_capacity" "wire-api:2000"; do
         name=${pair%%:*} cap=${pair#*:}
         "$B" origins add "$name" --capacity "$cap/s" >> "$tmp/setup.log" 2>&1 || "$B" origins set "$name" --capacity "$cap/s" >> "$tmp/setup.log" 2>&1 \
             || die "origins add/set $name failed: $(tail -3 "$tmp/setup.log")"
     done
+    second_origin=wire-api
+    [ "$same_origin" = 0 ] || second_origin=content-api
     "$B" publications set-origin morning --app 1 --origin content-api >> "$tmp/setup.log" 2>&1 || die "publications set-origin morning failed: $(tail -3 "$tmp/setup.log")"
-    "$B" publications set-origin second --app "$app2" --origin wire-api >> "$tmp/setup.log" 2>&1 || die "publications set-origin second failed: $(tail -3 "$tmp/setup.log")"
+    "$B" publications set-origin second --app "$app2" --origin "$second_origin" >> "$tmp/setup.log" 2>&1 || die "publications set-origin second failed: $(tail -3 "$tmp/setup.log")"
+    say "origins: morning on content-api (${origin_capacity}/s), second on $second_origin"
+    meta originCapacity "$origin_capacity"; meta sameOrigin "$same_origin"
+fi
+# --morning: the apps' device API keys and `paperboy serve` (the API only) on a free port.
+if [ "$morning" = 1 ]; then
     : > "$tmp/api-keys.txt"
     chmod 600 "$tmp/api-keys.txt"
     for pair in "1:com.example.news" "$app2:com.example.second"; do
@@ -436,7 +457,7 @@ if [ "$morning" = 1 ]; then
         sleep 0.1
     done
     curl -sf "$api_url/health/ready" >/dev/null 2>&1 || die "paperboy serve not ready within 30 s: $(tail -5 "$tmp/serve.log")"
-    say "--morning: paperboy serve on $api_url; origins content-api ${origin_capacity}/s (morning) and wire-api 2000/s (second)"
+    say "--morning: paperboy serve on $api_url"
 fi
 [ "$reuse" = 1 ] || psql -X -q -c 'VACUUM ANALYZE' >/dev/null 2>&1 || true
 
@@ -688,6 +709,21 @@ stop_now() {
     stop_at=""
 }
 
+# The second broadcast (--wave2): its edition over --second-window, one push a device.
+start_second() {
+    "$B" broadcast --edition "$edition2" --window "${second_window_s}s" --cohorts 16 --max-pushes 1 --jitter 1s --json \
+        > "$tmp/start2.json" 2> "$tmp/start2.err" || die "paperboy broadcast (second) failed: $(cat "$tmp/start2.err")"
+    bid2=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/start2.json")
+    uuid_ok "$bid2" || die "paperboy broadcast (second) printed no broadcast id: $(cat "$tmp/start2.json")"
+    echo "$bid2" > "$tmp/bid2"
+    second_start=$(q "SELECT extract(epoch FROM starts_at) FROM broadcast_waves WHERE broadcast_id = '$bid2' AND wave = 1") || die "cannot read the second broadcast's start"
+    say "second broadcast $bid2: $second_targets devices over ${second_window_s} s, planned from $(python3 -c "print(f'{$second_start - $wave1_start:+.1f}')") s of wave 1's planned start"
+    meta bid2 "$bid2"; meta secondStart "$second_start"; meta secondWindow "$second_window_s"; meta secondTargets "$second_targets"
+}
+bid2=""
+second_due_ms=""
+[ -z "$second_after_s" ] || second_due_ms=$(python3 -c "print(int(($t0 + $second_after_s) * 1000))")
+
 # 7. Wave 1: poll until it is finished (the broadcast completed, or its wave 1 finished with --wave2), at
 # most the window + max(120 s, 10 %) (+ the stall + 90 s; unpaced: max(600 s, 1 s per 5,000 devices)).
 # --stop-after: or until D after the stall's end (sigkill: its begin + the lease), when it is cancelled.
@@ -698,6 +734,7 @@ next_poll=0
 while :; do
     stall_tick
     t=$(now_ms)
+    if [ -n "$second_due_ms" ] && [ -z "$bid2" ] && [ "$t" -ge "$second_due_ms" ]; then start_second; fi
     if [ -n "$stop_after_s" ] && [ "$stall_phase" = "done" ]; then
         if [ -z "$stop_due_ms" ]; then
             stop_from=$stall_end
@@ -780,18 +817,19 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
         say "wave 1 sent ($w1accepted of $w1planned accepted); waiting for the fleet's receipts (over HTTP, through paperboy serve)"
         r0=$(now)
         receipts_limit=$(python3 -c "print($r0 + 150 + $w1accepted / 300)")
-        last_say=0
+        polls=0
         while :; do
             check_alive
-            line=$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(s["accepted"], s["pending"], s["posted"])' "$tmp/fleet-status.json" 2>/dev/null || echo "0 1 0")
-            read -r f_accepted f_pending f_posted <<< "$line"
+            # One python a poll (this loop shares the cores with what it measures): accepted, pending, posted, and
+            # whether the limit has passed.
+            line=$(python3 -c 'import json, sys, time; s = json.load(open(sys.argv[1])); print(s["accepted"], s["pending"], s["posted"], int(time.time() > float(sys.argv[2])))' \
+                "$tmp/fleet-status.json" "$receipts_limit" 2>/dev/null || echo "0 1 0 0")
+            read -r f_accepted f_pending f_posted f_late <<< "$line"
             [ "$f_accepted" -lt "$w1accepted" ] || [ "$f_pending" != 0 ] || break
-            python3 -c "import sys; sys.exit(0 if $(now) < $receipts_limit else 1)" \
-                || die "the fleet still had $f_pending receipts pending $(python3 -c "print(f'{$(now) - $r0:.0f}')") s after wave 1 (accepted $f_accepted, posted $f_posted)"
-            if python3 -c "import sys; sys.exit(0 if $(now) >= $last_say + 30 else 1)"; then
-                say "receipts: $f_posted posted, $f_pending pending"; last_say=$(now)
-            fi
-            sleep 1
+            [ "$f_late" = 0 ] || die "the fleet still had $f_pending receipts pending at $(date +%T), more than 150 s + 1 s per 300 pushes after wave 1 (accepted $f_accepted, posted $f_posted)"
+            polls=$((polls + 1))
+            [ $((polls % 15)) != 0 ] || say "receipts: $f_posted posted, $f_pending pending"
+            sleep 2
         done
         r1=$(now)
         receipts=$(q "SELECT count(*) FROM receipts WHERE edition_id = '$edition' AND result <> 'failed'") || die "cannot count the receipts"
@@ -834,21 +872,16 @@ if [ "$wave2" = 1 ] && [ -z "$failure" ]; then
     meta wave2Due "$due"; meta w1planned "$w1planned"; meta w1accepted "$w1accepted"; meta countAhead "$count_ahead_s"
 
     # The second broadcast, 60 s before wave 2's audience is due to be counted; meanwhile the processes are watched.
-    start2_ms=$(python3 -c "print(int(($due - $count_ahead_s - 60) * 1000))")
-    while [ "$(now_ms)" -lt "$start2_ms" ]; do
-        poll_waves
-        [ "$state" = running ] || die "broadcast $bid is $state before wave 2"
-        [ "$nwaves" = 1 ] || die "wave 2 started before it was due"
-        sleep 2
-    done
-    "$B" broadcast --edition "$edition2" --window "${second_window_s}s" --cohorts 16 --max-pushes 1 --jitter 1s --json \
-        > "$tmp/start2.json" 2> "$tmp/start2.err" || die "paperboy broadcast (second) failed: $(cat "$tmp/start2.err")"
-    bid2=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/start2.json")
-    uuid_ok "$bid2" || die "paperboy broadcast (second) printed no broadcast id: $(cat "$tmp/start2.json")"
-    echo "$bid2" > "$tmp/bid2"
-    second_start=$(q "SELECT extract(epoch FROM starts_at) FROM broadcast_waves WHERE broadcast_id = '$bid2' AND wave = 1") || die "cannot read the second broadcast's start"
-    say "second broadcast $bid2: $second_targets devices over ${second_window_s} s from $(python3 -c "print(f'{$second_start - $due:+.1f}')") s of wave 2's planned start"
-    meta bid2 "$bid2"; meta secondStart "$second_start"; meta secondWindow "$second_window_s"; meta secondTargets "$second_targets"
+    if [ -z "$bid2" ]; then
+        start2_ms=$(python3 -c "print(int(($due - $count_ahead_s - 60) * 1000))")
+        while [ "$(now_ms)" -lt "$start2_ms" ]; do
+            poll_waves
+            [ "$state" = running ] || die "broadcast $bid is $state before wave 2"
+            [ "$nwaves" = 1 ] || die "wave 2 started before it was due"
+            sleep 2
+        done
+        start_second
+    fi
 
     # Wave 2: started within max(300 s, 1 s per 20,000 devices) of its planned start; sent within its
     # window + max(120 s, 10 %); then 30 s more of the second broadcast.
@@ -1325,6 +1358,25 @@ if meta.get("bid2") and os.path.exists(f"{tmp}/wave2.txt"):
         else: runs2.append([sec, sec, n])
     lines.append("  its sends per second (s after wave 2's planned start: sends; deliveries.sent_at): "
                  + ", ".join(f"{a:+d}: {n}" if a == b else f"{a:+d}..{b:+d}: {n} each" for a, b, n in runs2))
+
+# Origins (--morning, --same-origin): the busiest full second at the simulator, both broadcasts together, from
+# wave 1's planned start, against the morning's origin's capacity.
+if meta.get("originCapacity"):
+    cap = int(meta["originCapacity"])
+    series = bins[max(0, bin_of(wave1_start)):]
+    nz = [i for i, n in enumerate(series) if n]
+    full = series[nz[0] + 1:nz[-1]] if len(nz) > 2 else series
+    busiest = max(full) if full else 0
+    same = meta.get("sameOrigin") == "1"
+    result["origin"] = {"sameOrigin": same, "capacity": cap, "fullSeconds": len(full), "busiestSecond": busiest,
+                        "busiestOverCapacity": round(busiest / cap, 3), "secondsAbove110": sum(1 for n in full if n > 1.10 * cap),
+                        "secondsAbove100": sum(1 for n in full if n > cap)}
+    o = result["origin"]
+    if same and o["secondsAbove110"]:
+        failures.append(f"{o['secondsAbove110']} seconds above 1.10 x the shared origin's {cap}/s at the simulator (busiest {busiest})")
+    lines.append(f"  origin: {'both broadcasts on content-api' if same else 'the second broadcast on another origin (wire-api)'}, {cap}/s; at the simulator, both broadcasts,"
+                 f" over {o['fullSeconds']} full s from wave 1's start: busiest second {busiest} ({o['busiestOverCapacity']} x the capacity),"
+                 f" {o['secondsAbove100']} s above it, {o['secondsAbove110']} s above 1.10 x")
 
 # --morning: the whole morning, from the broadcast's start until the workers were stopped.
 if meta.get("morning") == "1" and meta.get("tEnd"):
