@@ -725,9 +725,13 @@ second_due_ms=""
 [ -z "$second_after_s" ] || second_due_ms=$(python3 -c "print(int(($t0 + $second_after_s) * 1000))")
 
 # 7. Wave 1: poll until it is finished (the broadcast completed, or its wave 1 finished with --wave2), at
-# most the window + max(120 s, 10 %) (+ the stall + 90 s; unpaced: max(600 s, 1 s per 5,000 devices)).
+# most the window + max(120 s, 10 %) (+ the stall + 90 s; unpaced: max(600 s, 1 s per 5,000 devices); --morning:
+# the window + max(120 s, the window)).
 # --stop-after: or until D after the stall's end (sigkill: its begin + the lease), when it is cancelled.
 if [ "$unpaced" = 1 ]; then slack=$(( devices / 5000 > 600 ? devices / 5000 : 600 )); else slack=$(( window_s / 10 > 120 ? window_s / 10 : 120 )); fi
+# --morning: the receipts share the machine with the sends; wave 1 may take up to twice its window (its lateness,
+# minute by minute, is the result).
+[ "$morning" = 0 ] || slack=$(( window_s > 120 ? window_s : 120 ))
 [ -z "$stall" ] || slack=$(( slack + stall_for_s + 90 ))
 limit_ms=$(python3 -c "print(int(($wave1_start + $window_s + $slack) * 1000))")
 next_poll=0

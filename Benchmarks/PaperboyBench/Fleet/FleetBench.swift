@@ -320,23 +320,28 @@ final class ReceiptFleet: Sendable {
         let started = Date().timeIntervalSince1970
         var status: Int?
         var failure: String?
+        var cancelled = false
         do {
             var request = HTTPClientRequest(url: "\(api)/v1/devices/\(receipt.token)/receipts")
             request.method = .POST
             request.headers.add(name: "X-API-Key", value: receipt.apiKey)
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(receipt.report)))
-            // Not cancelled with the run: a request under way is finished and counted.
             let response = try await http.execute(request, timeout: .seconds(60))
             _ = try await response.body.collect(upTo: 1 << 16)
             status = Int(response.status.code)
+        } catch is CancellationError {
+            // The run stopped (SIGTERM) while this one was in flight: unsent, as those not yet due.
+            cancelled = true
         } catch {
             failure = "\(error)"
         }
         let lag = UInt64(max(0, (started - receipt.at) * 1000))
         state.withLock { state in
             state.pending -= 1
-            if let status {
+            if cancelled {
+                state.unsentAtStop += 1
+            } else if let status {
                 state.statuses[status, default: 0] += 1
                 state.byResult[receipt.report.result.rawValue, default: 0] += 1
                 state.postedPerSecond[Int(started), default: 0] += 1
