@@ -1426,7 +1426,8 @@ if meta.get("morning") == "1" and meta.get("tEnd"):
     fleet_start = when(sim["startedAt"])
     receipts_per_minute = {}
     for i, n in enumerate(fleet.get("postedPerSecond", [])):
-        if n: receipts_per_minute[math.floor((fleet_start + i - wave1_start) / 60)] = receipts_per_minute.get(math.floor((fleet_start + i - wave1_start) / 60), 0) + n
+        minute = math.floor((fleet_start + i - wave1_start) / 60)
+        if n: receipts_per_minute[minute] = receipts_per_minute.get(minute, 0) + n
     polls = {}
     for l in open(f"{tmp}/status-polls.txt"):
         a, b, rc, bid_ = l.split()

@@ -271,10 +271,11 @@ final class ReceiptFleet: Sendable {
             let seconds = state.due.keys.filter { Double($0) <= now }.sorted()
             var due: [Due] = []
             for second in seconds {
-                let bucket = state.due.removeValue(forKey: second) ?? []
-                due += bucket.filter { $0.at <= now }
-                let later = bucket.filter { $0.at > now }
-                if !later.isEmpty { state.due[second] = later }
+                var bucket = state.due.removeValue(forKey: second) ?? []
+                // Only the current second's bucket holds receipts not due yet: they go back.
+                let later = bucket.partition { $0.at > now }
+                due += bucket[..<later]
+                if later < bucket.endIndex { state.due[second] = Array(bucket[later...]) }
             }
             return due
         }
