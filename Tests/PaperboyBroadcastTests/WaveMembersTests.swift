@@ -42,23 +42,18 @@ struct WaveMembersTests {
 
     /// 40 targets, wave 1 sent to all of them, 10 receipts, then wave 2 counted ahead (26 minutes in: within
     /// --count-ahead of its start at 30).
-    struct Counted {
-        var id: UUID
-        var start: Date
-        var edition: Edition
-        var dispatcher: Dispatcher
-        var parts: (UUID, Date, Edition, Dispatcher) { (id, start, edition, dispatcher) }
-    }
-
-    static func sendWaveOneAndCount(_ fixture: inout BroadcastFixture, now t0: Date) async throws -> Counted {
+    static func sendWaveOneAndCount(
+        _ fixture: inout BroadcastFixture,
+        now t0: Date
+    ) async throws -> (id: UUID, start: Date, edition: Edition, dispatcher: Dispatcher) {
         try await fixture.register(40)
         let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
         let started = try await start(fixture, edition: edition, now: t0)
-        let counted = Counted(id: started.broadcast.id, start: started.broadcast.start, edition: edition, dispatcher: fixture.dispatcher())
-        #expect(try await fixture.step(at: counted.start.addingTimeInterval(10 * minute + 5), counted.dispatcher).sent == 40)
+        let dispatcher = fixture.dispatcher()
+        #expect(try await fixture.step(at: started.broadcast.start.addingTimeInterval(10 * minute + 5), dispatcher).sent == 40)
         for token in fixture.tokens.prefix(10) { try await fixture.receipt(token, edition: edition) }
-        _ = try await fixture.step(at: counted.start.addingTimeInterval(26 * minute), counted.dispatcher)
-        return counted
+        _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(26 * minute), dispatcher)
+        return (started.broadcast.id, started.broadcast.start, edition, dispatcher)
     }
 
     @Test(
@@ -67,7 +62,7 @@ struct WaveMembersTests {
     func laterWaveFromRecordedMembers() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
-            let (id, start, edition, dispatcher) = try await Self.sendWaveOneAndCount(&fixture, now: t0).parts
+            let (id, start, edition, dispatcher) = try await Self.sendWaveOneAndCount(&fixture, now: t0)
             // Counted: its 30 members recorded.
             let members = try await Self.scalar("SELECT count(*) FROM wave_members WHERE broadcast_id = \(id) AND wave = 2", fixture)
             #expect(members == 30, "40 targets, 10 receipts")
@@ -108,7 +103,7 @@ struct WaveMembersTests {
     func laterWaveWithoutRecordedMembers() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
-            let (id, start, _, dispatcher) = try await Self.sendWaveOneAndCount(&fixture, now: t0).parts
+            let (id, start, _, dispatcher) = try await Self.sendWaveOneAndCount(&fixture, now: t0)
             // What an earlier version's count leaves: the counts, no members.
             try await fixture.db.client.query("DELETE FROM wave_members WHERE broadcast_id = \(id)", logger: fixture.logger)
 
