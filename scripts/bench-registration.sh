@@ -53,6 +53,9 @@ else
     "$paperboy" publications add morning --app 1 >/dev/null
 fi
 pgbench_vars=()
+# pgbench runs the statement as serve does: a registration planned with its values (the extended protocol), a
+# receipt prepared once per connection (RecordReceipt).
+pgbench_protocol=extended
 if [ "$mode" = receipt ]; then
     if [ "$reuse" = 0 ]; then
         "$paperboy" devices seed --app 1 --publication morning --count "${DEVICES:-100000}" >/dev/null
@@ -77,6 +80,7 @@ json.dump({"publication": "morning", "issueDate": "2099-12-31", "deadline": dead
         > "$work/tokens.txt"
     [ -s "$work/tokens.txt" ] || { echo "bench-registration: --receipts: app 1 has no devices" >&2; exit 1; }
     export PAPERBOY_TOKENS="$work/tokens.txt"
+    pgbench_protocol=prepared
     pgbench_vars=(-D "maxid=$(psql -X -Atc 'SELECT max(id) FROM devices')" -D "edition=$PAPERBOY_EDITION")
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -100,7 +104,7 @@ for c in ${connections[*]}; do
             cat "$work/wrk.txt" >&2
             exit 1
         fi
-        pgbench -n -M extended -c "$c" -j 2 -T "$duration" ${pgbench_vars[@]+"${pgbench_vars[@]}"} -f "scripts/pgbench-$mode.sql" \
+        pgbench -n -M "$pgbench_protocol" -c "$c" -j 2 -T "$duration" ${pgbench_vars[@]+"${pgbench_vars[@]}"} -f "scripts/pgbench-$mode.sql" \
             > "$work/pgbench.txt" 2>&1 || { echo "bench-registration: pgbench failed:" >&2; tail -5 "$work/pgbench.txt" >&2; exit 1; }
         tps=$(awk '/^tps/ {print $3}' "$work/pgbench.txt")
         lat=$(awk '/latency average/ {print $4}' "$work/pgbench.txt")

@@ -1,4 +1,4 @@
--- The statement ReceiptRepository.record runs for one receipt (RequestStatements.recordReceipt), for a random
+-- The statement ReceiptRepository.record runs for one receipt (RecordReceipt, prepared as serve runs it), for a random
 -- device of app 1. pgbench cannot read a token list, so the token is the device's own, looked up by a random id
 -- (one primary-key probe more than the API's statement). Variables: maxid (the largest device id), edition.
 \set id random(1, :maxid)

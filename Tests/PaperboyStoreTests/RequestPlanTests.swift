@@ -31,7 +31,13 @@ struct RequestPlanTests {
             #expect(try await Self.scans(unindexed, db).contains { $0.node == "Seq Scan" && $0.table == "devices" })
 
             for statement in RequestStatements.catalogue {
-                let scans = try await Self.scans(statement.query(samples), db)
+                var scans = try await Self.scans(statement.query(samples), db)
+                if let types = statement.preparedTypes {
+                    // Run prepared, the statement gets the generic plan after a few executions: it must hold too.
+                    let generic = try await Self.genericScans(statement.query(samples), types: types, db)
+                    #expect(!generic.isEmpty, "\(statement.name): no generic plan explained")
+                    scans += generic
+                }
                 let sequential = Set(scans.filter { $0.node == "Seq Scan" }.map(\.table))
                 let offending = sequential.intersection(RequestStatements.bigTables).subtracting(statement.wholeTableReads)
                 #expect(offending.isEmpty, "\(statement.name) reads \(offending.sorted()) sequentially")
@@ -122,11 +128,44 @@ struct RequestPlanTests {
         var description: String { "\(node) on \(table) \(condition)" }
     }
 
+    /// The scans of the generic plan PostgreSQL gives a prepared statement (`plan_cache_mode =
+    /// force_generic_plan`): the plan made without the parameters' values, which a connection keeps reusing.
+    static func genericScans(_ query: PostgresQuery, types: [PostgresDataType], _ db: TestDatabase) async throws -> [Scan] {
+        let names = try types.map { try #require($0.knownSQLName) }
+        do {
+            return try await genericScans(query, names: names, db)
+        } catch {
+            // PSQLError's description hides the server's message.
+            Issue.record("explaining the generic plan failed: \(String(reflecting: error))")
+            throw error
+        }
+    }
+
+    private static func genericScans(_ query: PostgresQuery, names: [String], _ db: TestDatabase) async throws -> [Scan] {
+        try await db.client.withConnection { connection in
+            let prepare = "PREPARE plan_test (\(names.joined(separator: ", "))) AS " + query.sql
+            _ = try await connection.query(PostgresQuery(unsafeSQL: prepare), logger: db.logger)
+            _ = try await connection.query("SET plan_cache_mode = force_generic_plan", logger: db.logger)
+            // A generic plan is made without the parameters' values: NULLs do.
+            let parameters = Array(repeating: "NULL", count: names.count).joined(separator: ", ")
+            let explain = PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) EXECUTE plan_test (\(parameters))")
+            let scans = try await Self.scans(of: connection.query(explain, logger: db.logger))
+            _ = try await connection.query("DEALLOCATE plan_test", logger: db.logger)
+            _ = try await connection.query("RESET plan_cache_mode", logger: db.logger)
+            return scans
+        }
+    }
+
     /// The scans of a statement's plan.
     static func scans(_ query: PostgresQuery, _ db: TestDatabase) async throws -> [Scan] {
         let explain = PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) " + query.sql, binds: query.binds)
+        return try await scans(of: db.client.query(explain, logger: db.logger))
+    }
+
+    /// The scans of the plan an `EXPLAIN (FORMAT JSON)` returned.
+    static func scans(of rows: PostgresRowSequence) async throws -> [Scan] {
         var text = ""
-        for try await plan in try await db.client.query(explain, logger: db.logger).decode(ByteBuffer.self) {
+        for try await plan in rows.decode(ByteBuffer.self) {
             text += String(buffer: plan)
         }
         let plans = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])

@@ -35,10 +35,10 @@ public struct ReceiptRepository: Sendable {
             throw StoreError(code: .invalid, field: "seconds", message: "seconds must be 0 or more")
         }
         try report.context.validate()
-        let rows = try await client.query(RequestStatements.recordReceipt(appID: appID, candidates: candidates, report), logger: logger)
-        typealias Row = (Int64?, Bool, String?, Int64?, Double?, Date?, Bool?, Int16?, Bool?, Bool?, Bool?, Int16?, Int32?)
-        var found: Row?
-        for try await row in rows.decode(Row.self) { found = row }
+        var found: RecordReceipt.Row?
+        for try await row in try await client.execute(RecordReceipt(appID: appID, candidates: candidates, report), logger: logger) {
+            found = row
+        }
         guard let row = found, let deviceID = row.0 else {
             throw StoreError(code: .notFound, field: "token", message: "no device with this token is registered")
         }

@@ -70,11 +70,20 @@ public enum RequestStatements {
         /// Tables it reads whole by design (an audience count reads every target), so a sequential scan
         /// of them is the right plan; every other big table must be read through an index.
         public let wholeTableReads: Set<String>
+        /// The parameters' types of a statement the repository runs prepared (planned once per connection, then
+        /// PostgreSQL's generic plan, which knows no parameter's value); nil for one planned with its values.
+        public let preparedTypes: [PostgresDataType]?
         let build: @Sendable (Samples) -> PostgresQuery
 
-        init(_ name: String, wholeTableReads: Set<String> = [], _ build: @escaping @Sendable (Samples) -> PostgresQuery) {
+        init(
+            _ name: String,
+            wholeTableReads: Set<String> = [],
+            preparedTypes: [PostgresDataType]? = nil,
+            _ build: @escaping @Sendable (Samples) -> PostgresQuery
+        ) {
             self.name = name
             self.wholeTableReads = wholeTableReads
+            self.preparedTypes = preparedTypes
             self.build = build
         }
 
@@ -131,15 +140,11 @@ public enum RequestStatements {
         Statement("DELETE /v1/devices/{token}") { s in deleteDevice(appID: s.appID, candidates: [.apns(s.token)]) },
         Statement("DELETE /v1/devices/{token} (FCM)") { s in deleteDevice(appID: s.appID, candidates: [.fcm(s.fcmToken)]) },
         Statement("APNs 410: a device's id by token") { s in deviceID(appID: s.appID, environment: s.environment, token: s.token) },
-        Statement("POST /v1/devices/{token}/receipts: record") { s in
-            recordReceipt(appID: s.appID, candidates: [.apns(s.token)], ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
+        Statement("POST /v1/devices/{token}/receipts: record", preparedTypes: RecordReceipt.bindingDataTypes) { s in
+            recordReceipt(appID: s.appID, candidates: [.apns(s.token)], sampleReceipt(s))
         },
-        Statement("POST /v1/devices/{token}/receipts: record (FCM)") { s in
-            recordReceipt(
-                appID: s.appID,
-                candidates: [.fcm(s.fcmToken)],
-                ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1)
-            )
+        Statement("POST /v1/devices/{token}/receipts: record (FCM)", preparedTypes: RecordReceipt.bindingDataTypes) { s in
+            recordReceipt(appID: s.appID, candidates: [.fcm(s.fcmToken)], sampleReceipt(s))
         },
         Statement("POST /v1/devices/{token}/receipts: read the stored one") { s in findReceipt(deviceID: s.deviceID, editionID: s.editionID) },
         Statement("GET /v1/broadcasts/{id}: receipt tallies of the broadcast and its edition") { s in
@@ -458,43 +463,14 @@ public enum RequestStatements {
 
     // MARK: Receipts
 
-    /// One statement: find the device and the edition of the app, insert, or upgrade a failed receipt (with
-    /// the context the new report has). `xmax = 0` tells an inserted row from an updated one.
+    static func sampleReceipt(_ s: Samples) -> ReceiptReport {
+        let context = WakeContext(network: .wifi, charging: true, lowPowerMode: false, backgroundRefresh: true, wave: 1, secondsFromPush: 20)
+        return ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1, context: context)
+    }
+
+    /// ``RecordReceipt``'s statement with its values bound, as the catalogue explains it.
     static func recordReceipt(appID: Int, candidates: [PushToken], _ report: ReceiptReport) -> PostgresQuery {
-        let lookup = TokenLookup(candidates)
-        let context = report.context
-        return """
-            WITH device AS (
-                SELECT id FROM devices d
-                WHERE d.app_id = \(appID) AND ((d.provider = 0 AND d.token = \(lookup.apns)) OR (d.provider = 1 AND d.token = \(lookup.fcm)))
-                ORDER BY updated_at DESC LIMIT 1
-            ), edition AS (
-                SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id
-                WHERE e.id = \(report.editionID) AND p.app_id = \(appID)
-            ), upsert AS (
-                INSERT INTO receipts (
-                    device_id, edition_id, result, bytes, seconds,
-                    network, charging, low_power_mode, background_refresh, wave, seconds_from_push
-                )
-                SELECT device.id, edition.id, \(report.result.rawValue), \(report.bytes), \(report.seconds),
-                    \(context.network?.storageCode)::smallint, \(context.charging)::boolean, \(context.lowPowerMode)::boolean,
-                    \(context.backgroundRefresh)::boolean, \(context.wave.map { Int16(clamping: $0) })::smallint,
-                    \(context.secondsFromPush.map { Int32(clamping: $0) })::integer
-                FROM device, edition
-                ON CONFLICT (device_id, edition_id) DO UPDATE
-                    SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now(),
-                        network = EXCLUDED.network, charging = EXCLUDED.charging, low_power_mode = EXCLUDED.low_power_mode,
-                        background_refresh = EXCLUDED.background_refresh, wave = EXCLUDED.wave,
-                        seconds_from_push = EXCLUDED.seconds_from_push
-                    WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
-                RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created,
-                    network, charging, low_power_mode, background_refresh, wave, seconds_from_push
-            )
-            SELECT (SELECT id FROM device), EXISTS (SELECT 1 FROM edition),
-                u.result, u.bytes, u.seconds, u.received_at, u.created,
-                u.network, u.charging, u.low_power_mode, u.background_refresh, u.wave, u.seconds_from_push
-            FROM (SELECT 1) one LEFT JOIN upsert u ON true
-            """
+        PostgresQuery(unsafeSQL: RecordReceipt.sql, binds: RecordReceipt(appID: appID, candidates: candidates, report).makeBindings())
     }
 
     // The edition as `(SELECT …)`, a value the planner does not see: see `WaveAudience.condition`.
