@@ -61,11 +61,14 @@ public final class EmbeddedPostgres: Sendable {
     /// - Parameters:
     ///   - search: where to look for `initdb`, `pg_ctl` and `postgres`; by default `PAPERBOY_PG_BIN`, else the
     ///     newest `/usr/lib/postgresql/*/bin`, else `PATH` (see ``PostgresBinaries/Search/standard(environment:)``).
+    ///   - maxConnections: the server's `max_connections`: 200 serves a demo and its processes; a test process
+    ///     that runs many tests at once, each with its pool and its `serve` or `worker` processes, wants more.
     ///   - logger: receives start and stop messages.
     /// - Throws: ``EmbeddedPostgresError`` naming the step that failed; without PostgreSQL, saying what to
     ///   install or set. A failed start leaves no server running and no directory behind.
     public static func start(
         search: PostgresBinaries.Search = .standard(),
+        maxConnections: Int = 200,
         logger: Logger = Logger(label: "paperboy.embedded-postgres")
     ) async throws
         -> EmbeddedPostgres
@@ -99,7 +102,7 @@ public final class EmbeddedPostgres: Sendable {
                 as: runAs,
                 step: "initdb"
             )
-            let port = try await Self.startServer(bin: bin, directory: directory, runAs: runAs)
+            let port = try await Self.startServer(bin: bin, directory: directory, runAs: runAs, maxConnections: maxConnections)
             logger.info("started a throwaway PostgreSQL cluster", metadata: ["port": "\(port)", "directory": "\(directory)"])
             return EmbeddedPostgres(
                 host: "127.0.0.1",
@@ -152,14 +155,14 @@ public final class EmbeddedPostgres: Sendable {
         )
     }
 
-    private static func startServer(bin: String, directory: String, runAs: String?) async throws -> Int {
+    private static func startServer(bin: String, directory: String, runAs: String?, maxConnections: Int) async throws -> Int {
         var lastError: (any Error)?
         // A port found free can be taken before the server binds it; try a few.
         for _ in 0..<5 {
             let port = try freeLoopbackPort()
             let options = [
                 "-p \(port)", "-k \(directory)", "-c listen_addresses=127.0.0.1", "-c fsync=off",
-                "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=200",
+                "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=\(maxConnections)",
             ].joined(separator: " ")
             do {
                 try runTool(

@@ -73,8 +73,10 @@ private struct TestCluster: Sendable {
         } else {
             // `initdb` and `pg_ctl start` are waited for with a blocking `waitpid`, for many seconds on two busy
             // cores: on a thread of their own, not on one of the cooperative threads that the tests share.
+            // The parallel suite holds many pools and `serve` processes (up to 20 connections each) at once: 200
+            // connections were once not enough, and a `serve` failed to start with "too many clients already".
             let embedded = try await withTaskExecutorPreference(Self.startExecutor) {
-                try await EmbeddedPostgres.start(logger: logger)
+                try await EmbeddedPostgres.start(maxConnections: 500, logger: logger)
             }
             cluster = TestCluster(configuration: try DatabaseConfiguration(url: embedded.url(database: "postgres")), embedded: embedded)
         }
