@@ -141,10 +141,14 @@ public enum RequestStatements {
         Statement("DELETE /v1/devices/{token} (FCM)") { s in deleteDevice(appID: s.appID, candidates: [.fcm(s.fcmToken)]) },
         Statement("APNs 410: a device's id by token") { s in deviceID(appID: s.appID, environment: s.environment, token: s.token) },
         Statement("POST /v1/devices/{token}/receipts: record", preparedTypes: RecordReceipt.bindingDataTypes) { s in
-            recordReceipt(appID: s.appID, candidates: [.apns(s.token)], sampleReceipt(s))
+            recordReceipt(appID: s.appID, candidates: [.apns(s.token)], ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
         },
         Statement("POST /v1/devices/{token}/receipts: record (FCM)", preparedTypes: RecordReceipt.bindingDataTypes) { s in
-            recordReceipt(appID: s.appID, candidates: [.fcm(s.fcmToken)], sampleReceipt(s))
+            recordReceipt(
+                appID: s.appID,
+                candidates: [.fcm(s.fcmToken)],
+                ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1)
+            )
         },
         Statement("POST /v1/devices/{token}/receipts: read the stored one") { s in findReceipt(deviceID: s.deviceID, editionID: s.editionID) },
         Statement("GET /v1/broadcasts/{id}: receipt tallies of the broadcast and its edition") { s in
@@ -462,11 +466,6 @@ public enum RequestStatements {
     }
 
     // MARK: Receipts
-
-    static func sampleReceipt(_ s: Samples) -> ReceiptReport {
-        let context = WakeContext(network: .wifi, charging: true, lowPowerMode: false, backgroundRefresh: true, wave: 1, secondsFromPush: 20)
-        return ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1, context: context)
-    }
 
     /// ``RecordReceipt``'s statement with its values bound, as the catalogue explains it.
     static func recordReceipt(appID: Int, candidates: [PushToken], _ report: ReceiptReport) -> PostgresQuery {
