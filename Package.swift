@@ -12,8 +12,10 @@ let package = Package(
     products: [
         .executable(name: "paperboy", targets: ["paperboy"]),
         .executable(name: "paperboy-bench", targets: ["paperboy-bench"]),
+        .executable(name: "paperboy-sim", targets: ["paperboy-sim"]),
         .library(name: "PaperboyCore", targets: ["PaperboyCore"]),
         .library(name: "PaperboyText", targets: ["PaperboyText"]),
+        .library(name: "PaperboyDispatch", targets: ["PaperboyDispatch"]),
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "FCM", targets: ["FCM"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
@@ -45,6 +47,30 @@ let package = Package(
         // Domain values and pure logic: tokens, payload shapes, cohorts, plans. No I/O.
         .target(
             name: "PaperboyCore",
+            swiftSettings: swiftSettings
+        ),
+        // Every decision of a worker as pure state machines and policies: the worker (leasing, leases, writing,
+        // draining), each batch's sending, sender health, the unsendable rule, the misconfiguration guard. No I/O:
+        // the dispatcher runs their actions, and the simulation (paperboy-sim) drives them against models.
+        .target(
+            name: "PaperboyDispatch",
+            dependencies: ["PaperboyCore"],
+            swiftSettings: swiftSettings
+        ),
+        // The deterministic simulation: the worker's real machines (PaperboyDispatch) against models of PostgreSQL and
+        // the providers on a virtual clock, through a seed's faults, with the invariants checked after each run.
+        .target(
+            name: "PaperboySimulation",
+            dependencies: ["PaperboyDispatch", "PaperboyCore"],
+            swiftSettings: swiftSettings
+        ),
+        // `paperboy-sim`: runs seeds of the simulation and replays a failing one with its trace.
+        .executableTarget(
+            name: "paperboy-sim",
+            dependencies: [
+                "PaperboySimulation",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Terminal presentation: the reports, live lines, charts and tables the CLI and the demo print, and the
@@ -198,6 +224,7 @@ let package = Package(
             name: "PaperboyBroadcast",
             dependencies: [
                 "PaperboyCore",
+                "PaperboyDispatch",
                 "PaperboyStore",
                 "APNs",
                 "FCM",
@@ -346,6 +373,26 @@ let package = Package(
             dependencies: ["PaperboyCore"],
             swiftSettings: swiftSettings
         ),
+        // The worker's machines and policies, without I/O.
+        .testTarget(
+            name: "PaperboyDispatchTests",
+            dependencies: ["PaperboyDispatch", "PaperboyCore"],
+            swiftSettings: swiftSettings
+        ),
+        // The simulation's seeds, and the model kept equal to PostgreSQL (the contract suite runs against both).
+        .testTarget(
+            name: "PaperboySimulationTests",
+            dependencies: [
+                "PaperboySimulation",
+                "PaperboyDispatch",
+                "PaperboyCore",
+                "PaperboyStore",
+                "PaperboyTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PaperboyTextTests",
             dependencies: ["PaperboyText", "PaperboyCore"],
@@ -449,6 +496,7 @@ let package = Package(
             name: "PaperboyBroadcastTests",
             dependencies: [
                 "FCMSimulator",
+                "PaperboyDispatch",
                 "PushTransport",
                 "FCM",
                 "PaperboyBroadcast",

@@ -53,11 +53,12 @@ public struct APNsRejection: Sendable, Equatable, CustomStringConvertible {
 
     /// What the rejection means:
     ///
-    /// - ``PushVerdict/tokenDead(since:)``: `Unregistered` and `ExpiredToken` (410, since the answer's timestamp),
-    ///   `BadDeviceToken` (a token APNs does not know, or one of the other environment: a sandbox token sent to
-    ///   production) and `DeviceTokenNotForTopic`. The last is APNs's word on this token for this topic: a topic our
-    ///   key may not send to answers `TopicDisallowed` and a malformed one `BadTopic`, so what remains is a token
-    ///   issued to another app, which is FCM's `SENDER_ID_MISMATCH` and dead for this app alike.
+    /// - ``PushVerdict/tokenDead(since:)``: `Unregistered` and `ExpiredToken` (410, since the answer's timestamp).
+    /// - ``PushVerdict/tokenInvalid(hint:)``: `BadDeviceToken` (a token APNs does not know, or one of the other
+    ///   environment: a sandbox token sent to production) and `DeviceTokenNotForTopic` (APNs's word on this token for
+    ///   this topic: a topic our key may not send to answers `TopicDisallowed` and a malformed one `BadTopic`, so what
+    ///   remains is a token issued to another app, which is FCM's `SENDER_ID_MISMATCH`). Dead for this app, one
+    ///   device at a time; every device at once means the endpoint's environment or the app's bundle id is wrong.
     /// - ``PushVerdict/credentialsRejected``: every 403 (`InvalidProviderToken`, `ExpiredProviderToken` after the one
     ///   refresh, `MissingProviderToken`, `UnrelatedKeyIdInToken`, `Forbidden`, `BadCertificate…`) and 429
     ///   `TooManyProviderTokenUpdates`: APNs refused our provider token or key, never the device's fault.
@@ -70,8 +71,15 @@ public struct APNsRejection: Sendable, Equatable, CustomStringConvertible {
     public var verdict: PushVerdict {
         guard isAPNsAnswer else { return .foreignAnswer(status: status) }
         switch reason {
-        case .unregistered, .expiredToken, .badDeviceToken, .deviceTokenNotForTopic:
+        case .unregistered, .expiredToken:
             return .tokenDead(since: timestamp)
+        case .badDeviceToken:
+            return .tokenInvalid(
+                hint: "the devices' tokens are of the other APNs environment than the endpoint they were sent to "
+                    + "(sandbox tokens sent to production, or the reverse), or the endpoint is not the one intended"
+            )
+        case .deviceTokenNotForTopic:
+            return .tokenInvalid(hint: "the app's bundle id (apns-topic) is not the one its devices registered with")
         case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken,
             .unrelatedKeyIdInToken, .tooManyProviderTokenUpdates:
             return .credentialsRejected

@@ -84,8 +84,10 @@ public struct FCMRejection: Sendable, Equatable, CustomStringConvertible {
 
     /// What the rejection means:
     ///
-    /// - ``PushVerdict/tokenDead(since:)`` (FCM gives no time): `UNREGISTERED`, `SENDER_ID_MISMATCH` (a token of
-    ///   another Firebase project) and the `INVALID_ARGUMENT` that says the registration token is not valid.
+    /// - ``PushVerdict/tokenDead(since:)`` (FCM gives no time): `UNREGISTERED`.
+    /// - ``PushVerdict/tokenInvalid(hint:)``: `SENDER_ID_MISMATCH` (a token of another Firebase project) and the
+    ///   `INVALID_ARGUMENT` that says the registration token is not valid: dead for this app, one device at a time;
+    ///   every device at once means the service account is of another project than the app's devices.
     /// - ``PushVerdict/credentialsRejected``: 401 `UNAUTHENTICATED` after the one refresh of the access token, and
     ///   Google's `PERMISSION_DENIED` without an FCM code (the service account may not send for the project).
     /// - ``PushVerdict/misconfigured``: `THIRD_PARTY_AUTH_ERROR` (the app's APNs credentials at Firebase), and
@@ -96,7 +98,17 @@ public struct FCMRejection: Sendable, Equatable, CustomStringConvertible {
     public var verdict: PushVerdict {
         guard isFCMAnswer else { return .foreignAnswer(status: status) }
         switch action {
-        case .deactivateToken: return .tokenDead(since: nil)
+        case .deactivateToken:
+            switch code {
+            case .senderIDMismatch:
+                return .tokenInvalid(hint: "the app's service account is of another Firebase project than the one its devices registered with")
+            case .invalidArgument:
+                return .tokenInvalid(
+                    hint: "the devices' tokens are not registration tokens of the app's Firebase project (another project's, or not FCM tokens)"
+                )
+            default:
+                return .tokenDead(since: nil)
+            }
         case .refreshAccessToken: return .credentialsRejected
         case .fixConfiguration: return .misconfigured
         case .retry: return .dropped

@@ -52,6 +52,7 @@ final class DispatchMetrics: Sendable {
     private let sentSinceTick = Mutex<(count: Int, since: Date?)>((0, nil))
     /// The per-broadcast series the last tick recorded: those missing from the next are removed.
     private let shown = Mutex<Set<Series>>([])
+    private let shownHolds = Mutex<Set<Series>>([])
 
     /// - Parameters:
     ///   - factory: where the instruments go; the process's bootstrapped `MetricsSystem` when nil.
@@ -150,6 +151,27 @@ final class DispatchMetrics: Sendable {
             Gauge(label: key.label, dimensions: key.dimensions, factory: factory).record(value)
         }
         let gone = shown.withLock { shown in
+            defer { shown = Set(series.keys) }
+            return shown.subtracting(series.keys)
+        }
+        for key in gone {
+            Gauge(label: key.label, dimensions: key.dimensions, factory: factory).destroy()
+        }
+    }
+
+    /// Once per advance: the apps' providers held for a suspected misconfiguration (`paperboy_provider_held`, 1
+    /// while held) and the deactivations each holds (`paperboy_deactivations_held`); the series of a hold that ended go.
+    func holds(_ holds: [ProviderHold]) {
+        var series: [Series: Double] = [:]
+        for hold in holds {
+            let labels = [("app", "\(hold.appID)"), ("provider", hold.provider.rawValue)]
+            series[Series("paperboy_provider_held", labels + [("answer", hold.answer)])] = 1
+            series[Series("paperboy_deactivations_held", labels)] = Double(hold.heldDeactivations)
+        }
+        for (key, value) in series {
+            Gauge(label: key.label, dimensions: key.dimensions, factory: factory).record(value)
+        }
+        let gone = shownHolds.withLock { shown in
             defer { shown = Set(series.keys) }
             return shown.subtracting(series.keys)
         }

@@ -4,6 +4,14 @@ public enum PushProvider: String, Codable, CaseIterable, Sendable {
     case apns
     /// Firebase Cloud Messaging HTTP v1: Android devices, and iOS devices whose app registers through Firebase.
     case fcm
+
+    /// The provider's name in messages: "APNs", "FCM".
+    public var displayName: String {
+        switch self {
+        case .apns: "APNs"
+        case .fcm: "FCM"
+        }
+    }
 }
 
 /// The operating system of a device, which decides the shape of its push (an iOS device through FCM still

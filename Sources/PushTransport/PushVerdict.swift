@@ -5,13 +5,20 @@ import Foundation
 ///
 /// Only the provider's own answer can say that a token is dead or that our credentials were refused: an answer
 /// without the provider's error body (a proxy's HTML page, an empty 404, JSON of another shape) is
-/// ``misconfigured`` or ``fateUnknown`` (see ``foreignAnswer(status:)``), never ``tokenDead(since:)``.
+/// ``misconfigured`` or ``fateUnknown`` (see ``foreignAnswer(status:)``), never ``tokenDead(since:)`` or
+/// ``tokenInvalid(hint:)``.
 public enum PushVerdict: Sendable, Hashable {
     /// The provider took the message.
     case accepted
-    /// The provider says the token is dead: uninstalled, expired, or never valid for this app. Stop sending to it
-    /// until the device registers again (after `since`, when the provider says when it learned it).
+    /// The provider says the token is dead: the app was uninstalled or the token expired (APNs' 410, FCM's
+    /// `UNREGISTERED`). Stop sending to it until the device registers again (after `since`, when the provider says
+    /// when it learned it). Per-device truth: a configuration cannot make a whole fleet answer this.
     case tokenDead(since: Date?)
+    /// The provider says the token is not valid for this app: another app's or project's token, or one of the other
+    /// APNs environment (`BadDeviceToken`, `DeviceTokenNotForTopic`, `SENDER_ID_MISMATCH`, an invalid registration
+    /// token). For one device it is dead for this app; for every device at once the app's configuration is wrong, and
+    /// `hint` says what that would be (a sender holds the deactivations and tells the operator).
+    case tokenInvalid(hint: String)
     /// The provider refused *our* credentials (a provider token, an access token, a key): no message sent with
     /// them can succeed, and it is never the token's fault. Another host with other credentials may succeed.
     case credentialsRejected
@@ -27,18 +34,25 @@ public enum PushVerdict: Sendable, Hashable {
     /// It was never sent (no connection or credential in time, shut down, cancelled): safe to send again.
     case notSent
 
-    /// The case's name, for output lines and logs: `accepted`, `tokenDead`, `credentialsRejected`, `misconfigured`,
+    /// The case's name, for output lines and logs: `accepted`, `tokenDead`, `tokenInvalid`, `credentialsRejected`, `misconfigured`,
     /// `dropped`, `fateUnknown`, `notSent`.
     public var name: String {
         switch self {
         case .accepted: "accepted"
         case .tokenDead: "tokenDead"
+        case .tokenInvalid: "tokenInvalid"
         case .credentialsRejected: "credentialsRejected"
         case .misconfigured: "misconfigured"
         case .dropped: "dropped"
         case .fateUnknown: "fateUnknown"
         case .notSent: "notSent"
         }
+    }
+
+    /// What every device answering ``tokenInvalid(hint:)`` would mean; nil for the other verdicts.
+    public var misconfigurationHint: String? {
+        if case .tokenInvalid(let hint) = self { return hint }
+        return nil
     }
 
     /// The verdict on an answer that does not carry the provider's own error body, by its HTTP status:

@@ -29,7 +29,11 @@ struct APNsVerdictTests {
         arguments: [
             (410, APNsReason.unregistered, PushVerdict.tokenDead(since: Date(timeIntervalSince1970: 1_700_000_000))),
             (410, .expiredToken, .tokenDead(since: Date(timeIntervalSince1970: 1_700_000_000))),
-            (400, .badDeviceToken, .tokenDead(since: nil)), (400, .deviceTokenNotForTopic, .tokenDead(since: nil)),
+            (400, .badDeviceToken, PushVerdict.tokenInvalid(hint: APNsRejection(status: 400, reason: .badDeviceToken).verdict.misconfigurationHint!)),
+            (
+                400, .deviceTokenNotForTopic,
+                .tokenInvalid(hint: APNsRejection(status: 400, reason: .deviceTokenNotForTopic).verdict.misconfigurationHint!)
+            ),
             (403, .invalidProviderToken, .credentialsRejected), (403, .expiredProviderToken, .credentialsRejected),
             (403, .missingProviderToken, .credentialsRejected), (403, .unrelatedKeyIdInToken, .credentialsRejected),
             (403, .badCertificate, .credentialsRejected), (403, .forbidden, .credentialsRejected),

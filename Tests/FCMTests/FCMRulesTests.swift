@@ -76,8 +76,8 @@ struct FCMRulesTests {
             return rejection.verdict
         }
         #expect(verdict(404, "NOT_FOUND", fcmCode: "UNREGISTERED") == .tokenDead(since: nil))
-        #expect(verdict(403, "PERMISSION_DENIED", fcmCode: "SENDER_ID_MISMATCH") == .tokenDead(since: nil))
-        #expect(verdict(400, "INVALID_ARGUMENT", fcmCode: "INVALID_ARGUMENT", message: FCMErrorCode.invalidTokenMessage) == .tokenDead(since: nil))
+        #expect(verdict(403, "PERMISSION_DENIED", fcmCode: "SENDER_ID_MISMATCH").name == "tokenInvalid")
+        #expect(verdict(400, "INVALID_ARGUMENT", fcmCode: "INVALID_ARGUMENT", message: FCMErrorCode.invalidTokenMessage).name == "tokenInvalid")
         #expect(verdict(400, "INVALID_ARGUMENT", fcmCode: "INVALID_ARGUMENT", message: "Invalid value at 'message.data[0].value'") == .dropped)
         #expect(verdict(401, "UNAUTHENTICATED") == .credentialsRejected)
         #expect(verdict(403, "PERMISSION_DENIED") == .credentialsRejected, "the service account may not send for this project")

@@ -24,7 +24,9 @@ struct DispatcherTests {
         BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: maxPushes, alertLastResort: alert)
     }
 
-    @Test("BadDeviceToken deactivates by the database's clock: a worker whose clock runs an hour behind still stops pushing the token")
+    @Test(
+        "BadDeviceToken holds the deactivation, applied later by the database's clock: a worker whose clock runs an hour behind still stops pushing the token"
+    )
     func badTokenOnTheDatabaseClock() async throws {
         // The worker's clock is an hour behind the database's, which writes registered_at: by the worker's
         // clock every push was sent before the device registered.
@@ -45,6 +47,10 @@ struct DispatcherTests {
             )
             let wave1 = try await fixture.step(at: started.broadcast.start.addingTimeInterval(10 * Self.minute + 5), fixture.dispatcher())
             #expect(wave1.sent == 15)
+            let holds = ProviderHoldRepository(client: fixture.db.client)
+            #expect(try await holds.heldCount(logger: fixture.logger) == 5, "held, not applied: no misconfiguration suspected yet")
+            // Ten minutes later by the database's clock (which stamped the answers), nothing suspected: applied.
+            #expect(try await holds.applyDue(before: Date().addingTimeInterval(1), logger: fixture.logger) == 5)
             let devices = DeviceRepository(client: fixture.db.client)
             for index in 0..<5 {
                 let bad = try await devices.find(
@@ -172,7 +178,12 @@ struct DispatcherTests {
                 logger: fixture.logger
             )
             #expect(gone?.active == false)
-            // So did BadDeviceToken: the token itself is wrong, and wave 1 of the next edition must not push it again.
+            // BadDeviceToken held the deactivation (ten devices of 120: no misconfiguration suspected); ten minutes later
+            // by the database's clock it is applied, and no later wave pushes the token again.
+            let holds = ProviderHoldRepository(client: fixture.db.client)
+            #expect(try await holds.heldCount(logger: fixture.logger) == 10)
+            #expect(try await holds.all(logger: fixture.logger).isEmpty)
+            #expect(try await holds.applyDue(before: Date().addingTimeInterval(1), logger: fixture.logger) == 10)
             let bad = try await DeviceRepository(client: fixture.db.client).find(
                 appID: fixture.app.id,
                 token: BroadcastFixture.token(2000, prefix: "bad0"),
@@ -421,14 +432,16 @@ struct DispatcherTests {
             _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(20), dispatcher)
             _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(29), dispatcher)
             #expect(fixture.accepted().count == 40 - dead.devices)
-            // After it, the dead worker's batch too.
-            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(31), dispatcher)
+            // Ten seconds after it (the grace that lets a holder renew after a database outage), the dead worker's batch too.
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(39), dispatcher)
+            #expect(fixture.accepted().count == 40 - dead.devices, "not within the grace")
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(41), dispatcher)
             #expect(fixture.accepted().count == 40)
             #expect(fixture.accepted().values.allSatisfy { $0 == 1 })
             // Its devices went out after the lease expired, in the wave's next free slot: never two at once.
             let times = try await Self.sendTimes(started.broadcast.id, fixture: fixture)
             #expect(Self.busiestSecond(times) <= 2)
-            #expect(times.filter { $0 >= started.broadcast.start.addingTimeInterval(30) }.count == dead.devices)
+            #expect(times.filter { $0 >= started.broadcast.start.addingTimeInterval(40) }.count == dead.devices)
             // The dead worker cannot record the batch any more.
             #expect(try await fixture.repository.record(dead, outcomes: [], owner: "dead-worker", now: t0, logger: fixture.logger) == false)
             let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))

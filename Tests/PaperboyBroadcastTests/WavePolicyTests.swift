@@ -3,7 +3,9 @@ import FCM
 import Foundation
 import PaperboyBroadcast
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
+import PushTransport
 import Testing
 
 /// The wave policy's rules, without a database: what a running broadcast does next.
@@ -236,7 +238,7 @@ struct SendRulesTests {
     @Test("nothing goes out at or after the deadline")
     func deadline() {
         #expect(
-            SendRules.skipReason(
+            SkipRules.skipReason(
                 for: Self.target(recent: 0),
                 kind: .background,
                 at: Self.deadline,
@@ -246,11 +248,11 @@ struct SendRulesTests {
                 == .deadline
         )
         #expect(
-            SendRules.skipReason(for: Self.target(recent: 0), kind: .alert, at: Self.deadline, deadline: Self.deadline, configured: { _ in true })
+            SkipRules.skipReason(for: Self.target(recent: 0), kind: .alert, at: Self.deadline, deadline: Self.deadline, configured: { _ in true })
                 == .deadline
         )
         #expect(
-            SendRules.skipReason(
+            SkipRules.skipReason(
                 for: Self.target(recent: 0),
                 kind: .background,
                 at: Self.deadline - 1,
@@ -265,7 +267,7 @@ struct SendRulesTests {
     func hourlyBudget() {
         let early = Self.deadline - 600
         #expect(
-            SendRules.skipReason(
+            SkipRules.skipReason(
                 for: Self.target(recent: BroadcastOptions.hourlyBudget - 1),
                 kind: .background,
                 at: early,
@@ -275,7 +277,7 @@ struct SendRulesTests {
                 == nil
         )
         #expect(
-            SendRules.skipReason(
+            SkipRules.skipReason(
                 for: Self.target(recent: BroadcastOptions.hourlyBudget),
                 kind: .background,
                 at: early,
@@ -284,7 +286,7 @@ struct SendRulesTests {
             )
                 == .hourlyBudget
         )
-        #expect(SendRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline, configured: { _ in true }) == nil)
+        #expect(SkipRules.skipReason(for: Self.target(recent: 9), kind: .alert, at: early, deadline: Self.deadline, configured: { _ in true }) == nil)
     }
 
     @Test("the budget is counted in the hour before the device's own send instant, not before its batch was read")
@@ -295,7 +297,7 @@ struct SendRulesTests {
         let device = BatchTarget(deviceID: 1, token: Self.target(recent: 0).token, tier: .large, recentBackgroundPushes: pushes)
         #expect(device.backgroundPushes(inHourBefore: read) == 3)
         func reason(at instant: Date) -> SkipReason? {
-            SendRules.skipReason(for: device, kind: .background, at: instant, deadline: Self.deadline, configured: { _ in true })
+            SkipRules.skipReason(for: device, kind: .background, at: instant, deadline: Self.deadline, configured: { _ in true })
         }
         #expect(reason(at: read) == .hourlyBudget)
         #expect(reason(at: read + 59) == .hourlyBudget)
@@ -314,11 +316,11 @@ struct SendRulesTests {
         )
         let early = Self.deadline - 600
         #expect(
-            SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, configured: { $0 != .fcm }) == .fcmNotConfigured
+            SkipRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, configured: { $0 != .fcm }) == .fcmNotConfigured
         )
-        #expect(SendRules.skipReason(for: fcm, kind: .alert, at: early, deadline: Self.deadline, configured: { $0 != .fcm }) == .fcmNotConfigured)
-        #expect(SendRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, configured: { _ in true }) == nil)
-        #expect(SendRules.skipReason(for: fcm, kind: .background, at: Self.deadline, deadline: Self.deadline, configured: { _ in true }) == .deadline)
+        #expect(SkipRules.skipReason(for: fcm, kind: .alert, at: early, deadline: Self.deadline, configured: { $0 != .fcm }) == .fcmNotConfigured)
+        #expect(SkipRules.skipReason(for: fcm, kind: .background, at: early, deadline: Self.deadline, configured: { _ in true }) == nil)
+        #expect(SkipRules.skipReason(for: fcm, kind: .background, at: Self.deadline, deadline: Self.deadline, configured: { _ in true }) == .deadline)
         let budgetSpent = BatchTarget(
             deviceID: 3,
             token: fcm.token,
@@ -327,51 +329,63 @@ struct SendRulesTests {
             recentBackgroundPushes: Self.target(recent: BroadcastOptions.hourlyBudget).recentBackgroundPushes
         )
         #expect(
-            SendRules.skipReason(for: budgetSpent, kind: .background, at: early, deadline: Self.deadline, configured: { _ in true }) == .hourlyBudget,
+            SkipRules.skipReason(for: budgetSpent, kind: .background, at: early, deadline: Self.deadline, configured: { _ in true }) == .hourlyBudget,
             "Android keeps the same budget"
         )
         #expect(
-            SendRules.skipReason(for: Self.target(recent: 0), kind: .background, at: early, deadline: Self.deadline, configured: { $0 != .fcm })
+            SkipRules.skipReason(for: Self.target(recent: 0), kind: .background, at: early, deadline: Self.deadline, configured: { $0 != .fcm })
                 == nil
         )
     }
 
-    @Test("FCM answers: dead-token codes deactivate when recorded, retryable and message errors do not; the code is the reason")
+    static func result(of outcome: some PushOutcome) -> BatchOutcome.Result {
+        SendRules.answer(outcome, position: 0, generation: 1).result
+    }
+
+    @Test(
+        "FCM answers: UNREGISTERED deactivates when recorded, 'not valid for this app' codes defer it, retryable and message errors do not; the code is the reason"
+    )
     func fcmResults() {
         func rejected(_ status: Int, _ code: FCMErrorCode, _ message: String = "") -> BatchOutcome.Result {
-            SendRules.result(of: .rejected(FCMRejection(status: status, code: code, message: message)))
+            Self.result(of: FCMOutcome.rejected(FCMRejection(status: status, code: code, message: message)))
         }
         #expect(rejected(404, .unregistered) == .rejected(reason: "UNREGISTERED", deactivates: .whenRecorded))
-        #expect(rejected(403, .senderIDMismatch) == .rejected(reason: "SENDER_ID_MISMATCH", deactivates: .whenRecorded))
+        #expect(rejected(403, .senderIDMismatch) == .rejected(reason: "SENDER_ID_MISMATCH", deactivates: .deferred))
         #expect(
-            rejected(400, .invalidArgument, FCMErrorCode.invalidTokenMessage) == .rejected(reason: "INVALID_ARGUMENT", deactivates: .whenRecorded)
+            rejected(400, .invalidArgument, FCMErrorCode.invalidTokenMessage) == .rejected(reason: "INVALID_ARGUMENT", deactivates: .deferred)
+        )
+        #expect(
+            SendRules.answer(FCMOutcome.rejected(FCMRejection(status: 403, code: .senderIDMismatch, message: "")), position: 0, generation: 1)
+                .misconfigurationHint?.contains("another Firebase project") == true
         )
         #expect(rejected(400, .invalidArgument, "Invalid JSON payload received.") == .rejected(reason: "INVALID_ARGUMENT", deactivates: nil))
         #expect(rejected(429, .quotaExceeded) == .rejected(reason: "QUOTA_EXCEEDED", deactivates: nil))
         #expect(rejected(401, .thirdPartyAuthError) == .rejected(reason: "THIRD_PARTY_AUTH_ERROR", deactivates: nil))
-        #expect(SendRules.result(of: FCMOutcome.accepted(name: "projects/p/messages/1")) == .accepted)
+        #expect(Self.result(of: FCMOutcome.accepted(name: "projects/p/messages/1")) == .accepted)
     }
 
-    @Test("a reason permanent for the token deactivates the device from the 410's timestamp, or from when the database records it")
+    @Test(
+        "410 deactivates the device from its timestamp; 'not valid for this app' answers defer it (a fleet answering them at once is a misconfiguration)"
+    )
     func permanentReasons() {
         let gone = Self.deadline - 7200
         #expect(
-            SendRules.result(of: .rejected(APNsRejection(status: 410, reason: .unregistered, timestamp: gone)))
+            Self.result(of: APNsOutcome.rejected(APNsRejection(status: 410, reason: .unregistered, timestamp: gone)))
                 == .rejected(reason: "Unregistered", deactivates: .at(gone))
         )
         #expect(
-            SendRules.result(of: .rejected(APNsRejection(status: 400, reason: .badDeviceToken)))
-                == .rejected(reason: "BadDeviceToken", deactivates: .whenRecorded)
+            Self.result(of: APNsOutcome.rejected(APNsRejection(status: 400, reason: .badDeviceToken)))
+                == .rejected(reason: "BadDeviceToken", deactivates: .deferred)
         )
         #expect(
-            SendRules.result(of: .rejected(APNsRejection(status: 400, reason: .deviceTokenNotForTopic)))
-                == .rejected(reason: "DeviceTokenNotForTopic", deactivates: .whenRecorded)
+            Self.result(of: APNsOutcome.rejected(APNsRejection(status: 400, reason: .deviceTokenNotForTopic)))
+                == .rejected(reason: "DeviceTokenNotForTopic", deactivates: .deferred)
         )
         // A provider-side problem says nothing about the token.
         #expect(
-            SendRules.result(of: .rejected(APNsRejection(status: 403, reason: .expiredProviderToken)))
+            Self.result(of: APNsOutcome.rejected(APNsRejection(status: 403, reason: .expiredProviderToken)))
                 == .rejected(reason: "ExpiredProviderToken", deactivates: nil)
         )
-        #expect(SendRules.result(of: .accepted(apnsID: "x")) == .accepted)
+        #expect(Self.result(of: APNsOutcome.accepted(apnsID: "x")) == .accepted)
     }
 }

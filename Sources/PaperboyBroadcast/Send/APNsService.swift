@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 
 /// APNs as the dispatcher uses it: an app's token-auth key (a `.p8` file, or `env:VARIABLE` holding the PEM), one
@@ -79,34 +80,28 @@ public struct APNsService: PushService {
         app: App,
         pushes: Pushes,
         sentAt: Date,
+        generation: Int,
         client: APNsClient,
-        logger: Logger
-    ) async -> [BatchSendMachine.Answer] {
+        logger: Logger,
+        report: @escaping @Sendable ([BatchSendMachine.Answer]) -> Void
+    ) async {
         var deliveries: [APNsDelivery] = []
         var positions: [Int] = []
-        var answers: [BatchSendMachine.Answer] = []
+        var unsendable: [BatchSendMachine.Answer] = []
         for item in items {
             let target = targets[item.position]
             let push = item.readyAlert ? pushes.readyAlert : pushes.byTier[target.tier]
             guard case .apns(let token) = target.token, let push else {
                 // Never the case: the send machine hands APNs only APNs devices, and the ready alert only when made.
-                answers.append(BatchSendMachine.Answer(position: item.position, result: .notSent))
+                unsendable.append(BatchSendMachine.Answer(position: item.position, result: .notSent, generation: generation))
                 continue
             }
             deliveries.append(APNsDelivery(push, to: token.hex, topic: app.bundleID))
             positions.append(item.position)
         }
+        if !unsendable.isEmpty { report(unsendable) }
         let results = await client.send(deliveries)
-        for (position, result) in zip(positions, results) {
-            answers.append(
-                BatchSendMachine.Answer(
-                    position: position,
-                    result: SendRules.result(of: result.outcome),
-                    credentialsRejected: SendRules.refusesCredentials(result.outcome)
-                )
-            )
-        }
-        return answers
+        report(zip(positions, results).map { SendRules.answer($1.outcome, position: $0, generation: generation) })
     }
 
     public func isUnreachable(_ client: APNsClient) -> Bool { client.isUnreachable }

@@ -2,6 +2,7 @@ import FCM
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 
 /// FCM as the dispatcher uses it: an app's service-account file, one client per service account
@@ -74,13 +75,15 @@ public struct FCMService: PushService {
         app: App,
         pushes: Pushes,
         sentAt: Date,
+        generation: Int,
         client: FCMClient,
-        logger: Logger
-    ) async -> [BatchSendMachine.Answer] {
+        logger: Logger,
+        report: @escaping @Sendable ([BatchSendMachine.Answer]) -> Void
+    ) async {
         var made: [String: FCMMessage] = [:]
         var deliveries: [FCMDelivery] = []
         var positions: [Int] = []
-        var answers: [BatchSendMachine.Answer] = []
+        var unbuilt: [BatchSendMachine.Answer] = []
         for item in items {
             let target = targets[item.position]
             let key = target.tier.rawValue + "/" + target.platform.rawValue
@@ -98,28 +101,26 @@ public struct FCMService: PushService {
                     "an FCM message cannot be built at its instant; its device is recorded as rejected",
                     metadata: [LogKey.reason: "\(error)", LogKey.tier: "\(target.tier.rawValue)"]
                 )
-                answers.append(BatchSendMachine.Answer(position: item.position, result: .rejected(reason: "messageInvalid", deactivates: nil)))
+                unbuilt.append(
+                    BatchSendMachine.Answer(
+                        position: item.position,
+                        result: .rejected(reason: "messageInvalid", deactivates: nil),
+                        generation: generation
+                    )
+                )
                 continue
             }
             deliveries.append(FCMDelivery(message, to: target.token.text))
             positions.append(item.position)
         }
+        if !unbuilt.isEmpty { report(unbuilt) }
         let results = await client.send(deliveries)
         if results.contains(where: { if case .rejected(let rejection) = $0.outcome { rejection.action == .fixConfiguration } else { false } }) {
             logger.error(
                 "FCM cannot reach this app's iOS devices: Firebase holds no valid APNs credentials for it (THIRD_PARTY_AUTH_ERROR); upload the APNs key in the Firebase console"
             )
         }
-        for (position, result) in zip(positions, results) {
-            answers.append(
-                BatchSendMachine.Answer(
-                    position: position,
-                    result: SendRules.result(of: result.outcome),
-                    credentialsRejected: SendRules.refusesCredentials(result.outcome)
-                )
-            )
-        }
-        return answers
+        report(zip(positions, results).map { SendRules.answer($1.outcome, position: $0, generation: generation) })
     }
 
     static func message(_ pushes: Pushes, tier: ImageTier, platform: DevicePlatform, sentAt: Date) throws -> FCMMessage {

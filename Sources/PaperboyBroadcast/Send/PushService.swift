@@ -1,12 +1,13 @@
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 
 /// One push provider as the dispatcher uses it: where an app's credentials for it live and how they are loaded,
 /// how a client is made from them, how an edition becomes its pushes, how they are sent, and what each answer
 /// means for the device. APNs (``APNsService``) and FCM (``FCMService``) conform; a third provider is one more
-/// conformance, and ``ProviderChannels`` and ``Dispatcher`` serve it unchanged.
+/// conformance and one more ``ProviderChannels`` in the list a ``Dispatcher`` is given: nothing else names a provider.
 public protocol PushService: Sendable {
     /// Where an app's secret for this provider lives and what names it, as stored: never the secret itself.
     associatedtype Credentials: Sendable & Equatable
@@ -38,16 +39,19 @@ public protocol PushService: Sendable {
     /// Whether `pushes` hold the ready alert (``BroadcastPreflight/readyNotification(for:wave:)``).
     func hasReadyAlert(_ pushes: Pushes) -> Bool
 
-    /// Sends `items` (their targets) at `sentAt`, and returns what each answer means, in order.
+    /// Sends `items` (their targets) at `sentAt` and reports what each answer means through `report`, every item
+    /// exactly once, as the answers come (in groups); returns when every item was reported.
     func send(
         _ items: [BatchSendMachine.Push],
         targets: [BatchTarget],
         app: App,
         pushes: Pushes,
         sentAt: Date,
+        generation: Int,
         client: Client,
-        logger: Logger
-    ) async -> [BatchSendMachine.Answer]
+        logger: Logger,
+        report: @escaping @Sendable ([BatchSendMachine.Answer]) -> Void
+    ) async
 
     /// True while the client cannot reach its endpoint or it does not answer.
     func isUnreachable(_ client: Client) -> Bool
@@ -66,12 +70,27 @@ public struct ChannelError: Error, CustomStringConvertible, Equatable {
     }
 }
 
+/// A batch's pushes cannot be built (a payload over the provider's limit): the broadcast cannot be sent at all.
+public struct PushBuildError: Error, CustomStringConvertible {
+    public var provider: PushProvider
+    public var underlying: any Error
+    public var description: String { "the \(provider.displayName) push cannot be built: \(underlying)" }
+}
+
 /// One provider's way out for one batch, whatever the provider: what the dispatcher sends with.
-protocol BatchChannel: Sendable {
+public protocol BatchChannel: Sendable {
     var provider: PushProvider { get }
+    /// The generation of the credentials it sends with.
+    var generation: Int { get }
     var isUnreachable: Bool { get }
     var silenceLimit: Duration { get }
-    func send(_ items: [BatchSendMachine.Push], targets: [BatchTarget], sentAt: Date, logger: Logger) async -> [BatchSendMachine.Answer]
+    func send(
+        _ items: [BatchSendMachine.Push],
+        targets: [BatchTarget],
+        sentAt: Date,
+        logger: Logger,
+        report: @escaping @Sendable ([BatchSendMachine.Answer]) -> Void
+    ) async
 }
 
 /// A provider's client with the batch's pushes made.
@@ -80,12 +99,29 @@ struct PreparedChannel<Service: PushService>: BatchChannel {
     let client: Service.Client
     let app: App
     let pushes: Service.Pushes
+    let generation: Int
 
     var provider: PushProvider { Service.provider }
     var isUnreachable: Bool { service.isUnreachable(client) }
     var silenceLimit: Duration { service.silenceLimit(client) }
 
-    func send(_ items: [BatchSendMachine.Push], targets: [BatchTarget], sentAt: Date, logger: Logger) async -> [BatchSendMachine.Answer] {
-        await service.send(items, targets: targets, app: app, pushes: pushes, sentAt: sentAt, client: client, logger: logger)
+    func send(
+        _ items: [BatchSendMachine.Push],
+        targets: [BatchTarget],
+        sentAt: Date,
+        logger: Logger,
+        report: @escaping @Sendable ([BatchSendMachine.Answer]) -> Void
+    ) async {
+        await service.send(
+            items,
+            targets: targets,
+            app: app,
+            pushes: pushes,
+            sentAt: sentAt,
+            generation: generation,
+            client: client,
+            logger: logger,
+            report: report
+        )
     }
 }

@@ -18,8 +18,12 @@ extension BroadcastRepository {
     ///     batch is what a worker that dies may have sent without recording it.
     /// - Returns: nil when nothing is due.
     ///   - excluding: batches this worker holds already (it may still be sending one whose lease ran out).
-    ///   - excludingApps: apps this worker cannot send for now (their credentials cannot be loaded here): their
-    ///     batches are left to the other workers.
+    ///   - excludingApps: apps this worker cannot send for now through any of their providers: their new batches are
+    ///     left to the other workers.
+    ///   - excludingProviders: apps' providers this worker cannot send through now: batches given back for them (and
+    ///     only them) are left to the other workers. Batches given back for providers held for a suspected
+    ///     misconfiguration (`provider_holds`) wait for every worker, and so do new batches of an app whose every
+    ///     provider is held.
     public func lease(
         owner: String,
         now: Date,
@@ -29,6 +33,8 @@ extension BroadcastRepository {
         maxBatchSize: Int,
         excluding held: [Int64] = [],
         excludingApps apps: [Int] = [],
+        excludingProviders providers: [(appID: Int, provider: PushProvider)] = [],
+        takeOver: Bool = true,
         logger: Logger
     ) async throws -> LeasedBatch? {
         precondition(maxBatchSize > 0, "a batch holds at least one device")
@@ -37,7 +43,15 @@ extension BroadcastRepository {
         // slot, after the work already claimed, so taking one over never doubles the rate.
         let taken = try await client.transaction(logger: logger) { connection -> LeasedBatch? in
             let rows = try await connection.query(
-                Self.takeOverQuery(owner: owner, duration: duration, now: leaseNow, excluding: held, excludingApps: apps),
+                Self.takeOverQuery(
+                    owner: owner,
+                    duration: duration,
+                    now: leaseNow,
+                    excluding: held,
+                    excludingApps: apps,
+                    excludingProviders: providers,
+                    expired: takeOver
+                ),
                 logger: logger
             )
             var id: Int64?
@@ -48,7 +62,7 @@ extension BroadcastRepository {
                 wave: batch.wave,
                 planned: batch.plannedTime(index: 0),
                 devices: batch.devices,
-                now: now,
+                now: leaseNow,
                 on: connection,
                 logger: logger
             )
@@ -122,7 +136,7 @@ extension BroadcastRepository {
                     wave: Int(wave),
                     planned: planned,
                     devices: devices,
-                    now: now,
+                    now: leaseNow,
                     on: connection,
                     logger: logger
                 )
@@ -145,14 +159,25 @@ extension BroadcastRepository {
         return nil
     }
 
-    /// Takes over the oldest batch whose lease expired (its worker died), for `owner` for `duration` seconds;
-    /// never one of `held` nor one of `apps`' broadcasts. `now`: the lease clock's instant, nil for the database's.
+    /// How long after a lease expired another worker may take its batch over: time for its holder to renew it once the
+    /// database answers again. A database away for longer than a lease expires every lease it held; without this, the
+    /// first worker to poll after it took over batches whose holders were alive and done, and sent them again (found by
+    /// the simulation: `paperboy-sim`, seed 857). A dead worker's batches wait this much longer.
+    public static let takeOverGrace: TimeInterval = 10
+
+    /// Takes over the oldest batch whose lease expired (its worker died) or that was given back, for `owner` for
+    /// `duration` seconds; never one of `held` nor one of `apps`' broadcasts, nor one given back for providers that
+    /// are all either among `providers` (this worker cannot send through them) or held for the app. `now`: the lease
+    /// clock's instant, nil for the database's. Without `expired`, only batches given back (a worker just back from a
+    /// database outage leaves expired leases to their holders for a while).
     static func takeOverQuery(
         owner: String,
         duration: TimeInterval,
         now: Date?,
         excluding held: [Int64],
-        excludingApps apps: [Int] = []
+        excludingApps apps: [Int] = [],
+        excludingProviders providers: [(appID: Int, provider: PushProvider)] = [],
+        expired: Bool = true
     ) -> PostgresQuery {
         """
         UPDATE broadcast_batches
@@ -160,9 +185,16 @@ extension BroadcastRepository {
             leases = leases + 1
         WHERE id = (
             SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
-            WHERE bb.done_at IS NULL AND bb.lease_expires_at < coalesce(\(now)::timestamptz, now()) AND b.state = 'running'
+                JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+            WHERE bb.done_at IS NULL AND b.state = 'running'
+                AND (bb.lease_owner = '' OR (\(expired) AND bb.lease_expires_at < coalesce(\(now)::timestamptz, now()) - make_interval(secs => \(Self.takeOverGrace))))
                 AND bb.id <> ALL (\(held)::bigint[])
-                AND NOT b.edition_id IN (SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id WHERE p.app_id = ANY (\(apps)::integer[]))
+                AND p.app_id <> ALL (\(apps)::integer[])
+                AND NOT (cardinality(bb.given_back_providers) > 0 AND NOT EXISTS (
+                    SELECT 1 FROM unnest(bb.given_back_providers) AS gp(provider)
+                    WHERE NOT EXISTS (SELECT 1 FROM provider_holds h WHERE h.app_id = p.app_id AND h.provider = gp.provider)
+                        AND NOT EXISTS (SELECT 1 FROM unnest(\(providers.map(\.appID))::integer[], \(providers.map { $0.provider.storageCode })::smallint[])
+                            AS x(app_id, provider) WHERE x.app_id = p.app_id AND x.provider = gp.provider)))
             ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
         RETURNING id
         """
@@ -181,28 +213,33 @@ extension BroadcastRepository {
             AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'),
                 coalesce((SELECT o.next_slot FROM editions e JOIN publications p ON p.id = e.publication_id JOIN origins o ON o.id = p.origin_id
                     WHERE e.id = b.edition_id), '-infinity')) <= \(dueBy)
-            AND NOT b.edition_id IN (SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id WHERE p.app_id = ANY (\(apps)::integer[]))
+            AND NOT b.edition_id IN (SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id JOIN apps a ON a.id = p.app_id
+                WHERE p.app_id = ANY (\(apps)::integer[])
+                    OR ((a.key_id IS NULL OR EXISTS (SELECT 1 FROM provider_holds h WHERE h.app_id = a.id AND h.provider = 0))
+                        AND (a.fcm_project_id IS NULL OR EXISTS (SELECT 1 FROM provider_holds h WHERE h.app_id = a.id AND h.provider = 1))))
         ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
         LIMIT 1 FOR UPDATE OF c SKIP LOCKED
         """
     }
 
-    /// When the next batch of a running wave comes due (its planned instant or the wave's next free slot,
-    /// whichever is later), or an unfinished batch's lease expires after `now`; nil when neither exists.
-    public func nextDue(now: Date, logger: Logger) async throws -> Date? {
+    /// When a worker should next look for work: `lookahead` before the next batch of a running wave comes due (its
+    /// planned instant or the wave's next free slot, whichever is later), or when an unfinished batch's expired lease
+    /// may be taken over, after `now`; nil when neither exists.
+    public func nextDue(now: Date, lookahead: TimeInterval = 0, logger: Logger) async throws -> Date? {
         let rows = try await client.query(
             """
             SELECT min(due) FROM (
                 SELECT min(greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'),
                     coalesce((SELECT o.next_slot FROM editions e JOIN publications p ON p.id = e.publication_id JOIN origins o ON o.id = p.origin_id
-                        WHERE e.id = b.edition_id), '-infinity'))) AS due
+                        WHERE e.id = b.edition_id), '-infinity'))) - make_interval(secs => \(lookahead)) AS due
                 FROM broadcast_cohorts c
                 JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
                 JOIN broadcasts b ON b.id = c.broadcast_id
                 WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
                 UNION ALL
-                SELECT min(bb.lease_expires_at) FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
-                WHERE bb.done_at IS NULL AND b.state = 'running' AND bb.lease_expires_at >= coalesce(\(leaseNow(now))::timestamptz, now())
+                SELECT min(bb.lease_expires_at + make_interval(secs => \(Self.takeOverGrace))) FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
+                WHERE bb.done_at IS NULL AND b.state = 'running' AND bb.lease_owner <> ''
+                    AND bb.lease_expires_at + make_interval(secs => \(Self.takeOverGrace)) >= coalesce(\(leaseNow(now))::timestamptz, now())
             ) next
             """,
             logger: logger
@@ -221,13 +258,16 @@ extension BroadcastRepository {
     /// origin's timeline, exclusively: it starts no earlier than the end of every slot any broadcast of the origin
     /// claimed, and holds the origin for `devices / capacity` (the batch sends at the capacity within it), so the
     /// origin never sees more than its capacity in total. The origin's row is locked before the wave's, always.
+    ///
+    /// `now` is the lease clock's: nil for the database's, so that a worker whose clock runs ahead cannot start its
+    /// slot inside the one before (workers pace on the database's clock, measured at each heartbeat).
     /// - Returns: when the slot starts.
     static func claimSlot(
         broadcastID: UUID,
         wave: Int,
         planned: Date,
         devices: Int,
-        now: Date,
+        now: Date?,
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> Date {
@@ -237,15 +277,16 @@ extension BroadcastRepository {
         let rows = try await connection.query(
             """
             UPDATE broadcast_waves
-            SET next_slot = greatest(coalesce(next_slot, '-infinity'), \(planned), \(now), \(origin?.next)::timestamptz)
+            SET next_slot = greatest(coalesce(next_slot, '-infinity'), \(planned), coalesce(\(now)::timestamptz, now()), \(origin?.next)::timestamptz)
                     + make_interval(secs => \(Double(devices)) / rate),
-                behind_seconds = extract(epoch FROM greatest(coalesce(next_slot, '-infinity'), \(planned), \(now), \(origin?.next)::timestamptz) - \(planned))
+                behind_seconds = extract(epoch FROM greatest(coalesce(next_slot, '-infinity'), \(planned), coalesce(\(now)::timestamptz, now()),
+                    \(origin?.next)::timestamptz) - \(planned))
             WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND rate > 0
             RETURNING next_slot - make_interval(secs => \(Double(devices)) / rate)
             """,
             logger: logger
         )
-        var slot = max(planned, now)
+        var slot = max(planned, now ?? planned)
         for try await start in rows.decode(Date.self) { slot = start }
         if let origin {
             try await connection.query(
@@ -267,10 +308,19 @@ extension BroadcastRepository {
     }
 
     /// A new slot for the devices of a batch from its `index`-th on, when the worker fell behind the batch's
-    /// slot (it was paused, starved, or could not send): they go out after the work claimed meanwhile.
+    /// slot (it was paused, starved, or could not send): they go out after the work claimed meanwhile, and no
+    /// earlier than `notBefore` (a silence limit after a provider came back).
     /// - Returns: when the `index`-th device goes out; nil when `owner` no longer holds this lease of the
     ///   batch (its new holder sends it).
-    public func reclaimSlot(_ batch: LeasedBatch, from index: Int, remaining: Int, owner: String, now: Date, logger: Logger) async throws -> Date? {
+    public func reclaimSlot(
+        _ batch: LeasedBatch,
+        from index: Int,
+        remaining: Int,
+        owner: String,
+        now: Date,
+        notBefore: Date? = nil,
+        logger: Logger
+    ) async throws -> Date? {
         try await client.transaction(logger: logger) { connection -> Date? in
             let held = try await connection.query(
                 """
@@ -283,22 +333,13 @@ extension BroadcastRepository {
             return try await Self.claimSlot(
                 broadcastID: batch.broadcastID,
                 wave: batch.wave,
-                planned: batch.plannedTime(index: index),
+                planned: max(batch.plannedTime(index: index), notBefore ?? .distantPast),
                 devices: max(1, remaining),
-                now: now,
+                now: self.leaseNow(now),
                 on: connection,
                 logger: logger
             )
         }
-    }
-
-    /// What ``renew(_:owner:duration:now:logger:)`` found.
-    public struct LeaseRenewal: Sendable, Equatable {
-        /// The batches still held; a batch missing from it must not be sent on.
-        public var held: Set<Int64> = []
-        /// Held batches whose broadcast is no longer running (cancelled): their unsent devices are recorded
-        /// as skipped.
-        public var stopped: Set<Int64> = []
     }
 
     /// Extends the leases `owner` holds on `batches` by `duration` seconds from now (the lease clock's). A lease is identified by the batch and its
@@ -424,8 +465,11 @@ extension BroadcastRepository {
     }
 
     /// Records what became of a batch's devices, in one transaction: the delivery ledger, the cohort's
-    /// counters, 410s deactivating devices (with the timestamp rule), and the batch done.
+    /// counters, 410s deactivating devices (with the timestamp rule), deactivations held for answers that say the
+    /// token is not valid for the app, and the batch done.
     ///
+    /// Idempotent: a record retried after its COMMIT's answer was lost finds the batch done by this lease and
+    /// writes nothing again.
     /// - Returns: false, recording nothing, when `owner` no longer holds this lease of the batch (it expired
     ///   and was taken over, by another worker or this one; the new lease records it).
     @discardableResult
@@ -438,13 +482,17 @@ extension BroadcastRepository {
                 """,
                 logger: logger
             )
-            return try await done.collect().count == 1
+            if try await done.collect().count == 1 { return .write }
+            return try await Self.fenceAgain(batch, owner: owner, givenBack: false, on: connection, logger: logger)
         }
     }
 
     /// Records what became of the devices a worker sent of a batch, and gives the rest back to the cohort: the batch
-    /// stays open under its lease, left expired so that another worker takes it over at once and sends the devices
-    /// not delivered in this wave (a drain, or a provider this worker cannot send through).
+    /// stays open, left to nobody and expired so that another worker takes it over at once and sends the devices not
+    /// delivered in this wave (a drain, or providers this worker could not send through).
+    ///
+    /// Idempotent: a give-back retried after its COMMIT's answer was lost finds it done by this lease and writes
+    /// nothing again. The lease it ends can no longer be renewed.
     ///
     /// - Parameters:
     ///   - recorded: the outcomes of the devices written to a provider (or skipped): recorded as ``record(_:outcomes:owner:now:logger:)``
@@ -452,6 +500,8 @@ extension BroadcastRepository {
     ///   - firstReturned: the batch position of the first device given back: the rest is planned from there.
     ///   - returned: how many devices go back.
     ///   - reason: why, as `broadcast status` shows it.
+    ///   - providers: the providers this worker could not send through (workers that cannot either leave the batch
+    ///     to others); empty for a drain.
     /// - Returns: false, recording nothing, when `owner` no longer holds this lease of the batch.
     @discardableResult
     public func giveBack(
@@ -460,24 +510,62 @@ extension BroadcastRepository {
         firstReturned: Int,
         returned: Int,
         because reason: String,
+        providers: [PushProvider] = [],
         owner: String,
         now: Date,
         logger: Logger
     ) async throws -> Bool {
         let leaseNow = leaseNow(now)
+        let codes = providers.map(\.storageCode)
         return try await write(batch, outcomes: recorded, now: now, logger: logger) { connection in
             let given = try await connection.query(
                 """
                 UPDATE broadcast_batches
                 SET give_backs = give_backs + 1, given_back_for = \(reason), devices = \(max(1, returned)),
                     first_ordinal = first_ordinal + \(firstReturned), slot_start = NULL,
+                    given_back_providers = \(codes)::smallint[],
+                    given_back_since = CASE WHEN cardinality(\(codes)::smallint[]) = 0 THEN NULL
+                        ELSE coalesce(given_back_since, coalesce(\(leaseNow)::timestamptz, now())) END,
+                    given_back_by = lease_owner, given_back_lease = leases, lease_owner = '',
                     lease_expires_at = coalesce(\(leaseNow)::timestamptz, now()) - interval '1 millisecond'
                 WHERE id = \(batch.id) AND lease_owner = \(owner) AND leases = \(Int16(batch.leases)) AND done_at IS NULL RETURNING id
                 """,
                 logger: logger
             )
-            return try await given.collect().count == 1
+            if try await given.collect().count == 1 { return .write }
+            return try await Self.fenceAgain(batch, owner: owner, givenBack: true, on: connection, logger: logger)
         }
+    }
+
+    /// What a fence that did not pass means: the batch was recorded (or given back) by this very lease already (a
+    /// retry after a lost COMMIT answer: nothing to write again), or the lease is another's.
+    static func fenceAgain(
+        _ batch: LeasedBatch,
+        owner: String,
+        givenBack: Bool,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> Fence {
+        let rows = try await connection.query(
+            """
+            SELECT CASE WHEN \(givenBack) THEN given_back_by = \(owner) AND given_back_lease = \(Int16(batch.leases))
+                ELSE done_at IS NOT NULL AND lease_owner = \(owner) AND leases = \(Int16(batch.leases)) END
+            FROM broadcast_batches WHERE id = \(batch.id)
+            """,
+            logger: logger
+        )
+        for try await written in rows.decode(Bool.self) where written { return .writtenBefore }
+        return .lost
+    }
+
+    /// What a write's fence found.
+    enum Fence {
+        /// The lease holds: write.
+        case write
+        /// This lease wrote it already.
+        case writtenBefore
+        /// The lease is another's: write nothing.
+        case lost
     }
 
     /// Writes `outcomes` in one transaction after `fence` (which ends or gives back the batch under its lease)
@@ -487,7 +575,7 @@ extension BroadcastRepository {
         outcomes: [BatchOutcome],
         now: Date,
         logger: Logger,
-        fence: @escaping @Sendable (PostgresConnection) async throws -> Bool
+        fence: @escaping @Sendable (PostgresConnection) async throws -> Fence
     ) async throws -> Bool {
         var sentIDs: [Int64] = []
         var sentAt: [Date] = []
@@ -502,6 +590,9 @@ extension BroadcastRepository {
         var goneIDs: [Int64] = []
         var goneAt: [Date] = []
         var goneWhenRecorded: [Bool] = []
+        var heldIDs: [Int64] = []
+        var heldProviders: [Int16] = []
+        var heldReasons: [String] = []
         for outcome in outcomes {
             let (result, reason): (String, String)
             switch outcome.result {
@@ -520,6 +611,10 @@ extension BroadcastRepository {
                     goneIDs.append(outcome.deviceID)
                     goneAt.append(now)
                     goneWhenRecorded.append(true)
+                case .deferred:
+                    heldIDs.append(outcome.deviceID)
+                    heldProviders.append(outcome.provider.storageCode)
+                    heldReasons.append(why)
                 case nil:
                     break
                 }
@@ -548,7 +643,11 @@ extension BroadcastRepository {
         let counted =
             background && batch.wave == 1 ? sentIDs.indices.filter { results[$0] == "accepted" && sentBackground[$0] }.map { sentIDs[$0] } : []
         return try await client.transaction(logger: logger) { connection -> Bool in
-            guard try await fence(connection) else { return false }
+            switch try await fence(connection) {
+            case .write: break
+            case .writtenBefore: return true
+            case .lost: return false
+            }
             if sent > 0 {
                 try await connection.query(
                     """
@@ -587,6 +686,12 @@ extension BroadcastRepository {
             if !goneIDs.isEmpty {
                 try await connection.query(
                     RequestStatements.unregister(deviceIDs: goneIDs, at: goneAt, atDatabaseNow: goneWhenRecorded, now: now),
+                    logger: logger
+                )
+            }
+            if !heldIDs.isEmpty {
+                try await connection.query(
+                    RequestStatements.holdDeactivations(deviceIDs: heldIDs, appID: batch.appID, providers: heldProviders, reasons: heldReasons),
                     logger: logger
                 )
             }
@@ -633,7 +738,7 @@ extension BroadcastRepository {
         let rows = try await connection.query(Self.batchQuery(id: id), logger: logger)
         typealias Row = (
             Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?, Date, Int16,
-            Double?, Bool
+            Double?, Bool, Date
         )
         for try await row in rows.decode(Row.self) {
             let options = try Self.options(row.15, broadcast: row.1)
@@ -664,7 +769,8 @@ extension BroadcastRepository {
                     ? options.lastBackgroundFollowUp(wave: Int(row.2), deadline: row.16) : nil,
                 givenBack: row.20 > 0,
                 originCapacity: row.21,
-                membersRecorded: row.22
+                membersRecorded: row.22,
+                leasedAt: row.23
             )
         }
         return nil
@@ -674,7 +780,7 @@ extension BroadcastRepository {
         """
         SELECT bb.id, bb.broadcast_id, bb.wave, w.kind, bb.cohort, bb.first_key, bb.last_key, bb.first_ordinal, bb.devices,
             c.starts_at, w.rate, b.edition_id, p.app_id, p.id, b.environment, b.plan::text, e.deadline, bb.leases, bb.slot_start, w.starts_at,
-            bb.give_backs, (SELECT o.capacity FROM origins o WHERE o.id = p.origin_id), w.members
+            bb.give_backs, (SELECT o.capacity FROM origins o WHERE o.id = p.origin_id), w.members, clock_timestamp()
         FROM broadcast_batches bb
         JOIN broadcast_cohorts c ON c.broadcast_id = bb.broadcast_id AND c.wave = bb.wave AND c.cohort = bb.cohort
         JOIN broadcast_waves w ON w.broadcast_id = bb.broadcast_id AND w.wave = bb.wave

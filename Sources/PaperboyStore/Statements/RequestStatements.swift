@@ -307,6 +307,12 @@ public enum RequestStatements {
         },
         Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now)
         },
+        Statement("dispatch: hold the deactivations of tokens a provider called not valid for the app (record)") { s in
+            holdDeactivations(deviceIDs: [s.deviceID], appID: s.appID, providers: [0], reasons: ["BadDeviceToken"])
+        },
+        Statement("dispatch: apply held deactivations nobody suspects a misconfiguration of (each second)") { _ in
+            applyHeldDeactivations(before: nil, limit: 1000)
+        },
     ]
 
     /// The wave audience of the sample broadcast, as the dispatcher builds it.
@@ -438,6 +444,38 @@ public enum RequestStatements {
         FROM (SELECT id, CASE WHEN database_now THEN now() ELSE at END AS at
               FROM unnest(\(deviceIDs)::bigint[], \(times)::timestamptz[], \(atDatabaseNow)::boolean[]) AS given(id, at, database_now)) u
         WHERE devices.id = u.id
+        """
+    }
+
+    /// Deactivations held for answers that said the token is not valid for the app (migration 0023): the database's
+    /// clock, which writes `registered_at`, is the answer's time (a worker's may disagree); a device answered again
+    /// keeps its first.
+    static func holdDeactivations(deviceIDs: [Int64], appID: Int, providers: [Int16], reasons: [String]) -> PostgresQuery {
+        """
+        INSERT INTO held_deactivations (device_id, app_id, provider, reason, answered_at)
+        SELECT u.id, \(appID), u.provider, u.reason, now()
+        FROM unnest(\(deviceIDs)::bigint[], \(providers)::smallint[], \(reasons)::text[]) AS u(id, provider, reason)
+        ON CONFLICT (device_id) DO NOTHING
+        """
+    }
+
+    /// Applies held deactivations answered before `cutoff` whose app's provider is not held, at most `limit` of them,
+    /// oldest first; a device registered again after its answer stays active. Returns how many were applied.
+    static func applyHeldDeactivations(before cutoff: Date?, limit: Int) -> PostgresQuery {
+        """
+        WITH due AS (
+            DELETE FROM held_deactivations x WHERE x.device_id IN (
+                SELECT h.device_id FROM held_deactivations h
+                WHERE h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes')
+                    AND NOT EXISTS (SELECT 1 FROM provider_holds p WHERE p.app_id = h.app_id AND p.provider = h.provider)
+                ORDER BY h.app_id, h.provider, h.answered_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            RETURNING x.device_id, x.answered_at
+        ), gone AS (
+            UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, due.answered_at),
+                active = devices.active AND devices.registered_at > due.answered_at, updated_at = now()
+            FROM due WHERE devices.id = due.device_id RETURNING 1
+        )
+        SELECT count(*)::integer FROM due
         """
     }
 

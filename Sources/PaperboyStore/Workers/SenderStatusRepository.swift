@@ -3,52 +3,6 @@ import Logging
 import PaperboyCore
 import PostgresNIO
 
-/// What one worker says of one app's provider (`sender_status`, migration 0014).
-public struct SenderStatus: Sendable, Equatable {
-    public var appID: Int
-    public var provider: PushProvider
-    public var worker: String
-    /// When it last recorded pushes of the app through the provider (at most 30 s old while it sends).
-    public var lastSentAt: Date?
-    /// Why it cannot send for the app now; nil when it can.
-    public var problem: String?
-    public var problemSince: Date?
-    public var updatedAt: Date
-
-    public init(
-        appID: Int,
-        provider: PushProvider,
-        worker: String,
-        lastSentAt: Date? = nil,
-        problem: String? = nil,
-        problemSince: Date? = nil,
-        updatedAt: Date
-    ) {
-        self.appID = appID
-        self.provider = provider
-        self.worker = worker
-        self.lastSentAt = lastSentAt
-        self.problem = problem
-        self.problemSince = problemSince
-        self.updatedAt = updatedAt
-    }
-}
-
-/// A running broadcast that has batches given back because a worker could not send through a provider, with what
-/// every worker says of that app and provider: what ``SenderStatusRepository/givenBackBroadcasts(logger:)`` reads for
-/// the rule that fails a broadcast nobody can send.
-public struct GivenBackBroadcast: Sendable, Equatable {
-    public var broadcastID: UUID
-    public var appID: Int
-    public var statuses: [SenderStatus]
-
-    public init(broadcastID: UUID, appID: Int, statuses: [SenderStatus]) {
-        self.broadcastID = broadcastID
-        self.appID = appID
-        self.statuses = statuses
-    }
-}
-
 /// Which worker can send for which app through which provider.
 public struct SenderStatusRepository: Sendable {
     let client: PostgresClient
@@ -84,28 +38,31 @@ public struct SenderStatusRepository: Sendable {
         )
     }
 
-    /// The running broadcasts with a batch given back because a worker could not send through a provider, each
-    /// with every worker's status for its app.
+    /// The running broadcasts with batches given back because workers could not send through a provider (not held
+    /// for a misconfiguration), with how long each provider's oldest has waited and every worker's status for the
+    /// app and provider.
     public func givenBackBroadcasts(logger: Logger) async throws -> [GivenBackBroadcast] {
         let rows = try await client.query(Self.givenBackQuery, logger: logger)
         var found: [UUID: GivenBackBroadcast] = [:]
         var order: [UUID] = []
-        for try await (broadcastID, appID, provider, worker, lastSent, problem, since, updated) in rows.decode(
-            (UUID, Int, Int16?, String?, Date?, String?, Date?, Date?).self
+        for try await (broadcastID, appID, code, since, worker, lastSent, problem, problemSince, updated) in rows.decode(
+            (UUID, Int, Int16, Date, String?, Date?, String?, Date?, Date?).self
         ) {
             if found[broadcastID] == nil {
                 found[broadcastID] = GivenBackBroadcast(broadcastID: broadcastID, appID: appID, statuses: [])
                 order.append(broadcastID)
             }
-            guard let provider, let worker, let updated else { continue }
+            let provider = PushProvider(storageCode: code)
+            found[broadcastID]?.givenBackSince[provider] = since
+            guard let worker, let updated else { continue }
             found[broadcastID]?.statuses.append(
                 SenderStatus(
                     appID: appID,
-                    provider: PushProvider(storageCode: provider),
+                    provider: provider,
                     worker: worker,
                     lastSentAt: lastSent,
                     problem: problem,
-                    problemSince: since,
+                    problemSince: problemSince,
                     updatedAt: updated
                 )
             )
@@ -115,14 +72,19 @@ public struct SenderStatusRepository: Sendable {
 
     /// Open batches are few (the partial index `broadcast_batches_open`), running broadcasts fewer.
     static let givenBackQuery: PostgresQuery = """
-        SELECT b.id, p.app_id, s.provider, s.worker, s.last_sent_at, s.problem, s.problem_since, s.updated_at
-        FROM broadcasts b
+        WITH waiting AS (
+            SELECT bb.broadcast_id, gp.provider, min(bb.given_back_since) AS since
+            FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
+                CROSS JOIN LATERAL unnest(bb.given_back_providers) AS gp(provider)
+            WHERE bb.done_at IS NULL AND b.state = 'running' AND bb.given_back_since IS NOT NULL
+            GROUP BY bb.broadcast_id, gp.provider
+        )
+        SELECT w.broadcast_id, p.app_id, w.provider, w.since, s.worker, s.last_sent_at, s.problem, s.problem_since, s.updated_at
+        FROM waiting w JOIN broadcasts b ON b.id = w.broadcast_id
         JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
-        LEFT JOIN sender_status s ON s.app_id = p.app_id
-        WHERE b.state = 'running' AND EXISTS (
-            SELECT 1 FROM broadcast_batches bb
-            WHERE bb.broadcast_id = b.id AND bb.done_at IS NULL AND bb.given_back_for IS NOT NULL AND bb.given_back_for <> 'draining')
-        ORDER BY b.id
+        LEFT JOIN sender_status s ON s.app_id = p.app_id AND s.provider = w.provider
+        WHERE NOT EXISTS (SELECT 1 FROM provider_holds h WHERE h.app_id = p.app_id AND h.provider = w.provider)
+        ORDER BY w.broadcast_id, w.provider
         """
 
     /// Deletes the statuses of workers not heard of since `cutoff` (workers long gone).

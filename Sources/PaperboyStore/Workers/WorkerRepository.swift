@@ -45,8 +45,10 @@ public struct WorkerRepository: Sendable {
     }
 
     /// Stores what the worker says of itself now (its heartbeat).
-    public func report(_ status: WorkerStatus, logger: Logger) async throws {
-        try await client.query(
+    /// - Returns: the database's clock when it wrote the row: workers pace on it.
+    @discardableResult
+    public func report(_ status: WorkerStatus, logger: Logger) async throws -> Date? {
+        let rows = try await client.query(
             """
             INSERT INTO workers (name, started_at, seen_at, draining, batches, problems, last_error, last_error_at)
             VALUES (\(status.name), \(status.startedAt), \(status.seenAt), \(status.draining), \(status.batches), \(status.problems),
@@ -54,9 +56,13 @@ public struct WorkerRepository: Sendable {
             ON CONFLICT (name) DO UPDATE SET started_at = excluded.started_at, seen_at = excluded.seen_at, draining = excluded.draining,
                 batches = excluded.batches, problems = excluded.problems, last_error = excluded.last_error,
                 last_error_at = excluded.last_error_at
+            RETURNING clock_timestamp()
             """,
             logger: logger
         )
+        var now: Date?
+        for try await value in rows.decode(Date.self) { now = value }
+        return now
     }
 
     /// The workers seen since `since`, most recently started first.

@@ -1,0 +1,469 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyDispatch
+import PaperboyStore
+import Synchronization
+
+/// The worker machine's actions, one small function each: do the I/O, report what came of it as the next event.
+extension Dispatcher {
+    /// Runs an I/O action in a task of its own, whose event goes back into the loop.
+    func spawnIO(_ action: WorkerMachine.Action, _ input: AsyncStream<WorkerMachine.Event>.Continuation) {
+        state.withLock { state in
+            state.nextTask += 1
+            let id = state.nextTask
+            state.tasks[id] = Task {
+                if let event = await self.run(action) { input.yield(event) }
+                _ = self.state.withLock { $0.tasks.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Hands a send to its channel in a task the batch can withdraw; each group of answers goes back as it comes. A
+    /// send without a channel is answered `notSent` at once: every send ends in exactly one answer per target.
+    func startSend(_ id: Int64, _ send: BatchSendMachine.Send, _ input: AsyncStream<WorkerMachine.Event>.Continuation) {
+        metrics.late(by: send.late)
+        state.withLock { state in
+            guard let ways = state.batches[id], let channel = ways.channels[send.provider] else {
+                input.yield(.answered(id, send.pushes.map { .init(position: $0.position, result: .notSent, generation: send.generation) }))
+                return
+            }
+            state.nextSend += 1
+            let key = state.nextSend
+            let (targets, logger) = (ways.targets, batchLogger(ways.batch))
+            state.sends[id, default: [:]][key] = Task {
+                await channel.send(send.pushes, targets: targets, sentAt: send.sentAt, logger: logger) { answers in
+                    input.yield(.answered(id, answers))
+                }
+                _ = self.state.withLock { $0.sends[id]?.removeValue(forKey: key) }
+            }
+        }
+    }
+
+    /// One I/O action; nil when it reports nothing back.
+    func run(_ action: WorkerMachine.Action) async -> WorkerMachine.Event? {
+        switch action {
+        case .lease(let request): await lease(request)
+        case .read(let batch): await read(batch)
+        case .claimSlot(let batch, let from, let remaining, let notBefore):
+            await claimSlot(batch, from: from, remaining: remaining, notBefore: notBefore)
+        case .renew(let batches): await renew(batches)
+        case .confirmLease(let batch): await confirm(batch)
+        case .reloadCredentials(let batch, let provider, let generation): await reload(batch, provider, refusedGeneration: generation)
+        case .write(let batch, let completion): await write(batch, completion)
+        case .failBroadcast(let batch, let cause, let reason): await fail(batch, cause: cause, reason: reason)
+        case .reportProblem(let problem): await report(problem)
+        case .reportSent(let key, let recovered): await reportSent(key, recovered: recovered)
+        case .raiseHold(let suspicion): await raise(suspicion)
+        case .reportStatus: await reportStatus()
+        case .send, .withdraw, .ended, .stop: nil
+        }
+    }
+
+    func lease(_ request: WorkerMachine.LeaseRequest) async -> WorkerMachine.Event? {
+        do {
+            let asked = clock.now()
+            let now = moment().now
+            let batch = try await database {
+                try await self.repository.lease(
+                    owner: self.configuration.owner,
+                    now: now,
+                    lookahead: self.configuration.lookahead.seconds,
+                    duration: self.configuration.leaseDuration.seconds,
+                    batchDuration: self.configuration.batchDuration.seconds,
+                    maxBatchSize: self.configuration.maxBatchSize,
+                    excluding: request.excludingBatches,
+                    excludingApps: request.excludingApps,
+                    excludingProviders: request.excludingProviders.map { ($0.appID, $0.provider) },
+                    takeOver: request.takeOver,
+                    logger: self.logger
+                )
+            }
+            // The batch's slot is on the database's clock: pace on it, measured now, before anything of it is sent.
+            if let databaseNow = batch?.leasedAt { measure(databaseNow, askedAt: asked) }
+            return .leased(batch)
+        } catch is CancellationError {
+            return nil
+        } catch {
+            logger.error("could not lease a batch", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            noteError("could not lease a batch", error)
+            return .leaseFailed("\(error)")
+        }
+    }
+
+    /// Reads a leased batch: its app, targets, edition and the app's holds; makes each provider's way out.
+    func read(_ batch: LeasedBatch) async -> WorkerMachine.Event {
+        let logger = batchLogger(batch)
+        do {
+            let now = moment().now
+            guard let app = try await database({ try await self.apps.find(id: batch.appID, logger: logger) }) else {
+                return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "app \(batch.appID) does not exist"))
+            }
+            let targets = try await database { try await self.repository.targets(of: batch, now: now, logger: logger) }
+            guard let edition = try await database({ try await self.editions.find(id: batch.editionID, logger: logger) }) else {
+                return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "edition \(batch.editionID) does not exist"))
+            }
+            let held = try await database { try await self.holds.holds(appID: app.id, logger: logger) }
+            var contents = WorkerMachine.BatchContents(
+                targets: targets,
+                providers: [:],
+                appProviders: Set(providers.values.filter { $0.isConfigured(for: app) }.map(\.provider))
+            )
+            var channels: [PushProvider: any BatchChannel] = [:]
+            for provider in Set(targets.map(\.provider)) {
+                if let hold = held.first(where: { $0.provider == provider }) {
+                    contents.providers[provider] = .held(hold.reason)
+                    continue
+                }
+                guard let way = providers[provider] else {
+                    contents.providers[provider] = .notConfigured
+                    continue
+                }
+                switch try way.way(for: batch, app: app, edition: edition) {
+                case .ready(let channel, let readyAlert):
+                    channels[provider] = channel
+                    contents.providers[provider] = .ready(generation: channel.generation)
+                    if readyAlert { contents.readyAlertProviders.insert(provider) }
+                case .notConfigured:
+                    contents.providers[provider] = .notConfigured
+                case .unavailable(let reason):
+                    contents.providers[provider] = .unavailable(reason)
+                }
+            }
+            state.withLock { $0.batches[batch.id] = BatchWays(batch: batch, app: app, edition: edition, channels: channels, targets: targets) }
+            return .batchRead(batch.id, contents)
+        } catch let error as PushBuildError {
+            let reason = "the \(batch.kind.rawValue) \(error.provider.displayName) push cannot be built: \(error.underlying)"
+            return .batchUnreadable(batch.id, .broadcast(cause: "push", reason: reason))
+        } catch let error as UnreadableRow {
+            return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "\(error)"))
+        } catch {
+            return .batchUnreadable(batch.id, .database(String(reflecting: error)))
+        }
+    }
+
+    func claimSlot(_ batch: LeasedBatch, from index: Int, remaining: Int, notBefore: Date?) async -> WorkerMachine.Event? {
+        let logger = batchLogger(batch)
+        do {
+            let now = moment().now
+            let start = try await database {
+                try await self.repository.reclaimSlot(
+                    batch,
+                    from: index,
+                    remaining: remaining,
+                    owner: self.configuration.owner,
+                    now: now,
+                    notBefore: notBefore,
+                    logger: logger
+                )
+            }
+            guard let start else { return .leaseLost(batch.id) }
+            return .slotClaimed(batch.id, start)
+        } catch is CancellationError {
+            return nil
+        } catch {
+            logger.warning("could not claim a new slot for a late batch; trying again", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            return .slotClaimFailed(batch.id, "\(error)")
+        }
+    }
+
+    func renew(_ batches: [LeasedBatch]) async -> WorkerMachine.Event? {
+        do {
+            let now = moment().now
+            let renewal = try await database {
+                try await self.repository.renew(
+                    batches,
+                    owner: self.configuration.owner,
+                    duration: self.configuration.leaseDuration.seconds,
+                    now: now,
+                    logger: self.logger
+                )
+            }
+            return .renewed(renewal)
+        } catch is CancellationError {
+            return nil
+        } catch {
+            logger.warning("could not renew leases", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            return .renewFailed("\(error)")
+        }
+    }
+
+    func confirm(_ batch: LeasedBatch) async -> WorkerMachine.Event? {
+        do {
+            let now = moment().now
+            let renewal = try await database {
+                try await self.repository.renew(
+                    [batch],
+                    owner: self.configuration.owner,
+                    duration: self.configuration.leaseDuration.seconds,
+                    now: now,
+                    logger: self.logger
+                )
+            }
+            return .leaseConfirmed(batch.id, renewal)
+        } catch is CancellationError {
+            return nil
+        } catch {
+            batchLogger(batch).warning("could not confirm a lease; trying again", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            return .leaseConfirmFailed(batch.id, "\(error)")
+        }
+    }
+
+    /// Reads the app's credentials for `provider` again, from the database and their file or variable; when they
+    /// changed, the batch's channel is made again from the app as read now.
+    func reload(_ batch: LeasedBatch, _ provider: PushProvider, refusedGeneration: Int) async -> WorkerMachine.Event {
+        let logger = batchLogger(batch)
+        let reload = await reloaded(batch, provider, refusedGeneration: refusedGeneration, logger: logger)
+        logger.warning(
+            "\(provider.displayName) refused this worker's credentials; they were read again",
+            metadata: [LogKey.app: "\(batch.appID)", LogKey.provider: "\(provider.rawValue)", LogKey.result: "\(reload)"]
+        )
+        return .credentialsReloaded(batch.id, provider, reload)
+    }
+
+    private func reloaded(_ batch: LeasedBatch, _ provider: PushProvider, refusedGeneration: Int, logger: Logger) async -> BatchSendMachine.Reload {
+        let app: App?
+        do {
+            app = try await database { try await self.apps.find(id: batch.appID, logger: logger) }
+        } catch {
+            return .failed("app \(batch.appID): its credentials could not be read again: \(error)")
+        }
+        guard let app else { return .failed("app \(batch.appID) does not exist any more") }
+        guard let channels = providers[provider] else { return .failed("this worker sends no \(provider.displayName)") }
+        let reload = channels.reload(app: app, environment: batch.environment, refusedGeneration: refusedGeneration)
+        guard case .changed = reload, let edition = state.withLock({ $0.batches[batch.id]?.edition }) else { return reload }
+        do {
+            guard case .ready(let channel, _) = try channels.way(for: batch, app: app, edition: edition) else {
+                return .failed(
+                    "app \(app.id) (\(app.bundleID)): its \(provider.displayName) credentials could not be used after they were read again"
+                )
+            }
+            state.withLock {
+                $0.batches[batch.id]?.channels[provider] = channel
+                $0.batches[batch.id]?.app = app
+            }
+            return .changed(generation: channel.generation)
+        } catch {
+            return .failed("\(error)")
+        }
+    }
+
+    /// Records the batch, or gives it back, as its machine ended it.
+    func write(_ batch: LeasedBatch, _ completion: BatchSendMachine.Completion) async -> WorkerMachine.Event? {
+        let logger = batchLogger(batch)
+        do {
+            let now = moment().now
+            let written: Bool
+            switch completion {
+            case .record(let outcomes):
+                written = try await database {
+                    try await self.repository.record(batch, outcomes: outcomes, owner: self.configuration.owner, now: now, logger: logger)
+                }
+            case .giveBack(let recorded, let returned, let because):
+                written = try await database {
+                    try await self.repository.giveBack(
+                        batch,
+                        recorded: recorded,
+                        firstReturned: returned.first ?? 0,
+                        returned: returned.count,
+                        because: because.description,
+                        providers: because.providers.keys.sorted { $0.rawValue < $1.rawValue },
+                        owner: self.configuration.owner,
+                        now: now,
+                        logger: logger
+                    )
+                }
+            case .abandon:
+                return .leaseLost(batch.id)
+            }
+            return written ? .written(batch.id) : .leaseLost(batch.id)
+        } catch is CancellationError {
+            return nil
+        } catch {
+            logger.warning("could not record a batch; trying again", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            return .writeFailed(batch.id, "\(error)")
+        }
+    }
+
+    /// Ends the batch's broadcast as failed: nothing of it can be sent, and retrying every batch until the deadline
+    /// would only hide that in the logs. If the database cannot be told, the batch's lease expires and the next worker
+    /// to lease it tries again.
+    func fail(_ batch: LeasedBatch, cause: String, reason: String) async -> WorkerMachine.Event? {
+        let logger = batchLogger(batch)
+        logger.error("the broadcast cannot be sent; it ends as failed", metadata: [LogKey.reason: "\(reason)"])
+        do {
+            let now = moment().now
+            if try await database({ try await self.repository.fail(id: batch.broadcastID, reason: reason, now: now, logger: logger) }) {
+                metrics.failed(cause: cause)
+            }
+        } catch {
+            logger.error("could not mark the broadcast failed", metadata: [LogKey.error: "\(String(reflecting: error))"])
+        }
+        return nil
+    }
+
+    /// This worker cannot send for the app through the provider: said once per backoff, in the log and `sender_status`.
+    func report(_ problem: SenderHealth.Problem) async -> WorkerMachine.Event? {
+        logger.error(
+            "this worker cannot send for the app; its batches are left to the other workers for a while",
+            metadata: [
+                LogKey.app: "\(problem.appID)", LogKey.provider: "\(problem.provider.rawValue)", LogKey.reason: "\(problem.reason)",
+                LogKey.backoff: "\(Int(problem.retryAt - clock.monotonic()))s",
+            ]
+        )
+        do {
+            let now = moment().now
+            try await database {
+                try await self.senders.reportProblem(
+                    appID: problem.appID,
+                    provider: problem.provider,
+                    worker: self.configuration.owner,
+                    problem: problem.reason,
+                    now: now,
+                    logger: self.logger
+                )
+            }
+        } catch {
+            logger.warning("could not report that this worker cannot send for an app", metadata: [LogKey.error: "\(String(reflecting: error))"])
+        }
+        return nil
+    }
+
+    func reportSent(_ key: AppProvider, recovered: Bool) async -> WorkerMachine.Event? {
+        if recovered {
+            logger.notice("this worker sends for the app again", metadata: [LogKey.app: "\(key.appID)", LogKey.provider: "\(key.provider.rawValue)"])
+        }
+        do {
+            let now = moment().now
+            try await database {
+                try await self.senders.reportSent(
+                    appID: key.appID,
+                    provider: key.provider,
+                    worker: self.configuration.owner,
+                    now: now,
+                    logger: self.logger
+                )
+            }
+        } catch {
+            logger.warning("could not report that this worker sent for an app", metadata: [LogKey.error: "\(String(reflecting: error))"])
+        }
+        return nil
+    }
+
+    /// Holds the app's provider for a suspected misconfiguration: sending through it stops on every worker and no
+    /// device is deactivated, until an operator fixes the configuration or confirms the deactivations.
+    func raise(_ suspicion: MisconfigurationGuard.Suspicion) async -> WorkerMachine.Event? {
+        logger.critical(
+            "most devices of the app answer that their tokens are not valid for it: a misconfiguration is likely, so its sends through the provider are held and no device is deactivated; fix the configuration, then run paperboy apps release (or confirm the deactivations with paperboy apps confirm-deactivations)",
+            metadata: [
+                LogKey.app: "\(suspicion.appID)", LogKey.provider: "\(suspicion.provider.rawValue)", LogKey.reason: "\(suspicion.reason)",
+            ]
+        )
+        do {
+            try await database {
+                try await self.holds.raise(
+                    appID: suspicion.appID,
+                    provider: suspicion.provider,
+                    answer: suspicion.answer,
+                    likelyCause: suspicion.likelyCause,
+                    reason: suspicion.reason,
+                    by: self.configuration.owner,
+                    logger: self.logger
+                )
+            }
+            return .holdRaised(AppProvider(appID: suspicion.appID, provider: suspicion.provider))
+        } catch {
+            logger.error("could not hold the app's provider", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            noteError("could not hold the app's provider", error)
+            return nil
+        }
+    }
+
+    /// Tells the `workers` table how this worker stands, and measures the database's clock (workers pace on it).
+    func reportStatus() async -> WorkerMachine.Event? {
+        let error = lastError.withLock { $0 }
+        let (draining, held) = state.withLock { ($0.draining, $0.held) }
+        let status = WorkerStatus(
+            name: configuration.owner,
+            startedAt: startedAt,
+            seenAt: clock.now(),
+            draining: draining,
+            batches: held,
+            problems: health.problems,
+            lastError: error?.message,
+            lastErrorAt: error?.at
+        )
+        do {
+            let asked = clock.now()
+            let databaseNow = try await database { try await self.workers.report(status, logger: self.logger) }
+            if let databaseNow { measure(databaseNow, askedAt: asked) }
+        } catch {
+            logger.warning("could not report this worker's status", metadata: [LogKey.error: "\(String(reflecting: error))"])
+        }
+        return nil
+    }
+
+    /// The database's clock minus this worker's, from an answer that carried the database's `now` (the midpoint of the
+    /// call is taken as the instant it was read). Only when leases are on the database's clock (production).
+    func measure(_ databaseNow: Date, askedAt asked: Date) {
+        guard repository.leaseClock == .database else { return }
+        let answered = clock.now()
+        let local = asked.addingTimeInterval(answered.timeIntervalSince(asked) / 2)
+        state.withLock { $0.offset = databaseNow.timeIntervalSince(local) }
+    }
+
+    /// A batch left the worker: what became of it, in the log and the metrics.
+    func ended(_ batch: LeasedBatch, _ end: WorkerMachine.BatchEnd) {
+        let ways = state.withLock { state -> BatchWays? in
+            state.sends[batch.id] = nil
+            return state.batches.removeValue(forKey: batch.id)
+        }
+        let logger = batchLogger(batch)
+        let kind = batch.kind.rawValue
+        switch end {
+        case .recorded(let outcomes):
+            metrics.batch(outcomes, kind: kind, result: "recorded")
+            if let ways {
+                logger.debug(
+                    "batch done",
+                    metadata: [LogKey.devices: "\(ways.targets.count)", LogKey.sendTime: "\(ways.started.duration(to: .now))"]
+                )
+            }
+        case .givenBack(let recorded, let returned, let because):
+            logger.notice(
+                "gave a batch back to its cohort",
+                metadata: [LogKey.returned: "\(returned)", LogKey.devices: "\(recorded.count)", LogKey.reason: "\(because.description)"]
+            )
+            metrics.batch(recorded, kind: kind, result: "givenBack")
+        case .lost:
+            logger.warning("lost the lease of a batch before recording it; the worker that took it over sends the rest")
+            metrics.batch([], kind: kind, result: "lost")
+        case .unreadable(let error):
+            logger.error("could not send a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(error)"])
+            lastError.withLock { $0 = (String("could not send a batch: \(error)".prefix(500)), clock.now()) }
+            metrics.batch([], kind: kind, result: "failed")
+        case .failed:
+            metrics.batch([], kind: kind, result: "failed")
+        case .unwritten(let error):
+            logger.error("could not record a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(error)"])
+            lastError.withLock { $0 = (String("could not record a batch: \(error)".prefix(500)), clock.now()) }
+            metrics.batch([], kind: kind, result: "failed")
+        }
+    }
+
+    func batchLogger(_ batch: LeasedBatch) -> Logger {
+        var logger = logger
+        logger[metadataKey: LogKey.broadcast] = "\(batch.broadcastID.uuidString.lowercased())"
+        logger[metadataKey: LogKey.batch] = "\(batch.id)"
+        logger[metadataKey: LogKey.leases] = "\(batch.leases)"
+        return logger
+    }
+
+    /// One call to the database, given up as failed (``DatabaseCallUnanswered``) after
+    /// ``Configuration/databasePatience`` (at least the lease): see there.
+    func database<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let value = try await answered(within: max(configuration.databasePatience, configuration.leaseDuration), operation)
+        metrics.reachedDatabase()
+        return value
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import PaperboyCore
+import PaperboyDispatch
+import PaperboyStore
+import Synchronization
+
+/// The worker on a clock that jumps, for tests: the same machine and the same actions as ``Dispatcher/run()``, run
+/// one at a time (a send's answers are awaited before the next event), and the clock jumped to the next instant the
+/// machine or a due batch asks for in between, so that waves an hour apart run in no time.
+extension Dispatcher {
+    /// From the clock's now until `end`: moves broadcasts along (``BroadcastDuties``), leases and sends every batch as
+    /// it comes due (each device at its instant according to the clock), and jumps the clock to the next due batch,
+    /// wake or expiring lease in between; batches taken before `end` are finished. Tests call this with a clock whose
+    /// `sleep` sets it to the instant. The machine (its health included) carries over from one call to the next.
+    public func step(until end: Date) async throws -> StepReport {
+        var report = StepReport()
+        var machine = stepping.withLock { $0.take() } ?? WorkerMachine(configuration: configuration.machine)
+        var queue: [WorkerMachine.Event] = []
+        if machine.nextWake == nil && machine.batchesHeld == 0 { queue.append(.started) }
+        var lastDuties: Date?
+        while true {
+            let now = clock.now()
+            if lastDuties.map({ now.timeIntervalSince($0) >= configuration.advanceInterval.seconds }) ?? true || machine.batchesHeld == 0 {
+                report.events += await duties.once(now: now)
+                lastDuties = now
+            }
+            if queue.isEmpty { queue.append(.tick) }
+            while !queue.isEmpty {
+                let event = queue.removeFirst()
+                if case .tick = event {
+                    for change in reachabilityChanges() { queue += await perform(machine.handle(change, at: moment()), until: end, &report) }
+                }
+                queue += await perform(machine.handle(event, at: moment()), until: end, &report)
+                publish(machine)
+            }
+            let past = clock.now() >= end
+            if past && machine.batchesHeld == 0 { break }
+            var wake: Date
+            if machine.batchesHeld > 0 {
+                guard let next = machine.nextWake else { break }
+                wake = next
+            } else {
+                let due = try await repository.nextDue(now: clock.now(), lookahead: configuration.lookahead.seconds, logger: logger)
+                wake = max(clock.now(), due ?? end)
+                if wake <= clock.now(), let retry = machine.health.nextRetry(now: clock.monotonic()) {
+                    // Work is due, but of an app this worker leaves to others for now: on when it tries again.
+                    wake = clock.now().addingTimeInterval(retry - clock.monotonic())
+                }
+                wake = min(end, wake)
+            }
+            // A moment past the instant: an expiring lease can be taken over only after it.
+            try await clock.sleep(max(clock.now(), wake.addingTimeInterval(0.001)))
+        }
+        stepping.withLock { $0 = machine }
+        return report
+    }
+
+    /// The actions, one at a time; returns the events they reported. Past `end`, nothing more is leased.
+    private func perform(_ actions: [WorkerMachine.Action], until end: Date, _ report: inout StepReport) async -> [WorkerMachine.Event] {
+        var events: [WorkerMachine.Event] = []
+        for action in actions {
+            switch action {
+            case .send(let id, let send):
+                let answers = Answers()
+                guard
+                    let (channel, targets) = state.withLock({ state in
+                        state.batches[id].flatMap { ways in ways.channels[send.provider].map { ($0, ways.targets) } }
+                    })
+                else {
+                    events.append(.answered(id, send.pushes.map { .init(position: $0.position, result: .notSent, generation: send.generation) }))
+                    continue
+                }
+                await channel.send(send.pushes, targets: targets, sentAt: send.sentAt, logger: logger) { answers.add($0) }
+                events.append(.answered(id, answers.all))
+            case .withdraw, .stop:
+                break
+            case .ended(let batch, let end):
+                ended(batch, end)
+                let outcomes: [BatchOutcome] =
+                    switch end {
+                    case .recorded(let outcomes): outcomes
+                    case .givenBack(let recorded, _, _): recorded
+                    default: []
+                    }
+                for outcome in outcomes {
+                    if outcome.isSkip { report.skipped += 1 } else { report.sent += 1 }
+                }
+            case .lease where clock.now() > end:
+                events.append(.leased(nil))
+            default:
+                if let event = await run(action) {
+                    if case .leased(.some) = event { report.batches += 1 }
+                    events.append(event)
+                }
+            }
+        }
+        return events
+    }
+}
+
+/// A send's answers gathered while it is awaited.
+private final class Answers: Sendable {
+    private let gathered = Mutex<[BatchSendMachine.Answer]>([])
+    func add(_ answers: [BatchSendMachine.Answer]) { gathered.withLock { $0 += answers } }
+    var all: [BatchSendMachine.Answer] { gathered.withLock { $0 } }
+}

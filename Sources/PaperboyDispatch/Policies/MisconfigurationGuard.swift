@@ -1,0 +1,129 @@
+import Foundation
+import PaperboyCore
+
+/// Tells a misconfigured app from a fleet of dead tokens, as pure code, so that a misconfiguration never deactivates
+/// a fleet.
+///
+/// A wrong bundle id, tokens of the other APNs environment, or a service account of another Firebase project make the
+/// provider answer "this token is not valid for this app" (`DeviceTokenNotForTopic`, `BadDeviceToken`,
+/// `SENDER_ID_MISMATCH`, an invalid registration token) for every device at once. Each provider documents these
+/// answers as the token's fault, and for one device they are: a debug build's sandbox token registered as production,
+/// a token of another app. In a healthy fleet they are a few per cent of the answers at most (stray tokens;
+/// uninstalled apps answer `410 Unregistered` / `UNREGISTERED`, which this guard does not count and which stay
+/// per-device truth). So when more than ``Configuration/share`` of an app's last ``Configuration/window`` answers
+/// through a provider at this worker say so, and at least ``Configuration/minimumInvalid`` of them, the app's
+/// configuration is suspected, not its fleet: sending through that provider is held for an operator, and the
+/// deactivations those answers asked for are held too (applied only if the operator confirms them, dropped when the
+/// configuration is fixed). Below the threshold the deactivations are deferred, never applied while a hold exists.
+public struct MisconfigurationGuard: Sendable, Equatable {
+    public struct Configuration: Sendable, Equatable {
+        /// How many of the latest answers per app and provider are looked at.
+        public var window: Int = 200
+        /// At least this many "token not valid" answers among them…
+        public var minimumInvalid: Int = 10
+        /// …and more than this share of them. Answers older than ``maxAge`` are forgotten: a configuration fixed
+        /// since must not be judged by what the old one earned.
+        public var share: Double = 0.5
+        public var maxAge: TimeInterval = 300
+
+        public init(window: Int = 200, minimumInvalid: Int = 10, share: Double = 0.5, maxAge: TimeInterval = 300) {
+            self.window = window
+            self.minimumInvalid = minimumInvalid
+            self.share = share
+            self.maxAge = maxAge
+        }
+    }
+
+    /// A suspected misconfiguration: what to hold and what to tell the operator.
+    public struct Suspicion: Sendable, Equatable {
+        public var appID: Int
+        public var provider: PushProvider
+        /// The most frequent answer, as the provider spells it (`DeviceTokenNotForTopic`).
+        public var answer: String
+        /// What that answer from every device means, from the provider's own module.
+        public var likelyCause: String
+        public var invalid: Int
+        public var answers: Int
+
+        /// The one-line reason shown in status, the console, logs and `apps holds`.
+        public var reason: String {
+            "\(invalid) of the last \(answers) \(provider.displayName) answers said \(answer): \(likelyCause)"
+        }
+    }
+
+    struct Tally: Sendable, Equatable {
+        /// The latest answers, oldest first: the reason of each that said "token not valid" (nil for the others), and
+        /// when it came (monotonic).
+        var recent: [String?] = []
+        var times: [TimeInterval] = []
+        var start = 0
+        var invalid = 0
+        var reasons: [String: Int] = [:]
+        var hints: [String: String] = [:]
+    }
+
+    public let configuration: Configuration
+    var tallies: [AppProvider: Tally] = [:]
+
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+    }
+
+    /// Forgets the tally of `appID` through `provider`: a hold covers it, or its configuration changed.
+    public mutating func reset(appID: Int, provider: PushProvider) {
+        tallies[AppProvider(appID: appID, provider: provider)] = nil
+    }
+
+    /// Takes in answers of `appID` through `provider` that came at `now` (monotonic), with their reasons as the provider
+    /// spells them; returns the suspicion when they pass the threshold (once: the tally starts again after it).
+    public mutating func observe(
+        appID: Int,
+        provider: PushProvider,
+        _ answers: [(reason: String, hint: String?)],
+        now: TimeInterval = 0
+    ) -> Suspicion? {
+        guard !answers.isEmpty else { return nil }
+        let key = AppProvider(appID: appID, provider: provider)
+        var tally = tallies[key] ?? Tally()
+        func dropOldest() {
+            if let old = tally.recent[tally.start] {
+                tally.invalid -= 1
+                tally.reasons[old, default: 1] -= 1
+            }
+            tally.start += 1
+        }
+        while tally.start < tally.recent.count && tally.times[tally.start] < now - configuration.maxAge { dropOldest() }
+        for answer in answers {
+            if tally.recent.count - tally.start >= configuration.window { dropOldest() }
+            tally.times.append(now)
+            if let hint = answer.hint {
+                tally.invalid += 1
+                tally.reasons[answer.reason, default: 0] += 1
+                tally.hints[answer.reason] = hint
+                tally.recent.append(answer.reason)
+            } else {
+                tally.recent.append(nil)
+            }
+        }
+        if tally.start > 4 * configuration.window {
+            tally.recent.removeFirst(tally.start)
+            tally.times.removeFirst(tally.start)
+            tally.start = 0
+        }
+        let seen = tally.recent.count - tally.start
+        if tally.invalid >= configuration.minimumInvalid && Double(tally.invalid) > configuration.share * Double(seen) {
+            tallies[key] = nil
+            let answer = tally.reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }!.key
+            return Suspicion(
+                appID: appID,
+                provider: provider,
+                answer: answer,
+                likelyCause: tally.hints[answer] ?? "",
+                invalid: tally.invalid,
+                answers: seen
+            )
+        }
+        tallies[key] = tally
+        return nil
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+import PaperboyCore
+import PaperboyDispatch
+
+/// What every run, real or simulated, must keep (docs/DESIGN's invariants), checked after a simulated one. Each
+/// violation is one line naming what broke and the device, batch, worker or second it broke at.
+struct Invariants {
+    let simulation: Simulation
+
+    func check() -> [String] {
+        var violations: [String] = []
+        violations += exactlyOneOutcome()
+        violations += countsEqualTheLedger()
+        violations += pushedOncePerWave()
+        violations += deactivations()
+        violations += failures()
+        violations += drains()
+        violations += pace()
+        violations += ended()
+        return violations
+    }
+
+    var model: DispatchModel { simulation.model }
+
+    /// Every target of a wave ends in exactly one final outcome: never two, and in a broadcast that completed, one for
+    /// every device counted into a batch.
+    func exactlyOneOutcome() -> [String] {
+        var violations: [String] = []
+        for (broadcast, finals) in model.finals {
+            for (device, count) in finals.sorted(by: { $0.key < $1.key }) where count > 1 {
+                violations.append("device \(device) has \(count) final outcomes in broadcast \(broadcast)")
+            }
+        }
+        // A device deactivated by an answer to another broadcast's push leaves the audience between the carving and the
+        // read: no outcome is due for it.
+        let deactivated = Set(model.deactivations.map(\.device))
+        for (id, broadcast) in model.broadcasts where broadcast.state == .completed {
+            let finals = model.finals[id] ?? [:]
+            let missing = (model.carved[id] ?? []).filter { finals[$0] == nil && !deactivated.contains($0) }.sorted()
+            if !missing.isEmpty {
+                violations.append("broadcast \(id) completed with \(missing.count) devices without an outcome, e.g. \(missing.prefix(5))")
+            }
+        }
+        return violations
+    }
+
+    /// The cohorts' counters equal the ledger.
+    func countsEqualTheLedger() -> [String] {
+        var violations: [String] = []
+        for id in model.broadcasts.keys {
+            let sent = model.cohorts.filter { $0.broadcast == id }.map(\.sent).reduce(0, +)
+            let accepted = model.cohorts.filter { $0.broadcast == id }.map(\.accepted).reduce(0, +)
+            let rows = model.deliveries.values.filter { $0.broadcast == id }
+            if sent != rows.count { violations.append("broadcast \(id): the cohorts count \(sent) sent, the ledger has \(rows.count) rows") }
+            let acceptedRows = rows.count { $0.outcome == "accepted" }
+            if accepted != acceptedRows {
+                violations.append("broadcast \(id): the cohorts count \(accepted) accepted, the ledger \(acceptedRows)")
+            }
+        }
+        return violations
+    }
+
+    /// A device is pushed at most once per wave, except a dead worker's bounded in-flight work: the earlier of two pushes
+    /// must be of a batch taken over while its holder was killed or stopped (SIGSTOP), or one its holder left unwritten
+    /// to its lease (the database away past the record patience or a drain's deadline).
+    func pushedOncePerWave() -> [String] {
+        var violations: [String] = []
+        var seen: [String: SimulatedProvider.Push] = [:]
+        var allowed = 0
+        let abandoned = Dictionary(grouping: simulation.workers.flatMap { worker in worker.abandoned.map { (worker.name, $0) } }, by: \.0)
+            .mapValues { Set($0.map(\.1)) }
+        for push in simulation.provider.log.sorted(by: { $0.writtenAt < $1.writtenAt }) where push.delivered {
+            let key = "\(push.device)/\(push.broadcast)/\(push.wave)"
+            if let first = seen[key] {
+                if abandoned[first.worker]?.contains(first.batch) == true {
+                    allowed += 1
+                    simulation.covered.insert("duplicateAfterCrash")
+                } else {
+                    violations.append(
+                        "device \(push.device) pushed twice in wave \(push.wave) of \(push.broadcast): by \(first.worker) (batch \(first.batch), lease \(first.lease)) "
+                            + "and by \(push.worker) (batch \(push.batch), lease \(push.lease))"
+                    )
+                }
+            } else {
+                seen[key] = push
+            }
+        }
+        let configuration = Simulation.workerConfiguration
+        let crashes = simulation.workers.filter { !$0.abandoned.isEmpty }.count
+        if allowed > crashes * configuration.maxBatchesInFlight * configuration.maxBatchSize {
+            violations.append("\(allowed) devices pushed twice after \(crashes) crashes: more than the batches they held")
+        }
+        return violations
+    }
+
+    /// No device is deactivated without its provider's own per-device answer, none by an answer a misconfiguration
+    /// caused, and none while a misconfiguration of its app's provider is held.
+    func deactivations() -> [String] {
+        var violations: [String] = []
+        let answers = Dictionary(grouping: simulation.provider.log.filter(\.deactivates), by: \.device)
+        for (device, at) in model.deactivations {
+            let own = answers[device] ?? []
+            if own.isEmpty {
+                violations.append("device \(device) deactivated at \(at) without an answer of its provider saying its token is dead")
+            } else if own.allSatisfy(\.byMisconfiguration) {
+                violations.append("device \(device) deactivated by an answer its app's misconfiguration caused")
+            }
+        }
+        return violations
+    }
+
+    /// A broadcast fails only when no worker has been able to send it for the whole `--fail-after`: no worker that
+    /// had the app's key and a working provider ran for 30 s of that time.
+    func failures() -> [String] {
+        var violations: [String] = []
+        for (id, broadcast) in model.broadcasts where broadcast.state == .failed && broadcast.failure?.hasPrefix("no worker could send") == true {
+            guard let failedAt = broadcast.finishedAt else { continue }
+            let window = failedAt.addingTimeInterval(-simulation.options.failAfter)...failedAt
+            for worker in simulation.workers where !worker.keyless.contains(broadcast.app) {
+                for interval in worker.running {
+                    let from = max(interval.from, window.lowerBound)
+                    let until = min(interval.until ?? simulation.now, window.upperBound)
+                    if until.timeIntervalSince(from) >= 30 && capable(app: broadcast.app, from: from, until: until) {
+                        violations.append(
+                            "broadcast \(id) failed at \(failedAt) while \(worker.name) could send for app \(broadcast.app) from \(from) to \(until)"
+                        )
+                        break
+                    }
+                }
+            }
+        }
+        return violations
+    }
+
+    /// Whether sends for `app` could succeed through every provider it has from `from` to `until`: no misconfiguration
+    /// and no outage then.
+    func capable(app: Int, from: Date, until: Date) -> Bool {
+        for fault in simulation.scenario.faults {
+            switch fault {
+            case .misconfigure(let faulty, _, let at, let fixAt) where faulty == app:
+                let start = simulation.start.addingTimeInterval(at)
+                let end = simulation.start.addingTimeInterval(fixAt)
+                if start < until && end > from { return false }
+            case .rotate(let rotated, _, let at, let revokeAt) where rotated == app && revokeAt < at:
+                let start = simulation.start.addingTimeInterval(revokeAt)
+                let end = simulation.start.addingTimeInterval(at)
+                if start < until && end > from { return false }
+            case .providerOutage(let at, let seconds):
+                let start = simulation.start.addingTimeInterval(at)
+                if start < until && start.addingTimeInterval(seconds) > from { return false }
+            case .databaseOutage(let at, let seconds):
+                let start = simulation.start.addingTimeInterval(at)
+                if start < until && start.addingTimeInterval(seconds) > from { return false }
+            default:
+                break
+            }
+        }
+        return true
+    }
+
+    /// A drain ends within its timeout (and the write grace), and records as unknown only what was written.
+    func drains() -> [String] {
+        var violations: [String] = []
+        let configuration = Simulation.workerConfiguration
+        for worker in simulation.workers {
+            guard let drainAt = worker.drainAt, worker.killedAt == nil else { continue }
+            let limit = simulation.options.drainTimeout + configuration.drainWriteGrace + 0.1
+            if let exited = worker.exitedAt {
+                if exited.timeIntervalSince(drainAt) > limit {
+                    violations.append("\(worker.name) drained for \(exited.timeIntervalSince(drainAt))s, more than \(limit)s")
+                }
+            } else if simulation.now.timeIntervalSince(drainAt) > limit {
+                violations.append("\(worker.name) never finished draining")
+            }
+        }
+        let written = Set(simulation.provider.log.map { "\($0.device)/\($0.broadcast)/\($0.wave)" })
+        for delivery in model.deliveries.values where delivery.outcome == "fateUnknown" {
+            if !written.contains("\(delivery.device)/\(delivery.broadcast)/\(delivery.wave)") {
+                violations.append("device \(delivery.device) recorded as fate unknown in \(delivery.broadcast), but nothing was written for it")
+            }
+        }
+        return violations
+    }
+
+    /// No second above the plan's rate (× 1.10 for clock and scheduling noise, one push for rounding): each broadcast
+    /// at its wave's rate, and a shared origin at its capacity in total.
+    func pace() -> [String] {
+        var violations: [String] = []
+        var origin: [Int: Int] = [:]
+        for (id, seconds) in simulation.handedOver {
+            guard let plan = simulation.scenario.broadcasts.first(where: { $0.id == id }) else { continue }
+            // On a shared origin a batch sends at the origin's capacity within its exclusive slot: the origin's total
+            // is the promise, the wave's rate only its average.
+            let limit = plan.origin == nil ? plan.rate * 1.10 + 1 : .infinity
+            for (second, count) in seconds.sorted(by: { $0.key < $1.key }) where Double(count) > limit {
+                violations.append(
+                    "broadcast \(id) handed \(count) pushes to the providers in second \(second), over \(Int(limit)) (its rate \(Int(plan.rate))/s)"
+                )
+            }
+            if plan.origin != nil { for (second, count) in seconds { origin[second, default: 0] += count } }
+        }
+        if let capacity = simulation.scenario.originCapacity {
+            let limit = capacity * 1.10 + 1
+            for (second, count) in origin.sorted(by: { $0.key < $1.key }) where Double(count) > limit {
+                violations.append("the origin got \(count) pushes in second \(second), over \(Int(limit)) (its capacity \(Int(capacity))/s)")
+            }
+        }
+        return violations
+    }
+
+    /// Every broadcast ended by the end of the run: none stuck with work nobody takes.
+    func ended() -> [String] {
+        model.broadcasts.values.filter { $0.state == .running }.map { "broadcast \($0.id) still running at the end of the run" }
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import PaperboyCore
+import PaperboyDispatch
+
+extension DispatchModel {
+    /// `targets(of:)`: the batch's audience devices in key order, with their background pushes of the hour before
+    /// `now`; a batch given back before leaves out the devices delivered in its wave.
+    public func targets(of batch: LeasedBatch, now: Date) -> [BatchTarget] {
+        guard let broadcast = broadcasts[batch.broadcastID] else { return [] }
+        let since = now.addingTimeInterval(-3600)
+        return keyOrder.compactMap { devices[$0] }.filter { device in
+            device.key >= batch.firstKey && device.key <= batch.lastKey && inAudience(device, of: broadcast)
+                && !(batch.givenBack && deliveries[DeliveryKey(device: device.id, broadcast: batch.broadcastID, wave: batch.wave)] != nil)
+        }.map { device in
+            BatchTarget(
+                deviceID: device.id,
+                token: device.token,
+                platform: device.platform,
+                tier: device.tier,
+                recentBackgroundPushes: recentPushes[device.id, default: []].filter { $0 > since }.sorted()
+            )
+        }
+    }
+
+    /// `record`: the outcomes written and the batch done, under its lease; done by this lease before, nothing again.
+    /// - Returns: false when the lease is another's.
+    public mutating func record(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, now: Date) -> Bool {
+        guard let row = batches[batch.id] else { return false }
+        if row.done == nil && row.leaseOwner == owner && row.leases == batch.leases {
+            batches[batch.id]!.done = now
+            write(batch, outcomes: outcomes, now: now)
+            return true
+        }
+        return row.done != nil && row.leaseOwner == owner && row.leases == batch.leases
+    }
+
+    /// `giveBack`: the recorded outcomes written, the rest back to the cohort, the batch left to nobody and expired;
+    /// done by this lease before, nothing again.
+    /// - Returns: false when the lease is another's.
+    public mutating func giveBack(
+        _ batch: LeasedBatch,
+        recorded: [BatchOutcome],
+        firstReturned: Int,
+        returned: Int,
+        because reason: String,
+        providers: [PushProvider],
+        owner: String,
+        now: Date
+    ) -> Bool {
+        guard var row = batches[batch.id] else { return false }
+        guard row.done == nil && row.leaseOwner == owner && row.leases == batch.leases else {
+            return row.givenBackBy == owner && row.givenBackLease == batch.leases
+        }
+        row.giveBacks += 1
+        row.givenBackFor = reason
+        row.devices = max(1, returned)
+        row.firstOrdinal += firstReturned
+        row.slotStart = nil
+        row.givenBackProviders = providers.sorted { $0.rawValue < $1.rawValue }
+        row.givenBackSince = providers.isEmpty ? nil : (row.givenBackSince ?? now)
+        row.givenBackBy = row.leaseOwner
+        row.givenBackLease = row.leases
+        row.leaseOwner = ""
+        row.expires = now.addingTimeInterval(-0.001)
+        batches[batch.id] = row
+        write(batch, outcomes: recorded, now: now)
+        return true
+    }
+
+    /// The ledger (a device once per wave), the cohort's counters, deactivations and held deactivations.
+    mutating func write(_ batch: LeasedBatch, outcomes: [BatchOutcome], now: Date) {
+        guard let index = cohorts.firstIndex(where: { $0.broadcast == batch.broadcastID && $0.wave == batch.wave && $0.cohort == batch.cohort })
+        else { return }
+        for outcome in outcomes {
+            let result: String
+            var reason: String?
+            finals[batch.broadcastID, default: [:]][outcome.deviceID, default: 0] += 1
+            switch outcome.result {
+            case .skipped(let why):
+                cohorts[index].skipped[why.rawValue, default: 0] += 1
+                continue
+            case .accepted:
+                result = "accepted"
+                cohorts[index].accepted += 1
+            case .rejected(let why, let deactivation):
+                result = "rejected"
+                reason = why
+                cohorts[index].rejected[why, default: 0] += 1
+                switch deactivation {
+                case .at(let time): deactivate(outcome.deviceID, at: time)
+                case .whenRecorded: deactivate(outcome.deviceID, at: now)
+                case .deferred:
+                    if heldDeactivations[outcome.deviceID] == nil, let device = devices[outcome.deviceID] {
+                        heldDeactivations[outcome.deviceID] = HeldDeactivation(
+                            app: device.app,
+                            provider: outcome.provider,
+                            reason: why,
+                            answeredAt: now
+                        )
+                    }
+                case nil: break
+                }
+            case .fateUnknown:
+                result = "fateUnknown"
+                cohorts[index].rejected["fateUnknown", default: 0] += 1
+            case .notSent:
+                result = "notSent"
+                cohorts[index].rejected["notSent", default: 0] += 1
+            }
+            cohorts[index].sent += 1
+            let provider = outcome.provider.rawValue
+            cohorts[index].providers[provider + "/sent", default: 0] += 1
+            cohorts[index].providers[provider + "/" + (result == "rejected" ? reason! : result), default: 0] += 1
+            let key = DeliveryKey(device: outcome.deviceID, broadcast: batch.broadcastID, wave: batch.wave)
+            if deliveries[key] == nil {
+                let background = batch.kind == .background && !outcome.alert
+                deliveries[key] = Delivery(
+                    device: outcome.deviceID,
+                    broadcast: batch.broadcastID,
+                    wave: batch.wave,
+                    sentAt: outcome.sentAt,
+                    outcome: result,
+                    reason: reason,
+                    background: background
+                )
+                if background && result != "notSent" { recentPushes[outcome.deviceID, default: []].append(outcome.sentAt) }
+            }
+        }
+    }
+
+    /// `unregister`: inactive unless registered again after `time`.
+    mutating func deactivate(_ id: Int64, at time: Date) {
+        guard let device = devices[id] else { return }
+        devices[id]!.unregisteredAt = max(device.unregisteredAt ?? .distantPast, time)
+        devices[id]!.active = device.active && device.registeredAt > time
+        if device.active && !devices[id]!.active { deactivations.append((id, time)) }
+    }
+}

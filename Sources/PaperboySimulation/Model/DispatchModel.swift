@@ -1,0 +1,228 @@
+import Foundation
+import PaperboyCore
+import PaperboyDispatch
+
+/// The dispatch store in memory: what the worker's statements do to `broadcast_batches`, `broadcast_cohorts`,
+/// `broadcast_waves`, `origins`, `deliveries`, `devices`, `sender_status`, `provider_holds` and
+/// `held_deactivations`, with the same rules, for the simulation. `ContractTests` run the same operations against it
+/// and against PostgreSQL (`BroadcastRepository` and its neighbours) and require the same results: a rule changed in
+/// one and not the other fails them.
+///
+/// Time is the caller's `now` throughout, as the repositories' `caller` lease clock; the simulation passes the true
+/// virtual time, the database's clock.
+public struct DispatchModel: Sendable {
+    public struct Device: Sendable, Equatable {
+        public var id: Int64
+        public var app: Int
+        public var token: PushToken
+        public var key: Int64
+        public var platform: DevicePlatform
+        public var tier: ImageTier
+        public var active = true
+        public var registeredAt: Date
+        public var unregisteredAt: Date?
+
+        public init(
+            id: Int64,
+            app: Int,
+            token: PushToken,
+            key: Int64,
+            platform: DevicePlatform,
+            tier: ImageTier,
+            registeredAt: Date
+        ) {
+            self.id = id
+            self.app = app
+            self.token = token
+            self.key = key
+            self.platform = platform
+            self.tier = tier
+            self.registeredAt = registeredAt
+        }
+    }
+
+    public struct Broadcast: Sendable, Equatable {
+        public var id: UUID
+        public var app: Int
+        public var edition: UUID
+        public var state: BroadcastProgress.State
+        public var deadline: Date
+        public var origin: Int?
+        public var failure: String?
+        public var finishedAt: Date?
+    }
+
+    public struct Wave: Sendable, Equatable {
+        public var rate: Double
+        public var startsAt: Date
+        public var nextSlot: Date?
+        public var finishedAt: Date?
+    }
+
+    public struct Cohort: Sendable, Equatable {
+        public var broadcast: UUID
+        public var wave: Int
+        public var cohort: Int
+        public var startsAt: Date
+        public var nextKey: Int64
+        public var endKey: Int64
+        public var nextOrdinal = 0
+        public var sent = 0
+        public var accepted = 0
+        public var rejected: [String: Int] = [:]
+        public var skipped: [String: Int] = [:]
+        public var providers: [String: Int] = [:]
+    }
+
+    public struct Batch: Sendable, Equatable {
+        public var id: Int64
+        public var broadcast: UUID
+        public var wave: Int
+        public var cohort: Int
+        public var firstKey: Int64
+        public var lastKey: Int64
+        public var firstOrdinal: Int
+        public var devices: Int
+        public var leaseOwner: String
+        public var leases = 1
+        public var expires: Date
+        public var slotStart: Date?
+        public var done: Date?
+        public var giveBacks = 0
+        public var givenBackFor: String?
+        public var givenBackProviders: [PushProvider] = []
+        public var givenBackSince: Date?
+        public var givenBackBy: String?
+        public var givenBackLease: Int?
+    }
+
+    public struct Delivery: Sendable, Equatable {
+        public var device: Int64
+        public var broadcast: UUID
+        public var wave: Int
+        public var sentAt: Date
+        public var outcome: String
+        public var reason: String?
+        public var background: Bool
+    }
+
+    public struct Hold: Sendable, Equatable {
+        public var answer: String
+        public var reason: String
+        public var raisedBy: String
+    }
+
+    public struct HeldDeactivation: Sendable, Equatable {
+        public var app: Int
+        public var provider: PushProvider
+        public var reason: String
+        public var answeredAt: Date
+    }
+
+    struct WaveKey: Hashable, Sendable {
+        var broadcast: UUID
+        var wave: Int
+    }
+
+    struct StatusKey: Hashable, Sendable {
+        var app: Int
+        var provider: PushProvider
+        var worker: String
+    }
+
+    struct DeliveryKey: Hashable, Sendable {
+        var device: Int64
+        var broadcast: UUID
+        var wave: Int
+    }
+
+    // MARK: State
+
+    /// Devices by id, and their ids in key order (then id), as the `devices` index on the cohort key reads them.
+    public internal(set) var devices: [Int64: Device] = [:]
+    var keyOrder: [Int64] = []
+    public internal(set) var appProviders: [Int: Set<PushProvider>] = [:]
+    public internal(set) var broadcasts: [UUID: Broadcast] = [:]
+    var waves: [WaveKey: Wave] = [:]
+    public internal(set) var cohorts: [Cohort] = []
+    public internal(set) var batches: [Int64: Batch] = [:]
+    var deliveries: [DeliveryKey: Delivery] = [:]
+    public internal(set) var origins: [Int: (capacity: Double, nextSlot: Date?)] = [:]
+    var statuses: [StatusKey: SenderStatus] = [:]
+    public internal(set) var holds: [AppProvider: Hold] = [:]
+    public internal(set) var heldDeactivations: [Int64: HeldDeactivation] = [:]
+    /// Each device's background pushes in the ledger that were not `notSent`: the hourly budget's reading.
+    var recentPushes: [Int64: [Date]] = [:]
+    /// What the simulation's invariants read, which the tables do not keep: every device counted into a batch per
+    /// broadcast, every final outcome written per device and broadcast (a ledger row or a skip), every deactivation.
+    public internal(set) var carved: [UUID: Set<Int64>] = [:]
+    public internal(set) var finals: [UUID: [Int64: Int]] = [:]
+    public internal(set) var deactivations: [(device: Int64, at: Date)] = []
+    var nextBatchID: Int64 = 1
+
+    public init() {}
+
+    // MARK: Setup
+
+    public mutating func addApp(_ id: Int, providers: Set<PushProvider>) {
+        appProviders[id] = providers
+    }
+
+    public mutating func addDevices(_ new: [Device]) {
+        for device in new { devices[device.id] = device }
+        keyOrder = devices.values.sorted { ($0.key, $0.id) < ($1.key, $1.id) }.map(\.id)
+    }
+
+    /// Registers the device again now: active, its registration newer than any answer before.
+    public mutating func register(_ id: Int64, now: Date) {
+        devices[id]?.registeredAt = now
+        devices[id]?.active = true
+    }
+
+    public mutating func addOrigin(_ id: Int, capacity: Double) {
+        origins[id] = (capacity, nil)
+    }
+
+    /// A running broadcast with wave 1 at `rate` from `start`, its key space split into `cohorts` slots of `slot`
+    /// seconds each (cohort `c` starts at `start + c × slot`).
+    public mutating func startBroadcast(
+        _ id: UUID,
+        app: Int,
+        start: Date,
+        rate: Double,
+        cohorts count: Int,
+        slot: TimeInterval,
+        deadline: Date,
+        origin: Int? = nil
+    ) {
+        let low = Int64(Int32.min)
+        let width = (Int64(Int32.max) - low + 1) / Int64(count)
+        let plan = (0..<count).map { cohort in
+            let first = low + Int64(cohort) * width
+            let end = cohort == count - 1 ? Int64(Int32.max) + 1 : first + width
+            return (startsAt: start.addingTimeInterval(Double(cohort) * slot), firstKey: first, endKey: end)
+        }
+        startBroadcast(id, app: app, rate: rate, cohorts: plan, deadline: deadline, origin: origin)
+    }
+
+    /// A running broadcast with wave 1 at `rate` in these cohorts: each a key range `[firstKey, endKey)` from `startsAt`.
+    public mutating func startBroadcast(
+        _ id: UUID,
+        app: Int,
+        rate: Double,
+        cohorts plan: [(startsAt: Date, firstKey: Int64, endKey: Int64)],
+        deadline: Date,
+        origin: Int? = nil
+    ) {
+        broadcasts[id] = Broadcast(id: id, app: app, edition: id, state: .running, deadline: deadline, origin: origin)
+        waves[WaveKey(broadcast: id, wave: 1)] = Wave(rate: rate, startsAt: plan.map(\.startsAt).min() ?? deadline)
+        for (index, cohort) in plan.enumerated() {
+            cohorts.append(Cohort(broadcast: id, wave: 1, cohort: index, startsAt: cohort.startsAt, nextKey: cohort.firstKey, endKey: cohort.endKey))
+        }
+    }
+
+    /// The wave-1 audience: the app's active devices.
+    func inAudience(_ device: Device, of broadcast: Broadcast) -> Bool {
+        device.app == broadcast.app && device.active
+    }
+}

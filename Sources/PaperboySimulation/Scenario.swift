@@ -1,0 +1,199 @@
+import Foundation
+import PaperboyCore
+
+/// What one seed simulates: the workers, the apps and their fleets, the broadcasts, and the production week's faults,
+/// all drawn from the seed, so that the seed alone replays it.
+public struct Scenario: Sendable, CustomStringConvertible {
+    public struct App: Sendable {
+        public var id: Int
+        public var providers: Set<PushProvider>
+        public var devices: Int
+        /// The share of devices whose app was uninstalled (`410 Unregistered`: per-device truth).
+        public var uninstalled: Double
+        /// The share of stray tokens the provider calls not valid for the app (a debug build's): per-device truth too.
+        public var strayInvalid: Double
+
+        public init(id: Int, providers: Set<PushProvider>, devices: Int, uninstalled: Double, strayInvalid: Double) {
+            self.id = id
+            self.providers = providers
+            self.devices = devices
+            self.uninstalled = uninstalled
+            self.strayInvalid = strayInvalid
+        }
+    }
+
+    public struct Broadcast: Sendable {
+        public var id: UUID
+        public var app: Int
+        /// Seconds after the run's start.
+        public var start: TimeInterval
+        public var rate: Double
+        public var cohorts: Int
+        public var slot: TimeInterval
+        public var origin: Int?
+
+        public init(id: UUID, app: Int, start: TimeInterval, rate: Double, cohorts: Int, slot: TimeInterval, origin: Int?) {
+            self.id = id
+            self.app = app
+            self.start = start
+            self.rate = rate
+            self.cohorts = cohorts
+            self.slot = slot
+            self.origin = origin
+        }
+    }
+
+    public enum Fault: Sendable, CustomStringConvertible {
+        /// SIGKILL.
+        case kill(worker: Int, at: TimeInterval)
+        /// SIGSTOP for `seconds`, then SIGCONT.
+        case pause(worker: Int, at: TimeInterval, seconds: TimeInterval)
+        /// SIGTERM (a deploy): the worker drains and exits; a new worker starts `restartAfter` later.
+        case deploy(worker: Int, at: TimeInterval, restartAfter: TimeInterval)
+        /// The worker never had the app's key (a pod without its secret mount).
+        case keyless(worker: Int, app: Int)
+        /// The app's key rotated on every worker at `at` (the old file removed); Apple revokes the old one at `revokeAt`.
+        case rotate(app: Int, provider: PushProvider, at: TimeInterval, revokeAt: TimeInterval)
+        /// The app is misconfigured at the provider from `at` (a wrong bundle id, another project): every device
+        /// answers "not valid for this app"; an operator fixes it and releases the hold at `fixAt`.
+        case misconfigure(app: Int, provider: PushProvider, at: TimeInterval, fixAt: TimeInterval)
+        /// The provider answers nothing and takes no connection.
+        case providerOutage(at: TimeInterval, seconds: TimeInterval)
+        /// The database answers every call with an error.
+        case databaseOutage(at: TimeInterval, seconds: TimeInterval)
+        /// An operator cancels the broadcast.
+        case cancel(broadcast: Int, at: TimeInterval)
+
+        public var description: String {
+            switch self {
+            case .kill(let worker, let at): "kill w\(worker) at \(Int(at))s"
+            case .pause(let worker, let at, let seconds): "pause w\(worker) at \(Int(at))s for \(Int(seconds))s"
+            case .deploy(let worker, let at, let restart): "deploy w\(worker) at \(Int(at))s, restart after \(Int(restart))s"
+            case .keyless(let worker, let app): "w\(worker) without app \(app)'s key"
+            case .rotate(let app, let provider, let at, let revokeAt):
+                "rotate app \(app) \(provider.rawValue) at \(Int(at))s, revoke at \(Int(revokeAt))s"
+            case .misconfigure(let app, let provider, let at, let fixAt):
+                "misconfigure app \(app) \(provider.rawValue) at \(Int(at))s, fix at \(Int(fixAt))s"
+            case .providerOutage(let at, let seconds): "provider outage at \(Int(at))s for \(Int(seconds))s"
+            case .databaseOutage(let at, let seconds): "database outage at \(Int(at))s for \(Int(seconds))s"
+            case .cancel(let broadcast, let at): "cancel broadcast \(broadcast) at \(Int(at))s"
+            }
+        }
+
+        /// The fault's kind, for coverage counts.
+        public var kind: String {
+            switch self {
+            case .kill: "kill"
+            case .pause: "pause"
+            case .deploy: "deploy"
+            case .keyless: "keyless"
+            case .rotate: "rotate"
+            case .misconfigure: "misconfigure"
+            case .providerOutage: "providerOutage"
+            case .databaseOutage: "databaseOutage"
+            case .cancel: "cancel"
+            }
+        }
+    }
+
+    public var seed: UInt64
+    public var workers: Int
+    /// Each worker's wall clock minus the database's.
+    public var clockSkews: [TimeInterval]
+    public var apps: [App]
+    public var broadcasts: [Broadcast]
+    /// The shared content origin's capacity, when some broadcasts share one.
+    public var originCapacity: Double?
+    public var faults: [Fault]
+    /// Per database write: the change is committed but its answer lost.
+    public var lostCommitChance: Double
+    /// Per push: never written (a connection lost before it), and written with no answer.
+    public var notSentChance: Double
+    public var fateUnknownChance: Double
+
+    /// The scenario of `seed`.
+    public init(seed: UInt64) {
+        var random = SimulationRandom(seed: seed)
+        self.seed = seed
+        let workers = random.int(2...4)
+        self.workers = workers
+        clockSkews = (0..<workers).map { _ in random.chance(0.3) ? random.between(-2...2) : 0 }
+        let apps = (1...random.int(1...2)).map { id in
+            let providers: Set<PushProvider> =
+                switch random.int(0...3) {
+                case 0: [.apns]
+                case 1: [.fcm]
+                default: [.apns, .fcm]
+                }
+            return App(
+                id: id,
+                providers: providers,
+                devices: random.int(20...200),
+                uninstalled: random.chance(0.5) ? random.between(0...0.05) : 0,
+                strayInvalid: random.chance(0.4) ? random.between(0...0.03) : 0
+            )
+        }
+        self.apps = apps
+        let shared = random.chance(0.3)
+        originCapacity = shared ? random.between(20...80) : nil
+        let broadcasts = (0..<random.int(1...3)).map { index in
+            let app = apps[random.int(0...(apps.count - 1))]
+            return Broadcast(
+                id: Self.broadcastID(seed: seed, index: index),
+                app: app.id,
+                start: random.between(0...30),
+                rate: random.between(5...60),
+                cohorts: random.int(1...8),
+                slot: random.between(0.5...4),
+                origin: shared && random.chance(0.7) ? 1 : nil
+            )
+        }
+        self.broadcasts = broadcasts
+        var faults: [Fault] = []
+        for _ in 0..<random.int(0...4) {
+            let at = random.between(0...60)
+            let worker = random.int(0...(workers - 1))
+            let app = apps[random.int(0...(apps.count - 1))]
+            let provider = app.providers.sorted { $0.rawValue < $1.rawValue }[random.int(0...(app.providers.count - 1))]
+            switch random.int(0...8) {
+            case 0: faults.append(.kill(worker: worker, at: at))
+            case 1: faults.append(.pause(worker: worker, at: at, seconds: random.chance(0.5) ? random.between(1...10) : random.between(25...90)))
+            case 2: faults.append(.deploy(worker: worker, at: at, restartAfter: random.between(1...20)))
+            case 3: faults.append(.keyless(worker: worker, app: app.id))
+            case 4: faults.append(.rotate(app: app.id, provider: provider, at: at, revokeAt: at + random.between(-20...120)))
+            case 5: faults.append(.misconfigure(app: app.id, provider: provider, at: at, fixAt: at + random.between(20...400)))
+            case 6: faults.append(.providerOutage(at: at, seconds: random.between(2...90)))
+            case 7: faults.append(.databaseOutage(at: at, seconds: random.between(1...40)))
+            default: faults.append(.cancel(broadcast: random.int(0...(broadcasts.count - 1)), at: at))
+            }
+        }
+        self.faults = faults
+        lostCommitChance = random.chance(0.3) ? 0.05 : 0
+        notSentChance = random.chance(0.5) ? random.between(0...0.02) : 0
+        fateUnknownChance = random.chance(0.5) ? random.between(0...0.01) : 0
+    }
+
+    public var description: String {
+        let apps = apps.map { "app \($0.id) \($0.providers.map(\.rawValue).sorted().joined(separator: "+")) \($0.devices) devices" }
+        let broadcasts = broadcasts.enumerated().map {
+            "broadcast \($0.offset) app \($0.element.app) at \(Int($0.element.start))s \(Int($0.element.rate))/s \($0.element.cohorts) cohorts"
+                + ($0.element.origin != nil ? " on the origin" : "")
+        }
+        let origin = originCapacity.map { ["origin \(Int($0))/s"] } ?? []
+        let parts = ["seed \(seed): \(workers) workers"] + apps + broadcasts + origin + faults.map(\.description)
+        return parts.joined(separator: "; ")
+    }
+
+    /// A broadcast id that reads as its seed and index.
+    static func broadcastID(seed: UInt64, index: Int) -> UUID {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        withUnsafeBytes(of: seed.bigEndian) { for (offset, byte) in $0.enumerated() { bytes[offset] = byte } }
+        bytes[15] = UInt8(index)
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12],
+                bytes[13], bytes[14], bytes[15]
+            )
+        )
+    }
+}

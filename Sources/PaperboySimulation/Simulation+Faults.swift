@@ -1,0 +1,101 @@
+import Foundation
+import PaperboyCore
+import PaperboyDispatch
+
+/// The production week's faults, and the workers' per-second duties, as the simulation applies them.
+extension Simulation {
+    func fault(_ fault: Scenario.Fault) {
+        covered.insert(fault.kind)
+        note("fault: \(fault)")
+        switch fault {
+        case .kill(let index, _):
+            guard workers[index].life == .running || workers[index].life == .paused else { return }
+            workers[index].life = .dead
+            workers[index].killedAt = now
+            workers[index].incarnation += 1
+            close(&workers[index].running)
+            // What it had not written yet dies with it; what it wrote is answered to nobody.
+            for (id, send) in sends where send.worker == index {
+                var send = send
+                for push in send.pushes.indices where send.pushes[push].writtenAt.map({ $0 > now }) ?? true { send.pushes[push].done = true }
+                sends[id] = send.pushes.allSatisfy(\.done) ? nil : send
+            }
+            schedule(.restart, at: now.addingTimeInterval(random.between(1...30)))
+        case .pause(let index, _, let seconds):
+            guard workers[index].life == .running else { return }
+            workers[index].life = .paused
+            workers[index].pausedAt = now
+            close(&workers[index].running)
+            schedule(.resume(worker: index), at: now.addingTimeInterval(seconds))
+        case .deploy(let index, _, let restartAfter):
+            guard workers[index].life == .running else { return }
+            workers[index].drainAt = now
+            deliver(.drainStarted(timeout: options.drainTimeout), to: index)
+            schedule(.restart, at: now.addingTimeInterval(restartAfter))
+        case .keyless:
+            break
+        case .rotate(let app, let provider, _, let revokeAt):
+            let key = AppProvider(appID: app, provider: provider)
+            let old = keyFiles[key] ?? 1
+            keyFiles[key] = old + 1
+            self.provider.accepted[key, default: []].insert(old + 1)
+            schedule(.revoke(app: app, provider: provider, generation: old), at: start.addingTimeInterval(revokeAt))
+        case .misconfigure(let app, let provider, _, let fixAt):
+            provider_misconfigure(AppProvider(appID: app, provider: provider))
+            schedule(.fix(app: app, provider: provider), at: start.addingTimeInterval(fixAt))
+        case .providerOutage(_, let seconds):
+            provider.outage = (now, now.addingTimeInterval(seconds))
+            tellReachability(unreachable: true)
+            schedule(.outageEnd, at: now.addingTimeInterval(seconds))
+        case .databaseOutage(_, let seconds):
+            databaseDown = (now, now.addingTimeInterval(seconds))
+        case .cancel(let index, _):
+            guard index < scenario.broadcasts.count else { return }
+            model.cancel(scenario.broadcasts[index].id, now: now)
+        }
+    }
+
+    private func provider_misconfigure(_ key: AppProvider) {
+        provider.misconfigured.insert(key)
+    }
+
+    /// SIGCONT: the events that came while it was stopped, in order, then the time that passed.
+    func resume(_ index: Int) {
+        guard workers[index].life == .paused else { return }
+        workers[index].life = .running
+        workers[index].running.append((now, nil))
+        note("\(workers[index].name) resumed")
+        let buffered = workers[index].buffered
+        workers[index].buffered = []
+        for event in buffered { deliver(event, to: index) }
+        deliver(.tick, to: index)
+    }
+
+    /// What every worker does each second beside sending (``BroadcastDuties``), applied once by the world: broadcasts
+    /// expired at their deadline or completed, the unsendable rule, held deactivations nobody suspects applied.
+    func duties() {
+        guard workers.contains(where: { $0.life == .running }) else { return }
+        for id in model.broadcasts.keys.sorted(by: { $0.uuidString < $1.uuidString }) {
+            guard let broadcast = model.broadcasts[id], broadcast.state == .running else { continue }
+            if now >= broadcast.deadline {
+                model.end(id, as: .expired, now: now)
+                note("broadcast \(id) expired")
+            } else if model.isDone(id) {
+                model.end(id, as: .completed, now: now)
+                note("broadcast \(id) completed")
+            }
+        }
+        let rules = UnsendablePolicy.Configuration(failAfter: options.failAfter)
+        for failure in UnsendablePolicy.failures(model.givenBackBroadcasts(), now: now, configuration: rules) {
+            if model.fail(failure.broadcastID, reason: failure.reason, now: now) {
+                covered.insert("failedUnsendable")
+                note("broadcast \(failure.broadcastID) failed: \(failure.reason)")
+            }
+        }
+        let applied = model.applyHeldDeactivations(before: now.addingTimeInterval(-600))
+        if applied > 0 {
+            covered.insert("heldApplied")
+            note("\(applied) held deactivations applied")
+        }
+    }
+}

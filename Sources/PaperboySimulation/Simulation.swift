@@ -1,0 +1,282 @@
+import Foundation
+import PaperboyCore
+import PaperboyDispatch
+
+/// A seeded, deterministic simulation of a production week's morning: several workers, each the real
+/// ``WorkerMachine`` with its real ``BatchSendMachine``s, ``SenderHealth`` and ``MisconfigurationGuard``, run against a
+/// model of the database (``DispatchModel``, kept equal to PostgreSQL by `ContractTests`) and of the providers
+/// (``SimulatedProvider``), on a virtual clock, through the faults the seed draws (``Scenario``). The per-second duties
+/// apply the real ``UnsendablePolicy``. After the run, ``Invariants`` checks what every run must keep.
+///
+/// The executor here is as thin as the dispatcher's: each action becomes the model's operation or a provider's
+/// answer, reported back as the machine's next event after a latency the seed draws. A failing seed is a bug report:
+/// `paperboy-sim --seed N --trace` replays it with every event.
+public final class Simulation {
+    public struct Options: Sendable {
+        /// Virtual seconds after which the run stops, whatever is left.
+        public var maxTime: TimeInterval = 1800
+        /// Print a readable line per event as the run goes.
+        public var trace = false
+        public var drainTimeout: TimeInterval = 10
+        public var failAfter: TimeInterval = 300
+
+        public init(trace: Bool = false) {
+            self.trace = trace
+        }
+    }
+
+    /// What a run did and found.
+    public struct Result: Sendable {
+        public var scenario: Scenario
+        public var violations: [String]
+        public var trace: [String]
+        /// Events handled, virtual seconds simulated, pushes written.
+        public var events: Int
+        public var seconds: TimeInterval
+        public var pushes: Int
+        /// What the run went through, for coverage: fault kinds, holds raised, broadcasts failed, duplicates allowed.
+        public var covered: Set<String>
+    }
+
+    enum Life: Equatable {
+        case running
+        case paused
+        case dead
+        case exited
+    }
+
+    struct Worker {
+        var name: String
+        var incarnation = 0
+        var machine: WorkerMachine
+        var life = Life.running
+        var skew: TimeInterval
+        /// The dispatcher's estimate of the database's clock minus this worker's.
+        var offset: TimeInterval = 0
+        var buffered: [WorkerMachine.Event] = []
+        var timer: (at: Date, token: Int)?
+        var nextToken = 0
+        var keyless: Set<Int> = []
+        /// The credentials generation each app's provider channel holds here.
+        var generations: [AppProvider: Int] = [:]
+        var sends: [Int64: [Int]] = [:]
+        var read: Set<Int64> = []
+        /// The batches it leased, and the devices of each as it read them (a send names positions).
+        var batches: [Int64: LeasedBatch] = [:]
+        var targets: [Int64: [Int64]] = [:]
+        var held: Set<Int64> = []
+        var startedAt: Date
+        /// When it ran (not paused, not dead), as intervals: for the unsendable invariant.
+        var running: [(from: Date, until: Date?)] = []
+        var drainAt: Date?
+        var exitedAt: Date?
+        var killedAt: Date?
+        /// Batches it held when killed, or when paused past its lease: a device of those may be pushed twice.
+        var abandoned: Set<Int64> = []
+        var pausedAt: Date?
+    }
+
+    enum Item {
+        case event(worker: Int, incarnation: Int, WorkerMachine.Event)
+        case wake(worker: Int, incarnation: Int, token: Int)
+        case database(worker: Int, incarnation: Int, WorkerMachine.Action)
+        case answers(send: Int, at: Date)
+        case fault(Int)
+        case revoke(app: Int, provider: PushProvider, generation: Int)
+        case fix(app: Int, provider: PushProvider)
+        case resume(worker: Int)
+        case restart
+        case outageEnd
+        case startBroadcast(Int)
+        case duties
+    }
+
+    struct PendingSend {
+        var worker: Int
+        var incarnation: Int
+        var batch: LeasedBatch
+        var pushes: [PendingPush]
+    }
+
+    struct PendingPush {
+        var position: Int
+        var device: Int64
+        var provider: PushProvider
+        var issuedAt: Date
+        var writtenAt: Date?
+        var answerAt: Date
+        var answer: BatchSendMachine.Answer
+        var delivered: Bool
+        var misconfiguration: Bool
+        var done = false
+    }
+
+    let scenario: Scenario
+    let options: Options
+    var random: SimulationRandom
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+    var now: Date
+    var queue = EventQueue<Item>()
+    var model = DispatchModel()
+    var provider: SimulatedProvider
+    var workers: [Worker] = []
+    var sends: [Int: PendingSend] = [:]
+    var nextSend = 0
+    /// The generation of each app's current key file: rotation writes a new one and removes the old.
+    var keyFiles: [AppProvider: Int] = [:]
+    var databaseDown: (from: Date, until: Date)?
+    /// When each hold was raised and released, for the invariants.
+    var holdTimes: [(key: AppProvider, from: Date, until: Date?)] = []
+    /// When pushes were handed to a provider, per second, per broadcast: the pace the plan promises.
+    var handedOver: [UUID: [Int: Int]] = [:]
+    var trace: [String] = []
+    var events = 0
+    var covered: Set<String> = []
+
+    public init(scenario: Scenario, options: Options = Options()) {
+        self.scenario = scenario
+        self.options = options
+        self.random = SimulationRandom(seed: scenario.seed ^ 0xD1CE)
+        self.now = start
+        self.provider = SimulatedProvider(notSentChance: scenario.notSentChance, fateUnknownChance: scenario.fateUnknownChance)
+    }
+
+    /// Runs the scenario to its end and checks the invariants.
+    public func run() -> Result {
+        setUp()
+        var looped: String?
+        var atInstant = (time: now, events: 0)
+        while let (time, item) = queue.pop() {
+            guard time.timeIntervalSince(start) <= options.maxTime else { break }
+            now = max(now, time)
+            events += 1
+            atInstant = atInstant.time == now ? (now, atInstant.events + 1) : (now, 1)
+            if atInstant.events > 20_000 {
+                // A machine that asks to be woken at an instant that has come and does nothing then: a busy loop.
+                looped = "the run looped at \(String(format: "%.3f", now.timeIntervalSince(start)))s: more than 20,000 events at one instant"
+                break
+            }
+            handle(item)
+            if finished() { break }
+        }
+        let violations = (looped.map { [$0] } ?? []) + Invariants(simulation: self).check()
+        return Result(
+            scenario: scenario,
+            violations: violations,
+            trace: trace,
+            events: events,
+            seconds: now.timeIntervalSince(start),
+            pushes: provider.log.count,
+            covered: covered
+        )
+    }
+
+    /// Every broadcast has ended and no worker holds a batch or waits for an answer.
+    func finished() -> Bool {
+        model.broadcasts.count == scenario.broadcasts.count && model.broadcasts.values.allSatisfy { $0.state != .running }
+            && workers.allSatisfy { $0.life != .running || $0.machine.batchesHeld == 0 } && sends.isEmpty
+    }
+
+    func note(_ line: @autoclosure () -> String) {
+        guard options.trace else { return }
+        print(String(format: "%9.3f ", now.timeIntervalSince(start)) + line())
+    }
+
+    func schedule(_ item: Item, at time: Date) {
+        queue.push(item, at: max(time, now))
+    }
+
+    func handle(_ item: Item) {
+        switch item {
+        case .event(let index, let incarnation, let event):
+            guard workers[index].incarnation == incarnation else { return }
+            deliver(event, to: index)
+        case .wake(let index, let incarnation, let token):
+            guard workers[index].incarnation == incarnation, workers[index].timer?.token == token else { return }
+            workers[index].timer = nil
+            deliver(.tick, to: index)
+        case .database(let index, let incarnation, let action):
+            let event = database(action, for: index)
+            if let event {
+                schedule(.event(worker: index, incarnation: incarnation, event), at: now.addingTimeInterval(random.between(0.001...0.02)))
+            }
+        case .answers(let id, let at):
+            answer(id, at: at)
+        case .fault(let index):
+            fault(scenario.faults[index])
+        case .revoke(let app, let provider, let generation):
+            note("provider: app \(app) \(provider.rawValue) key generation \(generation) revoked")
+            self.provider.accepted[AppProvider(appID: app, provider: provider), default: []].remove(generation)
+        case .fix(let app, let provider):
+            let key = AppProvider(appID: app, provider: provider)
+            self.provider.misconfigured.remove(key)
+            let (released, dropped) = model.releaseHold(appID: app, provider: provider)
+            if released, let index = holdTimes.lastIndex(where: { $0.key == key && $0.until == nil }) { holdTimes[index].until = now }
+            note("operator: app \(app) \(provider.rawValue) fixed; hold released \(released), \(dropped) held deactivations dropped")
+        case .resume(let index):
+            resume(index)
+        case .restart:
+            addWorker(skew: 0)
+            deliver(.started, to: workers.count - 1)
+        case .outageEnd:
+            note("provider: back")
+            tellReachability(unreachable: false)
+        case .startBroadcast(let index):
+            let plan = scenario.broadcasts[index]
+            model.startBroadcast(
+                plan.id,
+                app: plan.app,
+                start: now,
+                rate: plan.rate,
+                cohorts: plan.cohorts,
+                slot: plan.slot,
+                deadline: now.addingTimeInterval(3600),
+                origin: plan.origin
+            )
+            note("broadcast \(index) started: app \(plan.app), \(Int(plan.rate))/s")
+        case .duties:
+            duties()
+            schedule(.duties, at: now.addingTimeInterval(1))
+        }
+    }
+}
+
+/// The simulation's events in time order; events at the same instant in the order they were scheduled.
+struct EventQueue<Item> {
+    private var heap: [(time: Date, sequence: Int, item: Item)] = []
+    private var sequence = 0
+
+    mutating func push(_ item: Item, at time: Date) {
+        sequence += 1
+        heap.append((time, sequence, item))
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard Self.before(heap[child], heap[parent]) else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() -> (Date, Item)? {
+        guard !heap.isEmpty else { return nil }
+        heap.swapAt(0, heap.count - 1)
+        let top = heap.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var first = parent
+            if left < heap.count && Self.before(heap[left], heap[first]) { first = left }
+            if right < heap.count && Self.before(heap[right], heap[first]) { first = right }
+            guard first != parent else { break }
+            heap.swapAt(parent, first)
+            parent = first
+        }
+        return (top.time, top.item)
+    }
+
+    private static func before(_ a: (time: Date, sequence: Int, item: Item), _ b: (time: Date, sequence: Int, item: Item)) -> Bool {
+        (a.time, a.sequence) < (b.time, b.sequence)
+    }
+}

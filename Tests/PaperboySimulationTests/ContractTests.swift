@@ -1,0 +1,443 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyDispatch
+import PaperboySimulation
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+/// The simulation's model of the dispatch store (``DispatchModel``) against PostgreSQL (``BroadcastRepository``,
+/// ``SenderStatusRepository``, ``ProviderHoldRepository``): the same operations, in the same order, with the same
+/// `now`, give the same results. A rule changed on one side and not the other fails here, so that the simulation keeps
+/// testing what production runs.
+@Suite("The dispatch model against PostgreSQL")
+struct ContractTests {
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+    static let key = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-contract.p8").path
+
+    /// Both stores with the same app, devices and broadcast: PostgreSQL set up through the repositories, the model
+    /// from what PostgreSQL then holds (the device ids and cohort keys, the broadcast's cohorts).
+    struct Pair {
+        var model = DispatchModel()
+        let db: TestDatabase
+        let repository: BroadcastRepository
+        let broadcast: UUID
+        let app: Int
+        var logger: Logger { db.logger }
+        /// When the wave's first cohort starts (the plan jitters it).
+        var firstDue: Date { model.cohorts.map(\.startsAt).min()! }
+
+        /// What a batch is, without what the model does not keep (the edition's options).
+        static func shape(_ batch: LeasedBatch?) -> String {
+            guard let batch else { return "none" }
+            return
+                "batch \(batch.id) cohort \(batch.cohort) keys \(batch.firstKey)...\(batch.lastKey) ordinal \(batch.firstOrdinal) devices \(batch.devices) "
+                + "leases \(batch.leases) given back \(batch.givenBack)"
+        }
+
+        static func micro(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1e6).rounded()) }
+
+        func cohortCounts() async throws -> [String] {
+            let rows = try await db.client.query(
+                "SELECT cohort, sent, accepted, rejected::text, skipped::text FROM broadcast_cohorts WHERE broadcast_id = \(broadcast) ORDER BY cohort",
+                logger: logger
+            )
+            var counts: [String] = []
+            for try await (cohort, sent, accepted, rejected, skipped) in rows.decode((Int, Int, Int, String, String).self) {
+                counts.append("\(cohort): \(sent) sent, \(accepted) accepted, \(Self.normalised(rejected)), \(Self.normalised(skipped))")
+            }
+            return counts
+        }
+
+        func modelCohortCounts() -> [String] {
+            model.cohorts.filter { $0.broadcast == broadcast }.sorted { $0.cohort < $1.cohort }.map {
+                "\($0.cohort): \($0.sent) sent, \($0.accepted) accepted, \(Self.json($0.rejected)), \(Self.json($0.skipped))"
+            }
+        }
+
+        static func json(_ counts: [String: Int]) -> String {
+            "{" + counts.filter { $0.value != 0 }.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ") + "}"
+        }
+
+        static func normalised(_ text: String) -> String {
+            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Int] ?? [:]
+            return json(object)
+        }
+
+        func activeDevices() async throws -> [Int64] {
+            let rows = try await db.client.query("SELECT id FROM devices WHERE active ORDER BY id", logger: logger)
+            return try await rows.collect().map { try $0.decode(Int64.self) }
+        }
+
+        func heldDeactivations() async throws -> [Int64] {
+            let rows = try await db.client.query("SELECT device_id FROM held_deactivations ORDER BY device_id", logger: logger)
+            return try await rows.collect().map { try $0.decode(Int64.self) }
+        }
+    }
+
+    static func with(devices: Int, cohorts: Int, window: TimeInterval, _ body: (inout Pair) async throws -> Void) async throws {
+        try await TestDatabase.with { db in
+            try "not read by these tests".write(toFile: key, atomically: true, encoding: .utf8)
+            let app = try await AppRepository(client: db.client).create(
+                try NewApp(bundleID: "com.example.contract", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: key),
+                logger: db.logger
+            ).app
+            _ = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
+            for index in 0..<devices {
+                let hex = String(format: "%064x", index * 7919 + 1)
+                _ = try await DeviceRepository(client: db.client).register(
+                    appID: app.id,
+                    token: .apns(try DeviceToken(hex: hex)),
+                    DeviceRegistration(
+                        environment: .production,
+                        subscriptions: ["morning"],
+                        timeZone: "Asia/Tokyo",
+                        tier: .large,
+                        autoDownload: true,
+                        alertsAuthorized: false
+                    ),
+                    logger: db.logger
+                )
+            }
+            let manifest = EditionManifest(
+                publication: "morning",
+                issueDate: "2026-11-23",
+                deadline: start.addingTimeInterval(6 * 3600).formatted(.iso8601),
+                tiers: [
+                    "large": .init(bundles: [
+                        .init(url: "https://cdn.example.com/large-1.zip", bytes: 1000, sha256: String(repeating: "0f", count: 32))
+                    ])
+                ],
+                pages: [.init(number: 1, title: "Front page")]
+            )
+            let edition = try await EditionRepository(client: db.client).publish(manifest, appID: app.id, now: start, logger: db.logger)
+            var repository = BroadcastRepository(client: db.client)
+            repository.leaseClock = .caller
+            let started = try await repository.start(
+                editionID: edition.id,
+                environment: .production,
+                options: BroadcastOptions(pace: .window(window), cohorts: cohorts),
+                origin: "contract",
+                now: start,
+                logger: db.logger
+            )
+            var pair = Pair(db: db, repository: repository, broadcast: started.broadcast.id, app: app.id)
+            pair.model.addApp(app.id, providers: [.apns])
+            let rows = try await db.client.query("SELECT id, cohort_key, token, registered_at FROM devices ORDER BY id", logger: db.logger)
+            var modelled: [DispatchModel.Device] = []
+            for try await (id, key, token, registered) in rows.decode((Int64, Int32, ByteBuffer, Date).self) {
+                modelled.append(
+                    DispatchModel.Device(
+                        id: id,
+                        app: app.id,
+                        token: .apns(DeviceToken(bytes: Array(buffer: token))),
+                        key: Int64(key),
+                        platform: .ios,
+                        tier: .large,
+                        registeredAt: registered
+                    )
+                )
+            }
+            pair.model.addDevices(modelled)
+            let plan = try await db.client.query(
+                """
+                SELECT c.starts_at, c.next_key, c.end_key, w.rate FROM broadcast_cohorts c
+                JOIN broadcast_waves w ON w.broadcast_id = c.broadcast_id AND w.wave = c.wave
+                WHERE c.broadcast_id = \(started.broadcast.id) ORDER BY c.cohort
+                """,
+                logger: db.logger
+            )
+            var cohorts: [(startsAt: Date, firstKey: Int64, endKey: Int64)] = []
+            var rate = 0.0
+            for try await (startsAt, first, end, waveRate) in plan.decode((Date, Int64, Int64, Double).self) {
+                cohorts.append((startsAt, first, end))
+                rate = waveRate
+            }
+            pair.model.startBroadcast(started.broadcast.id, app: app.id, rate: rate, cohorts: cohorts, deadline: started.broadcast.deadline)
+            do {
+                try await body(&pair)
+            } catch {
+                Issue.record("\(String(reflecting: error))")
+                throw error
+            }
+        }
+    }
+
+    static func lease(
+        _ pair: inout Pair,
+        _ owner: String,
+        at now: Date,
+        excludingProviders: [AppProvider] = []
+    ) async throws -> (LeasedBatch?, LeasedBatch?) {
+        let stored = try await pair.repository.lease(
+            owner: owner,
+            now: now,
+            lookahead: 0.5,
+            duration: 30,
+            batchDuration: 1,
+            maxBatchSize: 7,
+            excludingProviders: excludingProviders.map { ($0.appID, $0.provider) },
+            logger: pair.logger
+        )
+        let modelled = pair.model.lease(
+            owner: owner,
+            now: now,
+            lookahead: 0.5,
+            duration: 30,
+            batchDuration: 1,
+            maxBatchSize: 7,
+            excludingProviders: excludingProviders
+        )
+        #expect(Pair.shape(modelled) == Pair.shape(stored), "lease by \(owner) at \(now)")
+        if let stored, let modelled {
+            #expect(abs(stored.slotStart.timeIntervalSince(modelled.slotStart)) < 1e-5, "the slot of batch \(stored.id)")
+        }
+        return (stored, modelled)
+    }
+
+    static func targets(_ pair: Pair, _ batch: LeasedBatch, at now: Date) async throws -> [BatchTarget] {
+        let stored = try await pair.repository.targets(of: batch, now: now, logger: pair.logger)
+        let modelled = pair.model.targets(of: batch, now: now)
+        #expect(modelled.map(\.deviceID) == stored.map(\.deviceID), "targets of batch \(batch.id)")
+        #expect(modelled.map(\.recentBackgroundPushes.count) == stored.map(\.recentBackgroundPushes.count), "recent pushes of batch \(batch.id)")
+        return stored
+    }
+
+    @Test("carving a whole wave: every batch the same, in the same order, with the same devices and slots")
+    func carving() async throws {
+        try await Self.with(devices: 40, cohorts: 3, window: 6) { pair in
+            var now = pair.firstDue
+            var carved = 0
+            for _ in 0..<40 {
+                let (stored, _) = try await Self.lease(&pair, "w1", at: now)
+                guard let stored else {
+                    now = now.addingTimeInterval(0.7)
+                    if now > pair.firstDue.addingTimeInterval(10) { break }
+                    continue
+                }
+                carved += try await Self.targets(pair, stored, at: now).count
+            }
+            #expect(carved == 40, "every device carved once")
+        }
+    }
+
+    @Test("recording, giving back, taking over: the same counters, ledger, deactivations and held deactivations")
+    func recordAndGiveBack() async throws {
+        try await Self.with(devices: 20, cohorts: 1, window: 2) { pair in
+            let now = pair.firstDue
+            let (first, _) = try await Self.lease(&pair, "w1", at: now)
+            let batch = try #require(first)
+            let targets = try await Self.targets(pair, batch, at: now)
+            var outcomes: [BatchOutcome] = []
+            for (index, target) in targets.enumerated() {
+                let result: BatchOutcome.Result =
+                    switch index % 4 {
+                    case 0: .accepted
+                    case 1: .rejected(reason: "Unregistered", deactivates: .at(now.addingTimeInterval(-60)))
+                    case 2: .rejected(reason: "BadDeviceToken", deactivates: .deferred)
+                    default: .skipped(.hourlyBudget)
+                    }
+                outcomes.append(BatchOutcome(deviceID: target.deviceID, sentAt: now, result: result))
+            }
+            let recorded = Array(outcomes.prefix(4))
+            let storedGiven = try await pair.repository.giveBack(
+                batch,
+                recorded: recorded,
+                firstReturned: 4,
+                returned: targets.count - 4,
+                because: "draining",
+                owner: "w1",
+                now: now,
+                logger: pair.logger
+            )
+            let modelGiven = pair.model.giveBack(
+                batch,
+                recorded: recorded,
+                firstReturned: 4,
+                returned: targets.count - 4,
+                because: "draining",
+                providers: [],
+                owner: "w1",
+                now: now
+            )
+            #expect(storedGiven && modelGiven)
+            // The same give-back again (its COMMIT's answer lost): done, nothing counted twice.
+            #expect(
+                try await pair.repository.giveBack(
+                    batch,
+                    recorded: recorded,
+                    firstReturned: 4,
+                    returned: targets.count - 4,
+                    because: "draining",
+                    owner: "w1",
+                    now: now,
+                    logger: pair.logger
+                )
+            )
+            let modelled1 = pair.model.giveBack(
+                batch,
+                recorded: recorded,
+                firstReturned: 4,
+                returned: targets.count - 4,
+                because: "draining",
+                providers: [],
+                owner: "w1",
+                now: now
+            )
+            #expect(modelled1)
+            // Nobody renews a lease given back.
+            let renewed = try await pair.repository.renew([batch], owner: "w1", duration: 30, now: now, logger: pair.logger)
+            #expect(renewed == pair.model.renew([batch], owner: "w1", duration: 30, now: now))
+            #expect(renewed.held.isEmpty)
+            // Taken over: the devices recorded are left out.
+            let later = now.addingTimeInterval(0.1)
+            let (taken, _) = try await Self.lease(&pair, "w2", at: later)
+            let retaken = try #require(taken)
+            let rest = try await Self.targets(pair, retaken, at: later)
+            #expect(rest.count == targets.count - 3, "the skipped one goes back, the three written do not")
+            let finals = rest.map { BatchOutcome(deviceID: $0.deviceID, sentAt: later, result: .accepted) }
+            #expect(try await pair.repository.record(retaken, outcomes: finals, owner: "w2", now: later, logger: pair.logger))
+            let modelled2 = pair.model.record(retaken, outcomes: finals, owner: "w2", now: later)
+            #expect(modelled2)
+            // Recorded again after a lost answer: done; by the lease before: refused.
+            #expect(try await pair.repository.record(retaken, outcomes: finals, owner: "w2", now: later, logger: pair.logger))
+            let modelled3 = pair.model.record(retaken, outcomes: finals, owner: "w2", now: later)
+            #expect(modelled3)
+            #expect(try await !pair.repository.record(batch, outcomes: finals, owner: "w1", now: later, logger: pair.logger))
+            let modelled4 = pair.model.record(batch, outcomes: finals, owner: "w1", now: later)
+            #expect(!modelled4)
+
+            #expect(pair.modelCohortCounts() == (try await pair.cohortCounts()))
+            let active = pair.model.devices.values.filter(\.active).map(\.id).sorted()
+            #expect(active == (try await pair.activeDevices()))
+            #expect(pair.model.heldDeactivations.keys.sorted() == (try await pair.heldDeactivations()))
+        }
+    }
+
+    @Test("a batch given back for a provider: left by workers that cannot send through it and while it is held, taken by the others")
+    func givenBackForAProvider() async throws {
+        try await Self.with(devices: 10, cohorts: 1, window: 1) { pair in
+            let now = pair.firstDue
+            let (first, _) = try await Self.lease(&pair, "keyless", at: now)
+            let batch = try #require(first)
+            let targets = try await Self.targets(pair, batch, at: now)
+            #expect(
+                try await pair.repository.giveBack(
+                    batch,
+                    recorded: [],
+                    firstReturned: 0,
+                    returned: targets.count,
+                    because: "apns: no key",
+                    providers: [.apns],
+                    owner: "keyless",
+                    now: now,
+                    logger: pair.logger
+                )
+            )
+            let modelled5 = pair.model.giveBack(
+                batch,
+                recorded: [],
+                firstReturned: 0,
+                returned: targets.count,
+                because: "apns: no key",
+                providers: [.apns],
+                owner: "keyless",
+                now: now
+            )
+            #expect(modelled5)
+            let later = now.addingTimeInterval(0.1)
+            let apns = AppProvider(appID: pair.app, provider: .apns)
+            let (left, _) = try await Self.lease(&pair, "keyless", at: later, excludingProviders: [apns])
+            #expect(left == nil || left?.id != batch.id, "the keyless worker leaves it")
+            let since = try await SenderStatusRepository(client: pair.db.client).givenBackBroadcasts(logger: pair.logger)
+            #expect(since.map(\.givenBackSince) == pair.model.givenBackBroadcasts().map(\.givenBackSince))
+            #expect(since.first?.givenBackSince[.apns].map(Pair.micro) == Pair.micro(now))
+            // Held: nobody takes it; released: the next worker does.
+            try await ProviderHoldRepository(client: pair.db.client).raise(
+                appID: pair.app,
+                provider: .apns,
+                answer: "DeviceTokenNotForTopic",
+                likelyCause: "the bundle id",
+                reason: "reason",
+                by: "w",
+                logger: pair.logger
+            )
+            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "DeviceTokenNotForTopic", reason: "reason", by: "w")
+            let (held, _) = try await Self.lease(&pair, "w2", at: later.addingTimeInterval(0.1))
+            #expect(held == nil, "a held provider's batches and the app's new ones wait")
+            #expect(try await SenderStatusRepository(client: pair.db.client).givenBackBroadcasts(logger: pair.logger).isEmpty)
+            #expect(pair.model.givenBackBroadcasts().isEmpty)
+            _ = try await ProviderHoldRepository(client: pair.db.client).release(appID: pair.app, provider: .apns, logger: pair.logger)
+            pair.model.releaseHold(appID: pair.app, provider: .apns)
+            let (taken, _) = try await Self.lease(&pair, "w2", at: later.addingTimeInterval(0.2))
+            #expect(taken?.id == batch.id)
+        }
+    }
+
+    @Test("slots claimed again after a stall: the same starts, after the work claimed and no earlier than asked")
+    func slots() async throws {
+        try await Self.with(devices: 30, cohorts: 2, window: 2) { pair in
+            let now = pair.firstDue
+            let (one, _) = try await Self.lease(&pair, "w1", at: now)
+            let (two, _) = try await Self.lease(&pair, "w2", at: now)
+            let first = try #require(one)
+            let second = try #require(two)
+            let late = now.addingTimeInterval(9)
+            for (batch, owner, notBefore) in [(first, "w1", nil), (second, "w2", late.addingTimeInterval(2)), (first, "w2", nil)]
+                as [(LeasedBatch, String, Date?)]
+            {
+                let stored = try await pair.repository.reclaimSlot(
+                    batch,
+                    from: 2,
+                    remaining: 3,
+                    owner: owner,
+                    now: late,
+                    notBefore: notBefore,
+                    logger: pair.logger
+                )
+                let modelled = pair.model.reclaimSlot(batch, from: 2, remaining: 3, owner: owner, now: late, notBefore: notBefore)
+                #expect((stored == nil) == (modelled == nil), "batch \(batch.id) by \(owner)")
+                if let stored, let modelled { #expect(abs(stored.timeIntervalSince(modelled)) < 1e-5, "batch \(batch.id) by \(owner)") }
+            }
+        }
+    }
+
+    @Test("held deactivations: applied once old enough and unheld, never while held, dropped on release, kept for a device registered again")
+    func heldDeactivations() async throws {
+        try await Self.with(devices: 6, cohorts: 1, window: 1) { pair in
+            let now = pair.firstDue
+            let (first, _) = try await Self.lease(&pair, "w1", at: now)
+            let batch = try #require(first)
+            let targets = try await Self.targets(pair, batch, at: now)
+            let outcomes = targets.map {
+                BatchOutcome(deviceID: $0.deviceID, sentAt: now, result: .rejected(reason: "BadDeviceToken", deactivates: .deferred))
+            }
+            #expect(try await pair.repository.record(batch, outcomes: outcomes, owner: "w1", now: now, logger: pair.logger))
+            let modelled6 = pair.model.record(batch, outcomes: outcomes, owner: "w1", now: now)
+            #expect(modelled6)
+            let holds = ProviderHoldRepository(client: pair.db.client)
+            // The database's clock stamped the answers: compare with a cutoff after them.
+            let cutoff = Date().addingTimeInterval(60)
+            try await holds.raise(
+                appID: pair.app,
+                provider: .apns,
+                answer: "BadDeviceToken",
+                likelyCause: "c",
+                reason: "r",
+                by: "w",
+                logger: pair.logger
+            )
+            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "BadDeviceToken", reason: "r", by: "w")
+            #expect(try await holds.applyDue(before: cutoff, logger: pair.logger) == 0)
+            let modelled7 = pair.model.applyHeldDeactivations(before: .distantFuture)
+            #expect(modelled7 == 0)
+            _ = try await holds.release(appID: pair.app, provider: .apns, logger: pair.logger)
+            let modelled8 = pair.model.releaseHold(appID: pair.app, provider: .apns).dropped == targets.count
+            #expect(modelled8)
+            #expect(try await pair.heldDeactivations().isEmpty)
+            #expect(try await pair.activeDevices().count == 6, "released: every device stays active")
+        }
+    }
+}
