@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import PaperboyAPI
 import PaperboyCore
 import PaperboyStore
@@ -158,7 +159,12 @@ struct ConsoleRoutes: Sendable {
 
     /// The urlencoded form of a POST, decoded into `T` (whose fields are optional strings).
     func form<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        let body = try await request.body.collect(upTo: 16 * 1024)
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: 16 * 1024)
+        } catch is NIOTooManyBytesError {
+            throw ConsolePageError(status: .contentTooLarge, heading: "Too large", message: "The form is larger than 16 KiB.")
+        }
         do {
             return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: body))
         } catch {
