@@ -1007,7 +1007,7 @@ extension OpenAPISpec {
                 missing key must not take every API replica out of the load balancer.
               responses:
                 "200":
-                  description: Ready (`{"status": "ready"}`; on the admin listener, with what was checked).
+                  description: 'Ready: `{"status": "ready"}`; on the admin listener, with what was checked.'
                   content:
                     application/json:
                       schema:
