@@ -98,6 +98,14 @@ struct AdminHostileNetworkTests {
             #expect(cancel.1 == "ana")
             #expect(cancel.2 == "192.0.2.10")
             #expect(cancel.4 == id)
+
+            // `paperboy audit` reads the same log.
+            if PaperboyBinary.isBuilt {
+                let printed = try await PaperboyBinary.run(["audit", "--json", "--broadcast", id], database: fixture.db.configuration)
+                #expect(printed.status == 0, "\(printed.output)")
+                #expect(printed.output.contains(#""action":"cancel broadcast""#), "\(printed.output)")
+                #expect(printed.output.contains(#""address":"192.0.2.10""#), "\(printed.output)")
+            }
         }
     }
 

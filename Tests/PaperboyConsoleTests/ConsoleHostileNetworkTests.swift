@@ -145,6 +145,46 @@ struct ConsoleHostileNetworkTests {
         }
     }
 
+    @Test("sign-in, a cancel and sign-out are in the audit log with the role, the name typed and the client's address")
+    func audited() async throws {
+        try await ConsoleFixture.with { fixture in
+            let from: HTTPFields = [Self.clientAddress: "192.0.2.44"]
+            let signedIn = try await fixture.post("/console/sign-in", form: "token=\(ConsoleFixture.operatorToken)&name=bo", headers: from)
+            let cookie = String(try #require(signedIn.headers[.setCookie]).split(separator: ";")[0])
+            let csrf = try await fixture.csrf(cookie: cookie)
+            let cancel = try await fixture.post("/console/broadcasts/\(fixture.id)/cancel", form: "csrf=\(csrf)", cookie: cookie, headers: from)
+            #expect(cancel.status == .seeOther)
+            #expect(try await fixture.post("/console/sign-out", form: "csrf=\(csrf)", cookie: cookie, headers: from).status == .seeOther)
+            let entries = try await AuditRepository(client: fixture.db.client).recent(logger: fixture.db.logger).reversed()
+            #expect(entries.map(\.action) == ["sign in", "cancel broadcast", "sign out"])
+            #expect(entries.allSatisfy { $0.surface == .console && $0.role == "operator" && $0.name == "bo" && $0.address == "192.0.2.44" })
+            #expect(entries.first { $0.action == "cancel broadcast" }?.broadcastID == fixture.broadcastID)
+            let viewer = try await fixture.signIn(ConsoleFixture.viewerToken)
+            let page = String(buffer: try await fixture.get("/console/audit", cookie: viewer).body)
+            #expect(page.contains("operator (bo) from 192.0.2.44"))
+            #expect(!page.contains("Sign out everyone</button>"), "a viewer reads the log but cannot sign everyone out")
+        }
+    }
+
+    @Test("live streams are capped per session: past the cap a stream answers 429; a closed one frees its place")
+    func liveStreamCap() async throws {
+        let streams = LiveStreamCount(perSession: 2)
+        #expect(streams.open("a") && streams.open("a"))
+        #expect(!streams.open("a"), "a third at once is refused")
+        #expect(streams.open("b"), "another session has its own")
+        streams.close("a")
+        #expect(streams.open("a"))
+        #expect(streams.count("a") == 2)
+
+        let none: @Sendable (inout ConsoleConfiguration) -> Void = { $0.liveStreamsPerSession = 0 }
+        try await ConsoleFixture.with(configure: none) { fixture in
+            let cookie = try await fixture.signIn(ConsoleFixture.viewerToken)
+            let refused = try await fixture.get("/console/broadcasts/\(fixture.id)/live", cookie: cookie)
+            #expect(refused.status == .tooManyRequests)
+            #expect(refused.headers[.retryAfter] != nil)
+        }
+    }
+
     @Test("a leaked cookie does not let anyone test token guesses offline: its key is not a hash of the token")
     func sessionKeyIsNotTheToken() async throws {
         try await ConsoleFixture.with { fixture in
