@@ -239,6 +239,13 @@ CONSOLE_ACTIONS = {
 }
 
 
+def test_the_suites_own_cookies_are_well_made():
+    """The control: a cookie minted here with the server's key and nothing wrong with it gets in, so the forged,
+    expired and idle ones above are refused for what is wrong with them, not for being malformed."""
+    status, _, body = request("GET", "/console/broadcasts", {"Cookie": f"{COOKIE}={mint('viewer', VIEWER, session_id='hostile-control-01')}"})
+    assert status == 200, body[:200]
+
+
 @pytest.mark.parametrize("kind", list(BAD_SESSIONS))
 @pytest.mark.parametrize("path", CONSOLE_PAGES)
 def test_console_page_without_a_good_session(path, kind):
