@@ -72,7 +72,7 @@ struct ServeCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "Requests a second each client address (an IPv6 address by its /64) may make to the device routes, as N/s or N/m, or off.",
             discussion:
-                "Over it they answer 429 with Retry-After. Behind a reverse proxy every client has the proxy's address: limit there and use off."
+                "Over it they answer 429 with Retry-After. Behind a reverse proxy every client has the proxy's address: name it with --trusted-proxy, or limit there and use off."
         )
     )
     var rateLimit = "10/s"
@@ -251,6 +251,12 @@ struct ServeCommand: AsyncParsableCommand {
         if consoleAccess.isEnabled {
             services.append(.init(name: "console-sampler", service: console.sampler(logger: Logger(label: "paperboy.console"))))
             logger.info("console enabled", metadata: [LogKey.role: "\(consoleAccess.roles.map(\.rawValue).joined(separator: ","))"])
+            if let publicURL = consoleConfiguration.publicURL, publicURL.scheme == "http", !publicURL.isLoopback {
+                logger.warning(
+                    "--public-url is plain http: the console's session cookie is not Secure and travels in the clear",
+                    metadata: ["url": "\(publicURL)"]
+                )
+            }
             if consoleConfiguration.publicURL == nil {
                 logger.notice(
                     "--public-url is not set: the console reads its address from each request's Host and X-Forwarded-Proto (a proxy in front must forward them)"

@@ -57,7 +57,8 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         context.origin = ConsoleOrigin.of(request, publicURL: configuration.publicURL, servesTLS: configuration.servesTLS)
-        guard configuration.access.isEnabled else { return try await next(request, context) }
+        // The stylesheet and the script are the same for everyone: no session to read, no database to ask.
+        guard configuration.access.isEnabled, !request.uri.path.hasPrefix("/console/static/") else { return try await next(request, context) }
         let keys = try await keyring.keys(logger: context.logger)
         context.keys = keys
         let now = configuration.now()

@@ -103,6 +103,9 @@ public struct ConsolePublicURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "\(scheme)://\(authority)" }
+
+    /// Whether it names this machine (`localhost`, `127.x.x.x`, `[::1]`), where plain HTTP travels no network.
+    public var isLoopback: Bool { ConsoleOrigin.isLoopback(authority: authority) }
 }
 
 public struct ConsolePublicURLError: Error, Equatable, CustomStringConvertible {
