@@ -5,9 +5,13 @@
 # set to that file's contents (without the trailing newline). A VARIABLE_FILE that is set but cannot be
 # read is an error. A variable already in the environment always wins.
 #
-#   PAPERBOY_ADMIN_TOKEN  from PAPERBOY_ADMIN_TOKEN_FILE, else /run/secrets/admin_token if it exists
 #   PGPASSWORD            from PGPASSWORD_FILE (with PGHOST, PGUSER, PGDATABASE, ... set in compose)
 #   DATABASE_URL          from DATABASE_URL_FILE
+#
+# The admin token is not exported: paperboy reads PAPERBOY_ADMIN_TOKEN_FILE itself, so the secret never sits in
+# the environment (where /proc/PID/environ and child processes could read it). When neither
+# PAPERBOY_ADMIN_TOKEN nor PAPERBOY_ADMIN_TOKEN_FILE is set and /run/secrets/admin_token exists,
+# PAPERBOY_ADMIN_TOKEN_FILE is set to it.
 #
 # Arguments are paperboy's: `serve --port 8080`, or `paperboy serve --port 8080` (the leading
 # `paperboy` is dropped). `sh` or an absolute path runs that instead, for debugging.
@@ -36,7 +40,9 @@ from_file() {
     export "$variable=$value"
 }
 
-from_file PAPERBOY_ADMIN_TOKEN /run/secrets/admin_token
+if [ -z "${PAPERBOY_ADMIN_TOKEN:-}" ] && [ -z "${PAPERBOY_ADMIN_TOKEN_FILE:-}" ] && [ -f /run/secrets/admin_token ]; then
+    export PAPERBOY_ADMIN_TOKEN_FILE=/run/secrets/admin_token
+fi
 from_file PGPASSWORD
 from_file DATABASE_URL
 unset variable default_file value file

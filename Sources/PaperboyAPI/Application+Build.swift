@@ -24,9 +24,19 @@ public struct APIConfiguration: Sendable {
     public var unknownKeyCacheTimeToLive: Duration = .seconds(30)
     /// How long `/health/ready` waits for the database.
     public var readinessTimeout: Duration = .seconds(2)
-    /// Why this process cannot send some pushes (its dispatcher's `SenderHealth`): `/health/ready` answers 503
-    /// `cannot_send` while there are any. Nil in a process without a dispatcher.
+    /// Why this process cannot send some pushes (its dispatcher's `SenderHealth`), listed by the admin listener's
+    /// `/health/ready`. Nil in a process without a dispatcher.
     public var senderProblems: (@Sendable () -> [String])?
+    /// Whether sender problems make `/health/ready` answer 503: a worker's do (its batches are left to the others);
+    /// a serve's API does not (one app's missing key must not take every API replica out of the load balancer).
+    public var sendersGateReadiness = true
+    /// Whether `/health/ready` says why it is not ready (`serve --admin-port`'s listener) or only up or down (any
+    /// listener a stranger may reach).
+    public var readinessReasons = false
+    /// The reverse proxies whose `X-Forwarded-For` names the client (`serve --trusted-proxy`).
+    public var trustedProxies: TrustedProxies = .none
+    /// Wrong admin tokens by client address (one per process, shared by its listeners).
+    public var adminGuesses = GuessGuard()
     /// Told about every answered request (the demo's request log); nil in production.
     public var requestObserver: (@Sendable (ObservedRequest) -> Void)?
     /// The registry the process bootstrapped swift-metrics with: when set, `GET /metrics` serves it and
@@ -58,8 +68,11 @@ public enum APISurface: String, Sendable, CaseIterable {
     case devices
     /// `/v1/apps`, `POST /v1/editions`, `/v1/broadcasts…`, `/v1/insights/…`: operators', with the admin token.
     case admin
-    /// `/health/…`, `/metrics`, `/openapi.yaml`: for load balancers, Prometheus and tools.
+    /// `/health/…`, `/openapi.yaml`: for load balancers, orchestrators and tools.
     case operations
+    /// `/metrics` (when a registry is set): app and broadcast ids and rates, for Prometheus; on the admin listener
+    /// when there is one.
+    case metrics
 }
 
 /// The API's routes over a running PostgreSQL client. Tests use it with `app.test(.router)`.
@@ -93,11 +106,14 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
             client: client,
             migrator: Migrator(),
             timeout: configuration.readinessTimeout,
-            senderProblems: configuration.senderProblems ?? { [] }
+            senderProblems: configuration.senderProblems ?? { [] },
+            sendersGateReadiness: configuration.sendersGateReadiness,
+            detailed: configuration.readinessReasons,
+            memory: ReadinessMemory()
         ).add(to: router)
-        if let registry = configuration.metrics {
-            MetricsRoutes(registry: registry).add(to: router)
-        }
+    }
+    if configuration.surfaces.contains(.metrics), let registry = configuration.metrics {
+        MetricsRoutes(registry: registry).add(to: router)
     }
 
     let editionRoutes = EditionRoutes(editions: EditionRepository(client: client), maxBodyBytes: configuration.maxEditionBodyBytes)
@@ -119,7 +135,9 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
     }
 
     if configuration.surfaces.contains(.admin) {
-        let adminAPI = router.group("v1").add(middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken))
+        let adminAPI = router.group("v1").add(
+            middleware: AdminTokenMiddleware<APIRequestContext>(adminToken: configuration.adminToken, guesses: configuration.adminGuesses)
+        )
         AppRoutes(apps: AppRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: adminAPI)
         OriginRoutes(
             origins: OriginRepository(client: client),
@@ -152,7 +170,7 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     Application(
         router: buildRouter(client: client, configuration: configuration),
-        server: paperboyServer(tls: configuration.tls),
+        server: paperboyServer(tls: configuration.tls, trustedProxies: configuration.trustedProxies),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "paperboy"),
         services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },

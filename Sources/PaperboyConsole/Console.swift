@@ -10,7 +10,7 @@ import ServiceLifecycle
 /// sampler service that keeps each running broadcast's counters over time.
 ///
 /// ```swift
-/// let console = Console(client: client, configuration: ConsoleConfiguration(access: access, secureCookies: true))
+/// let console = Console(client: client, configuration: ConsoleConfiguration(access: access, publicURL: publicURL))
 /// api.moreRoutes.append { router in console.addRoutes(to: router) }
 /// services.append(console.sampler(logger: logger))
 /// ```
@@ -26,10 +26,12 @@ public struct Console: Sendable {
     /// Adds `/console` and everything under it to `router`.
     public func addRoutes(to router: Router<APIRequestContext>) {
         let group = router.group("console", context: ConsoleRequestContext.self)
-        group.add(middleware: ConsoleHeadersMiddleware())
-        group.add(middleware: ConsoleErrorMiddleware(access: configuration.access))
-        group.add(middleware: ConsoleSessionMiddleware(access: configuration.access, now: configuration.now))
-        ConsoleRoutes(client: client, configuration: configuration).add(to: group)
+        let repository = ConsoleRepository(client: client)
+        let keyring = ConsoleKeyring(access: configuration.access, source: configuration.sessionSecret, console: repository, now: configuration.now)
+        group.add(middleware: ConsoleHeadersMiddleware(publicURL: configuration.publicURL))
+        group.add(middleware: ConsoleErrorMiddleware())
+        group.add(middleware: ConsoleSessionMiddleware(configuration: configuration, keyring: keyring, console: repository))
+        ConsoleRoutes(client: client, configuration: configuration, keyring: keyring).add(to: group)
     }
 
     /// The service that samples running broadcasts every ``ConsoleConfiguration/sampleInterval`` (one process of

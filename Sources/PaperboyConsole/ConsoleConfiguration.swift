@@ -1,40 +1,77 @@
 import Foundation
+import PaperboyAPI
 import PaperboyCore
 
 /// How the console is served.
 public struct ConsoleConfiguration: Sendable {
     /// The tokens; ``ConsoleAccess/disabled`` serves a page that says how to enable the console.
     public var access: ConsoleAccess
-    /// Whether the session cookie is `Secure` (sent over HTTPS only): true unless the server listens on loopback
-    /// alone (``servesLoopbackOnly(host:)``), where browsers treat plain HTTP as secure and no network sees it.
-    public var secureCookies: Bool
-    /// How long a sign-in lasts.
+    /// Where the secret the session and CSRF keys are derived from comes from.
+    public var sessionSecret: ConsoleSessionSecret = .database
+    /// Where browsers reach the console (`--public-url`): decides the cookie's `Secure` and `__Host-`, the origin
+    /// forms must come from, `Strict-Transport-Security` and absolute links. Nil: read from each request (its
+    /// `Host`, and `X-Forwarded-Proto` from a proxy).
+    public var publicURL: ConsolePublicURL?
+    /// Whether the listener serves HTTPS itself (`--tls-cert`).
+    public var servesTLS = false
+    /// How long a sign-in lasts at most.
     public var sessionLifetime: TimeInterval = 12 * 3600
+    /// A session unused for this long ends (an open live page keeps its session in use).
+    public var idleTimeout: TimeInterval = 30 * 60
     /// How often the sampler records each running broadcast's counters (one process of the cluster does).
     public var sampleInterval: Duration = .seconds(5)
     /// How often a live page's stream asks whether a new sample is there (one primary-key probe).
     public var liveInterval: Duration = .seconds(2)
     /// How long a live stream lasts before the browser reconnects (so that a stop never waits for one).
     public var liveStreamLifetime: Duration = .seconds(300)
+    /// How often a live stream checks that its session was not signed out meanwhile.
+    public var liveSessionCheck: Duration = .seconds(10)
+    /// Live streams one session may hold open at once in this process; more answer 429.
+    public var liveStreamsPerSession = 4
+    /// How long the plan page's audience counts are kept, per publication, environment and cohorts.
+    public var planCountsTimeToLive: TimeInterval = 60
     /// Samples older than this are deleted by the sampler.
     public var sampleRetention: TimeInterval = 8 * 86_400
     /// The shortest wave interval the start form accepts: 20 minutes except where time is compressed (the demo).
     public var minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval
     /// The zone the pages show times in.
     public var timeZone: TimeZone = .current
-    /// Failed sign-ins allowed per minute in this process before more answer 429: tokens are found only by trying.
-    public var signInAttemptsPerMinute = 10
+    /// Wrong tokens per client address before it waits, and the backoff (see ``GuessThrottle``).
+    public var signInPolicy = GuessThrottle.Policy()
     /// The clock: tests and the demo pass their own.
     public var now: @Sendable () -> Date = { Date() }
 
-    public init(access: ConsoleAccess, secureCookies: Bool) {
+    public init(access: ConsoleAccess, publicURL: ConsolePublicURL? = nil, sessionSecret: ConsoleSessionSecret = .database) {
         self.access = access
-        self.secureCookies = secureCookies
+        self.publicURL = publicURL
+        self.sessionSecret = sessionSecret
     }
+}
 
-    /// Whether `host` (the address the server listens on) is loopback only: `127.x.x.x`, `::1` or `localhost`.
-    public static func servesLoopbackOnly(host: String) -> Bool {
-        let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return host == "localhost" || host == "::1" || host.hasPrefix("127.")
+/// Where the secret the console's keys are derived from comes from.
+public enum ConsoleSessionSecret: Sendable {
+    /// `PAPERBOY_CONSOLE_SESSION_KEY` (or `…_FILE`): the same for every process given it; changing it signs everyone
+    /// out.
+    case given([UInt8])
+    /// Made by the first `paperboy serve` and kept in the database (`console_keys`), so that replicas share it;
+    /// "sign out everyone" replaces it.
+    case database
+
+    /// The variable of ``given(_:)``.
+    public static let variable = "PAPERBOY_CONSOLE_SESSION_KEY"
+    /// The shortest key accepted, in characters: `openssl rand -hex 32` makes 64.
+    public static let minimumLength = 32
+
+    /// The secret of a key's text.
+    /// - Throws: ``ConsoleAccessError`` naming the variable when it is too short.
+    public static func given(text: String) throws(ConsoleAccessError) -> ConsoleSessionSecret {
+        let key = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard key.count >= minimumLength, Set(key).count >= 8 else {
+            throw ConsoleAccessError(
+                variable: variable,
+                message: "the key must be at least \(minimumLength) random characters (e.g. `openssl rand -hex 32`)"
+            )
+        }
+        return .given(Array(key.utf8))
     }
 }

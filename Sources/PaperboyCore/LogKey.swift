@@ -1,6 +1,7 @@
 /// The metadata keys of Paperboy's log lines, defined once so that every line names a thing the same way and
 /// a log query written for one line finds the others. Messages are fixed text; the data goes under these.
 public enum LogKey {
+    public static let address = "address"
     public static let app = "app"
     public static let batch = "batch"
     public static let batches = "batches"
@@ -19,6 +20,7 @@ public enum LogKey {
     public static let kind = "kind"
     public static let leases = "leases"
     public static let migration = "migration"
+    public static let path = "path"
     public static let planned = "planned"
     public static let reason = "reason"
     public static let receipts = "receipts"

@@ -19,6 +19,7 @@ struct Paperboy: AsyncParsableCommand {
             SchedulesCommand.self,
             DevicesCommand.self,
             PruneCommand.self,
+            AuditCommand.self,
             InsightsCommand.self,
             APNsSimCommand.self,
             FCMSimCommand.self,

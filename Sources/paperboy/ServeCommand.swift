@@ -20,11 +20,13 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             With no database configured (no --database-url, DATABASE_URL or PGHOST) it starts a throwaway \
             PostgreSQL cluster, migrates it, registers a demo app and prints its device API key: everything is \
-            deleted when the server stops. The admin token for operator endpoints comes from PAPERBOY_ADMIN_TOKEN. \
+            deleted when the server stops. The admin token for operator endpoints comes from PAPERBOY_ADMIN_TOKEN \
+            (or PAPERBOY_ADMIN_TOKEN_FILE naming a file that holds it; at least 16 characters). \
             Besides the API, the process is a broadcast worker (as `paperboy worker`) unless --no-dispatch, and \
             fires broadcast schedules (exactly one serve process does, by an advisory lock) unless --no-scheduler. \
             The operator's web console is at /console (on --admin-port when given): set PAPERBOY_CONSOLE_OPERATOR_TOKEN \
-            and/or PAPERBOY_CONSOLE_VIEWER_TOKEN (or …_FILE naming a file that holds one) to enable it.
+            and/or PAPERBOY_CONSOLE_VIEWER_TOKEN (or …_FILE naming a file that holds one) to enable it; its sessions \
+            are signed with keys derived from PAPERBOY_CONSOLE_SESSION_KEY, else from a key kept in the database.
             """
     )
 
@@ -38,16 +40,39 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("admin-port"),
-        help: "Serve the admin routes (apps, publishing editions, broadcasts) on this port of --host only, not on --port."
+        help: ArgumentHelp(
+            "Serve the admin routes (apps, publishing editions, broadcasts), the console and /metrics on this port of --host only, not on --port.",
+            discussion: "Its /health/ready also says why the process is not ready; --port's says only up or down."
+        )
     )
     var adminPort: Int?
+
+    @Option(
+        name: .customLong("public-url"),
+        help: ArgumentHelp(
+            "Where browsers reach the console, e.g. https://news.example.com: decides its cookie (Secure, __Host-), the origin forms must come from, and Strict-Transport-Security.",
+            discussion: "Default: each request's Host and X-Forwarded-Proto, which a proxy in front must forward.",
+            valueName: "url"
+        )
+    )
+    var publicURL: String?
+
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: ArgumentHelp(
+            "A reverse proxy's address or CIDR block (repeatable): requests from it are counted by the client address in its X-Forwarded-For.",
+            discussion: "For the device rate limit, the limits on wrong console and admin tokens, and the audit log.",
+            valueName: "address"
+        )
+    )
+    var trustedProxies: [String] = []
 
     @Option(
         name: .customLong("rate-limit"),
         help: ArgumentHelp(
             "Requests a second each client address (an IPv6 address by its /64) may make to the device routes, as N/s or N/m, or off.",
             discussion:
-                "Over it they answer 429 with Retry-After. Behind a reverse proxy every client has the proxy's address: limit there and use off."
+                "Over it they answer 429 with Retry-After. Behind a reverse proxy every client has the proxy's address: name it with --trusted-proxy, or limit there and use off."
         )
     )
     var rateLimit = "10/s"
@@ -87,10 +112,31 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
         _ = try PruneCommand.retention(retention)
         _ = try deviceRateLimit()
+        _ = try consolePublicURL()
+        _ = try proxies()
         switch (tlsCert, tlsKey) {
         case (nil, nil), (.some, .some): break
         case (.some, nil): throw ValidationError("--tls-cert needs --tls-key, the certificate's private key")
         case (nil, .some): throw ValidationError("--tls-key needs --tls-cert, the key's certificate chain")
+        }
+    }
+
+    /// `--public-url` read; nil when not given.
+    func consolePublicURL() throws -> ConsolePublicURL? {
+        guard let publicURL else { return nil }
+        do {
+            return try ConsolePublicURL(parsing: publicURL)
+        } catch {
+            throw ValidationError("--public-url: \(error)")
+        }
+    }
+
+    /// `--trusted-proxy` read.
+    func proxies() throws -> TrustedProxies {
+        do {
+            return try TrustedProxies(parsing: trustedProxies)
+        } catch {
+            throw ValidationError("--trusted-proxy: \(error)")
         }
     }
 
@@ -147,15 +193,22 @@ struct ServeCommand: AsyncParsableCommand {
         LoggingSystem.bootstrapPaperboy()
         let registry = MetricsSystem.bootstrapPrometheus()
         let logger = Logger(label: "paperboy.serve")
-        let adminToken = ProcessInfo.processInfo.environment["PAPERBOY_ADMIN_TOKEN"]
+        let adminToken = try ConsoleTokens.adminToken()
         var api = APIConfiguration(host: host, port: port, adminToken: adminToken)
         api.metrics = registry
         api.deviceRateLimit = try deviceRateLimit()
         api.tls = try tlsConfiguration()
-        if adminToken?.isEmpty ?? true {
+        api.trustedProxies = try proxies()
+        if adminToken == nil {
             logger.notice("PAPERBOY_ADMIN_TOKEN is not set: admin endpoints answer 401")
         }
         let consoleAccess = try ConsoleTokens.access()
+        var consoleConfiguration = ConsoleConfiguration(
+            access: consoleAccess,
+            publicURL: try consolePublicURL(),
+            sessionSecret: try ConsoleTokens.sessionSecret()
+        )
+        consoleConfiguration.servesTLS = api.tls != nil
 
         if let configuration = try database.configuration() {
             let status = try await withDatabase(configuration, logger: logger) { client in
@@ -165,13 +218,13 @@ struct ServeCommand: AsyncParsableCommand {
                 throw CommandError("the database is missing migrations \(status.pending.joined(separator: ", ")): run `paperboy migrate` first")
             }
             logger.info("serving", metadata: ["database": "\(configuration)"])
-            try await serve(configuration: configuration, api: api, console: consoleAccess, logger: logger, banner: nil)
+            try await serve(configuration: configuration, api: api, console: consoleConfiguration, logger: logger, banner: nil)
         } else {
             let cluster = try await EmbeddedPostgres.start(logger: logger)
             do {
                 let (configuration, key) = try await Self.prepareDemoDatabase(cluster: cluster, logger: logger)
                 let host = api.host
-                try await serve(configuration: configuration, api: api, console: consoleAccess, logger: logger) { port in
+                try await serve(configuration: configuration, api: api, console: consoleConfiguration, logger: logger) { port in
                     Self.demoBanner(host: host, port: port, key: key)
                 }
             } catch {
@@ -185,25 +238,30 @@ struct ServeCommand: AsyncParsableCommand {
     private func serve(
         configuration: DatabaseConfiguration,
         api: APIConfiguration,
-        console consoleAccess: ConsoleAccess,
+        console consoleConfiguration: ConsoleConfiguration,
         logger: Logger,
         banner: (@Sendable (Int) -> String)?
     ) async throws {
         let client = configuration.makeClient(logger: logger)
         var services: [ProcessServices.Entry] = [.init(name: "postgres", service: client)]
         var api = api
-        // The console's cookie is Secure unless the server listens on loopback alone (or serves HTTPS itself).
-        let console = Console(
-            client: client,
-            configuration: ConsoleConfiguration(
-                access: consoleAccess,
-                secureCookies: api.tls != nil || !ConsoleConfiguration.servesLoopbackOnly(host: api.host)
-            )
-        )
+        let consoleAccess = consoleConfiguration.access
+        let console = Console(client: client, configuration: consoleConfiguration)
         api.moreRoutes.append { router in console.addRoutes(to: router) }
         if consoleAccess.isEnabled {
             services.append(.init(name: "console-sampler", service: console.sampler(logger: Logger(label: "paperboy.console"))))
             logger.info("console enabled", metadata: [LogKey.role: "\(consoleAccess.roles.map(\.rawValue).joined(separator: ","))"])
+            if let publicURL = consoleConfiguration.publicURL, publicURL.scheme == "http", !publicURL.isLoopback {
+                logger.warning(
+                    "--public-url is plain http: the console's session cookie is not Secure and travels in the clear",
+                    metadata: ["url": "\(publicURL)"]
+                )
+            }
+            if consoleConfiguration.publicURL == nil {
+                logger.notice(
+                    "--public-url is not set: the console reads its address from each request's Host and X-Forwarded-Proto (a proxy in front must forward them)"
+                )
+            }
         } else {
             logger.notice("no console token is set: /console says how to enable the console")
         }
@@ -215,7 +273,10 @@ struct ServeCommand: AsyncParsableCommand {
             services.append(.init(name: "apns", service: clients))
             services.append(.init(name: "fcm", service: fcmClients))
             services.append(.init(name: "dispatcher", service: dispatcher))
+            // Listed by the admin port's /health/ready; never a reason for the API to be unready (one app's missing
+            // key must not take every API replica out of the load balancer). Workers gate on them.
             api.senderProblems = { [health = dispatcher.health] in health.problems }
+            api.sendersGateReadiness = false
             gracefulStop = try dispatch.gracefulStop()
         }
         if !noScheduler {
@@ -231,10 +292,12 @@ struct ServeCommand: AsyncParsableCommand {
         let scheme = api.tls == nil ? "http" : "https"
         if let adminPort {
             // The admin routes on their own listener (e.g. bound to an internal interface by a firewall rule).
+            // With /metrics (app and broadcast ids) and the reasons of /health/ready: nothing for strangers.
             var admin = api
             admin.port = adminPort
-            admin.surfaces = [.admin]
-            api.surfaces.remove(.admin)
+            admin.surfaces = [.admin, .operations, .metrics]
+            admin.readinessReasons = true
+            api.surfaces = [.devices, .operations]
             // The console is an operator's surface too: on the admin listener only.
             admin.moreRoutes = api.moreRoutes
             api.moreRoutes = []

@@ -55,7 +55,8 @@ struct WorkerCommand: AsyncParsableCommand {
         ]
         if let port {
             var operations = APIConfiguration(host: host, port: port)
-            operations.surfaces = [.operations]
+            // /health/ready says up or down only; why is in the log, the metrics and the console's Workers page.
+            operations.surfaces = [.operations, .metrics]
             operations.metrics = registry
             operations.senderProblems = { [health = dispatcher.health] in health.problems }
             let listener = buildApplication(client: client, configuration: operations, logger: logger) { [host] port in

@@ -317,7 +317,9 @@ struct DockerFilesTests {
 
     // MARK: the entrypoint
 
-    @Test("entrypoint: secrets from files, the environment wins, a leading `paperboy` is dropped")
+    @Test(
+        "entrypoint: secrets from files, the environment wins, the admin token's file passed on (never the token), a leading `paperboy` is dropped"
+    )
     func entrypoint() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-entrypoint-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -327,6 +329,7 @@ struct DockerFilesTests {
         #!/bin/sh
         printf 'args=%s\\n' "$*"
         printf 'token=%s\\n' "${PAPERBOY_ADMIN_TOKEN:-}"
+        printf 'token_file=%s\\n' "${PAPERBOY_ADMIN_TOKEN_FILE:-}"
         printf 'pgpassword=%s\\n' "${PGPASSWORD:-}"
         """.write(to: fake, atomically: true, encoding: .utf8)
         chmod(fake.path, 0o755)
@@ -344,17 +347,17 @@ struct DockerFilesTests {
             environment: files
         )
         #expect(fromFiles.status == 0)
-        #expect(fromFiles.output == "args=serve --port 8080\ntoken=t0ken\npgpassword=pa ss:w@rd\n")
+        #expect(fromFiles.output == "args=serve --port 8080\ntoken=\ntoken_file=\(token.path)\npgpassword=pa ss:w@rd\n")
 
         let explicit = try await CommandRun.run(
             URL(fileURLWithPath: "/bin/sh"),
             [Self.entrypointURL.path, "worker"],
             environment: files.merging(["PAPERBOY_ADMIN_TOKEN": "from-env"]) { $1 }
         )
-        #expect(explicit.output == "args=worker\ntoken=from-env\npgpassword=pa ss:w@rd\n")
+        #expect(explicit.output == "args=worker\ntoken=from-env\ntoken_file=\(token.path)\npgpassword=pa ss:w@rd\n")
 
         let none = try await CommandRun.run(URL(fileURLWithPath: "/bin/sh"), [Self.entrypointURL.path, "migrate"], environment: base)
-        #expect(none.output == "args=migrate\ntoken=\npgpassword=\n")
+        #expect(none.output == "args=migrate\ntoken=\ntoken_file=\npgpassword=\n")
 
         let missing = try await CommandRun.run(
             URL(fileURLWithPath: "/bin/sh"),

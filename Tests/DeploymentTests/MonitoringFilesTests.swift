@@ -256,10 +256,11 @@ struct MonitoringFilesTests {
         let jobs = config["scrape_configs"]?.list ?? []
         for name in ["serve", "worker"] {
             let command = DockerFilesTests.command(of: try #require(services[name]))
-            let port = try #require(command.firstIndex(of: "--port").map { command[$0 + 1] })
+            // /metrics moves to --admin-port when there is one (it names apps and broadcasts: not for the public port).
+            let port = try #require((command.firstIndex(of: "--admin-port") ?? command.firstIndex(of: "--port")).map { command[$0 + 1] })
             let job = jobs.first { $0["dns_sd_configs"]?.list?.first?["names"]?.list?.compactMap(\.scalar) == [name] }
             #expect(job?["job_name"]?.scalar == "paperboy-\(name)", "a job paperboy-\(name)")
-            #expect(job?["dns_sd_configs"]?.list?.first?["port"]?.scalar == port, "\(name) scraped on --port \(port)")
+            #expect(job?["dns_sd_configs"]?.list?.first?["port"]?.scalar == port, "\(name) scraped on its metrics port \(port)")
         }
     }
 

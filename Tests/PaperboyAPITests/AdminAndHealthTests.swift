@@ -38,15 +38,45 @@ struct AdminAndHealthTests {
         }
     }
 
-    @Test("ready answers 503 naming `paperboy migrate` when migrations are pending")
+    @Test("ready answers 503 when migrations are pending: `not_ready` to strangers, naming `paperboy migrate` on the admin listener")
     func notReadyWhenMigrationsPending() async throws {
         try await APIFixture.with(migrated: false) { _, client in
             #expect(try await client.send(.get, "/health/live").status == .ok)
             let ready = try await client.send(.get, "/health/ready")
             #expect(ready.status == .serviceUnavailable)
+            #expect(try ready.apiError().code == .notReady)
+        }
+        let reasons: @Sendable (inout APIConfiguration) -> Void = { $0.readinessReasons = true }
+        try await APIFixture.with(migrated: false, configure: reasons) { _, client in
+            let ready = try await client.send(.get, "/health/ready")
+            #expect(ready.status == .serviceUnavailable)
             let error = try ready.apiError()
             #expect(error.code == .migrationsPending)
             #expect(error.message.contains("paperboy migrate"))
+        }
+    }
+
+    @Test("a serve's API stays ready while its dispatcher cannot send for an app; the admin listener lists why")
+    func sendersDoNotGateAServe() async throws {
+        let problem = "app 1 (APNs): APNs key file /run/secrets/apns_key.p8 does not exist"
+        let admin: @Sendable (inout APIConfiguration) -> Void = {
+            $0.senderProblems = { [problem] }
+            $0.sendersGateReadiness = false
+            $0.readinessReasons = true
+        }
+        try await APIFixture.with(configure: admin) { _, client in
+            let ready = try await client.send(.get, "/health/ready")
+            #expect(ready.status == .ok)
+            #expect(try ready.json()["cannotSend"] as? [String] == [problem])
+        }
+        let strangers: @Sendable (inout APIConfiguration) -> Void = {
+            $0.senderProblems = { [problem] }
+            $0.sendersGateReadiness = false
+        }
+        try await APIFixture.with(configure: strangers) { _, client in
+            let ready = try await client.send(.get, "/health/ready")
+            #expect(ready.status == .ok)
+            #expect(try ready.json().count == 1, "strangers read the status only: \(ready.text)")
         }
     }
 }

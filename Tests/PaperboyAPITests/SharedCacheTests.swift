@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import PaperboyCore
 import PaperboyStore
 import PaperboyTesting
 import Testing
@@ -103,6 +105,92 @@ struct SharedCacheTests {
                 #expect(registration.header("X-Cache-Status") == nil)
                 #expect(registration.header("Cache-Control") == "no-store")
             }
+            kill(serve.processIdentifier, SIGTERM)
+            #expect(await serve.exited(within: .seconds(20)))
+        }
+    }
+
+    @Test(
+        "the console behind nginx as docs/scaling.md configures it: an operator signs in and cancels a broadcast through the proxy",
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests"),
+        .enabled(
+            if: NginxCache.isInstalled || ProcessInfo.processInfo.environment["CI"] != nil,
+            "nginx is installed (apt-get install -y nginx-light); in CI it must be, and the test fails without it"
+        )
+    )
+    func consoleThroughTheProxy() async throws {
+        try #require(NginxCache.isInstalled, "nginx is not installed at \(NginxCache.executable): apt-get install -y nginx-light")
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-proxy-\(UUID().uuidString).p8").path
+        try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: keyFile) }
+        try await TestDatabase.with { db in
+            let created = try await AppRepository(client: db.client).create(
+                try NewApp(bundleID: "com.example.proxy", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: keyFile),
+                logger: db.logger
+            )
+            _ = try await PublicationRepository(client: db.client).add(appID: created.app.id, slug: "morning", title: nil, logger: db.logger)
+            let admin = "test-admin-token-behind-the-proxy"
+            let operatorToken = "operator-token-behind-the-proxy"
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-serve-\(UUID().uuidString).log")
+            let serve = try PaperboyBinary.start(
+                ["serve", "--port", "0", "--rate-limit", "off", "--no-dispatch", "--no-scheduler", "--trusted-proxy", "127.0.0.1"],
+                environment: [
+                    "DATABASE_URL": db.configuration.testURL, "PAPERBOY_ADMIN_TOKEN": admin, "PAPERBOY_CONSOLE_OPERATOR_TOKEN": operatorToken,
+                ],
+                log: log
+            )
+            defer { if serve.isRunning { kill(serve.processIdentifier, SIGKILL) } }
+            let servePort = try #require(
+                try await PaperboyBinary.waitForPort(in: log, process: serve),
+                "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+            )
+            let origin = "http://127.0.0.1:\(servePort)"
+            let edition = try await Self.publish(app: created.app.id, issueDate: "2026-11-25", origin: origin, admin: admin)
+            _ = try await DeviceRepository(client: db.client).register(
+                appID: created.app.id,
+                token: .apns(try DeviceToken(hex: String(repeating: "cd", count: 32))),
+                DeviceRegistration(
+                    environment: .production,
+                    subscriptions: ["morning"],
+                    timeZone: "Asia/Tokyo",
+                    tier: .large,
+                    autoDownload: true,
+                    alertsAuthorized: false
+                ),
+                logger: db.logger
+            )
+            let broadcast = try await BroadcastRepository(client: db.client).start(
+                editionID: try #require(UUID(uuidString: edition)),
+                environment: .production,
+                options: BroadcastOptions(pace: .window(600)),
+                origin: "test",
+                now: Date(),
+                logger: db.logger
+            ).broadcast.id
+
+            try await NginxCache.with(upstreamPort: servePort) { cache in
+                let site = "http://127.0.0.1:\(cache.port)"
+                // As a browser sends a form from the console's own page.
+                let browser = ["Origin": site, "Sec-Fetch-Site": "same-origin", "Content-Type": "application/x-www-form-urlencoded"]
+                let signIn = try await cache.send("POST", "/console/sign-in", headers: browser, body: "token=\(operatorToken)&name=ana")
+                #expect(signIn.status == 303, "sign-in through the proxy: \(signIn.status) \(signIn.text)")
+                let setCookie = try #require(signIn.header("Set-Cookie"), "a session cookie")
+                let cookie = String(setCookie.split(separator: ";")[0])
+                let page = try await cache.send("GET", "/console/broadcasts", headers: ["Cookie": cookie])
+                #expect(page.status == 200)
+                #expect(page.header("X-Cache-Status") == nil, "the console is never cached")
+                let csrf = try #require(
+                    page.text.range(of: #"name="csrf" value="[^"]+""#, options: .regularExpression).map {
+                        String(page.text[$0].dropFirst(#"name="csrf" value=""#.count).dropLast())
+                    }
+                )
+                var headers = browser
+                headers["Cookie"] = cookie
+                let id = broadcast.uuidString.lowercased()
+                let cancel = try await cache.send("POST", "/console/broadcasts/\(id)/cancel", headers: headers, body: "csrf=\(csrf)")
+                #expect(cancel.status == 303, "cancel through the proxy: \(cancel.status) \(cancel.text)")
+            }
+            #expect(try await BroadcastRepository(client: db.client).find(id: broadcast, logger: db.logger)?.state == .cancelled)
             kill(serve.processIdentifier, SIGTERM)
             #expect(await serve.exited(within: .seconds(20)))
         }
@@ -296,7 +384,32 @@ struct NginxCache {
         return Answer(status: http.statusCode, headers: fields, body: body)
     }
 
-    private static func freeLoopbackPort() throws -> Int {
+    /// `method path` through the proxy with `headers` and `body`, redirects not followed (a sign-in answers 303 with
+    /// its cookie).
+    func send(_ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil) async throws -> Answer {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        request.httpBody = body.map { Data($0.utf8) }
+        let (data, response) = try await Self.unredirected.data(for: request)
+        let http = try #require(response as? HTTPURLResponse)
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { fields[name] = value }
+        }
+        return Answer(status: http.statusCode, headers: fields, body: data)
+    }
+
+    /// A session that neither follows redirects nor keeps cookies: the test reads both itself.
+    static let unredirected: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        return URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
+    }()
+
+    static func freeLoopbackPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw NginxCacheError(description: "socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -312,6 +425,19 @@ struct NginxCache {
         }
         guard bound else { throw NginxCacheError(description: "bind: \(String(cString: strerror(errno)))") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// Hands every redirect back to the caller.
+final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }
 

@@ -17,8 +17,8 @@ import Testing
 /// An app with a real APNs key, five devices, an edition and a running broadcast of it, and the API's router with
 /// the console, in a fresh database.
 struct ConsoleFixture {
-    static let operatorToken = "operator-token-0123456789"
-    static let viewerToken = "viewer-token-0123456789ab"
+    static let operatorToken = "op-7d1e9c4a2b8f6035e1"
+    static let viewerToken = "vw-5e2a8c1f9b7d3046a2"
 
     let db: TestDatabase
     let app: App
@@ -29,7 +29,8 @@ struct ConsoleFixture {
 
     static func with(
         access: ConsoleAccess? = nil,
-        secureCookies: Bool = false,
+        publicURL: String? = nil,
+        configure: @escaping @Sendable (inout ConsoleConfiguration) -> Void = { _ in },
         _ body: @escaping @Sendable (ConsoleFixture) async throws -> Void
     ) async throws {
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-console-\(UUID().uuidString).p8").path
@@ -78,7 +79,9 @@ struct ConsoleFixture {
                 now: Date(),
                 logger: logger
             )
-            let console = Console(client: db.client, configuration: ConsoleConfiguration(access: access, secureCookies: secureCookies))
+            var configuration = ConsoleConfiguration(access: access, publicURL: try publicURL.map { try ConsolePublicURL(parsing: $0) })
+            configure(&configuration)
+            let console = Console(client: db.client, configuration: configuration)
             var api = APIConfiguration(host: "127.0.0.1", port: 0)
             api.moreRoutes = [{ router in console.addRoutes(to: router) }]
             let application = buildApplication(client: db.client, configuration: api, logger: logger)
@@ -100,15 +103,17 @@ struct ConsoleFixture {
         return String(setCookie.split(separator: ";")[0])
     }
 
-    func post(_ path: String, form: String, cookie: String? = nil) async throws -> TestResponse {
+    func post(_ path: String, form: String, cookie: String? = nil, headers more: HTTPFields = [:]) async throws -> TestResponse {
         var headers: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
         if let cookie { headers[.cookie] = cookie }
+        headers.append(contentsOf: more)
         return try await client.execute(uri: path, method: .post, headers: headers, body: ByteBuffer(string: form))
     }
 
-    func get(_ path: String, cookie: String? = nil) async throws -> TestResponse {
+    func get(_ path: String, cookie: String? = nil, headers more: HTTPFields = [:]) async throws -> TestResponse {
         var headers: HTTPFields = [:]
         if let cookie { headers[.cookie] = cookie }
+        headers.append(contentsOf: more)
         return try await client.execute(uri: path, method: .get, headers: headers)
     }
 
@@ -160,15 +165,17 @@ struct ConsoleRoutesTests {
 
     @Test("a wrong token is refused; a right one gets an HttpOnly, SameSite=Strict session cookie that expires")
     func signIn() async throws {
-        try await ConsoleFixture.with(secureCookies: true) { fixture in
+        try await ConsoleFixture.with(publicURL: "https://news.example.com") { fixture in
             let wrong = try await fixture.post("/console/sign-in", form: "token=not-the-token-000000")
             #expect(wrong.status == .unauthorized)
             #expect(wrong.headers[.setCookie] == nil)
             let right = try await fixture.post("/console/sign-in", form: "token=\(ConsoleFixture.operatorToken)&name=ana")
             #expect(right.status == .seeOther)
+            #expect(right.headers[.location] == "https://news.example.com/console/broadcasts", "links from the public URL")
+            #expect(right.headers[HTTPField.Name("Strict-Transport-Security")!] == "max-age=31536000")
             let cookie = try #require(right.headers[.setCookie])
-            #expect(cookie.hasPrefix("paperboy_console="))
-            for attribute in ["HttpOnly", "SameSite=Strict", "Secure", "Path=/console", "Max-Age=43200"] {
+            #expect(cookie.hasPrefix("__Host-paperboy_console="))
+            for attribute in ["HttpOnly", "SameSite=Strict", "Secure", "Path=/", "Max-Age=43200"] {
                 #expect(cookie.contains(attribute), "\(attribute) in \(cookie)")
             }
             #expect(!cookie.contains(ConsoleFixture.operatorToken))
@@ -206,6 +213,7 @@ struct ConsoleRoutesTests {
             #expect(try await fixture.state() == .cancelled)
             let page = String(buffer: try await fixture.get("/console/broadcasts/\(fixture.id)?done=cancelled", cookie: operatorCookie).body)
             #expect(page.contains("operator (bo)"))
+            #expect(page.contains("cancel broadcast"))
             #expect(page.contains("cancelled after 0 of 5 planned pushes"))
             #expect(page.contains("data-state=\"cancelled\""))
             let again = try await fixture.post("/console/broadcasts/\(fixture.id)/cancel", form: "csrf=\(csrf)", cookie: operatorCookie)
@@ -261,14 +269,16 @@ struct ConsoleRoutesTests {
     func device() async throws {
         try await ConsoleFixture.with { fixture in
             let cookie = try await fixture.signIn(ConsoleFixture.viewerToken)
-            let found = try await fixture.get("/console/devices?token=\(String(repeating: "02", count: 32))", cookie: cookie)
+            let csrf = try await fixture.csrf(cookie: cookie)
+            let found = try await fixture.post("/console/devices", form: "token=\(String(repeating: "02", count: 32))&csrf=\(csrf)", cookie: cookie)
             #expect(found.status == .ok)
             let text = String(buffer: found.body)
             #expect(text.contains("com.example.news"))
             #expect(text.contains("Asia/Tokyo"))
             #expect(text.contains("morning"))
-            #expect(try await fixture.get("/console/devices?token=\(String(repeating: "99", count: 32))", cookie: cookie).status == .notFound)
-            let bad = try await fixture.get("/console/devices?token=zz", cookie: cookie)
+            let unknown = try await fixture.post("/console/devices", form: "token=\(String(repeating: "99", count: 32))&csrf=\(csrf)", cookie: cookie)
+            #expect(unknown.status == .notFound)
+            let bad = try await fixture.post("/console/devices", form: "token=zz&csrf=\(csrf)", cookie: cookie)
             #expect(bad.status == .badRequest)
             #expect(String(buffer: bad.body).contains("token:"))
         }

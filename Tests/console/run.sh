@@ -44,7 +44,9 @@ app_json=$("$paperboy" apps add --bundle-id com.example.console --team-id TEAM12
 api_key=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["apiKey"])' <<<"$app_json")
 app_id=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' <<<"$app_json")
 "$paperboy" publications add morning --app "$app_id" --title "Morning edition" >&2
+"$paperboy" publications add evening --app "$app_id" --title "Evening edition" >&2
 "$paperboy" devices seed --publication morning --count 400 >&2
+"$paperboy" devices seed --publication evening --count 40 --seed 2 >&2
 cat > "$work/edition.json" <<JSON
 {"publication": "morning", "issueDate": "$(date -u +%Y-%m-%d)", "deadline": "$(date -u -d '+2 hours' +%Y-%m-%dT%H:%M:%SZ)",
  "tiers": {"large": {"bundles": [{"url": "https://cdn.example.com/morning/large-1.zip", "bytes": 52428800,
@@ -52,6 +54,8 @@ cat > "$work/edition.json" <<JSON
  "pages": [{"number": 1, "title": "Front page"}]}
 JSON
 edition=$("$paperboy" editions publish "$work/edition.json")
+sed 's/"publication": "morning"/"publication": "evening"/' "$work/edition.json" > "$work/evening.json"
+evening=$("$paperboy" editions publish "$work/evening.json")
 
 "$paperboy" apns-sim --port 0 --key-file "$work/AuthKey.p8" --key-id KEY1234567 --no-record > "$work/sim.log" 2>&1 &
 pids+=($!)
@@ -74,7 +78,11 @@ curl -fsS -o /dev/null -X PUT "$CONSOLE_BASE_URL/v1/devices/$CONSOLE_DEVICE_TOKE
 export CONSOLE_BROADCAST_ID=$(curl -fsS -X POST "$CONSOLE_BASE_URL/v1/broadcasts" -H "Authorization: Bearer $admin_token" \
     -H 'Content-Type: application/json' -d "{\"edition\": \"$edition\", \"window\": 200, \"jitter\": 1, \"cohorts\": 4}" \
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["broadcast"]["id"])')
-echo "paperboy serve on $CONSOLE_BASE_URL, broadcast $CONSOLE_BROADCAST_ID" >&2
+# A second one, slow, still running when the last test signs everyone out while a live page watches it.
+export CONSOLE_SECOND_BROADCAST_ID=$(curl -fsS -X POST "$CONSOLE_BASE_URL/v1/broadcasts" -H "Authorization: Bearer $admin_token" \
+    -H 'Content-Type: application/json' -d "{\"edition\": \"$evening\", \"window\": 3600, \"jitter\": 1, \"cohorts\": 1}" \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["broadcast"]["id"])')
+echo "paperboy serve on $CONSOLE_BASE_URL, broadcasts $CONSOLE_BROADCAST_ID and $CONSOLE_SECOND_BROADCAST_ID" >&2
 
 status=0
 if [ "$measure" = 1 ]; then

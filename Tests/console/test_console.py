@@ -12,6 +12,8 @@ OPERATOR = os.environ["CONSOLE_OPERATOR_TOKEN"]
 VIEWER = os.environ["CONSOLE_VIEWER_TOKEN"]
 BROADCAST = os.environ["CONSOLE_BROADCAST_ID"]
 DEVICE = os.environ["CONSOLE_DEVICE_TOKEN"]
+# A second broadcast, of the evening edition, still running when the last tests sign everyone out.
+SECOND = os.environ["CONSOLE_SECOND_BROADCAST_ID"]
 SCREENSHOT = os.environ.get("CONSOLE_SCREENSHOT")
 
 
@@ -119,6 +121,8 @@ def test_a_device_is_looked_up(operator):
     expect(device).to_contain_text("Europe/Paris")
     expect(device).to_contain_text("iPhone15,2")
     expect(device).to_contain_text("active")
+    # Looked up by a form posted with the CSRF token: the token is in no URL, so in no proxy log or history.
+    assert DEVICE not in page.url
 
 
 def test_the_plan_and_a_dry_run(operator):
@@ -161,7 +165,11 @@ def test_an_operator_cancels_with_a_confirmation(operator):
     page.click("text=Yes, cancel the broadcast")
     expect(page.locator("[data-state]")).to_have_attribute("data-state", "cancelled")
     expect(page.locator(".flash")).to_contain_text("Cancelled")
-    expect(page.locator("ul.actions")).to_contain_text("operator (ana) cancel")
+    expect(page.locator("ul.actions")).to_contain_text("operator (ana)")
+    expect(page.locator("ul.actions")).to_contain_text("cancel broadcast")
+    page.goto(BASE + "/console/audit")
+    expect(page.locator("main table")).to_contain_text("cancel broadcast")
+    expect(page.locator("main table")).to_contain_text("operator (ana)")
 
 
 @pytest.mark.parametrize(
@@ -175,3 +183,42 @@ def test_usable_on_a_phone(browser, path):
     overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0, f"{path} scrolls sideways by {overflow} px at 375 px"
     session.close()
+
+
+def test_signing_out_ends_the_session_for_every_copy_of_its_cookie(browser):
+    session = Session(browser, OPERATOR, "copied")
+    # A copy of the cookie, as a stolen one would be.
+    thief = browser.new_context()
+    thief.add_cookies(session.context.cookies())
+    stolen = thief.new_page()
+    stolen.goto(BASE + "/console/broadcasts")
+    expect(stolen).to_have_url(BASE + "/console/broadcasts")
+    session.page.click("header .who button[type=submit]")
+    expect(session.page).to_have_url(BASE + "/console/sign-in")
+    stolen.goto(BASE + "/console/broadcasts")
+    expect(stolen).to_have_url(BASE + "/console/sign-in")
+    thief.close()
+    session.close()
+
+
+def test_signing_everyone_out_stops_live_pages(browser):
+    """Last: it ends every session, the fixtures' too."""
+    watcher = Session(browser, VIEWER, "watcher")
+    watcher.page.goto(f"{BASE}/console/broadcasts/{SECOND}")
+    expect(watcher.page.locator("[data-state]")).to_have_attribute("data-state", "running")
+    expect(watcher.page.locator("[role=status]").first).to_contain_text("Live", timeout=30_000)
+    admin = Session(browser, OPERATOR, "lead")
+    admin.page.goto(BASE + "/console/audit")
+    admin.page.click("text=Sign out everyone")
+    expect(admin.page).to_have_url(BASE + "/console/sign-in")
+    # The live page's stream checks its session every 10 s: it stops and says so.
+    expect(watcher.page.locator("[data-signed-out]")).to_have_count(1, timeout=30_000)
+    expect(watcher.page.locator("[role=status]").first).to_contain_text("Signed out")
+    watcher.page.goto(BASE + "/console/broadcasts")
+    expect(watcher.page).to_have_url(BASE + "/console/sign-in")
+    admin.page.goto(BASE + "/console/audit")
+    expect(admin.page).to_have_url(BASE + "/console/sign-in")
+    # The browser logs the stream's end as an error: expected here.
+    watcher.errors = [error for error in watcher.errors if "EventSource" not in error]
+    watcher.close()
+    admin.close()

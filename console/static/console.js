@@ -23,7 +23,13 @@
     source.close();
     status.textContent = 'The broadcast has ended.';
   });
+  // The session ended (signed out here or elsewhere, or everyone was): stop, and say how to go on.
+  source.addEventListener('signed-out', function () {
+    source.close();
+    root.setAttribute('data-signed-out', '');
+    status.textContent = 'Signed out: live updates stopped. Sign in again to go on watching.';
+  });
   source.addEventListener('error', function () {
-    if (source.readyState !== EventSource.CLOSED) { status.textContent = 'Reconnecting…'; }
+    status.textContent = source.readyState === EventSource.CLOSED ? 'Live updates stopped: reload the page.' : 'Reconnecting…';
   });
 })();

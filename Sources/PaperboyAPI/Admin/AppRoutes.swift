@@ -15,25 +15,35 @@ struct AppRoutes {
             AppList(apps: try await apps.list(logger: context.logger))
         }
         group.put("apps/{app}/apns", use: setAPNs)
-        group.delete("apps/{app}/apns") { _, context in
-            Answer(try await apps.removeAPNs(appID: try Self.appID(context), logger: context.logger))
+        group.delete("apps/{app}/apns") { request, context in
+            let appID = try Self.appID(context)
+            let audit = AuditEntry.admin(request, action: "remove APNs", appID: appID, detail: "the app's APNs credentials removed")
+            return Answer(try await apps.removeAPNs(appID: appID, audit: audit, logger: context.logger))
         }
-        group.delete("apps/{app}/fcm") { _, context in
-            Answer(try await apps.removeFCM(appID: try Self.appID(context), logger: context.logger))
+        group.delete("apps/{app}/fcm") { request, context in
+            let appID = try Self.appID(context)
+            let audit = AuditEntry.admin(request, action: "remove FCM", appID: appID, detail: "the app's FCM service account removed")
+            return Answer(try await apps.removeFCM(appID: appID, audit: audit, logger: context.logger))
         }
         group.get("apps/{app}/keys") { _, context in
             KeyList(keys: try await apps.apiKeys(appID: try Self.appID(context), logger: context.logger))
         }
-        group.post("apps/{app}/keys") { _, context in
-            let (key, secret) = try await apps.addAPIKey(appID: try Self.appID(context), logger: context.logger)
+        group.post("apps/{app}/keys") { request, context in
+            let appID = try Self.appID(context)
+            let (key, secret) = try await apps.addAPIKey(
+                appID: appID,
+                audit: AuditEntry.admin(request, action: "add key", appID: appID),
+                logger: context.logger
+            )
             return EditedResponse(status: .created, response: NewKey(key: key, apiKey: secret.secret))
         }
-        group.post("apps/{app}/keys/{key}/revoke") { _, context in
+        group.post("apps/{app}/keys/{key}/revoke") { request, context in
             let appID = try Self.appID(context)
             guard let keyID = context.parameters.get("key").flatMap({ Int32($0) }).map(Int.init), keyID >= 1 else {
                 throw APIError.invalid("key", "a key id is a positive integer (see GET /v1/apps/\(appID)/keys)")
             }
-            return Answer(try await apps.revokeAPIKey(appID: appID, keyID: keyID, logger: context.logger))
+            let audit = AuditEntry.admin(request, action: "revoke key", appID: appID, detail: "key \(keyID) revoked")
+            return Answer(try await apps.revokeAPIKey(appID: appID, keyID: keyID, audit: audit, logger: context.logger))
         }
     }
 
@@ -67,7 +77,13 @@ struct AppRoutes {
         }
         app.apns = credentials
         try BroadcastPreflight.checkAPNsKey(app, field: "keyFile")
-        return Answer(try await apps.setAPNs(appID: appID, credentials, logger: context.logger))
+        let audit = AuditEntry.admin(
+            request,
+            action: "set APNs",
+            appID: appID,
+            detail: "team \(credentials.teamID), key \(credentials.keyID), key file \(credentials.keyReference)"
+        )
+        return Answer(try await apps.setAPNs(appID: appID, credentials, audit: audit, logger: context.logger))
     }
 
     private static func appID(_ context: APIRequestContext) throws -> Int {

@@ -16,13 +16,15 @@ struct OriginRoutes {
         }
         group.post("origins") { request, context in
             let body = try await request.decodeJSON(NewOrigin.self, limit: maxBodyBytes)
-            let origin = try await origins.add(name: body.name, capacity: body.capacity, logger: context.logger)
+            let audit = AuditEntry.admin(request, action: "add origin", detail: "\(body.name) at \(body.capacity)/s")
+            let origin = try await origins.add(name: body.name, capacity: body.capacity, audit: audit, logger: context.logger)
             return EditedResponse(status: .created, response: Answer(origin))
         }
         group.put("origins/{name}") { request, context in
             let name = context.parameters.get("name") ?? ""
             let body = try await request.decodeJSON(Capacity.self, limit: maxBodyBytes)
-            return Answer(try await origins.setCapacity(name: name, capacity: body.capacity, logger: context.logger))
+            let audit = AuditEntry.admin(request, action: "set origin capacity", detail: "\(name) at \(body.capacity)/s")
+            return Answer(try await origins.setCapacity(name: name, capacity: body.capacity, audit: audit, logger: context.logger))
         }
         group.put("apps/{app}/publications/{publication}/origin") { request, context in
             guard let appID = context.parameters.get("app").flatMap({ Int32($0) }).map(Int.init), appID >= 1 else {
@@ -33,7 +35,13 @@ struct OriginRoutes {
             guard let publication = try await publications.find(appID: appID, slug: slug, logger: context.logger) else {
                 throw APIError(.notFound, code: .notFound, field: "publication", message: "app \(appID) has no publication \(slug)")
             }
-            return Answer(try await publications.setOrigin(publication, origin: body.origin, logger: context.logger))
+            let audit = AuditEntry.admin(
+                request,
+                action: "set publication origin",
+                appID: appID,
+                detail: "\(slug): \(body.origin ?? "no origin")"
+            )
+            return Answer(try await publications.setOrigin(publication, origin: body.origin, audit: audit, logger: context.logger))
         }
     }
 

@@ -81,6 +81,7 @@ struct BroadcastRoutes {
             options: body.options,
             origin: "api",
             now: now,
+            audit: AuditEntry.admin(request, action: "start broadcast", detail: "started \(body.environment.rawValue)"),
             logger: context.logger
         )
         guard let progress = try await broadcasts.progress(id: start.broadcast.id, logger: context.logger) else {
@@ -103,7 +104,7 @@ struct BroadcastRoutes {
     /// `POST /v1/broadcasts/{id}/cancel`: 200 with the progress; 409 naming `state` when it has ended.
     @Sendable func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
         let id = try Self.id(context)
-        _ = try await broadcasts.cancel(id: id, now: Date(), logger: context.logger)
+        _ = try await broadcasts.cancel(id: id, now: Date(), audit: AuditEntry.admin(request, action: "cancel broadcast"), logger: context.logger)
         guard let progress = try await broadcasts.progress(id: id, logger: context.logger) else {
             throw APIError(.notFound, code: .notFound, field: "id", message: "there is no broadcast \(id.uuidString.lowercased())")
         }

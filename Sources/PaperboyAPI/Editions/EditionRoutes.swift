@@ -54,7 +54,8 @@ struct EditionRoutes {
             guard let value = Int(text) else { throw APIError.invalid("app", "app must be an app id, a number") }
             appID = value
         }
-        let edition = try await editions.publish(manifest, appID: appID, check: BroadcastPreflight.checkPushes, logger: context.logger)
+        let audit = AuditEntry.admin(request, action: "publish edition", detail: "\(manifest.publication) \(manifest.issueDate)")
+        let edition = try await editions.publish(manifest, appID: appID, check: BroadcastPreflight.checkPushes, audit: audit, logger: context.logger)
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         headers[.location] = "/v1/editions/\(edition.id.uuidString.lowercased())"
         return Response(status: .created, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try Self.encode(edition))))

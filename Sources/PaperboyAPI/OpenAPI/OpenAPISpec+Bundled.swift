@@ -305,6 +305,7 @@ extension OpenAPISpec {
               security:
                 - adminToken: []
               parameters:
+                - $ref: "#/components/parameters/OperatorName"
                 - name: app
                   in: query
                   required: false
@@ -349,6 +350,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
                 "409":
@@ -379,6 +382,8 @@ extension OpenAPISpec {
                               $ref: "#/components/schemas/App"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
 
           /v1/apps/{app}/apns:
             parameters:
@@ -395,6 +400,8 @@ extension OpenAPISpec {
                 P-256 key: the message says which, never the key), nothing stored; 404 (field `app`) for no such app.
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               requestBody:
                 required: true
                 content:
@@ -416,6 +423,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
                 "413":
@@ -430,6 +439,8 @@ extension OpenAPISpec {
                 such app) or `apns` (the app has no APNs key); 409 (field `apns`) when APNs is the app's only provider.
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               responses:
                 "200":
                   description: The app as now stored, without `apns`.
@@ -441,6 +452,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
                 "409":
@@ -460,6 +473,8 @@ extension OpenAPISpec {
                 `paperboy apps set-fcm`.
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               responses:
                 "200":
                   description: The app as now stored, without `fcm`.
@@ -471,6 +486,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
                 "409":
@@ -507,6 +524,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
             post:
@@ -519,6 +538,8 @@ extension OpenAPISpec {
                 SHA-256 is stored. A body is ignored. 404 (field `app`) for no such app.
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               responses:
                 "201":
                   description: The new key.
@@ -545,6 +566,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
 
@@ -570,6 +593,8 @@ extension OpenAPISpec {
                 app would answer 401, with no key to ship instead: add a key first). A body is ignored.
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               responses:
                 "200":
                   description: The key as now stored.
@@ -581,6 +606,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
                 "409":
@@ -613,6 +640,8 @@ extension OpenAPISpec {
                               $ref: "#/components/schemas/Origin"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
             post:
               tags: [origins]
               operationId: addOrigin
@@ -622,6 +651,8 @@ extension OpenAPISpec {
                 409 (field `name`) when an origin of that name exists.
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               requestBody:
                 required: true
                 content:
@@ -649,6 +680,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "409":
                   $ref: "#/components/responses/Conflict"
 
@@ -664,6 +697,8 @@ extension OpenAPISpec {
                 capacity from their next batch. 200 with the origin; 400 naming `capacity`; 404 (field `name`).
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               requestBody:
                 required: true
                 content:
@@ -687,6 +722,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
 
@@ -705,6 +742,8 @@ extension OpenAPISpec {
                 `publication` or `origin`.
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               requestBody:
                 required: true
                 content:
@@ -727,6 +766,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
 
@@ -742,6 +783,8 @@ extension OpenAPISpec {
                 passed deadline (field `edition`).
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               requestBody:
                 required: true
                 content:
@@ -783,6 +826,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
                 "409":
@@ -812,6 +857,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
 
@@ -825,6 +872,8 @@ extension OpenAPISpec {
               description: 200 with the progress; 409 (field `state`) when it has ended. A body is ignored.
               security:
                 - adminToken: []
+              parameters:
+                - $ref: "#/components/parameters/OperatorName"
               responses:
                 "200":
                   description: Cancelled; nothing more is sent.
@@ -836,6 +885,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
                 "409":
@@ -919,6 +970,8 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/BadRequest"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
+                "429":
+                  $ref: "#/components/responses/AdminRateLimited"
                 "404":
                   $ref: "#/components/responses/NotFound"
 
@@ -944,25 +997,39 @@ extension OpenAPISpec {
             get:
               tags: [health]
               operationId: ready
-              summary: 200 when the database answers within 2 s, its migrations are current, and the process can send for every app
+              summary: 200 when the database answers within 2 s and its migrations are current (a worker's, also when it can send for every app)
+              description: |
+                A stranger learns up or down only: 503 with code `not_ready`, never why. Why is in the server's log
+                (`not ready`, once per change), its metrics (`paperboy_ready`, `paperboy_unready{reason}`), the console, and
+                the answer of this route on `paperboy serve --admin-port`'s listener, which names the check that failed
+                (`database_unavailable`, `migrations_pending`, `migrations_mismatch`, or a worker's `cannot_send`) with the
+                detail, and when ready lists what was checked. A serve's readiness never depends on sending: one app's
+                missing key must not take every API replica out of the load balancer.
               responses:
                 "200":
-                  description: Ready.
+                  description: 'Ready: `{"status": "ready"}`; on the admin listener, with what was checked.'
                   content:
                     application/json:
                       schema:
                         type: object
-                        additionalProperties: false
                         required: [status]
                         properties:
                           status:
                             const: ready
+                          database:
+                            type: string
+                            description: How fast the database answered (admin listener only).
+                          migrations:
+                            type: string
+                            description: The migrations applied (admin listener only).
+                          cannotSend:
+                            type: array
+                            items:
+                              type: string
+                            description: Apps and providers this process's dispatcher cannot send for (admin listener only).
                 "503":
                   description: |
-                    Not ready; `code` says why: `database_unavailable`, `migrations_pending`,
-                    `migrations_mismatch`, or `cannot_send` (this process's dispatcher cannot load or use an app's push
-                    credentials, e.g. a missing secret mount; `message` names each app and provider, and the other workers
-                    send its batches meanwhile).
+                    Not ready: `not_ready`; on the admin listener the reason's code and detail instead.
                   content:
                     application/json:
                       schema:
@@ -1026,6 +1093,17 @@ extension OpenAPISpec {
                 id: $response.body#/broadcast/id
 
           parameters:
+            OperatorName:
+              name: X-Paperboy-Operator
+              in: header
+              required: false
+              description: |
+                Who makes the change, recorded with it in the audit log (`paperboy audit`) beside the role `admin` and the
+                client's address; printable, at most 64 characters kept.
+              schema:
+                type: string
+                maxLength: 256
+              example: ana
             Token:
               name: token
               in: path
@@ -1183,6 +1261,22 @@ extension OpenAPISpec {
                 application/json:
                   schema:
                     $ref: "#/components/schemas/Error"
+            AdminRateLimited:
+              description: |
+                `rate_limited` (field `Authorization`): this client address sent too many wrong admin tokens (five, then a
+                backoff from 1 s doubling to 5 minutes); its requests are not checked until `Retry-After` seconds have
+                passed, whatever token they carry. Other addresses are not affected.
+              headers:
+                Retry-After:
+                  required: true
+                  description: Whole seconds to wait before the next request.
+                  schema:
+                    type: integer
+                    minimum: 1
+              content:
+                application/json:
+                  schema:
+                    $ref: "#/components/schemas/Error"
             RateLimited:
               description: |
                 `rate_limited`: this client (one network address, whatever key it sends; IPv6 by its /64) made more
@@ -1228,7 +1322,7 @@ extension OpenAPISpec {
                       description: |
                         `invalid_json`, `missing_field`, `wrong_type`, `invalid_value`, `unauthorized`, `not_found`,
                         `method_not_allowed`, `conflict`, `body_too_large`, `rate_limited`, `database_unavailable`,
-                        `migrations_pending`, `migrations_mismatch`, `cannot_send`, `internal`, or `http_<status>`.
+                        `migrations_pending`, `migrations_mismatch`, `cannot_send`, `not_ready`, `internal`, or `http_<status>`.
                       examples: [invalid_value]
                     field:
                       type: string

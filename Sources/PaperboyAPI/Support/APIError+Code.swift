@@ -33,6 +33,9 @@ extension APIError {
         public static let bodyTooLarge = Code(rawValue: "body_too_large")
         /// Over the per-client limit (429, with `Retry-After`).
         public static let rateLimited = Code(rawValue: "rate_limited")
+        /// `/health/ready` on a public listener: not ready. Why is in the server's log and metrics, and on the admin
+        /// listener's `/health/ready`, never told to strangers.
+        public static let notReady = Code(rawValue: "not_ready")
         /// `/health/ready`: the database did not answer in time.
         public static let databaseUnavailable = Code(rawValue: "database_unavailable")
         /// `/health/ready`: the database lacks migrations this binary has.

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import PaperboyCore
 import PaperboyStore
 
 /// Authenticates device requests by the app's key in `X-API-Key`.
@@ -133,13 +134,17 @@ struct UnknownKeys {
     }
 }
 
-/// Protects operator endpoints with `Authorization: Bearer <PAPERBOY_ADMIN_TOKEN>`, compared in
-/// constant time. Without a configured token the admin API is closed.
+/// Protects operator endpoints with `Authorization: Bearer <PAPERBOY_ADMIN_TOKEN>`, compared in constant time.
+/// Without a configured token the admin API is closed. Wrong tokens are limited per client address as the console's
+/// are (``GuessThrottle``): past a few, that address waits (429 with `Retry-After`) and its tries are not even
+/// checked; other addresses are not affected. A missing header is not a guess and is not counted.
 struct AdminTokenMiddleware<Context: RequestContext>: RouterMiddleware {
     private let expectedDigest: SHA256.Digest?
+    private let guesses: GuessGuard
 
-    init(adminToken: String?) {
+    init(adminToken: String?, guesses: GuessGuard = GuessGuard()) {
         self.expectedDigest = adminToken.flatMap { $0.isEmpty ? nil : SHA256.hash(data: Array($0.utf8)) }
+        self.guesses = guesses
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -149,14 +154,59 @@ struct AdminTokenMiddleware<Context: RequestContext>: RouterMiddleware {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
             throw APIError.unauthorized("this endpoint needs Authorization: Bearer <admin token>", field: "Authorization")
         }
+        let address = ClientAddress.of(request)
+        if case .wait(let seconds) = guesses.verdict(address: address) {
+            throw APIError(
+                .tooManyRequests,
+                code: .rateLimited,
+                field: "Authorization",
+                message: "too many wrong admin tokens from this address; retry after \(seconds) s",
+                headers: [.retryAfter: String(seconds)]
+            )
+        }
         let given = SHA256.hash(data: Array(header.dropFirst("Bearer ".count).utf8))
         // Comparing fixed-size digests byte by byte without an early exit: the time says nothing about
         // how much of the token was right.
         var difference: UInt8 = 0
         for (a, b) in zip(given, expectedDigest) { difference |= a ^ b }
         guard difference == 0 else {
+            guesses.failed(address: address)
+            context.logger.notice("admin token refused", metadata: [LogKey.address: "\(address ?? "unknown")", LogKey.path: "\(request.uri.path)"])
             throw APIError.unauthorized("the admin token is wrong", field: "Authorization")
         }
         return try await next(request, context)
+    }
+}
+
+extension AuditEntry {
+    /// The header in which an admin API caller may give their name, recorded with each change they make.
+    public static let operatorHeader = HTTPField.Name("X-Paperboy-Operator")!
+
+    /// The audit entry of a change made through the admin API: role `admin`, the name in `X-Paperboy-Operator`
+    /// (printable, at most 64 characters), the client's address.
+    static func admin(
+        _ request: Request,
+        action: String,
+        appID: Int? = nil,
+        broadcastID: UUID? = nil,
+        editionID: UUID? = nil,
+        detail: String = ""
+    ) -> AuditEntry {
+        let name = request.headers[operatorHeader].map { text in
+            String(text.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }.map(Character.init))
+                .trimmingCharacters(in: .whitespaces)
+        }
+        return AuditEntry(
+            at: Date(),
+            surface: .admin,
+            role: "admin",
+            name: name.flatMap { $0.isEmpty ? nil : String($0.prefix(64)) },
+            address: ClientAddress.of(request),
+            action: action,
+            appID: appID,
+            broadcastID: broadcastID,
+            editionID: editionID,
+            detail: detail
+        )
     }
 }

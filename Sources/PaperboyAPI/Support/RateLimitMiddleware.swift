@@ -112,13 +112,14 @@ struct RateLimitMiddleware: RouterMiddleware {
     }
 }
 
-/// The address a request came from, stamped by the server (``paperboyServer(tls:)``) into a header that
-/// no client can set: the server replaces whatever a client sent under that name.
-enum ClientAddress {
+/// The address a request came from, stamped by the server (``paperboyServer(tls:trustedProxies:)``) into a header
+/// that no client can set: the server replaces whatever a client sent under that name. Behind a trusted proxy, the
+/// address the proxy saw (``TrustedProxies``).
+public enum ClientAddress {
     static let header = HTTPField.Name("X-Paperboy-Client-Address")!
 
-    /// The client's address as the rate limiter counts it: IPv4 as is, IPv6 by its /64.
-    static func of(_ request: Request) -> String? {
+    /// The client's address as the limits count it and the audit log records it: IPv4 as is, IPv6 by its /64.
+    public static func of(_ request: Request) -> String? {
         request.headers[header]
     }
 
@@ -142,13 +143,17 @@ enum ClientAddress {
     }
 }
 
-/// HTTP/1.1, over TLS when `tls` is set, with the client's address stamped on every request for the rate
-/// limiter (``ClientAddress``).
-func paperboyServer(tls: TLSConfiguration?) -> HTTPServerBuilder {
+/// HTTP/1.1, over TLS when `tls` is set, with the client's address stamped on every request for the limits and
+/// the audit log (``ClientAddress``): the connection's, or behind one of `trustedProxies` the one it forwarded.
+func paperboyServer(tls: TLSConfiguration?, trustedProxies: TrustedProxies = .none) -> HTTPServerBuilder {
     HTTPServerBuilder { responder in
         let stamping: HTTPChannelHandler.Responder = { request, writer, channel in
             var head = request.head
-            head.headerFields[ClientAddress.header] = ClientAddress.key(for: channel.remoteAddress)
+            let client = trustedProxies.client(
+                connection: channel.remoteAddress,
+                forwardedFor: head.headerFields[values: TrustedProxies.forwardedFor].joined(separator: ",")
+            )
+            head.headerFields[ClientAddress.header] = ClientAddress.key(for: client)
             try await responder(Request(head: head, body: request.body), writer, channel)
         }
         let http = HTTP1Channel(responder: stamping)

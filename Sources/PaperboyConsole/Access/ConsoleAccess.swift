@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PaperboyAPI
 
 /// Who may use the console: an operator starts and cancels broadcasts, a viewer only reads.
 public enum ConsoleRole: String, Sendable, CaseIterable {
@@ -11,75 +12,92 @@ public enum ConsoleRole: String, Sendable, CaseIterable {
 }
 
 /// The console's two tokens (`PAPERBOY_CONSOLE_OPERATOR_TOKEN`, `PAPERBOY_CONSOLE_VIEWER_TOKEN`), kept as their
-/// SHA-256 and as the keys that sign each role's sessions; never the token itself, so it cannot reach a log.
+/// SHA-256; never the token itself, so it cannot reach a log.
 ///
-/// A session is signed with a key derived from its role's token: every `paperboy serve` given the same tokens
-/// accepts the others' sessions (behind a load balancer), nothing about sessions is stored, and changing a token
-/// signs every session of that role out.
+/// Sessions are not signed with anything derived from a token alone: their keys come from a random secret
+/// (``ConsoleKeys``), so a leaked cookie lets nobody test token guesses offline. The token's digest is mixed into
+/// its role's keys, so changing a token still signs that role out.
 public struct ConsoleAccess: Sendable {
     /// The environment variables the tokens come from (each also as `…_FILE`, naming a file that holds it).
     public static let operatorVariable = "PAPERBOY_CONSOLE_OPERATOR_TOKEN"
     public static let viewerVariable = "PAPERBOY_CONSOLE_VIEWER_TOKEN"
     /// The shortest token accepted: a token is a password typed by people at 05:00, guessed only by trying.
-    public static let minimumTokenLength = 16
+    public static let minimumTokenLength = TokenStrength.minimumLength
 
-    struct Credential: Sendable {
-        var digest: [UInt8]
-        var sessionKey: SymmetricKey
-    }
+    private let digests: [ConsoleRole: [UInt8]]
 
-    private let credentials: [ConsoleRole: Credential]
-
-    /// - Throws: ``ConsoleAccessError`` naming the variable of a token that is too short, or when both are equal
-    ///   (a viewer could then act).
+    /// - Throws: ``ConsoleAccessError`` naming the variable of a token that is too short or too common, or when both
+    ///   are equal (a viewer could then act).
     public init(operatorToken: String?, viewerToken: String?) throws(ConsoleAccessError) {
-        var credentials: [ConsoleRole: Credential] = [:]
+        var digests: [ConsoleRole: [UInt8]] = [:]
         for (role, token, variable) in [
             (ConsoleRole.operator, operatorToken, Self.operatorVariable), (.viewer, viewerToken, Self.viewerVariable),
         ] {
             guard let token = token?.trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty else { continue }
-            guard token.count >= Self.minimumTokenLength else {
-                throw ConsoleAccessError(
-                    variable: variable,
-                    message: "the token must be at least \(Self.minimumTokenLength) characters (e.g. `openssl rand -hex 24`)"
-                )
+            if let weakness = TokenStrength.weakness(of: token) {
+                throw ConsoleAccessError(variable: variable, message: weakness)
             }
-            let digest = Array(SHA256.hash(data: Array(token.utf8)))
-            let key = SymmetricKey(data: Array(SHA256.hash(data: Array("paperboy console session \(role.rawValue)\n\(token)".utf8))))
-            credentials[role] = Credential(digest: digest, sessionKey: key)
+            digests[role] = Array(SHA256.hash(data: Array(token.utf8)))
         }
-        if let op = credentials[.operator], let viewer = credentials[.viewer], op.digest == viewer.digest {
+        if let op = digests[.operator], let viewer = digests[.viewer], op == viewer {
             throw ConsoleAccessError(variable: Self.viewerVariable, message: "the viewer's token must differ from the operator's")
         }
-        self.credentials = credentials
+        self.digests = digests
     }
 
     /// No tokens: the console only says how to enable it.
     public static let disabled = try! ConsoleAccess(operatorToken: nil, viewerToken: nil)
 
     /// Whether any role can sign in.
-    public var isEnabled: Bool { !credentials.isEmpty }
+    public var isEnabled: Bool { !digests.isEmpty }
 
     /// The roles that can sign in.
-    public var roles: [ConsoleRole] { ConsoleRole.allCases.filter { credentials[$0] != nil } }
+    public var roles: [ConsoleRole] { ConsoleRole.allCases.filter { digests[$0] != nil } }
 
     /// The role whose token `token` is, compared by digest without an early exit; nil for any other text.
     public func role(forToken token: String) -> ConsoleRole? {
         let given = Array(SHA256.hash(data: Array(token.trimmingCharacters(in: .whitespacesAndNewlines).utf8)))
         var found: ConsoleRole?
         for role in ConsoleRole.allCases {
-            guard let credential = credentials[role] else { continue }
+            guard let digest = digests[role] else { continue }
             var difference: UInt8 = 0
-            for (a, b) in zip(given, credential.digest) { difference |= a ^ b }
+            for (a, b) in zip(given, digest) { difference |= a ^ b }
             if difference == 0 { found = role }
         }
         return found
     }
 
-    /// The key that signs `role`'s sessions; nil when the role cannot sign in.
-    func sessionKey(for role: ConsoleRole) -> SymmetricKey? {
-        credentials[role]?.sessionKey
+    /// The keys that sign sessions and CSRF tokens, derived from `secret`.
+    func keys(secret: [UInt8]) -> ConsoleKeys {
+        ConsoleKeys(secret: secret, digests: digests)
     }
+}
+
+/// The keys of one secret: per role, one that signs sessions and one that makes CSRF tokens, each derived with HKDF
+/// (SHA-256) from the secret and the role's token digest.
+struct ConsoleKeys: Sendable {
+    private let session: [ConsoleRole: SymmetricKey]
+    private let csrf: [ConsoleRole: SymmetricKey]
+
+    init(secret: [UInt8], digests: [ConsoleRole: [UInt8]]) {
+        let material = SymmetricKey(data: secret)
+        func derive(_ purpose: String, _ role: ConsoleRole, _ digest: [UInt8]) -> SymmetricKey {
+            HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: material,
+                salt: Array("paperboy console".utf8),
+                info: Array("\(purpose) \(role.rawValue)\n".utf8) + digest,
+                outputByteCount: 32
+            )
+        }
+        session = digests.reduce(into: [:]) { $0[$1.key] = derive("session", $1.key, $1.value) }
+        csrf = digests.reduce(into: [:]) { $0[$1.key] = derive("csrf", $1.key, $1.value) }
+    }
+
+    /// The key that signs `role`'s sessions; nil when the role cannot sign in.
+    func sessionKey(for role: ConsoleRole) -> SymmetricKey? { session[role] }
+
+    /// The key of `role`'s CSRF tokens; nil when the role cannot sign in.
+    func csrfKey(for role: ConsoleRole) -> SymmetricKey? { csrf[role] }
 }
 
 /// A console token that cannot be used, naming its environment variable; never quoting the token.

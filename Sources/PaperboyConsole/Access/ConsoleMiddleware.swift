@@ -2,11 +2,13 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import PaperboyAPI
 import PaperboyCore
 import PaperboyStore
 
 /// The headers every console response carries: no framing (`X-Frame-Options: DENY`, `frame-ancestors 'none'`),
-/// scripts and styles from this server's own files only (no inline ones), no referrer, no sniffing.
+/// scripts and styles from this server's own files only (no inline ones), no referrer, no sniffing; and
+/// `Strict-Transport-Security` when the public URL is https.
 struct ConsoleHeadersMiddleware: RouterMiddleware {
     typealias Context = ConsoleRequestContext
 
@@ -21,6 +23,11 @@ struct ConsoleHeadersMiddleware: RouterMiddleware {
         .baseURI(.none),
     ]
 
+    /// A year; without `includeSubDomains`, which is the domain owner's to decide for every other host.
+    static let strictTransportSecurity = "max-age=31536000"
+
+    let publicURL: ConsolePublicURL?
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response = try await next(request, context)
         response.headers[.contentSecurityPolicy] = Self.contentSecurityPolicy.description
@@ -28,25 +35,54 @@ struct ConsoleHeadersMiddleware: RouterMiddleware {
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         response.headers[HTTPField.Name("Cross-Origin-Opener-Policy")!] = "same-origin"
+        if publicURL?.scheme == "https" {
+            response.headers[HTTPField.Name("Strict-Transport-Security")!] = Self.strictTransportSecurity
+        }
         return response
     }
 }
 
-/// Reads the session cookie into the context; a cookie that does not verify (another token, expired, edited) is
-/// as if there were none.
+/// Reads the session cookie into the context. A cookie that does not verify (another key, edited), has expired, was
+/// unused for longer than the idle timeout, was signed out, or was issued before everyone was signed out is as if
+/// there were none. A session in use is renewed (its idle time restarts) at most once a minute.
 struct ConsoleSessionMiddleware: RouterMiddleware {
     typealias Context = ConsoleRequestContext
-    static let cookieName = "paperboy_console"
 
-    let access: ConsoleAccess
-    let now: @Sendable () -> Date
+    let configuration: ConsoleConfiguration
+    let keyring: ConsoleKeyring
+    let console: ConsoleRepository
+    /// How long after its last renewal a session in use is renewed again.
+    static let renewAfter: TimeInterval = 60
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        if let cookie = request.cookies[Self.cookieName] {
-            context.session = ConsoleSession.open(cookie.value, access: access, now: now())
+        context.origin = ConsoleOrigin.of(request, publicURL: configuration.publicURL, servesTLS: configuration.servesTLS)
+        // The stylesheet and the script are the same for everyone: no session to read, no database to ask.
+        guard configuration.access.isEnabled, !request.uri.path.hasPrefix("/console/static/") else { return try await next(request, context) }
+        let keys = try await keyring.keys(logger: context.logger)
+        context.keys = keys
+        let now = configuration.now()
+        if let cookie = request.cookies[context.origin.cookieName] {
+            switch ConsoleSession.open(cookie.value, keys: keys, now: now, idleTimeout: configuration.idleTimeout) {
+            case .success(let session):
+                let standing = try await console.sessionStanding(id: session.id, logger: context.logger)
+                if !standing.ended, standing.sessionsValidAfter.map({ session.issued >= $0 }) ?? true {
+                    context.session = session
+                }
+            case .failure(let refusal):
+                context.logger.debug("console session cookie refused", metadata: [LogKey.reason: "\(refusal.rawValue)"])
+            }
         }
-        return try await next(request, context)
+        var response = try await next(request, context)
+        if var session = context.session, response.headers[.setCookie] == nil, now.timeIntervalSince(session.seen) >= Self.renewAfter,
+            let value = {
+                session.seen = now
+                return session.seal(with: keys)
+            }()
+        {
+            response.setCookie(ConsoleRoutes.sessionCookie(value, origin: context.origin, expires: session.expires, now: now))
+        }
+        return response
     }
 }
 
@@ -55,7 +91,6 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
 /// (the detail goes to the log).
 struct ConsoleErrorMiddleware: RouterMiddleware {
     typealias Context = ConsoleRequestContext
-    let access: ConsoleAccess
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -63,7 +98,7 @@ struct ConsoleErrorMiddleware: RouterMiddleware {
         } catch let error as ConsolePageError {
             return page(error, context: context)
         } catch is SignInRequired {
-            return ConsolePage.redirect(to: "/console/sign-in")
+            return ConsolePage.redirect(to: context.origin.link("/console/sign-in"))
         } catch let error as StoreError {
             let status: HTTPResponse.Status =
                 switch error.code {
@@ -88,16 +123,16 @@ struct ConsoleErrorMiddleware: RouterMiddleware {
     }
 
     private func page(_ error: ConsolePageError, context: Context) -> Response {
-        let session = context.session
-        let csrf = session.flatMap { session in access.sessionKey(for: session.role).map { session.csrfToken(with: $0) } }
         let model = MessagePage(
-            frame: Frame(session: session, csrf: csrf),
+            frame: Frame(session: context.session, csrf: context.csrf),
             heading: error.heading,
             message: error.message,
             kind: "error",
             link: .init(href: "/console/broadcasts", label: "Back to the broadcasts")
         )
-        return ConsolePage.render("message", model, status: error.status)
+        var response = ConsolePage.render("message", model, status: error.status)
+        if let retryAfter = error.retryAfter { response.headers[.retryAfter] = "\(retryAfter)" }
+        return response
     }
 }
 

@@ -41,6 +41,34 @@ extension ConsoleAssets {
         {{/layout}}
 
         """###,
+        "audit": ###"""
+        {{<layout}}
+        {{$title}}Audit{{/title}}
+        {{$main}}
+        <h1>Audit</h1>
+        <p class="hint">Every change made in the console or through the admin API, written with the change itself, and the console's sign-ins and sign-outs: the newest {{limit}}. Also <code>paperboy audit</code>.</p>
+        {{^has.entries}}<p class="empty">Nothing recorded yet.</p>{{/has.entries}}
+        {{#has.entries}}
+        <div class="scroll"><table>
+        <thead><tr><th>When</th><th>Where</th><th>Who</th><th>What</th><th>Detail</th></tr></thead>
+        <tbody>{{#entries}}<tr><td><time datetime="{{iso}}">{{at}}</time></td><td>{{surface}}</td><td>{{who}}</td><td>{{action}}{{#href}} <a href="{{href}}">{{label}}</a>{{/href}}</td><td>{{detail}}</td></tr>{{/entries}}</tbody>
+        </table></div>
+        {{/has.entries}}
+        <section>
+        <h2>Sessions</h2>
+        <p>Sessions end after {{lifetime}}, or after {{idle}} unused. Signing everyone out ends every session now, yours included, and replaces the key that signs them: for a token that leaked, a laptop lost, someone who left.</p>
+        {{#frame.isOperator}}
+        <form method="post" action="/console/sign-out-everyone">
+          <input type="hidden" name="csrf" value="{{frame.csrf}}">
+          <button type="submit" class="danger">Sign out everyone</button>
+        </form>
+        {{/frame.isOperator}}
+        {{^frame.isOperator}}<p class="hint">Only an operator can sign everyone out.</p>{{/frame.isOperator}}
+        </section>
+        {{/main}}
+        {{/layout}}
+
+        """###,
         "broadcast": ###"""
         {{<layout}}
         {{$title}}{{edition}}{{/title}}
@@ -79,10 +107,10 @@ extension ConsoleAssets {
         </dl>
         </section>
         <section>
-        <h2>Actions in the console</h2>
-        {{^has.actions}}<p class="empty">None: started from the CLI, the API or a schedule, and not cancelled here.</p>{{/has.actions}}
+        <h2>Changes</h2>
+        {{^has.actions}}<p class="empty">None recorded: started from the CLI or a schedule, and not cancelled in the console or the admin API.</p>{{/has.actions}}
         {{#has.actions}}
-        <ul class="actions">{{#actions}}<li><time datetime="{{iso}}">{{at}}</time> <strong>{{who}}</strong> {{action}}: {{detail}}</li>{{/actions}}</ul>
+        <ul class="actions">{{#actions}}<li><time datetime="{{iso}}">{{at}}</time> <strong>{{who}}</strong> {{action}}{{#detail}}: {{detail}}{{/detail}} <small>({{surface}})</small></li>{{/actions}}</ul>
         {{/has.actions}}
         </section>
         {{/main}}
@@ -153,7 +181,8 @@ extension ConsoleAssets {
         {{$title}}Device{{/title}}
         {{$main}}
         <h1>A device</h1>
-        <form class="stack" method="get" action="/console/devices">
+        <form class="stack" method="post" action="/console/devices">
+          <input type="hidden" name="csrf" value="{{frame.csrf}}">
           <label>Token <small>(APNs hex or FCM registration token)</small> <input name="token" value="{{token}}" required autocomplete="off" spellcheck="false"></label>
           <label>Days of history <input name="days" value="{{days}}" inputmode="numeric"></label>
           <button type="submit">Look up</button>
@@ -334,6 +363,7 @@ extension ConsoleAssets {
         <section>
         <h2>The plan</h2>
         <p>{{summary}}</p>
+        <p class="hint">{{counted}}</p>
         {{#hasTargets}}
         <figure><figcaption>Planned sends per {{unit}}</figcaption>{{{chart}}}</figure>
         <div class="scroll"><table>
@@ -385,6 +415,7 @@ extension ConsoleAssets {
         {{$title}}Sign in{{/title}}
         {{$main}}
         <h1>Sign in</h1>
+        {{#insecure}}<p class="message error" role="alert">{{insecure}}</p>{{/insecure}}
         {{#error}}<p class="message error" role="alert">{{error}}</p>{{/error}}
         <form class="stack" method="post" action="/console/sign-in">
           <label>Token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
@@ -536,8 +567,14 @@ extension ConsoleAssets {
             source.close();
             status.textContent = 'The broadcast has ended.';
           });
+          // The session ended (signed out here or elsewhere, or everyone was): stop, and say how to go on.
+          source.addEventListener('signed-out', function () {
+            source.close();
+            root.setAttribute('data-signed-out', '');
+            status.textContent = 'Signed out: live updates stopped. Sign in again to go on watching.';
+          });
           source.addEventListener('error', function () {
-            if (source.readyState !== EventSource.CLOSED) { status.textContent = 'Reconnecting…'; }
+            status.textContent = source.readyState === EventSource.CLOSED ? 'Live updates stopped: reload the page.' : 'Reconnecting…';
           });
         })();
 

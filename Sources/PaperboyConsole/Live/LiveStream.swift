@@ -6,14 +6,18 @@ import NIOCore
 import PaperboyCore
 import PaperboyStore
 import ServiceLifecycle
+import Synchronization
 
 /// `GET /console/broadcasts/{id}/live`: Server-Sent Events for a broadcast's page while it runs.
 ///
 /// Every ``ConsoleConfiguration/liveInterval`` the stream asks when the broadcast was last sampled (one primary-key
 /// probe of `console_snapshots`); when a new sample is there it reads that snapshot and the samples since the last
 /// one (by index), renders the page's changing parts with the page's own templates, and sends them as one `update`
-/// event. An `end` event follows the last update once the broadcast has ended. The stream ends after
-/// ``ConsoleConfiguration/liveStreamLifetime`` (the browser reconnects by itself) and when the server stops.
+/// event. An `end` event follows the last update once the broadcast has ended. Every
+/// ``ConsoleConfiguration/liveSessionCheck`` it checks that its session is still good (not signed out, not past its
+/// end) and otherwise sends `signed-out` and stops. The stream ends after ``ConsoleConfiguration/liveStreamLifetime``
+/// (the browser reconnects by itself) and when the server stops. A session holds at most
+/// ``ConsoleConfiguration/liveStreamsPerSession`` streams at once in a process.
 extension ConsoleRoutes {
     /// What one `update` event carries: the rendered parts by name (`summary`, `charts`, `waves`) and the time of the
     /// sample they show.
@@ -24,10 +28,20 @@ extension ConsoleRoutes {
     }
 
     @Sendable func liveStream(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
-        _ = try session(context)
+        let session = try session(context)
         let id = try broadcastID(context)
         guard try await broadcasts.find(id: id, logger: context.logger) != nil else {
             throw ConsolePageError.notFound("There is no broadcast \(id.uuidString.lowercased()).")
+        }
+        guard liveStreams.open(session.id) else {
+            refused("live streams", request: request, context: context)
+            var error = ConsolePageError(
+                status: .tooManyRequests,
+                heading: "Too many live pages",
+                message: "This session has \(configuration.liveStreamsPerSession) live pages open already: close one."
+            )
+            error.retryAfter = 30
+            throw error
         }
         let logger = context.logger
         let routes = self
@@ -39,19 +53,28 @@ extension ConsoleRoutes {
                 HTTPField.Name("X-Accel-Buffering")!: "no",
             ],
             body: ResponseBody { writer in
-                try await routes.stream(id, to: &writer, logger: logger)
+                defer { routes.liveStreams.close(session.id) }
+                try await routes.stream(id, session: session, to: &writer, logger: logger)
                 try await writer.finish(nil)
             }
         )
     }
 
-    private func stream(_ id: UUID, to writer: inout any ResponseBodyWriter, logger: Logger) async throws {
+    private func stream(_ id: UUID, session: ConsoleSession, to writer: inout any ResponseBodyWriter, logger: Logger) async throws {
         try await writer.write(ByteBuffer(string: "retry: 3000\n\n"))
         let started = ContinuousClock.now
+        var checked = started
         var seen: Date?
         var samples: [ConsoleSample] = []
         var quiet = 0
         while !Task.isCancelled, !Task.isShuttingDownGracefully, ContinuousClock.now - started < configuration.liveStreamLifetime {
+            if ContinuousClock.now - checked >= configuration.liveSessionCheck {
+                checked = ContinuousClock.now
+                guard try await stillSignedIn(session, logger: logger) else {
+                    try await writer.write(ByteBuffer(string: "event: signed-out\ndata: {}\n\n"))
+                    return
+                }
+            }
             let at = try await console.snapshotTime(broadcastID: id, logger: logger)
             if let at, at != seen {
                 seen = at
@@ -88,8 +111,44 @@ extension ConsoleRoutes {
         }
     }
 
+    /// Whether `session` is still good: not past its end, not signed out, not issued before everyone was signed out.
+    func stillSignedIn(_ session: ConsoleSession, logger: Logger) async throws -> Bool {
+        guard session.expires > now else { return false }
+        let standing = try await console.sessionStanding(id: session.id, logger: logger)
+        return !standing.ended && (standing.sessionsValidAfter.map { session.issued >= $0 } ?? true)
+    }
+
     /// The model of the live partials: they read `live.…`, as the page's own model provides it.
     struct LiveParts: Sendable {
         var live: LiveModel
     }
+}
+
+/// Live streams open per session in this process.
+final class LiveStreamCount: Sendable {
+    let perSession: Int
+    private let streams = Mutex<[String: Int]>([:])
+
+    init(perSession: Int) {
+        self.perSession = perSession
+    }
+
+    /// Counts one more stream of `session`; false (and nothing counted) when it holds ``perSession`` already.
+    func open(_ session: String) -> Bool {
+        streams.withLock { streams in
+            guard streams[session, default: 0] < perSession else { return false }
+            streams[session, default: 0] += 1
+            return true
+        }
+    }
+
+    func close(_ session: String) {
+        streams.withLock { streams in
+            let left = streams[session, default: 1] - 1
+            streams[session] = left > 0 ? left : nil
+        }
+    }
+
+    /// Streams open now (for tests).
+    func count(_ session: String) -> Int { streams.withLock { $0[session, default: 0] } }
 }

@@ -62,7 +62,7 @@ extension ConsoleRoutes {
     }
 
     @Sendable func broadcastList(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
-        let session = try session(context)
+        _ = try session(context)
         let now = self.now
         let listed = try await broadcasts.list(limit: 30, logger: context.logger)
         let runningIDs = listed.filter { $0.state == .running }.map(\.id)
@@ -112,7 +112,7 @@ extension ConsoleRoutes {
         }
         let schedules = try await scheduleRows(now: now, logger: context.logger)
         let page = ListPage(
-            frame: frame(session, current: "/console/broadcasts"),
+            frame: frame(context, current: "/console/broadcasts"),
             running: running,
             schedules: schedules,
             recent: recent,
@@ -148,6 +148,7 @@ extension ConsoleRoutes {
             var who: String
             var action: String
             var detail: String
+            var surface: String
         }
 
         struct WakeRatesTable: Sendable {
@@ -212,7 +213,7 @@ extension ConsoleRoutes {
         let now = self.now
         let (progress, asOf) = try await currentProgress(id, logger: context.logger)
         let samples = try await console.samples(broadcastID: id, logger: context.logger)
-        let actions = try await console.actions(broadcastID: id, logger: context.logger)
+        let actions = try await audit.entries(broadcastID: id, logger: context.logger)
         var wakeTable: BroadcastPage.WakeRatesTable?
         if progress.state != .running {
             let (waves, sample) = try await wakeRates.waveRates(broadcastID: id, client: client, now: now, logger: context.logger)
@@ -238,7 +239,7 @@ extension ConsoleRoutes {
             }
         let running = progress.state == .running
         let page = BroadcastPage(
-            frame: frame(session, current: nil, flash: flash),
+            frame: frame(context, current: nil, flash: flash),
             id: id.uuidString.lowercased(),
             editionID: progress.editionID.uuidString.lowercased(),
             edition: "\(progress.publication) \(progress.issueDate)",
@@ -260,13 +261,14 @@ extension ConsoleRoutes {
         return ConsolePage.render("broadcast", page)
     }
 
-    func actionRow(_ action: ConsoleAction) -> BroadcastPage.ActionRow {
+    func actionRow(_ entry: AuditEntry) -> BroadcastPage.ActionRow {
         BroadcastPage.ActionRow(
-            at: TimeText.dateTime(action.at, timeZone: timeZone),
-            iso: TimeText.iso(action.at),
-            who: action.name.map { "\(action.role) (\($0))" } ?? action.role,
-            action: action.action,
-            detail: action.detail
+            at: TimeText.dateTime(entry.at, timeZone: timeZone),
+            iso: TimeText.iso(entry.at),
+            who: entry.who,
+            action: entry.action,
+            detail: entry.detail,
+            surface: entry.surface == .console ? "console" : "admin API"
         )
     }
 
@@ -311,7 +313,7 @@ extension ConsoleRoutes {
         }
         let counts = try await console.totals(broadcastIDs: [id], logger: context.logger)[id] ?? .init()
         let page = CancelPage(
-            frame: frame(session, current: nil),
+            frame: frame(context, current: nil),
             id: id.uuidString.lowercased(),
             edition: "\(broadcast.publication) \(broadcast.issueDate)",
             sent: Numbers.grouped(counts.sent),
@@ -323,32 +325,26 @@ extension ConsoleRoutes {
     @Sendable func cancelBroadcast(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         let id = try broadcastID(context)
         let form = try await form(CSRFForm.self, request)
-        let session = try operatorSession(request, context: context, form: form.csrf, doing: "cancel a broadcast")
+        let session = try formSession(request, context: context, form: form.csrf, doing: "cancel a broadcast")
         let counts = try await console.totals(broadcastIDs: [id], logger: context.logger)[id] ?? .init()
         let now = self.now
-        let broadcast: Broadcast
+        let audit = auditEntry(
+            session,
+            request: request,
+            action: "cancel broadcast",
+            broadcastID: id,
+            detail: "cancelled after \(Numbers.grouped(counts.sent)) of \(Numbers.grouped(counts.planned)) planned pushes"
+        )
         do {
-            broadcast = try await broadcasts.cancel(id: id, now: now, logger: context.logger)
+            _ = try await broadcasts.cancel(id: id, now: now, audit: audit, logger: context.logger)
         } catch let error as StoreError where error.code == .conflict {
             throw ConsolePageError(status: .conflict, heading: "Not cancelled", message: "The broadcast had ended: \(error.message).")
         }
-        try await console.record(
-            ConsoleAction(
-                at: now,
-                role: session.role.rawValue,
-                name: session.name,
-                action: "cancel",
-                broadcastID: id,
-                editionID: broadcast.editionID,
-                detail: "cancelled after \(Numbers.grouped(counts.sent)) of \(Numbers.grouped(counts.planned)) planned pushes"
-            ),
-            logger: context.logger
-        )
         context.logger.notice(
             "console cancelled a broadcast",
             metadata: [LogKey.broadcast: "\(id.uuidString.lowercased())", LogKey.role: "\(session.role.rawValue)"]
         )
-        return ConsolePage.redirect(to: "/console/broadcasts/\(id.uuidString.lowercased())?done=cancelled")
+        return ConsolePage.redirect(to: context.origin.link("/console/broadcasts/\(id.uuidString.lowercased())?done=cancelled"))
     }
 }
 

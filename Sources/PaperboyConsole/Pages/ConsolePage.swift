@@ -24,7 +24,7 @@ struct Frame: Sendable {
     /// The sections of the console, the one at `current` marked.
     static let sections: [(label: String, href: String)] = [
         ("Broadcasts", "/console/broadcasts"), ("Plan and start", "/console/plan"), ("Device", "/console/devices"),
-        ("Apps", "/console/apps"), ("Workers", "/console/workers"),
+        ("Apps", "/console/apps"), ("Workers", "/console/workers"), ("Audit", "/console/audit"),
     ]
 
     init(session: ConsoleSession?, csrf: String?, current: String? = nil, flash: String? = nil) {
@@ -65,6 +65,14 @@ struct ConsolePageError: Error, Sendable {
     var status: HTTPResponse.Status
     var heading: String
     var message: String
+    /// Seconds to wait before trying again (a 429), sent as `Retry-After`.
+    var retryAfter: Int?
+
+    init(status: HTTPResponse.Status, heading: String, message: String) {
+        self.status = status
+        self.heading = heading
+        self.message = message
+    }
 
     static func notFound(_ message: String) -> ConsolePageError {
         ConsolePageError(status: .notFound, heading: "Not found", message: message)

@@ -2,10 +2,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
+import PaperboyAPI
 import PaperboyCore
 import PaperboyStore
 import PostgresNIO
-import Synchronization
 
 /// The console's routes under `/console`. Pages read through the repositories; what they show of a running
 /// broadcast comes from the sampler's snapshots and samples, not from counting deliveries or receipts.
@@ -14,18 +15,27 @@ struct ConsoleRoutes: Sendable {
     let configuration: ConsoleConfiguration
     let broadcasts: BroadcastRepository
     let console: ConsoleRepository
-    let signIns: SignInAttempts
+    let audit: AuditRepository
+    let keyring: ConsoleKeyring
+    let signIns: GuessGuard
     let wakeRates: WakeRateCache
+    let planCounts: PlanCountCache
+    let liveStreams: LiveStreamCount
 
-    init(client: PostgresClient, configuration: ConsoleConfiguration) {
+    init(client: PostgresClient, configuration: ConsoleConfiguration, keyring: ConsoleKeyring) {
         self.client = client
         self.configuration = configuration
         var broadcasts = BroadcastRepository(client: client)
         broadcasts.minimumWaveInterval = configuration.minimumWaveInterval
         self.broadcasts = broadcasts
         self.console = ConsoleRepository(client: client)
-        self.signIns = SignInAttempts(perMinute: configuration.signInAttemptsPerMinute)
+        self.audit = AuditRepository(client: client)
+        self.keyring = keyring
+        let now = configuration.now
+        self.signIns = GuessGuard(policy: configuration.signInPolicy) { now().timeIntervalSince1970 }
         self.wakeRates = WakeRateCache()
+        self.planCounts = PlanCountCache(timeToLive: configuration.planCountsTimeToLive)
+        self.liveStreams = LiveStreamCount(perSession: configuration.liveStreamsPerSession)
     }
 
     var access: ConsoleAccess { configuration.access }
@@ -37,6 +47,7 @@ struct ConsoleRoutes: Sendable {
         group.get("sign-in", use: signInForm)
         group.post("sign-in", use: signIn)
         group.post("sign-out", use: signOut)
+        group.post("sign-out-everyone", use: signOutEveryone)
         group.get("static/{name}", use: staticFile)
         group.get("broadcasts", use: broadcastList)
         group.post("broadcasts", use: startBroadcast)
@@ -46,8 +57,10 @@ struct ConsoleRoutes: Sendable {
         group.post("broadcasts/{id}/cancel", use: cancelBroadcast)
         group.get("plan", use: planPage)
         group.get("devices", use: devicePage)
+        group.post("devices", use: deviceLookup)
         group.get("apps", use: appsPage)
         group.get("workers", use: workersPage)
+        group.get("audit", use: auditPage)
         group.get("**", use: notFound)
     }
 
@@ -65,26 +78,30 @@ struct ConsoleRoutes: Sendable {
     static let disabledMessage =
         "This server was started without PAPERBOY_CONSOLE_OPERATOR_TOKEN or PAPERBOY_CONSOLE_VIEWER_TOKEN: nobody can sign in. Open /console for how to enable it."
 
-    func csrf(_ session: ConsoleSession) -> String? {
-        access.sessionKey(for: session.role).map { session.csrfToken(with: $0) }
+    func frame(_ context: ConsoleRequestContext, current: String?, flash: String? = nil) -> Frame {
+        Frame(session: context.session, csrf: context.csrf, current: current, flash: flash)
     }
 
-    func frame(_ session: ConsoleSession, current: String?, flash: String? = nil) -> Frame {
-        Frame(session: session, csrf: csrf(session), current: current, flash: flash)
-    }
-
-    /// For a request that changes something: the session of an operator, the form's CSRF token checked, and the
-    /// request from this console's own pages (`Sec-Fetch-Site`, `Origin`).
-    func operatorSession(_ request: Request, context: ConsoleRequestContext, form csrfToken: String?, doing what: String) throws -> ConsoleSession {
+    /// For a request that changes something or reads what must not travel in a URL: a session, the request from
+    /// this console's own pages (`Sec-Fetch-Site`, `Origin`), the form's CSRF token checked; and when `operatorOnly`,
+    /// an operator's session.
+    func formSession(
+        _ request: Request,
+        context: ConsoleRequestContext,
+        form csrfToken: String?,
+        doing what: String,
+        operatorOnly: Bool = true
+    ) throws -> ConsoleSession {
         let session = try session(context)
-        try checkSameOrigin(request)
-        guard let key = access.sessionKey(for: session.role), session.acceptsCSRF(csrfToken, with: key) else {
+        try checkSameOrigin(request, context: context)
+        guard let keys = context.keys, session.acceptsCSRF(csrfToken, with: keys) else {
+            refused("csrf", request: request, context: context)
             throw ConsolePageError.forbidden(
                 "The form is stale or did not come from this console (its CSRF token does not match): reload the page and try again."
             )
         }
-        guard session.role.mayAct else {
-            context.logger.notice("console action refused to a viewer", metadata: [LogKey.role: "\(session.role.rawValue)", LogKey.kind: "\(what)"])
+        guard !operatorOnly || session.role.mayAct else {
+            refused("viewer", request: request, context: context)
             throw ConsolePageError.forbidden("Only an operator can \(what); you are signed in as a viewer.")
         }
         return session
@@ -92,30 +109,85 @@ struct ConsoleRoutes: Sendable {
 
     /// Refuses a request another site made: browsers say where a request comes from (`Sec-Fetch-Site`, `Origin`);
     /// with SameSite=Strict the cookie is not even sent then, but a missing session must not be the only guard.
-    func checkSameOrigin(_ request: Request) throws {
+    func checkSameOrigin(_ request: Request, context: ConsoleRequestContext) throws {
         if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
+            refused("cross-site", request: request, context: context)
             throw ConsolePageError.forbidden("The request came from another site (Sec-Fetch-Site: \(site)).")
         }
-        if let origin = request.headers[.origin], origin != "null" {
-            let host = request.head.authority ?? ""
-            guard let url = URL(string: origin), let originHost = url.host else {
-                throw ConsolePageError.forbidden("The request's Origin is not this console.")
-            }
-            let originAuthority = url.port.map { "\(originHost):\($0)" } ?? originHost
-            guard originAuthority.lowercased() == host.lowercased() else {
-                throw ConsolePageError.forbidden("The request came from another origin (\(origin)).")
-            }
+        if let origin = request.headers[.origin], origin != "null", !context.origin.accepts(origin: origin) {
+            refused("origin", request: request, context: context)
+            throw ConsolePageError.forbidden(
+                "The request came from another origin (\(origin)) than this console's (\(context.origin.origin)). Behind a proxy, forward Host and X-Forwarded-Proto, or start serve with --public-url."
+            )
         }
+    }
+
+    /// Logs a refused request with the client's address: operators see probing in the log.
+    func refused(_ reason: String, request: Request, context: ConsoleRequestContext) {
+        context.logger.notice(
+            "console request refused",
+            metadata: [
+                LogKey.reason: "\(reason)", LogKey.address: "\(ClientAddress.of(request) ?? "unknown")",
+                LogKey.path: "\(request.uri.path)",
+            ]
+        )
+    }
+
+    /// The audit entry of a console change by `session`.
+    func auditEntry(
+        _ session: ConsoleSession,
+        request: Request,
+        action: String,
+        appID: Int? = nil,
+        broadcastID: UUID? = nil,
+        editionID: UUID? = nil,
+        detail: String = ""
+    ) -> AuditEntry {
+        AuditEntry(
+            at: now,
+            surface: .console,
+            role: session.role.rawValue,
+            name: session.name,
+            address: ClientAddress.of(request),
+            action: action,
+            appID: appID,
+            broadcastID: broadcastID,
+            editionID: editionID,
+            detail: detail
+        )
     }
 
     /// The urlencoded form of a POST, decoded into `T` (whose fields are optional strings).
     func form<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        let body = try await request.body.collect(upTo: 16 * 1024)
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: 16 * 1024)
+        } catch is NIOTooManyBytesError {
+            throw ConsolePageError(status: .contentTooLarge, heading: "Too large", message: "The form is larger than 16 KiB.")
+        }
         do {
             return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: body))
         } catch {
             throw ConsolePageError.badRequest("The form could not be read.")
         }
+    }
+
+    /// The session cookie: `Secure` and `__Host-` prefixed unless the console is plain HTTP (``ConsoleOrigin``),
+    /// `HttpOnly`, `SameSite=Strict`, until the session's absolute end.
+    static func sessionCookie(_ value: String, origin: ConsoleOrigin, expires: Date, now: Date) -> Cookie {
+        Cookie(
+            name: origin.cookieName,
+            value: value,
+            maxAge: max(0, Int(expires.timeIntervalSince(now))),
+            path: origin.cookiePath,
+            secure: origin.secureCookie,
+            httpOnly: true,
+            sameSite: .strict
+        )
+    }
+
+    static func clearedCookie(origin: ConsoleOrigin) -> Cookie {
+        Cookie(name: origin.cookieName, value: "", maxAge: 0, path: origin.cookiePath, secure: origin.secureCookie, httpOnly: true, sameSite: .strict)
     }
 
     // MARK: - Entry, sign-in, static files
@@ -124,7 +196,7 @@ struct ConsoleRoutes: Sendable {
         guard access.isEnabled else {
             return ConsolePage.render("disabled", DisabledPage(frame: Frame(session: nil, csrf: nil)))
         }
-        return ConsolePage.redirect(to: context.session == nil ? "/console/sign-in" : "/console/broadcasts")
+        return ConsolePage.redirect(to: context.origin.link(context.session == nil ? "/console/sign-in" : "/console/broadcasts"))
     }
 
     struct DisabledPage: Sendable {
@@ -135,6 +207,9 @@ struct ConsoleRoutes: Sendable {
         var frame: Frame
         var error: String?
         var roles: String
+        /// The page came over plain HTTP from an address that is not this machine: the browser will not keep the
+        /// `Secure` cookie, and this says so.
+        var insecure: String?
     }
 
     struct SignInForm: Decodable {
@@ -148,45 +223,60 @@ struct ConsoleRoutes: Sendable {
 
     @Sendable func signInForm(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         guard access.isEnabled else { return ConsolePage.render("disabled", DisabledPage(frame: Frame(session: nil, csrf: nil))) }
-        return ConsolePage.render("sign-in", signInPage(error: nil))
+        return ConsolePage.render("sign-in", signInPage(error: nil, context: context))
     }
 
-    func signInPage(error: String?) -> SignInPage {
-        SignInPage(frame: Frame(session: nil, csrf: nil), error: error, roles: access.roles.map(\.rawValue).joined(separator: " and "))
+    func signInPage(error: String?, context: ConsoleRequestContext) -> SignInPage {
+        SignInPage(
+            frame: Frame(session: nil, csrf: nil),
+            error: error,
+            roles: access.roles.map(\.rawValue).joined(separator: " and "),
+            insecure: context.origin.dropsItsCookie
+                ? "This page came over plain HTTP, and the session cookie is Secure: your browser will not keep it. Reach the console over HTTPS (a proxy with TLS in front, or serve --tls-cert), or, on a network you trust, start serve with --public-url http://\(context.origin.authority)."
+                : nil
+        )
     }
 
     @Sendable func signIn(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         guard access.isEnabled else { return ConsolePage.render("disabled", DisabledPage(frame: Frame(session: nil, csrf: nil)), status: .notFound) }
-        try checkSameOrigin(request)
+        try checkSameOrigin(request, context: context)
         let form = try await form(SignInForm.self, request)
-        guard signIns.allow(now: now) else {
-            return ConsolePage.render(
+        let address = ClientAddress.of(request)
+        if case .wait(let seconds) = signIns.verdict(address: address) {
+            refused("backoff", request: request, context: context)
+            var response = ConsolePage.render(
                 "sign-in",
-                signInPage(error: "Too many wrong tokens in the last minute: wait a minute and try again."),
+                signInPage(
+                    error: "Too many wrong tokens from your address: wait \(seconds) s and try again (other addresses are not affected).",
+                    context: context
+                ),
                 status: .tooManyRequests
             )
+            response.headers[.retryAfter] = "\(seconds)"
+            return response
         }
         guard let token = form.token, let role = access.role(forToken: token) else {
-            signIns.recordFailure(now: now)
-            context.logger.notice("console sign-in refused")
-            return ConsolePage.render("sign-in", signInPage(error: "That token is neither the operator's nor the viewer's."), status: .unauthorized)
-        }
-        let name = Self.cleanName(form.name)
-        let session = ConsoleSession(role: role, name: name, expires: now.addingTimeInterval(configuration.sessionLifetime))
-        guard let key = access.sessionKey(for: role) else { throw SignInRequired() }
-        context.logger.info("console sign-in", metadata: [LogKey.role: "\(role.rawValue)"])
-        var response = ConsolePage.redirect(to: "/console/broadcasts")
-        response.setCookie(
-            Cookie(
-                name: ConsoleSessionMiddleware.cookieName,
-                value: session.seal(with: key),
-                maxAge: Int(configuration.sessionLifetime),
-                path: "/console",
-                secure: configuration.secureCookies,
-                httpOnly: true,
-                sameSite: .strict
+            signIns.failed(address: address)
+            context.logger.notice("console sign-in refused", metadata: [LogKey.address: "\(address ?? "unknown")"])
+            return ConsolePage.render(
+                "sign-in",
+                signInPage(error: "That token is neither the operator's nor the viewer's.", context: context),
+                status: .unauthorized
             )
+        }
+        let now = self.now
+        let session = ConsoleSession(
+            role: role,
+            name: Self.cleanName(form.name),
+            issued: now,
+            expires: now.addingTimeInterval(configuration.sessionLifetime)
         )
+        let keys = try await keyring.keys(logger: context.logger)
+        guard let value = session.seal(with: keys) else { throw SignInRequired() }
+        try await audit.record(auditEntry(session, request: request, action: "sign in"), logger: context.logger)
+        context.logger.notice("console sign-in", metadata: [LogKey.role: "\(role.rawValue)", LogKey.address: "\(address ?? "unknown")"])
+        var response = ConsolePage.redirect(to: context.origin.link("/console/broadcasts"))
+        response.setCookie(Self.sessionCookie(value, origin: context.origin, expires: session.expires, now: now))
         return response
     }
 
@@ -199,24 +289,42 @@ struct ConsoleRoutes: Sendable {
     }
 
     @Sendable func signOut(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
-        let session = try session(context)
-        try checkSameOrigin(request)
         let form = try await form(CSRFForm.self, request)
-        guard let key = access.sessionKey(for: session.role), session.acceptsCSRF(form.csrf, with: key) else {
-            throw ConsolePageError.forbidden("The form is stale: reload the page and try again.")
-        }
-        var response = ConsolePage.redirect(to: "/console/sign-in")
-        response.setCookie(
-            Cookie(
-                name: ConsoleSessionMiddleware.cookieName,
-                value: "",
-                maxAge: 0,
-                path: "/console",
-                secure: configuration.secureCookies,
-                httpOnly: true,
-                sameSite: .strict
-            )
+        let session = try formSession(request, context: context, form: form.csrf, doing: "sign out", operatorOnly: false)
+        try await console.endSession(
+            id: session.id,
+            expires: session.expires,
+            now: now,
+            audit: auditEntry(session, request: request, action: "sign out"),
+            logger: context.logger
         )
+        context.logger.notice(
+            "console sign-out",
+            metadata: [LogKey.role: "\(session.role.rawValue)", LogKey.address: "\(ClientAddress.of(request) ?? "unknown")"]
+        )
+        var response = ConsolePage.redirect(to: context.origin.link("/console/sign-in"))
+        response.setCookie(Self.clearedCookie(origin: context.origin))
+        return response
+    }
+
+    /// Ends every session, this one included, and replaces the generated secret: for a token that leaked, a
+    /// colleague who left, a laptop lost.
+    @Sendable func signOutEveryone(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let form = try await form(CSRFForm.self, request)
+        let session = try formSession(request, context: context, form: form.csrf, doing: "sign everyone out")
+        try await console.endAllSessions(
+            now: now,
+            newSecret: ConsoleKeyring.randomSecret(),
+            audit: auditEntry(session, request: request, action: "sign out everyone", detail: "every session ended; the session key replaced"),
+            logger: context.logger
+        )
+        keyring.forget()
+        context.logger.notice(
+            "console signed everyone out",
+            metadata: [LogKey.role: "\(session.role.rawValue)", LogKey.address: "\(ClientAddress.of(request) ?? "unknown")"]
+        )
+        var response = ConsolePage.redirect(to: context.origin.link("/console/sign-in"))
+        response.setCookie(Self.clearedCookie(origin: context.origin))
         return response
     }
 
@@ -243,27 +351,5 @@ struct ConsoleRoutes: Sendable {
             throw ConsolePageError.notFound("A broadcast id is a UUID.")
         }
         return id
-    }
-}
-
-/// Failed sign-ins in the last minute, in this process: past ``perMinute`` the form answers 429 until the minute
-/// has passed, so guessing a token costs a minute per few tries.
-final class SignInAttempts: Sendable {
-    let perMinute: Int
-    private let failures = Mutex<[Date]>([])
-
-    init(perMinute: Int) {
-        self.perMinute = perMinute
-    }
-
-    func allow(now: Date) -> Bool {
-        failures.withLock { list in
-            list.removeAll { now.timeIntervalSince($0) >= 60 }
-            return list.count < perMinute
-        }
-    }
-
-    func recordFailure(now: Date) {
-        failures.withLock { $0.append(now) }
     }
 }

@@ -60,12 +60,27 @@ extension ConsoleRoutes {
         var devices: [Found]
     }
 
+    /// `GET /console/devices`: the look-up form. A token in the URL is not looked up (nor shown): URLs end up in
+    /// proxy logs and browser history, so a look-up is a form posted with the CSRF token.
     @Sendable func devicePage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
-        let session = try session(context)
-        let query = request.uri.queryParameters
-        let token = (query.get("token") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        var page = DevicePage(frame: frame(session, current: "/console/devices"), token: token, days: 3, error: nil, notFound: false, devices: [])
-        if let daysText = query.get("days"), !daysText.isEmpty {
+        _ = try session(context)
+        let page = DevicePage(frame: frame(context, current: "/console/devices"), token: "", days: 3, error: nil, notFound: false, devices: [])
+        return ConsolePage.render("device", page)
+    }
+
+    struct DeviceForm: Decodable {
+        var csrf: String?
+        var token: String?
+        var days: String?
+    }
+
+    /// `POST /console/devices`: a device by its token (a viewer may look one up).
+    @Sendable func deviceLookup(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let form = try await form(DeviceForm.self, request)
+        _ = try formSession(request, context: context, form: form.csrf, doing: "look a device up", operatorOnly: false)
+        let token = (form.token ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        var page = DevicePage(frame: frame(context, current: "/console/devices"), token: token, days: 3, error: nil, notFound: false, devices: [])
+        if let daysText = form.days, !daysText.isEmpty {
             guard let days = Int(daysText), (1...30).contains(days) else {
                 page.error = "days: a whole number from 1 to 30, not \(daysText)"
                 return ConsolePage.render("device", page, status: .badRequest)
@@ -202,7 +217,7 @@ extension ConsoleRoutes {
     }
 
     @Sendable func appsPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
-        let session = try session(context)
+        _ = try session(context)
         let now = self.now
         let apps = try await AppRepository(client: client).list(logger: context.logger)
         let publications = try await PublicationRepository(client: client).list(logger: context.logger)
@@ -234,7 +249,7 @@ extension ConsoleRoutes {
         }
         let schedules = try await scheduleRows(now: now, logger: context.logger)
         let page = AppsPage(
-            frame: frame(session, current: "/console/apps"),
+            frame: frame(context, current: "/console/apps"),
             apps: rows,
             schedules: schedules,
             has: .init(apps: !rows.isEmpty, schedules: !schedules.isEmpty)
@@ -282,7 +297,7 @@ extension ConsoleRoutes {
     }
 
     @Sendable func workersPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
-        let session = try session(context)
+        _ = try session(context)
         let now = self.now
         let workers = try await WorkerRepository(client: client).list(seenSince: now.addingTimeInterval(-60), logger: context.logger)
         let batches = try await console.openBatches(logger: context.logger)
@@ -313,7 +328,7 @@ extension ConsoleRoutes {
                 has: .init(batches: !held.isEmpty)
             )
         }
-        let page = WorkersPage(frame: frame(session, current: "/console/workers"), workers: rows, has: .init(workers: !rows.isEmpty))
+        let page = WorkersPage(frame: frame(context, current: "/console/workers"), workers: rows, has: .init(workers: !rows.isEmpty))
         return ConsolePage.render("workers", page)
     }
 }

@@ -41,6 +41,8 @@ extension ConsoleRoutes {
             var unit: String
             var chart: String
             var cohorts: [Cohort]
+            /// How old the audience counts are: they are kept a minute.
+            var counted = ""
         }
 
         struct Start: Sendable {
@@ -62,7 +64,7 @@ extension ConsoleRoutes {
     }
 
     @Sendable func planPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
-        let session = try session(context)
+        _ = try session(context)
         let query = request.uri.queryParameters
         var form = PlanPage.Form()
         if let value = query.get("environment") { form.environment = value }
@@ -73,12 +75,12 @@ extension ConsoleRoutes {
         }
         if let value = query.get("cohorts") { form.cohorts = value }
         if let value = query.get("start") { form.start = value }
-        let page = try await planPage(session: session, publication: query.get("publication"), form: form, logger: context.logger)
+        let page = try await planPage(context: context, publication: query.get("publication"), form: form, logger: context.logger)
         return ConsolePage.render("plan", page, status: page.error == nil ? .ok : .badRequest)
     }
 
     func planPage(
-        session: ConsoleSession,
+        context: ConsoleRequestContext,
         publication selected: String?,
         form: PlanPage.Form,
         error: String? = nil,
@@ -90,7 +92,7 @@ extension ConsoleRoutes {
         let publications = try await PublicationRepository(client: client).list(logger: logger)
         let apps = Dictionary(uniqueKeysWithValues: try await AppRepository(client: client).list(logger: logger).map { ($0.id, $0.bundleID) })
         var page = PlanPage(
-            frame: frame(session, current: "/console/plan"),
+            frame: frame(context, current: "/console/plan"),
             error: error,
             publications: publications.map { publication in
                 .init(
@@ -117,12 +119,18 @@ extension ConsoleRoutes {
                     throw ConsolePageError.badRequest("start: \(error)")
                 }
             }
-            let counts = try await CohortRepository(client: client).targetCounts(
-                publication: publication,
-                environment: environment,
-                cohorts: cohorts,
-                logger: logger
-            )
+            let client = self.client
+            let (counts, countedAt) = try await planCounts.counts(
+                PlanCountCache.Key(publicationID: publication.id, environment: environment.rawValue, cohorts: cohorts),
+                now: now
+            ) {
+                try await CohortRepository(client: client).targetCounts(
+                    publication: publication,
+                    environment: environment,
+                    cohorts: cohorts,
+                    logger: logger
+                )
+            }
             let seed = StaggerPlan.seed(
                 for: "\(publication.appID)/\(publication.slug)/\(environment.rawValue)/\(Int(requestedStart.timeIntervalSince1970))"
             )
@@ -133,6 +141,10 @@ extension ConsoleRoutes {
                 throw ConsolePageError.badRequest("The plan cannot be made: \(error)")
             }
             page.plan = Self.planModel(plan, publication: publication, environment: environment, requestedStart: requestedStart, timeZone: timeZone)
+            let age = Int(now.timeIntervalSince(countedAt).rounded(.down))
+            page.plan?.counted =
+                (age < 1 ? "Audience counted just now" : "Audience counted \(age) s ago")
+                + " (counts are kept for \(Int(configuration.planCountsTimeToLive)) s)."
         } catch let error as ConsolePageError {
             page.error = error.message
         }
@@ -229,7 +241,7 @@ extension ConsoleRoutes {
 
     @Sendable func startBroadcast(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         let form = try await form(StartForm.self, request)
-        let session = try operatorSession(request, context: context, form: form.csrf, doing: "start a broadcast")
+        let session = try formSession(request, context: context, form: form.csrf, doing: "start a broadcast")
         guard let editionID = form.edition.flatMap(UUID.init(uuidString:)) else {
             throw ConsolePageError.badRequest("edition: choose an edition.")
         }
@@ -270,7 +282,7 @@ extension ConsoleRoutes {
                 logger: logger
             )
             var page = try await planPage(
-                session: session,
+                context: context,
                 publication: "\(publication.id)",
                 form: PlanPage.Form(
                     environment: environment.rawValue,
@@ -299,28 +311,37 @@ extension ConsoleRoutes {
             options: options,
             origin: "console",
             now: now,
-            logger: logger
-        )
-        let id = start.broadcast.id
-        try await console.record(
-            ConsoleAction(
-                at: now,
-                role: session.role.rawValue,
-                name: session.name,
-                action: start.created ? "start" : "start (attached)",
-                broadcastID: id,
+            audit: auditEntry(
+                session,
+                request: request,
+                action: "start broadcast",
                 editionID: editionID,
-                detail: start.created
-                    ? "started \(environment.rawValue) with \(Self.optionsSummary(options))"
-                    : "the edition had a broadcast in \(environment.rawValue) already; nothing new was started"
+                detail: "started \(environment.rawValue) with \(Self.optionsSummary(options))"
             ),
             logger: logger
         )
+        let id = start.broadcast.id
+        if !start.created {
+            // Nothing changed; recorded all the same, so that the page says who tried.
+            try await audit.record(
+                auditEntry(
+                    session,
+                    request: request,
+                    action: "start broadcast (attached)",
+                    broadcastID: id,
+                    editionID: editionID,
+                    detail: "the edition had a broadcast in \(environment.rawValue) already; nothing new was started"
+                ),
+                logger: logger
+            )
+        }
         logger.notice(
             "console started a broadcast",
             metadata: [LogKey.broadcast: "\(id.uuidString.lowercased())", LogKey.role: "\(session.role.rawValue)"]
         )
-        return ConsolePage.redirect(to: "/console/broadcasts/\(id.uuidString.lowercased())?done=\(start.created ? "started" : "attached")")
+        return ConsolePage.redirect(
+            to: context.origin.link("/console/broadcasts/\(id.uuidString.lowercased())?done=\(start.created ? "started" : "attached")")
+        )
     }
 
     // MARK: - Reading the forms' fields, naming the field at fault

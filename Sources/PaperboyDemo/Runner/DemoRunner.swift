@@ -194,7 +194,7 @@ public struct DemoRunner: Sendable {
         let consoleClock = Locked<DemoClock?>(nil)
         var consoleSampler: ConsoleSampler?
         if let access = configuration.console {
-            var console = ConsoleConfiguration(access: access, secureCookies: false)
+            var console = ConsoleConfiguration(access: access)
             console.now = { consoleClock.withLock { $0 }?.now() ?? Self.morning }
             console.timeZone = TimeZone(identifier: "Asia/Tokyo") ?? .current
             // A second of the wall clock is a minute of demo time: sample and update every second.

@@ -36,19 +36,29 @@ extension AppRepository {
     /// Makes a new device API key for the app, beside the ones it has.
     /// - Returns: the key as listed, and its secret: shown only now (only its SHA-256 is stored).
     /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
-    public func addAPIKey(appID: Int, logger: Logger) async throws -> (key: AppAPIKey, secret: DeviceAPIKey) {
+    public func addAPIKey(appID: Int, audit: AuditEntry? = nil, logger: Logger) async throws -> (key: AppAPIKey, secret: DeviceAPIKey) {
         // Ids are PostgreSQL integers: a larger one is no app (and would not fit the key's app_id).
         guard Int32(exactly: appID) != nil else { throw StoreError(code: .notFound, field: "app", message: "no app \(appID)") }
         let secret = DeviceAPIKey.generate()
         do {
-            let rows = try await client.query(
-                """
-                INSERT INTO app_api_keys (app_id, key_hash) VALUES (\(appID), \(ByteBuffer(bytes: secret.hash)))
-                RETURNING \(unescaped: Self.keyColumns)
-                """,
-                logger: logger
-            )
-            for try await row in rows.decode(KeyRow.self) { return (Self.key(row), secret) }
+            let key = try await client.audited(audit, logger: logger) { runner -> AppAPIKey? in
+                let rows = try await runner.run(
+                    """
+                    INSERT INTO app_api_keys (app_id, key_hash) VALUES (\(appID), \(ByteBuffer(bytes: secret.hash)))
+                    RETURNING \(unescaped: Self.keyColumns)
+                    """,
+                    logger: logger
+                )
+                for try await row in rows.decode(KeyRow.self) { return Self.key(row) }
+                return nil
+            } entry: { entry, key in
+                key.map { key in
+                    var entry = entry
+                    entry.detail = "key \(key.id) added"
+                    return entry
+                }
+            }
+            if let key { return (key, secret) }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
             throw StoreError(code: .notFound, field: "app", message: "no app \(appID)")
         }
@@ -81,7 +91,7 @@ extension AppRepository {
     /// - Returns: the key as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app` or `key`; `.conflict` naming `key` when it is the app's
     ///   last active key.
-    public func revokeAPIKey(appID: Int, keyID: Int, now: Date = Date(), logger: Logger) async throws -> AppAPIKey {
+    public func revokeAPIKey(appID: Int, keyID: Int, now: Date = Date(), audit: AuditEntry? = nil, logger: Logger) async throws -> AppAPIKey {
         try await client.transaction(logger: logger) { connection in
             // The app's row, locked: two revocations of an app's last two keys are decided one after the other.
             let app = try await connection.query("SELECT id FROM apps WHERE id = \(appID) FOR UPDATE", logger: logger)
@@ -116,7 +126,10 @@ extension AppRepository {
                 "UPDATE app_api_keys SET revoked_at = \(now) WHERE id = \(keyID) RETURNING \(unescaped: Self.keyColumns)",
                 logger: logger
             )
-            for try await row in revoked.decode(KeyRow.self) { return Self.key(row) }
+            for try await row in revoked.decode(KeyRow.self) {
+                if let audit { try await AuditRepository.insert(audit, on: connection, logger: logger) }
+                return Self.key(row)
+            }
             throw StoreError(code: .notFound, field: "key", message: "app \(appID) has no key \(keyID)")
         }
     }

@@ -48,9 +48,10 @@ public struct AppRepository: Sendable {
     ///
     /// - Returns: the app as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
-    public func setAPNs(appID: Int, _ credentials: APNsCredentials, logger: Logger) async throws -> App {
+    public func setAPNs(appID: Int, _ credentials: APNsCredentials, audit: AuditEntry? = nil, logger: Logger) async throws -> App {
         try await update(
             appID: appID,
+            audit: audit,
             """
             UPDATE apps a SET team_id = \(credentials.teamID), key_id = \(credentials.keyID), key_reference = \(credentials.keyReference),
                 credentials_version = credentials_version + 1
@@ -65,9 +66,10 @@ public struct AppRepository: Sendable {
     ///
     /// - Returns: the app as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
-    public func setFCM(appID: Int, _ credentials: FCMCredentials, logger: Logger) async throws -> App {
+    public func setFCM(appID: Int, _ credentials: FCMCredentials, audit: AuditEntry? = nil, logger: Logger) async throws -> App {
         try await update(
             appID: appID,
+            audit: audit,
             """
             UPDATE apps a SET fcm_service_account = \(credentials.serviceAccount), fcm_project_id = \(credentials.projectID),
                 credentials_version = credentials_version + 1
@@ -83,10 +85,11 @@ public struct AppRepository: Sendable {
     /// - Returns: the app as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app` (no such app) or `apns` (the app has no APNs
     ///   credentials); `.conflict` naming `apns` when APNs is the app's only provider.
-    public func removeAPNs(appID: Int, logger: Logger) async throws -> App {
+    public func removeAPNs(appID: Int, audit: AuditEntry? = nil, logger: Logger) async throws -> App {
         try await remove(
             .apns,
             appID: appID,
+            audit: audit,
             """
             UPDATE apps a SET team_id = NULL, key_id = NULL, key_reference = NULL, credentials_version = credentials_version + 1
             WHERE id = \(appID) AND team_id IS NOT NULL RETURNING \(unescaped: Self.columns)
@@ -100,10 +103,11 @@ public struct AppRepository: Sendable {
     /// - Returns: the app as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app` (no such app) or `fcm` (the app has no service
     ///   account); `.conflict` naming `fcm` when FCM is the app's only provider.
-    public func removeFCM(appID: Int, logger: Logger) async throws -> App {
+    public func removeFCM(appID: Int, audit: AuditEntry? = nil, logger: Logger) async throws -> App {
         try await remove(
             .fcm,
             appID: appID,
+            audit: audit,
             """
             UPDATE apps a SET fcm_service_account = NULL, fcm_project_id = NULL, credentials_version = credentials_version + 1
             WHERE id = \(appID) AND fcm_service_account IS NOT NULL RETURNING \(unescaped: Self.columns)
@@ -132,18 +136,31 @@ public struct AppRepository: Sendable {
         var name: String { self == .apns ? "APNs" : "FCM" }
     }
 
-    private func update(appID: Int, _ query: PostgresQuery, logger: Logger) async throws -> App {
-        let rows = try await client.query(query, logger: logger)
-        for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
-        throw StoreError(code: .notFound, field: "app", message: "no app \(appID)")
+    /// Runs an update of the app's row, with `audit` in its transaction.
+    private func update(appID: Int, audit: AuditEntry?, _ query: PostgresQuery, logger: Logger) async throws -> App {
+        let app = try await client.audited(audit, logger: logger) { runner -> App? in
+            let rows = try await runner.run(query, logger: logger)
+            for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
+            return nil
+        } entry: { entry, app in
+            app == nil ? nil : entry
+        }
+        guard let app else { throw StoreError(code: .notFound, field: "app", message: "no app \(appID)") }
+        return app
     }
 
     /// Runs a removal that matches no row when the provider is absent; the database's `apps_one_provider`
     /// check refuses to remove the last one, even when two removals race.
-    private func remove(_ provider: Provider, appID: Int, _ query: PostgresQuery, logger: Logger) async throws -> App {
+    private func remove(_ provider: Provider, appID: Int, audit: AuditEntry?, _ query: PostgresQuery, logger: Logger) async throws -> App {
         do {
-            let rows = try await client.query(query, logger: logger)
-            for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
+            let removed = try await client.audited(audit, logger: logger) { runner -> App? in
+                let rows = try await runner.run(query, logger: logger)
+                for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
+                return nil
+            } entry: { entry, app in
+                app == nil ? nil : entry
+            }
+            if let removed { return removed }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23514" {
             let other: Provider = provider == .apns ? .fcm : .apns
             throw StoreError(

@@ -62,6 +62,7 @@ public struct BroadcastRepository: Sendable {
         options: BroadcastOptions,
         origin: String,
         now: Date,
+        audit: AuditEntry? = nil,
         logger: Logger
     ) async throws -> BroadcastStart {
         try validate(options)
@@ -98,6 +99,12 @@ public struct BroadcastRepository: Sendable {
             )
             guard try await rows.collect().count == 1 else { return false }
             try await Self.insertWave(1, kind: .background, plan: plan, cohorts: options.cohorts, broadcastID: id, on: connection, logger: logger)
+            // Who started it, in the same transaction (issue 35): a broadcast is never without its audit entry.
+            if var audit {
+                audit.broadcastID = id
+                audit.editionID = editionID
+                try await AuditRepository.insert(audit, on: connection, logger: logger)
+            }
             return true
         }
         guard created, let broadcast = try await find(id: id, logger: logger) else {
@@ -122,16 +129,24 @@ public struct BroadcastRepository: Sendable {
 
     /// Stops a running broadcast: no batch is leased any more; batches in flight finish.
     ///
+    /// - Parameter audit: who cancelled it, written in the same transaction when it was running (issue 35).
     /// - Throws: `StoreError` not found, or a conflict naming `state` when it has finished already.
-    public func cancel(id: UUID, now: Date, logger: Logger) async throws -> Broadcast {
-        let rows = try await client.query(
-            """
-            UPDATE broadcasts SET state = 'cancelled', finished_at = \(now), updated_at = \(now)
-            WHERE id = \(id) AND state IN ('planned', 'running') RETURNING id
-            """,
-            logger: logger
-        )
-        let changed = try await rows.collect().count == 1
+    public func cancel(id: UUID, now: Date, audit: AuditEntry? = nil, logger: Logger) async throws -> Broadcast {
+        let changed = try await client.audited(audit, logger: logger) { runner in
+            let rows = try await runner.run(
+                """
+                UPDATE broadcasts SET state = 'cancelled', finished_at = \(now), updated_at = \(now)
+                WHERE id = \(id) AND state IN ('planned', 'running') RETURNING id
+                """,
+                logger: logger
+            )
+            return try await rows.collect().count == 1
+        } entry: { entry, changed in
+            guard changed else { return nil }
+            var entry = entry
+            entry.broadcastID = id
+            return entry
+        }
         guard let broadcast = try await find(id: id, logger: logger) else {
             throw StoreError(code: .notFound, field: "id", message: "there is no broadcast \(id.uuidString.lowercased())")
         }

@@ -25,6 +25,7 @@ public struct EditionRepository: Sendable {
         appID: Int?,
         now: Date = Date(),
         check: (Edition) throws -> Void = { _ in },
+        audit: AuditEntry? = nil,
         logger: Logger
     ) async throws -> Edition {
         let deadline: Date
@@ -38,16 +39,26 @@ public struct EditionRepository: Sendable {
         try check(Edition(id: id, appID: publication.appID, manifest: manifest, deadline: deadline, publishedAt: now))
         let json = String(decoding: try Self.encoder.encode(manifest), as: UTF8.self)
         do {
-            let rows = try await client.query(
-                """
-                INSERT INTO editions (id, publication_id, issue_date, deadline, manifest)
-                VALUES (\(id), \(publication.id), \(manifest.issueDate)::date, \(deadline), \(json)::jsonb)
-                RETURNING published_at
-                """,
-                logger: logger
-            )
-            for try await publishedAt in rows.decode(Date.self) {
-                return Edition(id: id, appID: publication.appID, manifest: manifest, deadline: deadline, publishedAt: publishedAt)
+            let published = try await client.audited(audit, logger: logger) { runner -> Date? in
+                let rows = try await runner.run(
+                    """
+                    INSERT INTO editions (id, publication_id, issue_date, deadline, manifest)
+                    VALUES (\(id), \(publication.id), \(manifest.issueDate)::date, \(deadline), \(json)::jsonb)
+                    RETURNING published_at
+                    """,
+                    logger: logger
+                )
+                for try await publishedAt in rows.decode(Date.self) { return publishedAt }
+                return nil
+            } entry: { entry, published in
+                guard published != nil else { return nil }
+                var entry = entry
+                entry.appID = publication.appID
+                entry.editionID = id
+                return entry
+            }
+            if let published {
+                return Edition(id: id, appID: publication.appID, manifest: manifest, deadline: deadline, publishedAt: published)
             }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw StoreError(

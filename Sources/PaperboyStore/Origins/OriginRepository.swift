@@ -45,16 +45,22 @@ public struct OriginRepository: Sendable {
 
     /// Declares an origin.
     /// - Throws: ``StoreError`` invalid (`name`, `capacity`), or a conflict naming `name` when it exists.
-    public func add(name: String, capacity: Double, logger: Logger) async throws -> ContentOrigin {
+    public func add(name: String, capacity: Double, audit: AuditEntry? = nil, logger: Logger) async throws -> ContentOrigin {
         try Self.validate(name: name, capacity: capacity)
         do {
-            let rows = try await client.query(
-                "INSERT INTO origins (name, capacity) VALUES (\(name), \(capacity)) RETURNING id, created_at",
-                logger: logger
-            )
-            for try await (id, created) in rows.decode((Int, Date).self) {
-                return ContentOrigin(id: id, name: name, capacity: capacity, createdAt: created)
+            let added = try await client.audited(audit, logger: logger) { runner -> ContentOrigin? in
+                let rows = try await runner.run(
+                    "INSERT INTO origins (name, capacity) VALUES (\(name), \(capacity)) RETURNING id, created_at",
+                    logger: logger
+                )
+                for try await (id, created) in rows.decode((Int, Date).self) {
+                    return ContentOrigin(id: id, name: name, capacity: capacity, createdAt: created)
+                }
+                return nil
+            } entry: { entry, added in
+                added == nil ? nil : entry
             }
+            if let added { return added }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw StoreError(code: .conflict, field: "name", message: "an origin named \(name) exists already")
         }
@@ -63,10 +69,15 @@ public struct OriginRepository: Sendable {
 
     /// Changes an origin's capacity; broadcasts running against it pace at the new capacity from their next batch.
     /// - Throws: ``StoreError`` not found naming `name`, or invalid naming `capacity`.
-    public func setCapacity(name: String, capacity: Double, logger: Logger) async throws -> ContentOrigin {
+    public func setCapacity(name: String, capacity: Double, audit: AuditEntry? = nil, logger: Logger) async throws -> ContentOrigin {
         try Self.validate(name: name, capacity: capacity)
-        let rows = try await client.query("UPDATE origins SET capacity = \(capacity) WHERE name = \(name) RETURNING id", logger: logger)
-        guard try await rows.collect().count == 1, let origin = try await find(name: name, logger: logger) else {
+        let changed = try await client.audited(audit, logger: logger) { runner in
+            let rows = try await runner.run("UPDATE origins SET capacity = \(capacity) WHERE name = \(name) RETURNING id", logger: logger)
+            return try await rows.collect().count == 1
+        } entry: { entry, changed in
+            changed ? entry : nil
+        }
+        guard changed, let origin = try await find(name: name, logger: logger) else {
             throw StoreError(code: .notFound, field: "name", message: "there is no origin \(name)")
         }
         return origin

@@ -64,9 +64,11 @@ public struct PublicationRepository: Sendable {
     /// capacity from their next batch on.
     /// - Returns: the publication as now stored.
     /// - Throws: ``StoreError`` not found naming `origin` or `publication`.
-    public func setOrigin(_ publication: Publication, origin: String?, logger: Logger) async throws -> Publication {
+    public func setOrigin(_ publication: Publication, origin: String?, audit: AuditEntry? = nil, logger: Logger) async throws -> Publication {
         let originID = try await originID(named: origin, logger: logger)
-        try await client.query("UPDATE publications SET origin_id = \(originID) WHERE id = \(publication.id)", logger: logger)
+        try await client.audited(audit, logger: logger) { runner in
+            _ = try await runner.run("UPDATE publications SET origin_id = \(originID) WHERE id = \(publication.id)", logger: logger)
+        }
         guard let stored = try await find(appID: publication.appID, slug: publication.slug, logger: logger) else {
             throw StoreError(code: .notFound, field: "publication", message: "there is no publication \(publication.slug)")
         }

@@ -1,0 +1,90 @@
+import Foundation
+import Hummingbird
+import Logging
+import PaperboyStore
+import PaperboyText
+
+/// The audit log: every change made in the console or through the admin API, and sign-ins and sign-outs; and
+/// signing everyone out.
+extension ConsoleRoutes {
+    struct AuditPage: Sendable {
+        struct Row: Sendable {
+            var at: String
+            var iso: String
+            var surface: String
+            var who: String
+            var action: String
+            var href: String?
+            var label: String?
+            var detail: String
+        }
+
+        struct Has: Sendable {
+            var entries: Bool
+        }
+
+        var frame: Frame
+        var entries: [Row]
+        var limit: Int
+        var lifetime: String
+        var idle: String
+        var has: Has
+    }
+
+    @Sendable func auditPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        _ = try session(context)
+        let limit = 200
+        let entries = try await audit.recent(limit: limit, logger: context.logger)
+        let page = AuditPage(
+            frame: frame(context, current: "/console/audit"),
+            entries: entries.map(auditRow),
+            limit: limit,
+            lifetime: TerminalText.duration(configuration.sessionLifetime),
+            idle: TerminalText.duration(configuration.idleTimeout),
+            has: .init(entries: !entries.isEmpty)
+        )
+        return ConsolePage.render("audit", page)
+    }
+
+    func auditRow(_ entry: AuditEntry) -> AuditPage.Row {
+        let broadcast = entry.broadcastID?.uuidString.lowercased()
+        return AuditPage.Row(
+            at: TimeText.dateTime(entry.at, timeZone: timeZone),
+            iso: TimeText.iso(entry.at),
+            surface: entry.surface == .console ? "console" : "admin API",
+            who: entry.who,
+            action: entry.action,
+            href: broadcast.map { "/console/broadcasts/\($0)" },
+            label: broadcast.map { String($0.prefix(8)) },
+            detail: entry.detail
+        )
+    }
+}
+
+/// The plan page's audience counts, kept per publication, environment and cohorts for ``timeToLive``: counting a
+/// whole audience reads every subscribed device, which a viewer reloading the page must not repeat.
+actor PlanCountCache {
+    struct Key: Hashable {
+        var publicationID: Int
+        var environment: String
+        var cohorts: Int
+    }
+
+    let timeToLive: TimeInterval
+    private var entries: [Key: (at: Date, counts: [Int])] = [:]
+
+    init(timeToLive: TimeInterval) {
+        self.timeToLive = timeToLive
+    }
+
+    /// The counts of `key`: kept ones younger than ``timeToLive``, else `count()`'s, kept from `now`.
+    /// - Returns: the counts and when they were counted.
+    func counts(_ key: Key, now: Date, count: @Sendable () async throws -> [Int]) async throws -> (counts: [Int], at: Date) {
+        if let hit = entries[key], now.timeIntervalSince(hit.at) < timeToLive, now >= hit.at { return (hit.counts, hit.at) }
+        let counts = try await count()
+        if entries.count >= 256 { entries = entries.filter { now.timeIntervalSince($0.value.at) < timeToLive } }
+        if entries.count >= 256 { entries.removeAll() }
+        entries[key] = (now, counts)
+        return (counts, now)
+    }
+}

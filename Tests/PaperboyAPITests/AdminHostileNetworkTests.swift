@@ -1,0 +1,194 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import PaperboyAPI
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The admin API and the health routes against a hostile network (issue 35): guessing the admin token, reading
+/// why a process is not ready, the audit of every change.
+@Suite("The admin API against a hostile network")
+struct AdminHostileNetworkTests {
+    static let clientAddress = HTTPField.Name("X-Paperboy-Client-Address")!
+    static let admin = EditionRoutesTests.admin
+
+    @Test("wrong admin tokens are limited per address: the guesser waits (429), the right token from elsewhere does not")
+    func adminGuessesLimited() async throws {
+        try await APIFixture.with { _, client in
+            var statuses: [HTTPResponse.Status] = []
+            for attempt in 0..<200 {
+                statuses.append(
+                    try await client.send(
+                        .get,
+                        "/v1/apps",
+                        headers: [.authorization: "Bearer wrong-admin-token-\(attempt)", Self.clientAddress: "127.0.0.2"]
+                    ).status
+                )
+            }
+            #expect(statuses.filter { $0 == .unauthorized }.count <= 10)
+            #expect(statuses.last == .tooManyRequests)
+            let limited = try await client.send(
+                .get,
+                "/v1/apps",
+                headers: [.authorization: "Bearer wrong-admin-token-x", Self.clientAddress: "127.0.0.2"]
+            )
+            #expect(limited.headers[.retryAfter] != nil)
+            #expect(try limited.apiError().code == .rateLimited)
+            var fromElsewhere = Self.admin
+            fromElsewhere[Self.clientAddress] = "127.0.0.1"
+            #expect(try await client.send(.get, "/v1/apps", headers: fromElsewhere).status == .ok)
+        }
+    }
+
+    @Test("/health/ready tells a stranger up or down, never why")
+    func readyWithoutReasons() async throws {
+        let configure: @Sendable (inout APIConfiguration) -> Void = {
+            $0.senderProblems = { ["app 1 (APNs): APNs key file /run/secrets/apns_key.p8 does not exist"] }
+        }
+        try await APIFixture.with(configure: configure) { _, client in
+            let ready = try await client.send(.get, "/health/ready")
+            #expect(ready.status == .serviceUnavailable)
+            #expect(!ready.text.contains("/run/secrets"), "\(ready.text)")
+            #expect(!ready.text.contains("APNs"), "\(ready.text)")
+        }
+        try await APIFixture.with(migrated: false) { _, client in
+            let ready = try await client.send(.get, "/health/ready")
+            #expect(ready.status == .serviceUnavailable)
+            #expect(!ready.text.contains("0001"), "no migration names for strangers: \(ready.text)")
+        }
+    }
+
+    @Test("every admin change is in the audit log, written with the change: role, name given, address, what")
+    func adminChangesAudited() async throws {
+        try await APIFixture.with { fixture, client in
+            let edition = try await BroadcastRoutesTests.prepare(fixture, client)
+            var headers = Self.admin
+            headers[Self.clientAddress] = "192.0.2.10"
+            headers[HTTPField.Name("X-Paperboy-Operator")!] = "ana"
+            let started = try await client.send(.post, "/v1/broadcasts", headers: headers, body: #"{"edition": "\#(edition)", "window": 600}"#)
+            #expect(started.status == .created)
+            let id = try #require((try started.json()["broadcast"] as? [String: Any])?["id"] as? String)
+            #expect(try await client.send(.post, "/v1/broadcasts/\(id)/cancel", headers: headers).status == .ok)
+            #expect(try await client.send(.post, "/v1/apps/\(fixture.app.id)/keys", headers: headers).status == .created)
+
+            let rows = try await fixture.db.client.query(
+                "SELECT role, name, address, action, broadcast_id::text FROM audit_log ORDER BY id",
+                logger: fixture.db.logger
+            )
+            var found: [(String, String?, String?, String, String?)] = []
+            for try await row in rows.decode((String, String?, String?, String, String?).self) { found.append(row) }
+            let actions = found.map(\.3)
+            #expect(actions.contains("publish edition"), "\(actions)")
+            #expect(actions.contains("start broadcast"), "\(actions)")
+            #expect(actions.contains("cancel broadcast"), "\(actions)")
+            #expect(actions.contains("add key"), "\(actions)")
+            let cancel = try #require(found.first { $0.3 == "cancel broadcast" })
+            #expect(cancel.0 == "admin")
+            #expect(cancel.1 == "ana")
+            #expect(cancel.2 == "192.0.2.10")
+            #expect(cancel.4 == id)
+
+            // `paperboy audit` reads the same log.
+            if PaperboyBinary.isBuilt {
+                let printed = try await PaperboyBinary.run(["audit", "--json", "--broadcast", id], database: fixture.db.configuration)
+                #expect(printed.status == 0, "\(printed.output)")
+                #expect(printed.output.contains(#""action":"cancel broadcast""#), "\(printed.output)")
+                #expect(printed.output.contains(#""address":"192.0.2.10""#), "\(printed.output)")
+            }
+        }
+    }
+
+    @Test(
+        "serve refuses an admin token under 16 characters naming the variable, and reads PAPERBOY_ADMIN_TOKEN_FILE itself",
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests"),
+        .timeLimit(.minutes(2))
+    )
+    func adminTokenAtStart() async throws {
+        try await TestDatabase.with { db in
+            let short = try await PaperboyBinary.run(
+                ["serve", "--port", "0", "--no-dispatch", "--no-scheduler"],
+                environment: ["PAPERBOY_ADMIN_TOKEN": "abc"],
+                database: db.configuration
+            )
+            #expect(short.status != 0)
+            #expect(short.output.contains("PAPERBOY_ADMIN_TOKEN"), "\(short.output)")
+            #expect(short.output.contains("16"), "\(short.output)")
+
+            let secret = "admin-token-from-a-file-0123456789"
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-admin-\(UUID().uuidString)")
+            try (secret + "\n").write(to: file, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-serve-\(UUID().uuidString).log")
+            let serve = try PaperboyBinary.start(
+                ["serve", "--port", "0", "--no-dispatch", "--no-scheduler"],
+                environment: ["DATABASE_URL": db.configuration.testURL, "PAPERBOY_ADMIN_TOKEN": nil, "PAPERBOY_ADMIN_TOKEN_FILE": file.path],
+                log: log
+            )
+            defer { if serve.isRunning { kill(serve.processIdentifier, SIGKILL) } }
+            let port = try #require(
+                try await PaperboyBinary.waitForPort(in: log, process: serve),
+                "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+            )
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/apps")!)
+            request.setValue("Bearer \(secret)", forHTTPHeaderField: "Authorization")
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            kill(serve.processIdentifier, SIGTERM)
+            #expect(await serve.exited(within: .seconds(20)))
+        }
+    }
+
+    @Test(
+        "with --admin-port, /metrics is on the admin port only, and the admin port's /health/ready says why",
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests"),
+        .timeLimit(.minutes(2))
+    )
+    func metricsOnTheAdminPort() async throws {
+        try await TestDatabase.with { db in
+            let adminPort = try NginxCache.freeLoopbackPort()
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-serve-\(UUID().uuidString).log")
+            let serve = try PaperboyBinary.start(
+                ["serve", "--port", "0", "--admin-port", "\(adminPort)", "--no-dispatch", "--no-scheduler"],
+                environment: ["DATABASE_URL": db.configuration.testURL, "PAPERBOY_ADMIN_TOKEN": "admin-token-for-the-test-000"],
+                log: log
+            )
+            defer { if serve.isRunning { kill(serve.processIdentifier, SIGKILL) } }
+            let port = try #require(
+                try await PaperboyBinary.waitForPort(in: log, process: serve),
+                "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+            )
+            let publicPort = port == adminPort ? try #require(Self.secondPort(in: log, other: adminPort)) : port
+            func status(_ port: Int, _ path: String) async throws -> (Int, String) {
+                let (body, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+                return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: body, as: UTF8.self))
+            }
+            #expect(try await status(publicPort, "/metrics").0 == 404, "metrics name apps and broadcasts: not for the public port")
+            #expect(try await status(adminPort, "/metrics").0 == 200)
+            #expect(try await status(publicPort, "/health/ready").0 == 200)
+            let detailed = try await status(adminPort, "/health/ready")
+            #expect(detailed.0 == 200)
+            #expect(detailed.1.contains("migrations"), "the admin port's readiness lists its checks: \(detailed.1)")
+            kill(serve.processIdentifier, SIGTERM)
+            #expect(await serve.exited(within: .seconds(20)))
+        }
+    }
+
+    /// The other `address=http://127.0.0.1:PORT` of a serve log than `other`.
+    static func secondPort(in log: URL, other: Int) -> Int? {
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        let regex = try? NSRegularExpression(pattern: #"address=http://127\.0\.0\.1:(\d+)"#)
+        let matches = regex?.matches(in: text, range: NSRange(text.startIndex..., in: text)) ?? []
+        return matches.compactMap { Range($0.range(at: 1), in: text).flatMap { Int(text[$0]) } }.first { $0 != other }
+    }
+}

@@ -1,0 +1,285 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import PaperboyAPI
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Synchronization
+import Testing
+
+@testable import PaperboyConsole
+
+/// A wall clock the test moves.
+final class ConsoleTestClock: Sendable {
+    private let current: Mutex<Date>
+
+    init(_ start: Date = Date()) {
+        current = Mutex(start)
+    }
+
+    var now: Date { current.withLock { $0 } }
+
+    func advance(by seconds: TimeInterval) {
+        current.withLock { $0 = $0.addingTimeInterval(seconds) }
+    }
+}
+
+/// What a hostile network can try against the console (issue 35): guessing tokens to lock operators out, reusing a
+/// session after sign-out, guessing a token offline from a leaked cookie, a proxy in front, reading device tokens
+/// from URLs, loading the database through the plan page.
+@Suite("The console against a hostile network")
+struct ConsoleHostileNetworkTests {
+    static let clientAddress = HTTPField.Name("X-Paperboy-Client-Address")!
+
+    @Test("200 wrong tokens from one address lock out neither another address nor, after its backoff, that one")
+    func noLockOut() async throws {
+        let clock = ConsoleTestClock()
+        let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.now = { clock.now } }
+        try await ConsoleFixture.with(configure: configure) { fixture in
+            let attacker: HTTPFields = [Self.clientAddress: "127.0.0.2"]
+            var statuses: [HTTPResponse.Status] = []
+            for attempt in 0..<200 {
+                statuses.append(try await fixture.post("/console/sign-in", form: "token=wrong-token-\(attempt)-0000000", headers: attacker).status)
+            }
+            #expect(statuses.allSatisfy { $0 == .unauthorized || $0 == .tooManyRequests })
+            #expect(statuses.filter { $0 == .unauthorized }.count <= 10, "a few guesses are checked, then the address waits")
+            #expect(statuses.last == .tooManyRequests)
+
+            let operatorElsewhere = try await fixture.post(
+                "/console/sign-in",
+                form: "token=\(ConsoleFixture.operatorToken)",
+                headers: [Self.clientAddress: "127.0.0.1"]
+            )
+            #expect(operatorElsewhere.status == .seeOther, "the operator signs in at once from another address")
+
+            let sameAddress = try await fixture.post("/console/sign-in", form: "token=\(ConsoleFixture.operatorToken)", headers: attacker)
+            #expect(sameAddress.status == .tooManyRequests, "the guessing address waits, whatever it sends")
+            let retryAfter = try #require(sameAddress.headers[.retryAfter].flatMap { Int($0) })
+            #expect(retryAfter >= 1)
+            clock.advance(by: TimeInterval(retryAfter))
+            let afterBackoff = try await fixture.post("/console/sign-in", form: "token=\(ConsoleFixture.operatorToken)", headers: attacker)
+            #expect(afterBackoff.status == .seeOther, "after its backoff the right token signs in from that address too")
+        }
+    }
+
+    @Test("guessing from many addresses at once tightens every guesser's allowance, never a right token's")
+    func globalCeiling() async throws {
+        let clock = ConsoleTestClock()
+        let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.now = { clock.now } }
+        try await ConsoleFixture.with(configure: configure) { fixture in
+            for index in 0..<150 {
+                let status = try await fixture.post(
+                    "/console/sign-in",
+                    form: "token=wrong-token-from-many-000",
+                    headers: [Self.clientAddress: "10.0.\(index / 250).\(index % 250)"]
+                ).status
+                #expect(status == .unauthorized)
+            }
+            let again = try await fixture.post("/console/sign-in", form: "token=wrong-token-again-00000", headers: [Self.clientAddress: "10.0.0.149"])
+            #expect(again.status == .tooManyRequests, "over the ceiling a guesser's second try waits")
+            let fresh = try await fixture.post(
+                "/console/sign-in",
+                form: "token=\(ConsoleFixture.operatorToken)",
+                headers: [Self.clientAddress: "192.0.2.7"]
+            )
+            #expect(fresh.status == .seeOther, "the right token from an address that was not guessing signs in")
+        }
+    }
+
+    @Test("signing out ends the session on the server: the old cookie no longer opens a page")
+    func signOutEndsTheSession() async throws {
+        try await ConsoleFixture.with { fixture in
+            let cookie = try await fixture.signIn(ConsoleFixture.operatorToken)
+            let csrf = try await fixture.csrf(cookie: cookie)
+            let out = try await fixture.post("/console/sign-out", form: "csrf=\(csrf)", cookie: cookie)
+            #expect(out.status == .seeOther)
+            let reused = try await fixture.get("/console/broadcasts", cookie: cookie)
+            #expect(reused.status == .seeOther, "a cookie kept from before the sign-out: \(reused.status)")
+            #expect(reused.headers[.location]?.hasSuffix("/console/sign-in") == true)
+            // Nor can it act.
+            let cancel = try await fixture.post("/console/broadcasts/\(fixture.id)/cancel", form: "csrf=\(csrf)", cookie: cookie)
+            #expect(cancel.status != .seeOther || cancel.headers[.location]?.hasSuffix("/console/sign-in") == true)
+            #expect(try await fixture.state() == .running)
+        }
+    }
+
+    @Test("a session unused for longer than the idle timeout ends; one in use lasts")
+    func idleTimeout() async throws {
+        let clock = ConsoleTestClock()
+        let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.now = { clock.now } }
+        try await ConsoleFixture.with(configure: configure) { fixture in
+            let idle = try await fixture.signIn(ConsoleFixture.viewerToken)
+            var busy = try await fixture.signIn(ConsoleFixture.operatorToken)
+            for _ in 0..<4 {
+                clock.advance(by: 20 * 60)
+                let page = try await fixture.get("/console/broadcasts", cookie: busy)
+                #expect(page.status == .ok, "a session used every 20 minutes lasts")
+                if let renewed = page.headers[.setCookie] { busy = String(renewed.split(separator: ";")[0]) }
+            }
+            let stale = try await fixture.get("/console/broadcasts", cookie: idle)
+            #expect(stale.status == .seeOther, "unused for 80 minutes: signed out")
+        }
+    }
+
+    @Test("an operator signs everyone out: every session issued before ends, the operator's own included")
+    func signOutEveryone() async throws {
+        try await ConsoleFixture.with { fixture in
+            let viewer = try await fixture.signIn(ConsoleFixture.viewerToken)
+            let operatorCookie = try await fixture.signIn(ConsoleFixture.operatorToken)
+            let viewerCSRF = try await fixture.csrf(cookie: viewer)
+            let refused = try await fixture.post("/console/sign-out-everyone", form: "csrf=\(viewerCSRF)", cookie: viewer)
+            #expect(refused.status == .forbidden, "a viewer cannot")
+            #expect(try await fixture.get("/console/broadcasts", cookie: viewer).status == .ok)
+
+            let csrf = try await fixture.csrf(cookie: operatorCookie)
+            let done = try await fixture.post("/console/sign-out-everyone", form: "csrf=\(csrf)", cookie: operatorCookie)
+            #expect(done.status == .seeOther)
+            #expect(try await fixture.get("/console/broadcasts", cookie: viewer).status == .seeOther)
+            #expect(try await fixture.get("/console/broadcasts", cookie: operatorCookie).status == .seeOther)
+            let again = try await fixture.signIn(ConsoleFixture.viewerToken)
+            #expect(try await fixture.get("/console/broadcasts", cookie: again).status == .ok, "signing in again works")
+        }
+    }
+
+    @Test("sign-in, a cancel and sign-out are in the audit log with the role, the name typed and the client's address")
+    func audited() async throws {
+        try await ConsoleFixture.with { fixture in
+            let from: HTTPFields = [Self.clientAddress: "192.0.2.44"]
+            let signedIn = try await fixture.post("/console/sign-in", form: "token=\(ConsoleFixture.operatorToken)&name=bo", headers: from)
+            let cookie = String(try #require(signedIn.headers[.setCookie]).split(separator: ";")[0])
+            let csrf = try await fixture.csrf(cookie: cookie)
+            let cancel = try await fixture.post("/console/broadcasts/\(fixture.id)/cancel", form: "csrf=\(csrf)", cookie: cookie, headers: from)
+            #expect(cancel.status == .seeOther)
+            #expect(try await fixture.post("/console/sign-out", form: "csrf=\(csrf)", cookie: cookie, headers: from).status == .seeOther)
+            let entries = try await AuditRepository(client: fixture.db.client).recent(logger: fixture.db.logger).reversed()
+            #expect(entries.map(\.action) == ["sign in", "cancel broadcast", "sign out"])
+            #expect(entries.allSatisfy { $0.surface == .console && $0.role == "operator" && $0.name == "bo" && $0.address == "192.0.2.44" })
+            #expect(entries.first { $0.action == "cancel broadcast" }?.broadcastID == fixture.broadcastID)
+            let viewer = try await fixture.signIn(ConsoleFixture.viewerToken)
+            let page = String(buffer: try await fixture.get("/console/audit", cookie: viewer).body)
+            #expect(page.contains("operator (bo) from 192.0.2.44"))
+            #expect(!page.contains("Sign out everyone</button>"), "a viewer reads the log but cannot sign everyone out")
+        }
+    }
+
+    @Test("live streams are capped per session: past the cap a stream answers 429; a closed one frees its place")
+    func liveStreamCap() async throws {
+        let streams = LiveStreamCount(perSession: 2)
+        #expect(streams.open("a") && streams.open("a"))
+        #expect(!streams.open("a"), "a third at once is refused")
+        #expect(streams.open("b"), "another session has its own")
+        streams.close("a")
+        #expect(streams.open("a"))
+        #expect(streams.count("a") == 2)
+
+        let none: @Sendable (inout ConsoleConfiguration) -> Void = { $0.liveStreamsPerSession = 0 }
+        try await ConsoleFixture.with(configure: none) { fixture in
+            let cookie = try await fixture.signIn(ConsoleFixture.viewerToken)
+            let refused = try await fixture.get("/console/broadcasts/\(fixture.id)/live", cookie: cookie)
+            #expect(refused.status == .tooManyRequests)
+            #expect(refused.headers[.retryAfter] != nil)
+        }
+    }
+
+    @Test("a leaked cookie does not let anyone test token guesses offline: its key is not a hash of the token")
+    func sessionKeyIsNotTheToken() async throws {
+        try await ConsoleFixture.with { fixture in
+            let cookie = try await fixture.signIn(ConsoleFixture.operatorToken)
+            let value = String(cookie.split(separator: "=", maxSplits: 1)[1])
+            let parts = value.split(separator: ".")
+            try #require(parts.count == 2)
+            let payload = try #require(ConsoleSession.data(base64url: parts[0]))
+            let mac = try #require(ConsoleSession.data(base64url: parts[1]))
+            // What an attacker holding the cookie would try for every guess of the token.
+            for derivation in [
+                "paperboy console session operator\n\(ConsoleFixture.operatorToken)", ConsoleFixture.operatorToken,
+            ] {
+                let guess = SymmetricKey(data: Array(SHA256.hash(data: Array(derivation.utf8))))
+                #expect(!HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: payload, using: guess))
+            }
+        }
+    }
+
+    @Test("a common or short token is refused at start, naming the variable")
+    func commonTokensRefused() {
+        for token in ["passwordpassword", "1234567890123456", "aaaaaaaaaaaaaaaaaaaa", "changeme-changeme", "abcdefghijklmnopqrstuvwxyz"] {
+            #expect(throws: ConsoleAccessError.self, "\(token)") { try ConsoleAccess(operatorToken: token, viewerToken: nil) }
+            #expect(throws: ConsoleAccessError.self, "\(token)") { try ConsoleAccess(operatorToken: nil, viewerToken: token) }
+        }
+        #expect(throws: ConsoleAccessError.self) { try ConsoleAccess(operatorToken: "short", viewerToken: nil) }
+    }
+
+    @Test("behind a TLS proxy (X-Forwarded-Proto: https, Host forwarded) the cookie is Secure, __Host- and signs in")
+    func behindATLSProxy() async throws {
+        try await ConsoleFixture.with { fixture in
+            let proxied: HTTPFields = [
+                HTTPField.Name("Host")!: "news.example.com", HTTPField.Name("X-Forwarded-Proto")!: "https", .origin: "https://news.example.com",
+                HTTPField.Name("Sec-Fetch-Site")!: "same-origin",
+            ]
+            let response = try await fixture.post("/console/sign-in", form: "token=\(ConsoleFixture.operatorToken)", headers: proxied)
+            #expect(response.status == .seeOther)
+            let cookie = try #require(response.headers[.setCookie])
+            #expect(cookie.hasPrefix("__Host-paperboy_console="), "\(cookie)")
+            #expect(cookie.contains("Secure"))
+            #expect(cookie.contains("Path=/;") || cookie.hasSuffix("Path=/"), "\(cookie)")
+        }
+    }
+
+    @Test("a device is looked up by POST with the CSRF token; a token in the URL is not looked up")
+    func deviceLookupByPost() async throws {
+        try await ConsoleFixture.with { fixture in
+            let cookie = try await fixture.signIn(ConsoleFixture.viewerToken)
+            let device = String(repeating: "02", count: 32)
+            let byURL = try await fixture.get("/console/devices?token=\(device)", cookie: cookie)
+            #expect(!String(buffer: byURL.body).contains("com.example.news"), "a token in the URL reaches proxy logs and history")
+            let csrf = try await fixture.csrf(cookie: cookie)
+            let noCSRF = try await fixture.post("/console/devices", form: "token=\(device)", cookie: cookie)
+            #expect(noCSRF.status == .forbidden)
+            let found = try await fixture.post("/console/devices", form: "token=\(device)&days=3&csrf=\(csrf)", cookie: cookie)
+            #expect(found.status == .ok)
+            #expect(String(buffer: found.body).contains("com.example.news"))
+            #expect(String(buffer: found.body).contains(#"method="post" action="/console/devices""#))
+        }
+    }
+
+    @Test("the plan page's counts are kept for a minute per publication, environment and cohorts, with their age shown")
+    func planCountsCached() async throws {
+        let clock = ConsoleTestClock()
+        let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.now = { clock.now } }
+        try await ConsoleFixture.with(configure: configure) { fixture in
+            let cookie = try await fixture.signIn(ConsoleFixture.viewerToken)
+            let publication = try #require(
+                try await PublicationRepository(client: fixture.db.client).list(logger: fixture.db.logger).first { $0.slug == "morning" }
+            )
+            let path = "/console/plan?publication=\(publication.id)&environment=production&window=30m&cohorts=4"
+            let first = String(buffer: try await fixture.get(path, cookie: cookie).body)
+            #expect(first.contains("5 devices in 4 cohorts"))
+            for index in 10..<13 {
+                _ = try await DeviceRepository(client: fixture.db.client).register(
+                    appID: fixture.app.id,
+                    token: .apns(try DeviceToken(hex: String(repeating: String(format: "%02x", index), count: 32))),
+                    DeviceRegistration(
+                        environment: .production,
+                        subscriptions: ["morning"],
+                        timeZone: "Asia/Tokyo",
+                        tier: .large,
+                        autoDownload: true,
+                        alertsAuthorized: false
+                    ),
+                    logger: fixture.db.logger
+                )
+            }
+            clock.advance(by: 20)
+            let cached = String(buffer: try await fixture.get(path, cookie: cookie).body)
+            #expect(cached.contains("5 devices in 4 cohorts"), "counted 20 s ago: not again")
+            #expect(cached.contains("counted 20 s ago"))
+            clock.advance(by: 41)
+            let recounted = String(buffer: try await fixture.get(path, cookie: cookie).body)
+            #expect(recounted.contains("8 devices in 4 cohorts"), "a minute later: counted again")
+        }
+    }
+}
