@@ -2,6 +2,7 @@ import APNs
 import Crypto
 import Foundation
 import PaperboyCore
+import Synchronization
 
 /// What the APNs simulator checks before it accepts a notification, as APNs does: method, path and
 /// token, the provider token's signature, key, team and age, topic, push type against priority,
@@ -16,6 +17,13 @@ public struct APNsRequestValidator: Sendable {
         public var topics: Set<String>?
         /// Provider tokens older than this answer `ExpiredProviderToken`.
         public var maximumTokenAge: TimeInterval = 3600
+        /// Keys revoked since the simulator started (Apple's developer account): their provider tokens, new or seen
+        /// before, answer `InvalidProviderToken`.
+        public var revoked = RevokedKeys()
+        /// The topic the simulated devices' tokens were issued to; nil: any. A request for another topic the key may
+        /// send to answers `DeviceTokenNotForTopic`, as APNs answers a token of another app (an app added with the
+        /// wrong bundle id).
+        public var deviceTopic: String?
 
         public init(teamID: String? = nil, keys: [String: P256.Signing.PublicKey], topics: Set<String>? = nil) {
             self.teamID = teamID
@@ -80,6 +88,7 @@ public struct APNsRequestValidator: Sendable {
         if let rejection = checkProviderToken(head.authorization, now: now, cache: &providerTokens) { return rejection }
         guard let topic = head.topic, !topic.isEmpty else { return .rejected(status: 400, reason: .missingTopic) }
         if let topics = configuration.topics, !topics.contains(topic) { return .rejected(status: 400, reason: .topicDisallowed) }
+        if let deviceTopic = configuration.deviceTopic, topic != deviceTopic { return .rejected(status: 400, reason: .deviceTokenNotForTopic) }
         let pushType = head.pushType ?? "alert"
         switch pushType {
         case "alert", "background", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk": break
@@ -117,15 +126,17 @@ public struct APNsRequestValidator: Sendable {
             return .rejected(status: 403, reason: .missingProviderToken)
         }
         let issuedAt: Double
-        if let known = cache.issuedAt(of: authorization) {
-            issuedAt = known
+        let keyID: String
+        if let known = cache.entry(of: authorization) {
+            (issuedAt, keyID) = known
         } else {
             guard let verified = verifiedIssuedAt(authorization) else {
                 return .rejected(status: 403, reason: .invalidProviderToken)
             }
-            cache.insert(authorization, issuedAt: verified)
-            issuedAt = verified
+            cache.insert(authorization, issuedAt: verified.issuedAt, keyID: verified.keyID)
+            (issuedAt, keyID) = verified
         }
+        if configuration.revoked.contains(keyID) { return .rejected(status: 403, reason: .invalidProviderToken) }
         guard now.timeIntervalSince1970 - issuedAt <= configuration.maximumTokenAge else {
             return .rejected(status: 403, reason: .expiredProviderToken)
         }
@@ -133,8 +144,8 @@ public struct APNsRequestValidator: Sendable {
         return nil
     }
 
-    /// The `iat` of a provider token signed by a known key for the configured team; nil if it is not one.
-    private func verifiedIssuedAt(_ authorization: String) -> Double? {
+    /// The `iat` and key id of a provider token signed by a known key for the configured team; nil if it is not one.
+    private func verifiedIssuedAt(_ authorization: String) -> (issuedAt: Double, keyID: String)? {
         let parts = authorization.dropFirst("bearer ".count).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 3,
             let headerData = Self.base64URLDecode(parts[0]), let claimsData = Self.base64URLDecode(parts[1]),
@@ -149,7 +160,7 @@ public struct APNsRequestValidator: Sendable {
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
             key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
         else { return nil }
-        return issuedAt
+        return (issuedAt, keyID)
     }
 
     private static func base64URLDecode(_ text: String) -> Data? {
@@ -208,23 +219,35 @@ extension APNsRequestValidator {
         /// How many tokens are remembered; a connection rarely uses more than one or two at a time.
         public static let capacity = 4
 
-        private var entries: [(authorization: String, issuedAt: Double)] = []
+        private var entries: [(authorization: String, issuedAt: Double, keyID: String)] = []
         /// Whether a request on this connection has carried a valid provider token (signature and age), after
         /// which APNs raises the connection's stream limit.
         public internal(set) var hasAcceptedToken = false
 
         public init() {}
 
-        func issuedAt(of authorization: String) -> Double? {
+        func entry(of authorization: String) -> (issuedAt: Double, keyID: String)? {
             for entry in entries where entry.authorization == authorization {
-                return entry.issuedAt
+                return (entry.issuedAt, entry.keyID)
             }
             return nil
         }
 
-        mutating func insert(_ authorization: String, issuedAt: Double) {
+        mutating func insert(_ authorization: String, issuedAt: Double, keyID: String) {
             if entries.count >= Self.capacity { entries.removeLast() }
-            entries.insert((authorization, issuedAt), at: 0)
+            entries.insert((authorization, issuedAt, keyID), at: 0)
         }
+    }
+
+    /// Key ids revoked while the simulator runs, shared by its connections.
+    public final class RevokedKeys: Sendable {
+        private let keys = Mutex<Set<String>>([])
+
+        public init() {}
+
+        /// Revokes the key: requests signed with it are refused from now on.
+        public func revoke(_ keyID: String) { keys.withLock { _ = $0.insert(keyID) } }
+
+        func contains(_ keyID: String) -> Bool { keys.withLock { $0.contains(keyID) } }
     }
 }

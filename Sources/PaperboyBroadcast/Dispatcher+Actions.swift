@@ -76,6 +76,7 @@ extension Dispatcher {
                     excludingApps: request.excludingApps,
                     excludingProviders: request.excludingProviders.map { ($0.appID, $0.provider) },
                     takeOver: request.takeOver,
+                    takeOverGrace: request.takeOverGrace,
                     logger: self.logger
                 )
             }

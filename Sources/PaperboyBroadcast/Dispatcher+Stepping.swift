@@ -40,7 +40,12 @@ extension Dispatcher {
                 guard let next = machine.nextWake else { break }
                 wake = next
             } else {
-                let due = try await repository.nextDue(now: clock.now(), lookahead: configuration.lookahead.seconds, logger: logger)
+                let due = try await repository.nextDue(
+                    now: clock.now(),
+                    lookahead: configuration.lookahead.seconds,
+                    takeOverGrace: configuration.machine.takeOverGrace,
+                    logger: logger
+                )
                 wake = max(clock.now(), due ?? end)
                 if wake <= clock.now(), let retry = machine.health.nextRetry(now: clock.monotonic()) {
                     // Work is due, but of an app this worker leaves to others for now: on when it tries again.

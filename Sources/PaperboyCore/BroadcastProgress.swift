@@ -202,6 +202,9 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     public var failure: String?
     /// Why it started later or runs slower than asked (the content origin it shares was busy), if it did.
     public var note: String?
+    /// The app's providers held for a suspected misconfiguration while it runs: their devices wait, none is
+    /// deactivated, until an operator fixes the configuration or confirms the deactivations. Nil when none is.
+    public var held: [Hold]?
     public var waves: [Wave]
     /// Receipts for the edition from all devices, by result (also those that reported without a push).
     public var receipts: [String: Int]
@@ -209,6 +212,24 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     /// database's clock: a few seconds ago while workers run (they tally every 2 s), exact for a broadcast that
     /// has ended once it was recounted. nil where not known.
     public var receiptsCountedThrough: Date?
+
+    /// A provider of the broadcast's app held for a suspected misconfiguration (`paperboy apps holds`).
+    public struct Hold: Codable, Sendable, Equatable {
+        public var provider: PushProvider
+        /// What most devices answered and what that means, e.g. "120 of the last 120 APNs answers said
+        /// DeviceTokenNotForTopic: the app's bundle id (apns-topic) is not the one its devices registered with".
+        public var reason: String
+        public var since: Date
+        /// Deactivations the hold keeps from being applied.
+        public var heldDeactivations: Int
+
+        public init(provider: PushProvider, reason: String, since: Date, heldDeactivations: Int) {
+            self.provider = provider
+            self.reason = reason
+            self.since = since
+            self.heldDeactivations = heldDeactivations
+        }
+    }
 
     public init(
         id: UUID,

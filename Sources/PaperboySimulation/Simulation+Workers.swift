@@ -188,7 +188,8 @@ extension Simulation {
                 excluding: request.excludingBatches,
                 excludingApps: request.excludingApps,
                 excludingProviders: request.excludingProviders,
-                takeOver: request.takeOver
+                takeOver: request.takeOver,
+                takeOverGrace: request.takeOverGrace
             )
             if let batch {
                 // The dispatcher measures its clock against the database's with every lease.

@@ -101,6 +101,16 @@ extension BroadcastProgress {
         }
         if let failure { lines.append(field("failure", failure)) }
         if let note { lines.append(field("planned", note)) }
+        for hold in held ?? [] {
+            lines.append(
+                field(
+                    "held",
+                    "\(hold.provider.displayName) since \(Self.dateTime(hold.since, timeZone: timeZone)): \(hold.reason); "
+                        + "\(TerminalText.grouped(hold.heldDeactivations)) deactivations held, none applied. Fix the configuration "
+                        + "(paperboy apps set-apns, set-fcm, set-bundle-id or release), or paperboy apps confirm-deactivations"
+                )
+            )
+        }
         lines += Self.wrap(label: TerminalText.pad("options", labelWidth), items: optionsSummary, width: width)
 
         lines.append("")

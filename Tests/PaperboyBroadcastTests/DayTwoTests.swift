@@ -198,4 +198,84 @@ struct DayTwoTests {
             }
         }
     }
+
+    @Test(
+        "a keyless pod left running from the morning into the evening; the healthy worker paused 3 s as the evening starts, so the keyless one leases first: the evening does not fail, every device once",
+        .timeLimit(.minutes(3))
+    )
+    func keylessPodIntoTheEvening() async throws {
+        try await FaultRig.with(keyInEnvironment: Self.keyVariable) { rig in
+            try await FaultTests.withSimulator { simulator in
+                _ = try await PublicationRepository(client: rig.client).add(appID: rig.app.id, slug: "evening", title: nil, logger: rig.logger)
+                let morningTokens = try await rig.seed(300)
+                let eveningTokens = try await rig.seed(2000, publication: "evening", first: 10_000)
+                let failAfter = ["--fail-after", "10s"]
+                let keyless = try rig.worker("keyless", endpoint: simulator.url, arguments: failAfter)
+                defer { keyless.stop() }
+                let healthy = try rig.worker("healthy", endpoint: simulator.url, arguments: failAfter, environment: [Self.keyVariable: Self.pem])
+                defer { healthy.stop() }
+                let morning = try await rig.startBroadcast(window: 3)
+                #expect(try await rig.waitForCompletion(morning, seconds: 60).state == .completed)
+                await Self.expectExactlyOnce(morningTokens, simulator, rig: rig, broadcast: morning, workers: [keyless, healthy])
+                // Longer than --fail-after after the morning's last send: measured from it, the evening would fail at once.
+                try await Task.sleep(for: .seconds(12))
+                simulator.reset()
+                kill(healthy.pid, SIGSTOP)
+                let evening = try await rig.startBroadcast(window: 10, publication: "evening")
+                try await WorkerProcessTests.waitUntil(seconds: 20) { keyless.output.contains("gave a batch back to its cohort") }
+                try await Task.sleep(for: .seconds(3))
+                #expect(await rig.progress(evening)?.state == .running, "not failed while the healthy worker is paused")
+                kill(healthy.pid, SIGCONT)
+                let progress = try await rig.waitForCompletion(evening, seconds: 90)
+                #expect(progress.state == .completed, "\(progress.failure ?? "")")
+                await Self.expectExactlyOnce(eveningTokens, simulator, rig: rig, broadcast: evening, workers: [keyless, healthy])
+            }
+        }
+    }
+
+    @Test(
+        "a key rotated mid-broadcast with `apps set-apns`, the old .p8 removed at once and the old key revoked at Apple a moment later: no device deactivated, every device once, no restart",
+        .timeLimit(.minutes(3))
+    )
+    func keyRotatedMidBroadcast() async throws {
+        let devices = 2000
+        let newKey = P256.Signing.PrivateKey()
+        let newKeyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-rotated-\(UUID().uuidString).p8").path
+        try newKey.pemRepresentation.write(toFile: newKeyFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: newKeyFile) }
+        var validation = APNsRequestValidator.Configuration(
+            teamID: "TEAM123456",
+            keys: ["KEY1234567": BroadcastFixture.privateKey.publicKey, "NEWKEY0001": newKey.publicKey],
+            topics: [BroadcastFixture.topic]
+        )
+        validation.maximumTokenAge = 3600 * 24
+        var configuration = APNsSimulator.Configuration(validation: validation, faults: .init(), port: 0)
+        configuration.eventLoopThreads = 1
+        configuration.faults.latency = .milliseconds(100)
+        let simulator = APNsSimulator(configuration: configuration)
+        try await simulator.start()
+        defer { Task { try? await simulator.shutdown() } }
+        try await FaultRig.with { rig in
+            let oldKeyFile = try #require(rig.app.apns?.keyReference)
+            let tokens = try await rig.seed(devices)
+            let workers = try (1...2).map { try rig.worker("rotate-mid-\($0)", endpoint: simulator.url) }
+            defer { for worker in workers { worker.stop() } }
+            let id = try await rig.startBroadcast(window: 15)
+            try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 3 }
+            let rotated = try await PaperboyBinary.run(
+                ["apps", "set-apns", "--app", "\(rig.app.id)", "--team-id", "TEAM123456", "--key-id", "NEWKEY0001", "--key-file", newKeyFile],
+                environment: ["DATABASE_URL": rig.databaseURL]
+            )
+            #expect(rotated.status == 0, "apps set-apns: \(rotated.output)")
+            try FileManager.default.removeItem(atPath: oldKeyFile)
+            try await Task.sleep(for: .milliseconds(500))
+            validation.revoked.revoke("KEY1234567")
+            let progress = try await rig.waitForCompletion(id, seconds: 90)
+            #expect(progress.state == .completed)
+            #expect(progress.waves[0].counts.sent == devices)
+            await Self.expectExactlyOnce(tokens, simulator, rig: rig, broadcast: id, workers: workers)
+            let active = try await rig.client.query("SELECT count(*) FROM devices WHERE active", logger: rig.logger).collect()
+            #expect(try active.first?.decode(Int.self) == devices, "an auth error is never a token's fault")
+        }
+    }
 }

@@ -2155,6 +2155,29 @@ extension OpenAPISpec {
                   description: |
                     Why it started later or runs slower than asked: the content origin its publication shares was held by
                     other broadcasts (which, until when), or its capacity is below the rate asked.
+                held:
+                  type: array
+                  description: |
+                    While it runs: the app's providers held for a suspected misconfiguration (most devices answered that their
+                    token is not valid for the app: a wrong bundle id, tokens of the other APNs environment, a service account
+                    of another Firebase project). Their devices wait and none is deactivated until an operator fixes the
+                    configuration or confirms the deactivations (`paperboy apps holds`). Absent when none is held.
+                  items:
+                    type: object
+                    additionalProperties: false
+                    required: [provider, reason, since, heldDeactivations]
+                    properties:
+                      provider:
+                        type: string
+                        enum: [apns, fcm]
+                      reason:
+                        type: string
+                        example: "120 of the last 120 APNs answers said DeviceTokenNotForTopic: the app's bundle id (apns-topic) is not the one its devices registered with"
+                      since:
+                        $ref: "#/components/schemas/Timestamp"
+                      heldDeactivations:
+                        type: integer
+                        minimum: 0
                 waves:
                   type: array
                   items:

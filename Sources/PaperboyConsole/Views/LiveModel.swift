@@ -55,6 +55,8 @@ struct LiveModel: Sendable {
     var offPlan: String
     var offPlanClass: String
     var failure: String?
+    /// A provider of the app held for a suspected misconfiguration: the banner that says why and what to do.
+    var held: [String]
     var expiredNote: String?
     var percentValue: Int
     var sent: String
@@ -92,6 +94,11 @@ struct LiveModel: Sendable {
         offPlan = BroadcastTimeline.describe(offPlan: off)
         offPlanClass = (off ?? 0) <= -2 ? "behind" : "good"
         failure = progress.failure
+        held = (progress.held ?? []).map {
+            "\($0.provider.displayName) sends are held for a suspected misconfiguration: \($0.reason). No device is deactivated "
+                + "(\(Numbers.grouped($0.heldDeactivations)) deactivations held). Fix the configuration (paperboy apps set-bundle-id, set-apns, "
+                + "set-fcm or release), or confirm the deactivations (paperboy apps confirm-deactivations)."
+        }
         if progress.state == .expired {
             let notSent = progress.waves.reduce(0) { $0 + max(0, $1.counts.planned - $1.counts.done) }
             expiredNote =

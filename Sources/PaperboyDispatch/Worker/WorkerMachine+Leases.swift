@@ -52,7 +52,8 @@ extension WorkerMachine {
                         excludingBatches: order,
                         excludingApps: health.excludedApps(now: moment.monotonic),
                         excludingProviders: health.excludedProviders(now: moment.monotonic),
-                        takeOver: mayTakeOver(at: moment)
+                        takeOver: mayTakeOver(at: moment),
+                        takeOverGrace: configuration.takeOverGrace
                     )
                 )
             )

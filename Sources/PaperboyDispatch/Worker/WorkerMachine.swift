@@ -45,10 +45,11 @@ public struct WorkerMachine: Sendable {
         public var misconfiguration = MisconfigurationGuard.Configuration()
         /// At most how often the worker tells the database that it sends for an app through a provider.
         public var reportSentInterval: TimeInterval = 30
-        /// After the database failed a call, how long past its next answer the worker takes over no other worker's
-        /// expired lease: a database away for longer than a lease expired every lease, and their holders, alive, renew
-        /// them within a second of its return (found by the simulation: `paperboy-sim`, seed 269).
-        public var recoveryGrace: TimeInterval = 10
+        /// How long past a lease's expiry another worker may take its batch over, and, after the database failed a
+        /// call, how long past its next answer this worker takes over no expired lease at all: a database away for
+        /// longer than a lease expired every lease, and their holders, alive, renew them within a second of its return
+        /// (found by the simulation: `paperboy-sim`, seeds 857 and 269). A third of the lease (a heartbeat's interval).
+        public var takeOverGrace: TimeInterval { leaseDuration / 3 }
 
         public init() {}
     }
@@ -93,6 +94,8 @@ public struct WorkerMachine: Sendable {
         public var excludingProviders: [AppProvider]
         /// Whether another worker's expired lease may be taken over (batches given back may always be taken).
         public var takeOver: Bool = true
+        /// How long past its expiry a lease may be taken over.
+        public var takeOverGrace: TimeInterval = 10
     }
 
     public enum Event: Sendable, Equatable {
@@ -239,7 +242,7 @@ public struct WorkerMachine: Sendable {
 
     /// Whether another worker's expired lease may be taken over now.
     func mayTakeOver(at moment: Moment) -> Bool {
-        !databaseFailing && (databaseBack.map { moment.monotonic >= $0 + configuration.recoveryGrace } ?? true)
+        !databaseFailing && (databaseBack.map { moment.monotonic >= $0 + configuration.takeOverGrace } ?? true)
     }
 
     /// Whether the worker drains.
@@ -304,7 +307,7 @@ public struct WorkerMachine: Sendable {
             // over (the store waits a grace after a lease expires).
             renewing = nil
             renewingIDs = []
-            nextHeartbeat = min(nextHeartbeat ?? moment.now, moment.now.addingTimeInterval(1))
+            nextHeartbeat = min(nextHeartbeat ?? moment.now, moment.now.addingTimeInterval(min(1, configuration.leaseDuration / 6)))
         case .leaseConfirmed(let id, let renewal):
             confirmed(id, renewal, at: moment, &actions)
         case .leaseConfirmFailed(let id, _):

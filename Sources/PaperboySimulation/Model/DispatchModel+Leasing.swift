@@ -3,9 +3,6 @@ import PaperboyCore
 import PaperboyDispatch
 
 extension DispatchModel {
-    /// `BroadcastRepository.takeOverGrace`.
-    public static let takeOverGrace: TimeInterval = 10
-
     /// `BroadcastRepository.lease`: a batch whose lease expired (or that was given back) first, else one carved from
     /// the cohort due soonest.
     public mutating func lease(
@@ -18,9 +15,17 @@ extension DispatchModel {
         excluding held: [Int64] = [],
         excludingApps apps: [Int] = [],
         excludingProviders providers: [AppProvider] = [],
-        takeOver: Bool = true
+        takeOver: Bool = true,
+        takeOverGrace: TimeInterval = 0
     ) -> LeasedBatch? {
-        if let id = takeOverCandidate(now: now, excluding: held, excludingApps: apps, excludingProviders: providers, expired: takeOver) {
+        if let id = takeOverCandidate(
+            now: now,
+            excluding: held,
+            excludingApps: apps,
+            excludingProviders: providers,
+            expired: takeOver,
+            grace: takeOverGrace
+        ) {
             batches[id]!.leaseOwner = owner
             batches[id]!.expires = now.addingTimeInterval(duration)
             batches[id]!.leases += 1
@@ -81,11 +86,12 @@ extension DispatchModel {
         excluding held: [Int64],
         excludingApps apps: [Int],
         excludingProviders providers: [AppProvider],
-        expired: Bool
+        expired: Bool,
+        grace: TimeInterval
     ) -> Int64? {
         let excluded = Set(providers)
         return batches.values.filter { batch in
-            guard batch.done == nil, batch.leaseOwner.isEmpty || (expired && batch.expires < now.addingTimeInterval(-Self.takeOverGrace)),
+            guard batch.done == nil, batch.leaseOwner.isEmpty || (expired && batch.expires < now.addingTimeInterval(-grace)),
                 !held.contains(batch.id),
                 let broadcast = broadcasts[batch.broadcast],
                 broadcast.state == .running, !apps.contains(broadcast.app)
@@ -150,7 +156,7 @@ extension DispatchModel {
     }
 
     /// `nextDue`: `lookahead` before the next batch comes due, or when an expired lease may be taken over, after `now`.
-    public func nextDue(now: Date, lookahead: TimeInterval = 0) -> Date? {
+    public func nextDue(now: Date, lookahead: TimeInterval = 0, takeOverGrace: TimeInterval = 0) -> Date? {
         var due: [Date] = []
         for cohort in cohorts where cohort.nextKey < cohort.endKey {
             guard let broadcast = broadcasts[cohort.broadcast], broadcast.state == .running,
@@ -163,7 +169,7 @@ extension DispatchModel {
             )
         }
         for batch in batches.values where batch.done == nil && !batch.leaseOwner.isEmpty && broadcasts[batch.broadcast]?.state == .running {
-            let takeOver = batch.expires.addingTimeInterval(Self.takeOverGrace)
+            let takeOver = batch.expires.addingTimeInterval(takeOverGrace)
             if takeOver >= now { due.append(takeOver) }
         }
         return due.min()

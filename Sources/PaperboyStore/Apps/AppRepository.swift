@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PaperboyCore
 import PostgresNIO
 
 /// Apps in PostgreSQL: their providers' credentials (never the keys themselves) and their device API keys
@@ -44,7 +45,8 @@ public struct AppRepository: Sendable {
 
     /// Adds or replaces the app's APNs token-auth key (team id, key id and where the `.p8` lives; never the
     /// key). The credentials version goes up even when the values are the same: the file behind the path may
-    /// have been replaced, and the workers should load it again.
+    /// have been replaced, and the workers should load it again. A configuration change: an APNs hold for a
+    /// suspected misconfiguration ends, and the deactivations held under the old configuration are dropped.
     ///
     /// - Returns: the app as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
@@ -52,6 +54,7 @@ public struct AppRepository: Sendable {
         try await update(
             appID: appID,
             audit: audit,
+            releasing: .apns,
             """
             UPDATE apps a SET team_id = \(credentials.teamID), key_id = \(credentials.keyID), key_reference = \(credentials.keyReference),
                 credentials_version = credentials_version + 1
@@ -62,7 +65,7 @@ public struct AppRepository: Sendable {
     }
 
     /// Adds or replaces the app's FCM service account (its path and project id; never the file's content).
-    /// The credentials version goes up, as for ``setAPNs(appID:_:logger:)``.
+    /// The credentials version goes up, and an FCM hold ends, as for ``setAPNs(appID:_:logger:)``.
     ///
     /// - Returns: the app as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
@@ -70,6 +73,7 @@ public struct AppRepository: Sendable {
         try await update(
             appID: appID,
             audit: audit,
+            releasing: .fcm,
             """
             UPDATE apps a SET fcm_service_account = \(credentials.serviceAccount), fcm_project_id = \(credentials.projectID),
                 credentials_version = credentials_version + 1
@@ -77,6 +81,27 @@ public struct AppRepository: Sendable {
             """,
             logger: logger
         )
+    }
+
+    /// Changes the app's bundle id (its APNs topic): the fix for a wrong one, which makes APNs answer
+    /// `DeviceTokenNotForTopic` for every device. An APNs hold ends and the deactivations it held are dropped.
+    ///
+    /// - Returns: the app as now stored.
+    /// - Throws: ``StoreError`` `.notFound` naming `app`; `.conflict` naming `bundleId` when another app has it.
+    public func setBundleID(appID: Int, _ bundleID: String, logger: Logger) async throws -> App {
+        do {
+            return try await update(
+                appID: appID,
+                releasing: .apns,
+                """
+                UPDATE apps a SET bundle_id = \(bundleID), credentials_version = credentials_version + 1
+                WHERE id = \(appID) RETURNING \(unescaped: Self.columns)
+                """,
+                logger: logger
+            )
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            throw StoreError(code: .conflict, field: "bundleId", message: "another app has bundle id \(bundleID)")
+        }
     }
 
     /// Removes the app's APNs credentials: its APNs devices are no longer sent to, and a broadcast to an
@@ -136,17 +161,35 @@ public struct AppRepository: Sendable {
         var name: String { self == .apns ? "APNs" : "FCM" }
     }
 
-    /// Runs an update of the app's row, with `audit` in its transaction.
-    private func update(appID: Int, audit: AuditEntry?, _ query: PostgresQuery, logger: Logger) async throws -> App {
-        let app = try await client.audited(audit, logger: logger) { runner -> App? in
-            let rows = try await runner.run(query, logger: logger)
-            for try await row in rows.decode(Self.Row.self) { return Self.app(row) }
-            return nil
-        } entry: { entry, app in
-            app == nil ? nil : entry
+    /// Runs an update of the app's row, with `audit` in its transaction; `releasing` a provider (a change of its
+    /// configuration), its hold for a suspected misconfiguration ends and the deactivations held under the old
+    /// configuration are dropped, in the same transaction.
+    private func update(
+        appID: Int,
+        audit: AuditEntry? = nil,
+        releasing provider: PushProvider? = nil,
+        _ query: PostgresQuery,
+        logger: Logger
+    ) async throws -> App {
+        try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query(query, logger: logger)
+            var app: App?
+            for try await row in rows.decode(Self.Row.self) { app = Self.app(row) }
+            guard let app else { throw StoreError(code: .notFound, field: "app", message: "no app \(appID)") }
+            if let provider {
+                // The configuration changed: "token not valid" answers of the old one say nothing of the tokens.
+                try await connection.query(
+                    "DELETE FROM provider_holds WHERE app_id = \(appID) AND provider = \(provider.storageCode)",
+                    logger: logger
+                )
+                try await connection.query(
+                    "DELETE FROM held_deactivations WHERE app_id = \(appID) AND provider = \(provider.storageCode)",
+                    logger: logger
+                )
+            }
+            if let audit { try await AuditRepository.insert(audit, on: connection, logger: logger) }
+            return app
         }
-        guard let app else { throw StoreError(code: .notFound, field: "app", message: "no app \(appID)") }
-        return app
     }
 
     /// Runs a removal that matches no row when the provider is absent; the database's `apps_one_provider`

@@ -35,6 +35,7 @@ extension BroadcastRepository {
         excludingApps apps: [Int] = [],
         excludingProviders providers: [(appID: Int, provider: PushProvider)] = [],
         takeOver: Bool = true,
+        takeOverGrace: TimeInterval = 0,
         logger: Logger
     ) async throws -> LeasedBatch? {
         precondition(maxBatchSize > 0, "a batch holds at least one device")
@@ -50,7 +51,8 @@ extension BroadcastRepository {
                     excluding: held,
                     excludingApps: apps,
                     excludingProviders: providers,
-                    expired: takeOver
+                    expired: takeOver,
+                    grace: takeOverGrace
                 ),
                 logger: logger
             )
@@ -159,17 +161,14 @@ extension BroadcastRepository {
         return nil
     }
 
-    /// How long after a lease expired another worker may take its batch over: time for its holder to renew it once the
-    /// database answers again. A database away for longer than a lease expires every lease it held; without this, the
-    /// first worker to poll after it took over batches whose holders were alive and done, and sent them again (found by
-    /// the simulation: `paperboy-sim`, seed 857). A dead worker's batches wait this much longer.
-    public static let takeOverGrace: TimeInterval = 10
-
     /// Takes over the oldest batch whose lease expired (its worker died) or that was given back, for `owner` for
     /// `duration` seconds; never one of `held` nor one of `apps`' broadcasts, nor one given back for providers that
     /// are all either among `providers` (this worker cannot send through them) or held for the app. `now`: the lease
-    /// clock's instant, nil for the database's. Without `expired`, only batches given back (a worker just back from a
-    /// database outage leaves expired leases to their holders for a while).
+    /// clock's instant, nil for the database's. An expired lease is taken over `grace` seconds after its expiry: time for
+    /// its holder to renew it once the database answers again (a database away for longer than a lease expires every
+    /// lease it held; without the grace, the first worker to poll after it took over batches whose holders were alive
+    /// and done, and sent them again: found by the simulation, `paperboy-sim` seed 857). Without `expired`, only batches
+    /// given back (a worker just back from database errors leaves expired leases to their holders for a while).
     static func takeOverQuery(
         owner: String,
         duration: TimeInterval,
@@ -177,7 +176,8 @@ extension BroadcastRepository {
         excluding held: [Int64],
         excludingApps apps: [Int] = [],
         excludingProviders providers: [(appID: Int, provider: PushProvider)] = [],
-        expired: Bool = true
+        expired: Bool = true,
+        grace: TimeInterval = 0
     ) -> PostgresQuery {
         """
         UPDATE broadcast_batches
@@ -187,7 +187,7 @@ extension BroadcastRepository {
             SELECT bb.id FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
                 JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
             WHERE bb.done_at IS NULL AND b.state = 'running'
-                AND (bb.lease_owner = '' OR (\(expired) AND bb.lease_expires_at < coalesce(\(now)::timestamptz, now()) - make_interval(secs => \(Self.takeOverGrace))))
+                AND (bb.lease_owner = '' OR (\(expired) AND bb.lease_expires_at < coalesce(\(now)::timestamptz, now()) - make_interval(secs => \(grace))))
                 AND bb.id <> ALL (\(held)::bigint[])
                 AND p.app_id <> ALL (\(apps)::integer[])
                 AND NOT (cardinality(bb.given_back_providers) > 0 AND NOT EXISTS (
@@ -225,7 +225,7 @@ extension BroadcastRepository {
     /// When a worker should next look for work: `lookahead` before the next batch of a running wave comes due (its
     /// planned instant or the wave's next free slot, whichever is later), or when an unfinished batch's expired lease
     /// may be taken over, after `now`; nil when neither exists.
-    public func nextDue(now: Date, lookahead: TimeInterval = 0, logger: Logger) async throws -> Date? {
+    public func nextDue(now: Date, lookahead: TimeInterval = 0, takeOverGrace: TimeInterval = 0, logger: Logger) async throws -> Date? {
         let rows = try await client.query(
             """
             SELECT min(due) FROM (
@@ -237,9 +237,9 @@ extension BroadcastRepository {
                 JOIN broadcasts b ON b.id = c.broadcast_id
                 WHERE b.state = 'running' AND w.finished_at IS NULL AND c.next_key < c.end_key AND w.rate > 0
                 UNION ALL
-                SELECT min(bb.lease_expires_at + make_interval(secs => \(Self.takeOverGrace))) FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
+                SELECT min(bb.lease_expires_at + make_interval(secs => \(takeOverGrace))) FROM broadcast_batches bb JOIN broadcasts b ON b.id = bb.broadcast_id
                 WHERE bb.done_at IS NULL AND b.state = 'running' AND bb.lease_owner <> ''
-                    AND bb.lease_expires_at + make_interval(secs => \(Self.takeOverGrace)) >= coalesce(\(leaseNow(now))::timestamptz, now())
+                    AND bb.lease_expires_at + make_interval(secs => \(takeOverGrace)) >= coalesce(\(leaseNow(now))::timestamptz, now())
             ) next
             """,
             logger: logger

@@ -239,7 +239,7 @@ public struct BroadcastRepository: Sendable {
             )
         }
 
-        return BroadcastProgress(
+        var progress = BroadcastProgress(
             id: id,
             editionID: broadcast.editionID,
             publication: broadcast.publication,
@@ -257,6 +257,15 @@ public struct BroadcastRepository: Sendable {
             receipts: Dictionary(uniqueKeysWithValues: tallied.edition.map { ($0.key.rawValue, $0.value) }),
             receiptsCountedThrough: tallied.countedThrough
         )
+        if broadcast.state == .running {
+            let holds = try await ProviderHoldRepository(client: client).holds(appID: broadcast.appID, logger: logger)
+            if !holds.isEmpty {
+                progress.held = holds.map {
+                    BroadcastProgress.Hold(provider: $0.provider, reason: $0.reason, since: $0.raisedAt, heldDeactivations: $0.heldDeactivations)
+                }
+            }
+        }
+        return progress
     }
 
     /// A cohort's counts per provider: what was sent (the stored flat counts) and the receipts tallied.
