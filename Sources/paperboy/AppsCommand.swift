@@ -10,7 +10,10 @@ struct AppsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apps",
         abstract: "Register and list the apps Paperboy pushes to, their providers and their device API keys.",
-        subcommands: [Add.self, List.self, SetAPNs.self, RemoveAPNs.self, SetFCM.self, RemoveFCM.self, AddKey.self, RevokeKey.self, Keys.self]
+        subcommands: [
+            Add.self, List.self, SetAPNs.self, RemoveAPNs.self, SetFCM.self, RemoveFCM.self, SetAlertText.self, AddKey.self, RevokeKey.self,
+            Keys.self,
+        ]
     )
 
     struct Add: AsyncParsableCommand {
