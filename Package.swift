@@ -506,6 +506,7 @@ let package = Package(
             name: "PaperboyAPITests",
             dependencies: [
                 "PaperboyAPI",
+                "PaperboyBroadcast",
                 "PaperboyCore",
                 "PaperboyStore",
                 "PaperboyTesting",
