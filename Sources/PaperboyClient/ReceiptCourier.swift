@@ -50,7 +50,8 @@ public actor ReceiptCourier {
     @discardableResult
     public func post(_ receipt: ReceiptReport) async throws -> [Delivery] {
         let at = now()
-        try file.update { $0.outbox.add(receipt, at: at) }
+        // False when the outbox holds a receipt for the edition that this one does not replace (rule 1): nothing to add.
+        _ = try file.update { $0.outbox.add(receipt, at: at) }
         return try await flush()
     }
 

@@ -6,6 +6,10 @@ import CryptoKit
 import Foundation
 import UIKit
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking  // only where scripts/check-client-glue.sh type-checks this file, on Linux
+#endif
+
 /// Gets an edition onto the device inside iOS's rules: the manifest and the first bundle in the ~30 seconds a
 /// background push gives, the rest in a background `URLSession` of its own whose `timeoutIntervalForResource`
 /// ends at the deadline, never a second download of an edition while one runs, every file's length and SHA-256
@@ -230,8 +234,10 @@ public final class EditionDownloader: NSObject, URLSessionDownloadDelegate, @unc
 
     private func bundleURL(_ editionID: String, _ index: Int) -> URL { folder(editionID).appendingPathComponent("\(index).bundle") }
 
+    /// Marks the edition whole. Should the marker not be written, a later wave downloads it again: no receipt is
+    /// lost, so the failure needs no handling beyond that.
     private func markComplete(_ editionID: String) {
-        FileManager.default.createFile(atPath: folder(editionID).appendingPathComponent("complete").path, contents: Data())
+        _ = FileManager.default.createFile(atPath: folder(editionID).appendingPathComponent("complete").path, contents: Data())
     }
 
     /// Checks a downloaded file's length and SHA-256 and moves it into place; false (and the file removed) when
