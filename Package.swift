@@ -8,7 +8,8 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "paperboy",
-    platforms: [.macOS(.v15)],
+    // iOS for PaperboyClient only (an app imports that product); the server's targets are built for Linux and macOS.
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
         .executable(name: "paperboy", targets: ["paperboy"]),
         .executable(name: "paperboy-bench", targets: ["paperboy-bench"]),
@@ -25,6 +26,7 @@ let package = Package(
         .library(name: "PaperboyBroadcast", targets: ["PaperboyBroadcast"]),
         .library(name: "PaperboyDemo", targets: ["PaperboyDemo"]),
         .library(name: "PaperboyConsole", targets: ["PaperboyConsole"]),
+        .library(name: "PaperboyClient", targets: ["PaperboyClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -44,6 +46,15 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
+        // For the news app, not the server: what every app gets wrong, as a Swift package an iOS app imports:
+        // decoding a push of either provider's shape, the tier and its fallback, the registration body, the
+        // receipt outbox and courier, the reaction to each status. Foundation only (FoundationNetworking on
+        // Linux, where its tests run against a real `paperboy serve`); the iOS glue (Platform/) only under
+        // `#if canImport(UIKit)`.
+        .target(
+            name: "PaperboyClient",
+            swiftSettings: swiftSettings
+        ),
         // Domain values and pure logic: tokens, payload shapes, cohorts, plans. No I/O.
         .target(
             name: "PaperboyCore",
@@ -368,6 +379,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The client library: pure tests (both push shapes, tiers, the outbox's rules) and against a real
+        // `paperboy serve` with PostgreSQL.
+        .testTarget(
+            name: "PaperboyClientTests",
+            dependencies: [
+                "PaperboyClient",
+                "PaperboyCore",
+                "PaperboyStore",
+                "PaperboyBroadcast",
+                "PaperboyTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PaperboyCoreTests",
             dependencies: ["PaperboyCore"],
@@ -554,6 +579,7 @@ let package = Package(
             name: "PaperboyAPITests",
             dependencies: [
                 "PaperboyAPI",
+                "PaperboyBroadcast",
                 "PaperboyCore",
                 "PaperboyStore",
                 "PaperboyTesting",

@@ -8,16 +8,24 @@
    read recursively from the binary given by --binary). And every subcommand and every flag that `--help`
    lists appears in some documented command line of that subcommand, except those in EXCEPTIONS below.
 3. Every `example` and `examples` in openapi.yaml validates against its schema (`$ref`s resolved).
+4. Every JSON block (```json) in those files parses and validates against the openapi.yaml schema it declares in
+   an HTML comment on the line before its fence (`<!-- schema: PUT /v1/devices/{token} -->` for a request body,
+   `<!-- schema: PUT /v1/devices/{token} 201 -->` for an answer, `<!-- schema: Error -->` for a component,
+   `<!-- schema: none (why) -->` for what is no API body); and every `curl` body (`-d`, `--data…`, `--json`) in a
+   shell block validates against the request body of the operation its method and URL path name, with the shell's
+   quoting as bash reads it and the variables of SAMPLE_VALUES filled in (a body read from a file, `@file`, is the
+   reader's). That is how a refused example is caught before an app team copies it.
 
 Prints one line per finding (`file:line: what`) and exits 1 when there is any; exits 0 and prints a summary
 otherwise. Needs PyYAML and jsonschema (installed with pip when missing).
 
-Usage: scripts/check-docs.py [--binary PATH] [--root DIR]
+Usage: scripts/check-docs.py [--binary PATH] [--root DIR] [--examples-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -491,6 +499,321 @@ def check_openapi(root: Path, findings: Finding) -> int:
     return checked
 
 
+# ---------------------------------------------------------------------------------------------- doc examples
+
+
+# A JSON block declares what it is with an HTML comment on the line before its fence (invisible on GitHub):
+#   <!-- schema: PUT /v1/devices/{token} -->       the operation's request body
+#   <!-- schema: PUT /v1/devices/{token} 201 -->   the operation's answer with that status
+#   <!-- schema: EditionPushAPNs -->               a schema of openapi.yaml's components
+#   <!-- schema: none (why) -->                    not an API body (still parsed as JSON)
+# A `curl` command's body (`-d`, `--data`, `--data-raw`, `--data-binary`, `--json`) needs no comment: its method
+# (`-X`, else POST with a body) and its URL's path name the operation, whose request body schema it must match.
+SCHEMA_MARKER = re.compile(r"^\s*<!--\s*schema:\s*(.*?)\s*-->\s*$")
+METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
+DATA_FLAGS = {"-d", "--data", "--data-raw", "--data-binary", "--json", "--data-ascii"}
+# What the docs' shell variables stand for when they appear in a body (a made-up but valid value each).
+SAMPLE_VALUES = {
+    "EDITION_ID": "0b4ed6a3-3c2e-4b8e-9a55-0d2f3f1b7c11",
+    "EDITION": "0b4ed6a3-3c2e-4b8e-9a55-0d2f3f1b7c11",
+    "WAVE": "1",
+}
+
+
+class OpenAPI:
+    """openapi.yaml with a validator per schema reference, and its operations by method and path."""
+
+    def __init__(self, root: Path) -> None:
+        import yaml
+        from referencing import Registry, Resource
+        from referencing.jsonschema import DRAFT202012
+
+        self.text = (root / "openapi.yaml").read_text(encoding="utf-8")
+        self.document = yaml.safe_load(self.text)
+        self.base = "urn:paperboy:openapi"
+        self.registry = Registry().with_resource(self.base, Resource(contents=self.document, specification=DRAFT202012))
+
+    def errors(self, pointer: str, value) -> list[str]:
+        import jsonschema
+
+        ref = self.base + "#" + urllib.parse.quote(pointer, safe="/~")
+        validator = jsonschema.Draft202012Validator({"$ref": ref}, registry=self.registry)
+        found = []
+        for error in sorted(validator.iter_errors(value), key=lambda e: list(e.path)):
+            at = "/".join(str(p) for p in error.absolute_path) or "(the body)"
+            found.append(f"at {at}: {error.message}")
+        return found
+
+    def operation(self, method: str, path: str) -> tuple[str, dict] | None:
+        """The path template of openapi.yaml that `path` (no query) names with `method`: literal segments must be
+        equal, `{param}` takes any one segment; the template with the most literal segments wins."""
+        segments = path.strip("/").split("/")
+        best: tuple[int, str] | None = None
+        for template, item in (self.document.get("paths") or {}).items():
+            if method not in item:
+                continue
+            parts = template.strip("/").split("/")
+            if len(parts) != len(segments):
+                continue
+            literal = 0
+            for part, segment in zip(parts, segments):
+                if part.startswith("{") and part.endswith("}"):
+                    continue
+                if part != segment:
+                    break
+                literal += 1
+            else:
+                if best is None or literal > best[0]:
+                    best = (literal, template)
+        if best is None:
+            return None
+        return best[1], self.document["paths"][best[1]][method]
+
+    @staticmethod
+    def escape(part: str) -> str:
+        return part.replace("~", "~0").replace("/", "~1")
+
+    def request_pointer(self, method: str, template: str) -> str | None:
+        operation = self.document["paths"][template][method]
+        content = ((operation.get("requestBody") or {}).get("content") or {}).get("application/json")
+        if not content or "schema" not in content:
+            return None
+        return f"/paths/{self.escape(template)}/{method}/requestBody/content/application~1json/schema"
+
+    def response_pointer(self, method: str, template: str, status: str) -> str | None:
+        response = (self.document["paths"][template][method].get("responses") or {}).get(status)
+        if response is None:
+            return None
+        pointer = f"/paths/{self.escape(template)}/{method}/responses/{status}"
+        if "$ref" in response:  # a shared response: follow it to its content
+            pointer = response["$ref"].lstrip("#")
+            target = self.document
+            for key in pointer.strip("/").split("/"):
+                target = target[key.replace("~1", "/").replace("~0", "~")]
+            response = target
+        if "application/json" not in (response.get("content") or {}):
+            return None
+        return f"{pointer}/content/application~1json/schema"
+
+
+def shell_commands(block: list[tuple[int, str]]):
+    """(line, text) of each command of a shell block: a newline ends one unless a backslash or an open quote
+    continues it."""
+    text = ""
+    start = None
+    quote = None
+    for number, line in block:
+        if start is None:
+            start = number
+        index = 0
+        while index < len(line):
+            char = line[index]
+            if quote:
+                if char == quote:
+                    quote = None
+                elif char == "\\" and quote == '"':
+                    index += 1
+            elif char in "'\"":
+                quote = char
+            elif char == "\\":
+                index += 1
+            elif char == "#" and (index == 0 or line[index - 1] in " \t;&|("):
+                line = line[:index]
+                break
+            index += 1
+        if quote:
+            text += line + "\n"
+            continue
+        if line.rstrip().endswith("\\"):
+            text += line.rstrip()[:-1] + " "
+            continue
+        text += line
+        if text.strip():
+            yield start, text
+        text = ""
+        start = None
+    if text.strip():
+        yield start, text
+
+
+def substitute(text: str) -> tuple[str, list[str]]:
+    """`$NAME` and `${NAME}` replaced by SAMPLE_VALUES; the names it does not know."""
+    unknown: list[str] = []
+
+    def value(match: re.Match) -> str:
+        name = match.group(1) or match.group(2)
+        if name in SAMPLE_VALUES:
+            return SAMPLE_VALUES[name]
+        unknown.append(name)
+        return match.group(0)
+
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", value, text), unknown
+
+
+def curl_requests(command: str):
+    """(method, path, body or None) of each `curl` in a command line (shell quoting as bash reads it)."""
+    import shlex
+
+    try:
+        words = shlex.split(command, comments=False, posix=True)
+    except ValueError as error:
+        yield None, None, f"the command does not parse as shell: {error}"
+        return
+    index = 0
+    while index < len(words):
+        if words[index] != "curl" and not words[index].endswith("/curl"):
+            index += 1
+            continue
+        index += 1
+        method = None
+        url = None
+        body = None
+        while index < len(words) and words[index] not in ("|", "&&", "||", ";"):
+            word = words[index]
+            if word in ("-X", "--request") and index + 1 < len(words):
+                method = words[index + 1].lower()
+                index += 2
+                continue
+            if word in DATA_FLAGS and index + 1 < len(words):
+                body = words[index + 1]
+                index += 2
+                continue
+            if word in ("-H", "--header", "-o", "--output", "-w", "--write-out", "-u", "--user", "-A", "--user-agent",
+                        "-e", "--referer", "-m", "--max-time", "--connect-timeout", "-x", "--proxy"):
+                index += 2
+                continue
+            if not word.startswith("-") and url is None:
+                url = word
+            index += 1
+        if url is None:
+            continue
+        method = method or ("post" if body is not None else "get")
+        # The path after the base URL (`$API`, `https://host`): from the first `/v1/` or `/health/` on.
+        match = re.search(r"(/(?:v1|health)/[^?#\s]*|/metrics|/openapi\.yaml)", url)
+        yield method, (match.group(1) if match else None), body
+
+
+def check_doc_examples(root: Path, files: list[Path], api: OpenAPI, findings: Finding) -> int:
+    checked = 0
+    for path in files:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        in_code = False
+        language = ""
+        marker: tuple[int, str] | None = None
+        block: list[tuple[int, str]] = []
+        fence_line = 0
+        previous = ""
+        for number, line in enumerate(lines, 1):
+            if FENCE.match(line):
+                if not in_code:
+                    in_code = True
+                    language = line.strip().lstrip("`~").strip().lower()
+                    fence_line = number
+                    found = SCHEMA_MARKER.match(previous)
+                    marker = (number - 1, found.group(1)) if found else None
+                    block = []
+                    continue
+                in_code = False
+                where = f"{path.relative_to(root)}:{fence_line}"
+                if language in ("json", "jsonc"):
+                    checked += 1
+                    check_json_block(where, "\n".join(text for _, text in block), marker, api, findings)
+                elif language in SHELL_FENCES:
+                    for start, command in shell_commands(block):
+                        if "curl" not in command:
+                            continue
+                        for method, request_path, body in curl_requests(command):
+                            if method is None:
+                                findings.add(f"{path.relative_to(root)}:{start}", body)
+                                continue
+                            if body is None:
+                                continue
+                            checked += 1
+                            check_curl_body(f"{path.relative_to(root)}:{start}", method, request_path, body, api, findings)
+                previous = line
+                continue
+            if in_code:
+                block.append((number, line))
+            elif line.strip():
+                previous = line
+    return checked
+
+
+def check_json_block(where: str, text: str, marker: tuple[int, str] | None, api: OpenAPI, findings: Finding) -> None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        findings.add(where, f"the JSON block does not parse: {error}")
+        return
+    if marker is None:
+        findings.add(
+            where,
+            "the JSON block declares no schema: put `<!-- schema: METHOD /path [STATUS] -->`, `<!-- schema: Name -->` "
+            "or `<!-- schema: none (why) -->` on the line before its fence",
+        )
+        return
+    declared = marker[1]
+    if declared.startswith("none"):
+        return
+    parts = declared.split()
+    if len(parts) in (2, 3) and parts[0].lower() in METHODS:
+        method = parts[0].lower()
+        operation = api.operation(method, parts[1].split("?")[0])
+        if operation is None:
+            findings.add(where, f"schema `{declared}`: openapi.yaml has no {parts[0]} {parts[1]}")
+            return
+        template, _ = operation
+        if template != parts[1].split("?")[0]:
+            findings.add(where, f"schema `{declared}`: write the path as openapi.yaml does, {template}")
+            return
+        if len(parts) == 3:
+            pointer = api.response_pointer(method, template, parts[2])
+            what = f"the answer {parts[2]} of {parts[0]} {template}"
+        else:
+            pointer = api.request_pointer(method, template)
+            what = f"the request body of {parts[0]} {template}"
+        if pointer is None:
+            findings.add(where, f"schema `{declared}`: openapi.yaml gives {what} no JSON schema")
+            return
+    elif len(parts) == 1 and parts[0] in (api.document.get("components", {}).get("schemas") or {}):
+        pointer = f"/components/schemas/{parts[0]}"
+        what = f"the schema {parts[0]}"
+    else:
+        findings.add(where, f"schema `{declared}`: neither an operation (METHOD /path [STATUS]) nor a schema of openapi.yaml")
+        return
+    for error in api.errors(pointer, value):
+        findings.add(where, f"the JSON block is not {what} of openapi.yaml: {error}")
+
+
+def check_curl_body(where: str, method: str, request_path: str | None, body: str, api: OpenAPI, findings: Finding) -> None:
+    if request_path is None:
+        findings.add(where, "curl: its URL names no path of the API (/v1/…)")
+        return
+    path_only, _ = substitute(request_path)
+    operation = api.operation(method, path_only)
+    if operation is None:
+        findings.add(where, f"curl: openapi.yaml has no {method.upper()} {request_path}")
+        return
+    template, _ = operation
+    pointer = api.request_pointer(method, template)
+    if pointer is None:
+        findings.add(where, f"curl: {method.upper()} {template} takes no JSON body, and this one sends one")
+        return
+    if body.startswith("@"):  # a file the reader has: nothing to check here
+        return
+    text, unknown = substitute(body)
+    if unknown:
+        findings.add(where, f"curl: the body uses ${', $'.join(unknown)}, which scripts/check-docs.py has no sample value for (SAMPLE_VALUES)")
+        return
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        findings.add(where, f"curl: the body of {method.upper()} {template} does not parse as JSON: {error}")
+        return
+    for error in api.errors(pointer, value):
+        findings.add(where, f"curl: the body of {method.upper()} {template} is refused by openapi.yaml: {error}")
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
@@ -498,26 +821,37 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binary", default=".build/debug/paperboy", help="the paperboy binary whose --help to read")
     parser.add_argument("--root", default=str(Path(__file__).resolve().parent.parent), help="the repository")
+    parser.add_argument(
+        "--examples-only",
+        action="store_true",
+        help="check only the JSON examples (4 and 3), without links or the CLI: no binary needed",
+    )
     args = parser.parse_args()
     root = Path(args.root).resolve()
     ensure_modules()
     findings = Finding()
     files = doc_files(root)
-    links = check_links(root, files, findings)
-    binary = args.binary if "/" in args.binary and Path(args.binary).is_absolute() else str((Path.cwd() / args.binary))
-    if not Path(binary).exists():
-        print(f"check-docs: {args.binary} does not exist: build it (swift build --product paperboy) or pass --binary", file=sys.stderr)
-        return 2
-    lines, flags = check_cli(binary, files, root, findings)
+    links = lines = flags = 0
+    if not args.examples_only:
+        links = check_links(root, files, findings)
+        binary = args.binary if "/" in args.binary and Path(args.binary).is_absolute() else str((Path.cwd() / args.binary))
+        if not Path(binary).exists():
+            print(f"check-docs: {args.binary} does not exist: build it (swift build --product paperboy) or pass --binary", file=sys.stderr)
+            return 2
+        lines, flags = check_cli(binary, files, root, findings)
     examples = check_openapi(root, findings)
+    doc_examples = check_doc_examples(root, files, OpenAPI(root), findings)
     for line in findings.lines:
         print(line)
     if findings.lines:
         print(f"check-docs: {len(findings.lines)} findings", file=sys.stderr)
         return 1
+    if args.examples_only:
+        print(f"check-docs: {len(files)} files, {doc_examples} JSON blocks and curl bodies, {examples} OpenAPI examples: all agree")
+        return 0
     print(
         f"check-docs: {len(files)} files, {links} relative links, {lines} paperboy command lines against {flags} flags "
-        f"in --help, {examples} OpenAPI examples: all agree"
+        f"in --help, {examples} OpenAPI examples, {doc_examples} JSON blocks and curl bodies in the docs: all agree"
     )
     return 0
 

@@ -12,39 +12,50 @@ import PaperboyStore
 public enum BroadcastPreflight {
     /// The push per tier for `edition` in `wave`, as the dispatcher sends it: one definition for sending and
     /// checking.
+    ///
+    /// `sentAt` is the instant the push goes to APNs: the send path passes the `sentAt` of the group it sends
+    /// (``BatchSendMachine``'s send instant, the one recorded in the ledger), so that the app can measure
+    /// `secondsFromPush` from it. Nil leaves `sentAt` out of the payload (the app then counts from the push's
+    /// arrival, which on iOS is the run).
     /// - Throws: `APNsNotificationError` when a push breaks APNs' rules (too large).
     public static func notifications(
         for edition: Edition,
         kind: BroadcastProgress.Wave.Kind,
-        wave: Int
+        wave: Int,
+        sentAt: Date? = nil
     ) throws -> [ImageTier: APNsNotification] {
         var notifications: [ImageTier: APNsNotification] = [:]
         for tier in ImageTier.allCases {
-            notifications[tier] = try notification(for: edition, tier: tier, kind: kind, wave: wave)
+            notifications[tier] = try notification(for: edition, tier: tier, kind: kind, wave: wave, sentAt: sentAt)
         }
         return notifications
     }
 
-    static func notification(for edition: Edition, tier: ImageTier, kind: BroadcastProgress.Wave.Kind, wave: Int) throws -> APNsNotification {
-        let push = EditionPush(edition: edition, tier: tier, wave: wave)
+    /// A background push names the device's tier. The alert last resort reaches an app that background pushes did
+    /// not wake, through its Notification Service Extension when it has one: it carries what the extension can
+    /// fetch in its 30 seconds and 24 MB, the small tier with the `extension` limits, as the ready alert does, so
+    /// that one extension handles both (the app fetches the device's own tier when the reader opens it).
+    static func notification(
+        for edition: Edition,
+        tier: ImageTier,
+        kind: BroadcastProgress.Wave.Kind,
+        wave: Int,
+        sentAt: Date? = nil
+    ) throws -> APNsNotification {
         switch kind {
         case .background:
-            return try .background(push, expiration: edition.deadline)
+            return try .background(EditionPush(edition: edition, tier: tier, wave: wave, sentAt: sentAt), expiration: edition.deadline)
         case .alert:
-            return try .alert(
-                title: alertTitle(edition),
-                body: alertBody(edition),
-                appKeys: push,
-                expiration: edition.deadline
-            )
+            return try alert(for: edition, wave: wave, sentAt: sentAt)
         }
     }
 
     /// The FCM message for a device of `platform` in `tier`, sent at `sentAt`: the APNs payload's keys as data
-    /// (``EditionPush/fcmData()``). Android: `android.priority` as the broadcast asks (an alert is always high),
-    /// `ttl` the time left until the deadline (FCM drops it after), `collapse_key` the publication (a newer
-    /// edition replaces an undelivered older one). iOS through FCM: the APNs headers of a background push, or
-    /// of an alert, expiring at the deadline.
+    /// (``EditionPush/fcmData()``), `sentAt` among them. Android: `android.priority` as the broadcast asks (an
+    /// alert is always high), `ttl` the time left until the deadline (FCM drops it after), `collapse_key` the
+    /// publication (a newer edition replaces an undelivered older one). iOS through FCM: the APNs headers of a
+    /// background push, or of an alert, expiring at the deadline; an alert carries the extension's keys (the small
+    /// tier and `extension`), as through APNs.
     /// - Throws: `FCMMessageError` when the message breaks FCM's rules (too large).
     public static func fcmMessage(
         for edition: Edition,
@@ -55,7 +66,11 @@ public enum BroadcastPreflight {
         priority: BroadcastOptions.AndroidPriority,
         sentAt: Date
     ) throws -> FCMMessage {
-        let data = try EditionPush(edition: edition, tier: tier, wave: wave).fcmData()
+        let push =
+            kind == .alert && platform == .ios
+            ? EditionPush.ready(edition: edition, wave: wave, sentAt: sentAt)
+            : EditionPush(edition: edition, tier: tier, wave: wave, sentAt: sentAt)
+        let data = try push.fcmData()
         let target: FCMMessage.Target
         switch platform {
         case .android:
@@ -72,32 +87,37 @@ public enum BroadcastPreflight {
         case .background:
             return try .data(data, for: target)
         case .alert:
-            return try .alert(title: alertTitle(edition), body: alertBody(edition), data: data, for: target)
+            let text = edition.alert
+            return try .alert(title: text.title, body: text.body, data: data, for: target)
         }
     }
 
     /// The ready alert, sent in place of the last background follow-up to APNs devices whose reader asked to
     /// be told when the edition is ready: an alert with `mutable-content: 1`, for the app's Notification Service
-    /// Extension to fetch the small tier (``EditionPush/ready(edition:wave:)``) before iOS shows it.
-    static func readyNotification(for edition: Edition, wave: Int) throws -> APNsNotification {
-        try .alert(
-            title: alertTitle(edition),
-            body: "The edition of \(edition.manifest.issueDate) is ready to read.",
-            appKeys: EditionPush.ready(edition: edition, wave: wave),
+    /// Extension to fetch the small tier (``EditionPush/ready(edition:wave:sentAt:)``) before iOS shows it.
+    /// `sentAt` as for ``notifications(for:kind:wave:sentAt:)``.
+    static func readyNotification(for edition: Edition, wave: Int, sentAt: Date? = nil) throws -> APNsNotification {
+        try alert(for: edition, wave: wave, sentAt: sentAt)
+    }
+
+    /// An alert for the extension, in the app's words (``EditionAlertText``): they say the edition is out, never
+    /// that it is ready on the phone, since iOS shows them as they are when the extension could not fetch it.
+    private static func alert(for edition: Edition, wave: Int, sentAt: Date?) throws -> APNsNotification {
+        let text = edition.alert
+        return try .alert(
+            title: text.title,
+            body: text.body,
+            appKeys: EditionPush.ready(edition: edition, wave: wave, sentAt: sentAt),
             expiration: edition.deadline
         )
     }
 
-    static func alertTitle(_ edition: Edition) -> String { "Your \(edition.manifest.publication) edition is ready" }
-
-    static func alertBody(_ edition: Edition) -> String { "The edition of \(edition.manifest.issueDate) is waiting to be downloaded." }
-
     /// Refuses an edition one of whose pushes (background, or the last-resort alert) cannot be built, checked
-    /// with the longest wave number a push may carry.
+    /// with the longest wave number a push may carry and a `sentAt` (always 20 characters).
     /// - Throws: `StoreError` (invalid) naming `tiers.<tier>.bundles`, the list that makes a push too large.
     public static func checkPushes(_ edition: Edition) throws(StoreError) {
         do {
-            _ = try readyNotification(for: edition, wave: EditionPush.largestWave)
+            _ = try readyNotification(for: edition, wave: EditionPush.largestWave, sentAt: edition.publishedAt)
         } catch {
             let bundles = edition.manifest.tiers[ImageTier.small.rawValue]?.bundles.count ?? 0
             throw StoreError(
@@ -110,7 +130,7 @@ public enum BroadcastPreflight {
         for tier in ImageTier.allCases {
             for kind in [BroadcastProgress.Wave.Kind.background, .alert] {
                 do {
-                    _ = try notification(for: edition, tier: tier, kind: kind, wave: EditionPush.largestWave)
+                    _ = try notification(for: edition, tier: tier, kind: kind, wave: EditionPush.largestWave, sentAt: edition.publishedAt)
                     for platform in DevicePlatform.allCases {
                         _ = try fcmMessage(
                             for: edition,

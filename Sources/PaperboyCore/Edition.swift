@@ -9,13 +9,34 @@ public struct Edition: Equatable, Sendable, Encodable {
     public var manifest: EditionManifest
     public var deadline: Date
     public var publishedAt: Date
+    /// The publication's title (`paperboy publications add --title`), when it has one: what the alerts name.
+    public var publicationTitle: String?
+    /// The app's words for the edition's alerts, as they were when the edition was read: the dispatcher reads
+    /// the edition for every batch, so a change of the app's words reaches the next batch. Not in the API's
+    /// edition (``encode(to:)``).
+    public var alertText: EditionAlertText
 
-    public init(id: UUID, appID: Int, manifest: EditionManifest, deadline: Date, publishedAt: Date) {
+    public init(
+        id: UUID,
+        appID: Int,
+        manifest: EditionManifest,
+        deadline: Date,
+        publishedAt: Date,
+        publicationTitle: String? = nil,
+        alertText: EditionAlertText = .standard
+    ) {
         self.id = id
         self.appID = appID
         self.manifest = manifest
         self.deadline = deadline
         self.publishedAt = publishedAt
+        self.publicationTitle = publicationTitle
+        self.alertText = alertText
+    }
+
+    /// The edition's alert title and body in its app's words.
+    public var alert: (title: String, body: String) {
+        alertText.filled(publication: publicationTitle ?? manifest.publication, issueDate: manifest.issueDate)
     }
 
     enum CodingKeys: String, CodingKey {

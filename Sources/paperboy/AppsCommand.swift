@@ -11,8 +11,8 @@ struct AppsCommand: AsyncParsableCommand {
         commandName: "apps",
         abstract: "Register and list the apps Paperboy pushes to, their providers and their device API keys.",
         subcommands: [
-            Add.self, List.self, SetAPNs.self, RemoveAPNs.self, SetFCM.self, RemoveFCM.self, SetBundleID.self, AddKey.self, RevokeKey.self, Keys.self,
-            Holds.self, Release.self, ConfirmDeactivations.self,
+            Add.self, List.self, SetAPNs.self, RemoveAPNs.self, SetFCM.self, RemoveFCM.self, SetBundleID.self, SetAlertText.self, AddKey.self,
+            RevokeKey.self, Keys.self, Holds.self, Release.self, ConfirmDeactivations.self,
         ]
     )
 

@@ -46,11 +46,22 @@ struct DeviceRoutes {
         return DeviceResponse(device)
     }
 
-    /// `DELETE`: keeps the device, inactive, with the time (204).
+    /// `DELETE`: keeps the device, inactive, with the time (204); with `?erase=true`, deletes it with its
+    /// receipts and deliveries (204), for a reader who asked to have their data erased.
     @Sendable func remove(_ request: Request, context: APIRequestContext) async throws -> HTTPResponse.Status {
         let app = try context.requireApp()
         let candidates = try context.tokenCandidates()
-        guard try await devices.delete(appID: app.id, candidates: candidates, logger: context.logger) else {
+        let erase: Bool
+        switch request.uri.queryParameters["erase"].map(String.init) {
+        case nil, "false": erase = false
+        case "true": erase = true
+        case let other?: throw APIError.invalid("erase", "erase must be true or false, not '\(other)'")
+        }
+        let found =
+            erase
+            ? try await devices.erase(appID: app.id, candidates: candidates, logger: context.logger)
+            : try await devices.delete(appID: app.id, candidates: candidates, logger: context.logger)
+        guard found else {
             throw APIError(.notFound, code: .notFound, field: "token", message: "no device with this token is registered")
         }
         return .noContent

@@ -152,13 +152,26 @@ extension OpenAPISpec {
             delete:
               tags: [devices]
               operationId: deleteDevice
-              summary: Remove a device
-              description: The device is kept, inactive, with `deletedAt`.
+              summary: Remove a device, or erase it
+              description: |
+                Without `erase` (the reader signed out or turned the editions off): the device is kept, inactive, with
+                `deletedAt`; a registration makes it active again. With `erase=true` (the reader asked to have their
+                data erased): the device, its receipts and its deliveries are deleted; a later registration of the token
+                is a new device.
               security:
                 - deviceKey: []
+              parameters:
+                - name: erase
+                  in: query
+                  required: false
+                  description: "`true` deletes the device and what Paperboy holds about it instead of keeping it inactive."
+                  schema:
+                    type: string
+                    enum: ["true", "false"]
+                    default: "false"
               responses:
                 "204":
-                  description: Removed.
+                  description: Removed (or erased).
                 "400":
                   $ref: "#/components/responses/BadRequest"
                 "401":
@@ -1540,8 +1553,9 @@ extension OpenAPISpec {
                   minimum: 0
                   maximum: 86400
                   description: |
-                    Seconds from the push's arrival on the device to the run; stored rounded to whole seconds. Null
-                    is the same as absent.
+                    Seconds from the push's `sentAt` (when Paperboy sent it) to the run, or from its arrival on the
+                    device when the push has no `sentAt`; stored rounded to whole seconds. A device clock behind
+                    Paperboy's can make it negative: send 0 then. Null is the same as absent.
 
             Receipt:
               type: object
@@ -1582,6 +1596,97 @@ extension OpenAPISpec {
                   type: integer
                   minimum: 0
                   maximum: 86400
+
+            EditionPushAPNs:
+              type: object
+              description: |
+                Not a request or an answer: the payload of the push Paperboy sends an app through APNs (a background
+                push; or, with `aps.alert` and `mutable-content`, the ready alert and the alert last resort, for a
+                Notification Service Extension). An iOS app registered through FCM gets the same keys as
+                `EditionPushFCM`. docs/app-integration.md walks through both.
+              required: [aps, edition, manifest, tier, deadline, fetch, wave]
+              properties:
+                aps:
+                  type: object
+                  properties:
+                    content-available:
+                      const: 1
+                    mutable-content:
+                      const: 1
+                    alert:
+                      type: object
+                      required: [title, body]
+                      properties:
+                        title:
+                          type: string
+                        body:
+                          type: string
+                edition:
+                  $ref: "#/components/schemas/Uuid"
+                manifest:
+                  type: string
+                  pattern: "^/v1/editions/[0-9a-f-]{36}$"
+                  description: The edition's path on Paperboy's API, relative to the base URL the app uses.
+                tier:
+                  $ref: "#/components/schemas/Tier"
+                deadline:
+                  type: string
+                  format: date-time
+                  description: RFC 3339 with the newsroom's offset; after it the edition is not worth downloading.
+                fetch:
+                  type: array
+                  items:
+                    type: string
+                    format: uri
+                  description: The tier's bundle URLs in the order to download them; empty when the edition has no such tier.
+                wave:
+                  type: integer
+                  minimum: 1
+                  maximum: 32767
+                sentAt:
+                  $ref: "#/components/schemas/Timestamp"
+                extension:
+                  type: object
+                  required: [seconds, megabytes]
+                  description: Only in an alert for the Notification Service Extension (then `tier` is `small`).
+                  properties:
+                    seconds:
+                      type: integer
+                    megabytes:
+                      type: integer
+
+            EditionPushFCM:
+              type: object
+              description: |
+                Not a request or an answer: the `data` of the FCM message Paperboy sends (an Android app's
+                `RemoteMessage.data`, or the `userInfo` of an iOS app registered through FCM). FCM's data is string to
+                string: `fetch` and `extension` are JSON text, `wave` is digits.
+              additionalProperties:
+                type: string
+              required: [edition, manifest, tier, deadline, fetch, wave]
+              properties:
+                edition:
+                  $ref: "#/components/schemas/Uuid"
+                manifest:
+                  type: string
+                  pattern: "^/v1/editions/[0-9a-f-]{36}$"
+                tier:
+                  $ref: "#/components/schemas/Tier"
+                deadline:
+                  type: string
+                  format: date-time
+                fetch:
+                  type: string
+                  pattern: "^\\[.*\\]$"
+                  description: The JSON text of the bundle URLs' array.
+                wave:
+                  type: string
+                  pattern: "^[1-9][0-9]{0,4}$"
+                sentAt:
+                  $ref: "#/components/schemas/Timestamp"
+                extension:
+                  type: string
+                  pattern: "^\\{.*\\}$"
 
             WakeRateGroup:
               type: object
@@ -1764,6 +1869,18 @@ extension OpenAPISpec {
                   description: One higher after every change of the app's APNs or FCM credentials.
                 createdAt:
                   $ref: "#/components/schemas/Timestamp"
+                alertText:
+                  type: object
+                  additionalProperties: false
+                  required: [title, body]
+                  description: |
+                    The app's words for its edition alerts (`paperboy apps set-alert-text`), with placeholders
+                    `{publication}`, `{date}`, `{year}`, `{month}`, `{day}`; absent: Paperboy's English words.
+                  properties:
+                    title:
+                      type: string
+                    body:
+                      type: string
               example:
                 id: 1
                 bundleId: com.example.news

@@ -12,10 +12,13 @@ public struct APNsService: PushService {
     /// Where an app's key lives and what names it (the Store's ``APNsCredentials``).
     public typealias Credentials = APNsCredentials
 
-    /// The edition's pushes for one batch: the background (or alert) push per tier, and the ready alert.
+    /// What a batch's pushes are made of: each is made for its send instant (its payload's `sentAt`), at most the
+    /// tiers and the ready alert once per group of targets sent together; checked once when the batch starts.
     public struct Pushes: Sendable {
-        var byTier: [ImageTier: APNsNotification]
-        var readyAlert: APNsNotification?
+        var edition: Edition
+        var kind: BroadcastProgress.Wave.Kind
+        var wave: Int
+        var readyAlerts: Bool
     }
 
     public static let provider = PushProvider.apns
@@ -66,13 +69,14 @@ public struct APNsService: PushService {
     }
 
     public func pushes(for edition: Edition, batch: LeasedBatch, readyAlerts: Bool) throws -> Pushes {
-        Pushes(
-            byTier: try BroadcastPreflight.notifications(for: edition, kind: batch.kind, wave: batch.wave),
-            readyAlert: readyAlerts ? try BroadcastPreflight.readyNotification(for: edition, wave: batch.wave) : nil
-        )
+        let pushes = Pushes(edition: edition, kind: batch.kind, wave: batch.wave, readyAlerts: readyAlerts)
+        // Made once now, at the slot's start, so that a push that cannot be built stops the batch before anything is sent.
+        _ = try BroadcastPreflight.notifications(for: edition, kind: batch.kind, wave: batch.wave, sentAt: batch.slotStart)
+        if readyAlerts { _ = try BroadcastPreflight.readyNotification(for: edition, wave: batch.wave, sentAt: batch.slotStart) }
+        return pushes
     }
 
-    public func hasReadyAlert(_ pushes: Pushes) -> Bool { pushes.readyAlert != nil }
+    public func hasReadyAlert(_ pushes: Pushes) -> Bool { pushes.readyAlerts }
 
     public func send(
         _ items: [BatchSendMachine.Push],
@@ -88,11 +92,47 @@ public struct APNsService: PushService {
         var deliveries: [APNsDelivery] = []
         var positions: [Int] = []
         var unsendable: [BatchSendMachine.Answer] = []
+        var made: [ImageTier: APNsNotification] = [:]
+        var readyAlert: APNsNotification?
         for item in items {
             let target = targets[item.position]
-            let push = item.readyAlert ? pushes.readyAlert : pushes.byTier[target.tier]
+            let push: APNsNotification?
+            do {
+                if item.readyAlert {
+                    if readyAlert == nil {
+                        readyAlert = try BroadcastPreflight.readyNotification(for: pushes.edition, wave: pushes.wave, sentAt: sentAt)
+                    }
+                    push = readyAlert
+                } else if let known = made[target.tier] {
+                    push = known
+                } else {
+                    let built = try BroadcastPreflight.notification(
+                        for: pushes.edition,
+                        tier: target.tier,
+                        kind: pushes.kind,
+                        wave: pushes.wave,
+                        sentAt: sentAt
+                    )
+                    made[target.tier] = built
+                    push = built
+                }
+            } catch {
+                // Checked when the batch started; only `sentAt` changed since, so this is a payload at APNs' limit.
+                logger.error(
+                    "an APNs push cannot be built at its instant; its device is recorded as rejected",
+                    metadata: [LogKey.reason: "\(error)", LogKey.tier: "\(target.tier.rawValue)"]
+                )
+                unsendable.append(
+                    BatchSendMachine.Answer(
+                        position: item.position,
+                        result: .rejected(reason: "PayloadTooLarge", deactivates: nil),
+                        generation: generation
+                    )
+                )
+                continue
+            }
             guard case .apns(let token) = target.token, let push else {
-                // Never the case: the send machine hands APNs only APNs devices, and the ready alert only when made.
+                // Never the case: the send machine hands APNs only APNs devices.
                 unsendable.append(BatchSendMachine.Answer(position: item.position, result: .notSent, generation: generation))
                 continue
             }

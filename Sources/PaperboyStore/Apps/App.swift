@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// An app that Paperboy pushes to: its bundle id, and the providers its devices are reached through: APNs
 /// (token-auth key), FCM (service account), or both. An Android-only app has FCM alone.
@@ -17,6 +18,9 @@ public struct App: Sendable, Codable, Equatable {
     /// a running worker can tell that the credentials it loaded are stale by comparing one number.
     public var credentialsVersion: Int
     public var createdAt: Date
+    /// The app's words for its edition alerts (`paperboy apps set-alert-text`); nil: Paperboy's English default,
+    /// ``EditionAlertText/standard``.
+    public var alertText: EditionAlertText?
 
     enum CodingKeys: String, CodingKey {
         case id
@@ -25,6 +29,7 @@ public struct App: Sendable, Codable, Equatable {
         case fcm
         case credentialsVersion
         case createdAt
+        case alertText
     }
 
     public init(
@@ -33,7 +38,8 @@ public struct App: Sendable, Codable, Equatable {
         apns: APNsCredentials? = nil,
         fcm: FCMCredentials? = nil,
         credentialsVersion: Int = 1,
-        createdAt: Date
+        createdAt: Date,
+        alertText: EditionAlertText? = nil
     ) {
         self.id = id
         self.bundleID = bundleID
@@ -41,6 +47,7 @@ public struct App: Sendable, Codable, Equatable {
         self.fcm = fcm
         self.credentialsVersion = credentialsVersion
         self.createdAt = createdAt
+        self.alertText = alertText
     }
 }
 

@@ -141,6 +141,22 @@ public struct AppRepository: Sendable {
         )
     }
 
+    /// Sets the app's words for its edition alerts, or (nil) goes back to the English default. Nothing else
+    /// changes: the credentials version stays, and the dispatchers use the new words from their next batch.
+    ///
+    /// - Returns: the app as now stored.
+    /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
+    public func setAlertText(appID: Int, _ text: EditionAlertText?, logger: Logger) async throws -> App {
+        try await update(
+            appID: appID,
+            """
+            UPDATE apps a SET alert_title = \(text?.title), alert_body = \(text?.body)
+            WHERE id = \(appID) RETURNING \(unescaped: Self.columns)
+            """,
+            logger: logger
+        )
+    }
+
     /// The app with this id, if any.
     public func find(id: Int, logger: Logger) async throws -> App? {
         let rows = try await client.query("SELECT \(unescaped: Self.columns) FROM apps a WHERE a.id = \(id)", logger: logger)
@@ -218,10 +234,11 @@ public struct AppRepository: Sendable {
         throw StoreError(code: .notFound, field: provider.rawValue, message: "app \(appID) has no \(provider.name) credentials")
     }
 
-    typealias Row = (Int, String, String?, String?, String?, String?, String?, Int, Date)
+    typealias Row = (Int, String, String?, String?, String?, String?, String?, Int, Date, String?, String?)
     /// The columns of ``Row``, of `apps a`.
     static let columns = """
-        a.id, a.bundle_id, a.team_id, a.key_id, a.key_reference, a.fcm_service_account, a.fcm_project_id, a.credentials_version, a.created_at
+        a.id, a.bundle_id, a.team_id, a.key_id, a.key_reference, a.fcm_service_account, a.fcm_project_id, a.credentials_version, a.created_at,
+        a.alert_title, a.alert_body
         """
 
     static func app(_ row: Row) -> App {
@@ -233,6 +250,20 @@ public struct AppRepository: Sendable {
         if let path = row.5, let projectID = row.6 {
             fcm = FCMCredentials(stored: path, projectID: projectID)
         }
-        return App(id: row.0, bundleID: row.1, apns: apns, fcm: fcm, credentialsVersion: row.7, createdAt: row.8)
+        return App(
+            id: row.0,
+            bundleID: row.1,
+            apns: apns,
+            fcm: fcm,
+            credentialsVersion: row.7,
+            createdAt: row.8,
+            alertText: alertText(title: row.9, body: row.10)
+        )
+    }
+
+    /// An app's stored alert words (both columns or neither), nil for the default.
+    static func alertText(title: String?, body: String?) -> EditionAlertText? {
+        guard let title, let body else { return nil }
+        return EditionAlertText(unchecked: title, body: body)
     }
 }

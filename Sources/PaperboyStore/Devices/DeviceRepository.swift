@@ -96,6 +96,16 @@ public struct DeviceRepository: Sendable {
         return false
     }
 
+    /// Erases the device (a reader's request to erase their data): the row, its receipts and its deliveries are
+    /// deleted, not kept inactive. A later registration of the token is a new device.
+    /// - Returns: whether a device with one of these tokens existed.
+    public func erase(appID: Int, candidates: [PushToken], logger: Logger) async throws -> Bool {
+        let rows = try await client.query(RequestStatements.eraseDevice(appID: appID, candidates: candidates), logger: logger)
+        var erased = false
+        for try await _ in rows.decode(Int.self) { erased = true }
+        return erased
+    }
+
     /// Records that APNs declared the token invalid at `timestamp` (410 Unregistered or ExpiredToken, or a
     /// token that is not one: BadDeviceToken, DeviceTokenNotForTopic), by the rule a broadcast batch records
     /// its rejections with (``RequestStatements/unregister(deviceIDs:at:now:)``).

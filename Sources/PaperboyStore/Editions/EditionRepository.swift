@@ -36,7 +36,24 @@ public struct EditionRepository: Sendable {
         }
         let publication = try await PublicationRepository(client: client).resolve(slug: manifest.publication, appID: appID, logger: logger)
         let id = UUID()
-        try check(Edition(id: id, appID: publication.appID, manifest: manifest, deadline: deadline, publishedAt: now))
+        // Checked in the app's alert words, which its alerts will carry.
+        var alertText = EditionAlertText.standard
+        for try await (title, body) in try await client.query(
+            "SELECT alert_title, alert_body FROM apps WHERE id = \(publication.appID)",
+            logger: logger
+        ).decode((String?, String?).self) {
+            alertText = AppRepository.alertText(title: title, body: body) ?? .standard
+        }
+        let checked = Edition(
+            id: id,
+            appID: publication.appID,
+            manifest: manifest,
+            deadline: deadline,
+            publishedAt: now,
+            publicationTitle: publication.title,
+            alertText: alertText
+        )
+        try check(checked)
         let json = String(decoding: try Self.encoder.encode(manifest), as: UTF8.self)
         do {
             let published = try await client.audited(audit, logger: logger) { runner -> Date? in
@@ -58,7 +75,9 @@ public struct EditionRepository: Sendable {
                 return entry
             }
             if let published {
-                return Edition(id: id, appID: publication.appID, manifest: manifest, deadline: deadline, publishedAt: published)
+                var edition = checked
+                edition.publishedAt = published
+                return edition
             }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw StoreError(
@@ -73,7 +92,7 @@ public struct EditionRepository: Sendable {
     /// The edition with this id, if any.
     public func find(id: UUID, logger: Logger) async throws -> Edition? {
         try await select(
-            "SELECT e.id, p.app_id, e.manifest::text, e.deadline, e.published_at FROM editions e JOIN publications p ON p.id = e.publication_id WHERE e.id = \(id)",
+            "SELECT \(unescaped: Self.columns) FROM \(unescaped: Self.tables) WHERE e.id = \(id)",
             logger: logger
         ).first
     }
@@ -82,8 +101,7 @@ public struct EditionRepository: Sendable {
     public func latest(appID: Int, publication: String, logger: Logger) async throws -> Edition? {
         try await select(
             """
-            SELECT e.id, p.app_id, e.manifest::text, e.deadline, e.published_at
-            FROM editions e JOIN publications p ON p.id = e.publication_id
+            SELECT \(unescaped: Self.columns) FROM \(unescaped: Self.tables)
             WHERE p.app_id = \(appID) AND p.slug = \(publication)
             ORDER BY e.published_at DESC, e.issue_date DESC LIMIT 1
             """,
@@ -95,8 +113,7 @@ public struct EditionRepository: Sendable {
     public func list(appID: Int? = nil, publication: String? = nil, limit: Int = 50, logger: Logger) async throws -> [Edition] {
         try await select(
             """
-            SELECT e.id, p.app_id, e.manifest::text, e.deadline, e.published_at
-            FROM editions e JOIN publications p ON p.id = e.publication_id
+            SELECT \(unescaped: Self.columns) FROM \(unescaped: Self.tables)
             WHERE (\(appID)::integer IS NULL OR p.app_id = \(appID)) AND (\(publication)::text IS NULL OR p.slug = \(publication))
             ORDER BY e.published_at DESC, e.issue_date DESC LIMIT \(limit)
             """,
@@ -104,12 +121,28 @@ public struct EditionRepository: Sendable {
         )
     }
 
+    /// An edition's columns, with its publication's title and its app's alert words (what its alerts say).
+    static let columns = "e.id, p.app_id, e.manifest::text, e.deadline, e.published_at, p.title, a.alert_title, a.alert_body"
+    static let tables = "editions e JOIN publications p ON p.id = e.publication_id JOIN apps a ON a.id = p.app_id"
+
     private func select(_ query: PostgresQuery, logger: Logger) async throws -> [Edition] {
         let rows = try await client.query(query, logger: logger)
         var editions: [Edition] = []
-        for try await (id, appID, manifest, deadline, publishedAt) in rows.decode((UUID, Int, String, Date, Date).self) {
+        for try await (id, appID, manifest, deadline, publishedAt, title, alertTitle, alertBody) in rows.decode(
+            (UUID, Int, String, Date, Date, String?, String?, String?).self
+        ) {
             let manifest = try JSONDecoder().decode(EditionManifest.self, from: Data(manifest.utf8))
-            editions.append(Edition(id: id, appID: appID, manifest: manifest, deadline: deadline, publishedAt: publishedAt))
+            editions.append(
+                Edition(
+                    id: id,
+                    appID: appID,
+                    manifest: manifest,
+                    deadline: deadline,
+                    publishedAt: publishedAt,
+                    publicationTitle: title,
+                    alertText: AppRepository.alertText(title: alertTitle, body: alertBody) ?? .standard
+                )
+            )
         }
         return editions
     }

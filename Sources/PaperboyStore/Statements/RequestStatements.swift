@@ -139,6 +139,8 @@ public enum RequestStatements {
         },
         Statement("DELETE /v1/devices/{token}") { s in deleteDevice(appID: s.appID, candidates: [.apns(s.token)]) },
         Statement("DELETE /v1/devices/{token} (FCM)") { s in deleteDevice(appID: s.appID, candidates: [.fcm(s.fcmToken)]) },
+        Statement("DELETE /v1/devices/{token}?erase=true") { s in eraseDevice(appID: s.appID, candidates: [.apns(s.token)]) },
+        Statement("DELETE /v1/devices/{token}?erase=true (FCM)") { s in eraseDevice(appID: s.appID, candidates: [.fcm(s.fcmToken)]) },
         Statement("APNs 410: a device's id by token") { s in deviceID(appID: s.appID, environment: s.environment, token: s.token) },
         Statement("POST /v1/devices/{token}/receipts: record", preparedTypes: RecordReceipt.bindingDataTypes) { s in
             recordReceipt(appID: s.appID, candidates: [.apns(s.token)], ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
@@ -420,6 +422,26 @@ public enum RequestStatements {
             UPDATE devices d SET active = false, deleted_at = coalesce(deleted_at, now()), updated_at = now()
             WHERE d.app_id = \(appID) AND ((d.provider = 0 AND d.token = \(lookup.apns)) OR (d.provider = 1 AND d.token = \(lookup.fcm)))
             RETURNING 1
+            """
+    }
+
+    /// Erases the device: its row, its receipts and its deliveries, in one statement (the receipts' foreign key
+    /// is checked at its end). What is left is not the device's: receipt tallies are counts per wave and cohort,
+    /// and a `wave_members` row (ids only, until the pruner deletes the ended wave's members) finds no device to
+    /// send to; its `device_pushes` row goes with it (ON DELETE CASCADE).
+    static func eraseDevice(appID: Int, candidates: [PushToken]) -> PostgresQuery {
+        let lookup = TokenLookup(candidates)
+        return """
+            WITH erased AS (
+                DELETE FROM devices d
+                WHERE d.app_id = \(appID) AND ((d.provider = 0 AND d.token = \(lookup.apns)) OR (d.provider = 1 AND d.token = \(lookup.fcm)))
+                RETURNING d.id
+            ), erased_receipts AS (
+                DELETE FROM receipts r USING erased WHERE r.device_id = erased.id
+            ), erased_deliveries AS (
+                DELETE FROM deliveries l USING erased WHERE l.device_id = erased.id
+            )
+            SELECT 1 FROM erased
             """
     }
 
