@@ -108,7 +108,8 @@ extension Dispatcher {
             var contents = WorkerMachine.BatchContents(
                 targets: targets,
                 providers: [:],
-                appProviders: Set(providers.values.filter { $0.isConfigured(for: app) }.map(\.provider))
+                appProviders: Set(providers.values.filter { $0.isConfigured(for: app) }.map(\.provider)),
+                configuration: app.credentialsVersion
             )
             var channels: [PushProvider: any BatchChannel] = [:]
             for provider in Set(targets.map(\.provider)) {
@@ -369,6 +370,7 @@ extension Dispatcher {
                     likelyCause: suspicion.likelyCause,
                     reason: suspicion.reason,
                     by: self.configuration.owner,
+                    version: suspicion.version,
                     logger: self.logger
                 )
             }

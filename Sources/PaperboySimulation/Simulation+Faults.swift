@@ -39,6 +39,7 @@ extension Simulation {
             let old = keyFiles[key] ?? 1
             keyFiles[key] = old + 1
             self.provider.accepted[key, default: []].insert(old + 1)
+            model.setCredentials(appID: app, provider: provider)
             schedule(.revoke(app: app, provider: provider, generation: old), at: start.addingTimeInterval(revokeAt))
         case .misconfigure(let app, let provider, _, let fixAt):
             provider_misconfigure(AppProvider(appID: app, provider: provider))

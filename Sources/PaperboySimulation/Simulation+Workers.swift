@@ -254,7 +254,14 @@ extension Simulation {
             return nil
         case .raiseHold(let suspicion):
             covered.insert("hold")
-            if model.raiseHold(appID: suspicion.appID, provider: suspicion.provider, answer: suspicion.answer, reason: suspicion.reason, by: owner) {
+            if model.raiseHold(
+                appID: suspicion.appID,
+                provider: suspicion.provider,
+                answer: suspicion.answer,
+                reason: suspicion.reason,
+                by: owner,
+                version: suspicion.version
+            ) {
                 holdTimes.append((AppProvider(appID: suspicion.appID, provider: suspicion.provider), now, nil))
                 note("hold raised by \(owner): app \(suspicion.appID) \(suspicion.provider.rawValue): \(suspicion.reason)")
             }
@@ -302,7 +309,12 @@ extension Simulation {
                 )
             }
         }
-        return WorkerMachine.BatchContents(targets: targets, providers: providers, appProviders: appProviders)
+        return WorkerMachine.BatchContents(
+            targets: targets,
+            providers: providers,
+            appProviders: appProviders,
+            configuration: model.appVersions[app, default: 0]
+        )
     }
 
     /// `ProviderChannels.reload`: newer credentials another batch loaded, else the current key file's.

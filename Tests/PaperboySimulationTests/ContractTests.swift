@@ -25,6 +25,8 @@ struct ContractTests {
         let repository: BroadcastRepository
         let broadcast: UUID
         let app: Int
+        /// The app's configuration version (`credentials_version`) when it was set up.
+        var version: Int
         var logger: Logger { db.logger }
         /// When the wave's first cohort starts (the plan jitters it).
         var firstDue: Date { model.cohorts.map(\.startsAt).min()! }
@@ -123,8 +125,8 @@ struct ContractTests {
                 now: start,
                 logger: db.logger
             )
-            var pair = Pair(db: db, repository: repository, broadcast: started.broadcast.id, app: app.id)
-            pair.model.addApp(app.id, providers: [.apns])
+            var pair = Pair(db: db, repository: repository, broadcast: started.broadcast.id, app: app.id, version: app.credentialsVersion)
+            pair.model.addApp(app.id, providers: [.apns], version: app.credentialsVersion)
             let rows = try await db.client.query("SELECT id, cohort_key, token, registered_at FROM devices ORDER BY id", logger: db.logger)
             var modelled: [DispatchModel.Device] = []
             for try await (id, key, token, registered) in rows.decode((Int64, Int32, ByteBuffer, Date).self) {
@@ -362,9 +364,10 @@ struct ContractTests {
                 likelyCause: "the bundle id",
                 reason: "reason",
                 by: "w",
+                version: pair.version,
                 logger: pair.logger
             )
-            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "DeviceTokenNotForTopic", reason: "reason", by: "w")
+            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "DeviceTokenNotForTopic", reason: "reason", by: "w", version: pair.version)
             let (held, _) = try await Self.lease(&pair, "w2", at: later.addingTimeInterval(0.1))
             #expect(held == nil, "a held provider's batches and the app's new ones wait")
             #expect(try await SenderStatusRepository(client: pair.db.client).givenBackBroadcasts(logger: pair.logger).isEmpty)
@@ -427,15 +430,29 @@ struct ContractTests {
                 likelyCause: "c",
                 reason: "r",
                 by: "w",
+                version: pair.version,
                 logger: pair.logger
             )
-            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "BadDeviceToken", reason: "r", by: "w")
+            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "BadDeviceToken", reason: "r", by: "w", version: pair.version)
             #expect(try await holds.applyDue(before: cutoff, logger: pair.logger) == 0)
             let modelled7 = pair.model.applyHeldDeactivations(before: .distantFuture)
             #expect(modelled7 == 0)
             _ = try await holds.release(appID: pair.app, provider: .apns, logger: pair.logger)
             let modelled8 = pair.model.releaseHold(appID: pair.app, provider: .apns).dropped == targets.count
             #expect(modelled8)
+            // A worker's suspicion from answers to sends made before the release raises no hold again.
+            let stale = try await holds.raise(
+                appID: pair.app,
+                provider: .apns,
+                answer: "BadDeviceToken",
+                likelyCause: "c",
+                reason: "late answers",
+                by: "w2",
+                version: pair.version,
+                logger: pair.logger
+            )
+            let modelledStale = pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "BadDeviceToken", reason: "late answers", by: "w2", version: pair.version)
+            #expect(!stale && !modelledStale)
             #expect(try await pair.heldDeactivations().isEmpty)
             #expect(try await pair.activeDevices().count == 6, "released: every device stays active")
         }

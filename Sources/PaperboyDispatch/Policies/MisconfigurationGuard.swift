@@ -44,6 +44,9 @@ public struct MisconfigurationGuard: Sendable, Equatable {
         public var likelyCause: String
         public var invalid: Int
         public var answers: Int
+        /// The app's configuration version the answers were to: a hold for an older one is not raised (the operator
+        /// changed the configuration since, and answers to sends made before say nothing of the new one).
+        public var version: Int = 0
 
         /// The one-line reason shown in status, the console, logs and `apps holds`.
         public var reason: String {
@@ -60,6 +63,8 @@ public struct MisconfigurationGuard: Sendable, Equatable {
         var invalid = 0
         var reasons: [String: Int] = [:]
         var hints: [String: String] = [:]
+        /// The app's configuration version the answers tallied were to.
+        var version = 0
     }
 
     public let configuration: Configuration
@@ -74,17 +79,22 @@ public struct MisconfigurationGuard: Sendable, Equatable {
         tallies[AppProvider(appID: appID, provider: provider)] = nil
     }
 
-    /// Takes in answers of `appID` through `provider` that came at `now` (monotonic), with their reasons as the provider
-    /// spells them; returns the suspicion when they pass the threshold (once: the tally starts again after it).
+    /// Takes in answers of `appID` through `provider` that came at `now` (monotonic), to sends made under the app's
+    /// configuration `version`, with their reasons as the provider spells them; returns the suspicion when they pass the
+    /// threshold (once: the tally starts again after it). Answers to an older configuration than the tally's are
+    /// ignored; a newer one starts the tally again.
     public mutating func observe(
         appID: Int,
         provider: PushProvider,
         _ answers: [(reason: String, hint: String?)],
-        now: TimeInterval = 0
+        now: TimeInterval = 0,
+        version: Int = 0
     ) -> Suspicion? {
         guard !answers.isEmpty else { return nil }
         let key = AppProvider(appID: appID, provider: provider)
         var tally = tallies[key] ?? Tally()
+        if version < tally.version { return nil }
+        if version > tally.version { tally = Tally(version: version) }
         func dropOldest() {
             if let old = tally.recent[tally.start] {
                 tally.invalid -= 1
@@ -120,7 +130,8 @@ public struct MisconfigurationGuard: Sendable, Equatable {
                 answer: answer,
                 likelyCause: tally.hints[answer] ?? "",
                 invalid: tally.invalid,
-                answers: seen
+                answers: seen,
+                version: version
             )
         }
         tallies[key] = tally

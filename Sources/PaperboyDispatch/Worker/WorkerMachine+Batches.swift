@@ -28,6 +28,7 @@ extension WorkerMachine {
             configuration: configuration.batch
         )
         held[id]?.phase = .sending(machine, wake: nil)
+        held[id]?.configuration = contents.configuration
         forward(.started, to: id, at: moment, &actions)
         if entry.cancelled { forward(.broadcastCancelled, to: id, at: moment, &actions) }
         if let drainDeadline { forward(.drainStarted(deadline: drainDeadline), to: id, at: moment, &actions) }
@@ -62,7 +63,13 @@ extension WorkerMachine {
         var suspicions: [MisconfigurationGuard.Suspicion] = []
         for provider in PushProvider.allCases {
             guard let tallied = byProvider[provider], raisedHolds[AppProvider(appID: entry.batch.appID, provider: provider)] == nil else { continue }
-            if let suspicion = misconfigurations.observe(appID: entry.batch.appID, provider: provider, tallied, now: moment.monotonic) {
+            if let suspicion = misconfigurations.observe(
+                appID: entry.batch.appID,
+                provider: provider,
+                tallied,
+                now: moment.monotonic,
+                version: entry.configuration
+            ) {
                 suspicions.append(suspicion)
             }
         }

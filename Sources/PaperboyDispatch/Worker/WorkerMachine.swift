@@ -62,17 +62,22 @@ public struct WorkerMachine: Sendable {
         public var readyAlertProviders: Set<PushProvider>
         /// The providers the app has credentials for.
         public var appProviders: Set<PushProvider>
+        /// The version of the app's configuration read with the batch (`apps.credentials_version`): a hold is raised
+        /// only for answers to the current one.
+        public var configuration: Int
 
         public init(
             targets: [BatchTarget],
             providers: [PushProvider: BatchSendMachine.ProviderState],
             readyAlertProviders: Set<PushProvider> = [],
-            appProviders: Set<PushProvider>
+            appProviders: Set<PushProvider>,
+            configuration: Int = 0
         ) {
             self.targets = targets
             self.providers = providers
             self.readyAlertProviders = readyAlertProviders
             self.appProviders = appProviders
+            self.configuration = configuration
         }
     }
 
@@ -183,6 +188,8 @@ public struct WorkerMachine: Sendable {
         var cancelled = false
         /// When the confirmation in flight was asked for (monotonic).
         var confirmAskedAt: TimeInterval?
+        /// The app's configuration version read with the batch.
+        var configuration = 0
     }
 
     enum Phase: Sendable {

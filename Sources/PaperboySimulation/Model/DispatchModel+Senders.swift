@@ -53,18 +53,25 @@ extension DispatchModel {
         return true
     }
 
-    /// `ProviderHoldRepository.raise`: kept as it was when held already.
+    /// `ProviderHoldRepository.raise`: kept as it was when held already; none for an older configuration.
     @discardableResult
-    public mutating func raiseHold(appID: Int, provider: PushProvider, answer: String, reason: String, by worker: String) -> Bool {
+    public mutating func raiseHold(appID: Int, provider: PushProvider, answer: String, reason: String, by worker: String, version: Int) -> Bool {
         let key = AppProvider(appID: appID, provider: provider)
-        guard holds[key] == nil else { return false }
+        guard holds[key] == nil, appVersions[appID, default: 0] == version else { return false }
         holds[key] = Hold(answer: answer, reason: reason, raisedBy: worker)
         return true
+    }
+
+    /// `AppRepository.setAPNs` / `setFCM` (a rotation): a new configuration version, the provider's hold ended and its
+    /// held deactivations dropped.
+    public mutating func setCredentials(appID: Int, provider: PushProvider) {
+        releaseHold(appID: appID, provider: provider)
     }
 
     /// `ProviderHoldRepository.release`: the hold ends and its held deactivations are dropped.
     @discardableResult
     public mutating func releaseHold(appID: Int, provider: PushProvider) -> (released: Bool, dropped: Int) {
+        appVersions[appID, default: 0] += 1
         let released = holds.removeValue(forKey: AppProvider(appID: appID, provider: provider)) != nil
         let dropped = heldDeactivations.filter { $0.value.app == appID && $0.value.provider == provider }.map(\.key)
         for id in dropped { heldDeactivations[id] = nil }

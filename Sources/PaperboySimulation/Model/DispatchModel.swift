@@ -142,6 +142,8 @@ public struct DispatchModel: Sendable {
     public internal(set) var devices: [Int64: Device] = [:]
     var keyOrder: [Int64] = []
     public internal(set) var appProviders: [Int: Set<PushProvider>] = [:]
+    /// Each app's configuration version (`apps.credentials_version`).
+    public internal(set) var appVersions: [Int: Int] = [:]
     public internal(set) var broadcasts: [UUID: Broadcast] = [:]
     var waves: [WaveKey: Wave] = [:]
     public internal(set) var cohorts: [Cohort] = []
@@ -164,8 +166,9 @@ public struct DispatchModel: Sendable {
 
     // MARK: Setup
 
-    public mutating func addApp(_ id: Int, providers: Set<PushProvider>) {
+    public mutating func addApp(_ id: Int, providers: Set<PushProvider>, version: Int = 0) {
         appProviders[id] = providers
+        appVersions[id] = version
     }
 
     public mutating func addDevices(_ new: [Device]) {

@@ -46,7 +46,9 @@ public struct ProviderHoldRepository: Sendable {
         self.client = client
     }
 
-    /// Holds the app's provider; a hold already there stays as it was.
+    /// Holds the app's provider, for answers to sends made under its configuration `version`
+    /// (``App/credentialsVersion``); a hold already there stays as it was, and none is raised for an older
+    /// configuration than the app's now (the operator changed it since: those answers say nothing of the new one).
     /// - Returns: whether this call raised it.
     @discardableResult
     public func raise(
@@ -56,12 +58,14 @@ public struct ProviderHoldRepository: Sendable {
         likelyCause: String,
         reason: String,
         by worker: String,
+        version: Int,
         logger: Logger
     ) async throws -> Bool {
         let rows = try await client.query(
             """
             INSERT INTO provider_holds (app_id, provider, answer, likely_cause, reason, raised_by)
-            VALUES (\(appID), \(provider.storageCode), \(answer), \(likelyCause), \(reason), \(worker))
+            SELECT \(appID), \(provider.storageCode), \(answer), \(likelyCause), \(reason), \(worker)
+            FROM apps WHERE id = \(appID) AND credentials_version = \(version)
             ON CONFLICT (app_id, provider) DO NOTHING RETURNING 1
             """,
             logger: logger
@@ -109,10 +113,12 @@ public struct ProviderHoldRepository: Sendable {
     }
 
     /// The configuration was at fault and is fixed: the hold ends, and the deactivations it held are dropped (the
-    /// devices stay active and are sent again).
+    /// devices stay active and are sent again). The app's configuration version goes up, as for any change of it:
+    /// answers to sends made before say nothing of the fixed one, and raise no hold again.
     /// - Returns: whether there was a hold, and how many deactivations were dropped.
     public func release(appID: Int, provider: PushProvider, logger: Logger) async throws -> (released: Bool, dropped: Int) {
         try await client.transaction(logger: logger) { connection in
+            try await Self.newConfiguration(appID: appID, on: connection, logger: logger)
             let released =
                 try await connection.query(
                     "DELETE FROM provider_holds WHERE app_id = \(appID) AND provider = \(provider.storageCode) RETURNING 1",
@@ -126,10 +132,12 @@ public struct ProviderHoldRepository: Sendable {
         }
     }
 
-    /// The tokens really are dead: the held deactivations of the app's provider are applied now and the hold ends.
+    /// The tokens really are dead: the held deactivations of the app's provider are applied now and the hold ends
+    /// (the configuration version goes up, as for ``release(appID:provider:logger:)``).
     /// - Returns: whether there was a hold, and how many devices were deactivated.
     public func confirm(appID: Int, provider: PushProvider, logger: Logger) async throws -> (released: Bool, deactivated: Int) {
         try await client.transaction(logger: logger) { connection in
+            try await Self.newConfiguration(appID: appID, on: connection, logger: logger)
             let released =
                 try await connection.query(
                     "DELETE FROM provider_holds WHERE app_id = \(appID) AND provider = \(provider.storageCode) RETURNING 1",
@@ -159,6 +167,11 @@ public struct ProviderHoldRepository: Sendable {
         var applied = 0
         for try await count in rows.decode(Int.self) { applied = count }
         return applied
+    }
+
+    /// A new version of the app's configuration: workers load its credentials again and count answers afresh.
+    static func newConfiguration(appID: Int, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("UPDATE apps SET credentials_version = credentials_version + 1 WHERE id = \(appID)", logger: logger)
     }
 
     /// How many deactivations are held now.
