@@ -66,6 +66,15 @@ extension Simulation {
         workers[index].life = .running
         workers[index].running.append((now, nil))
         note("\(workers[index].name) resumed")
+        // A lease that ran out while the process was stopped is a dead worker's: another may take the batch over
+        // while this one, waking, finishes what it had written before it stopped. Those devices may be pushed twice,
+        // the documented bound of a worker stopped past its lease.
+        for id in workers[index].held {
+            if let batch = model.batches[id], batch.leaseOwner == workers[index].name, batch.expires <= now {
+                workers[index].abandoned.insert(id)
+                covered.insert("pausedPastLease")
+            }
+        }
         let buffered = workers[index].buffered
         workers[index].buffered = []
         for event in buffered { deliver(event, to: index) }
