@@ -24,7 +24,7 @@ import NIOSSL
 ///
 /// Every call ends in an ``APNsOutcome``: it never throws, and it never returns before the notification's fate is
 /// known or known to be unknown. Many tasks may send at once; beyond the streams the server allows they wait their
-/// turn. ``PushClient/send(_:)`` says what cancelling a call does.
+/// turn. ``PushClient/send(_:reporting:)`` says what cancelling a call does.
 public typealias APNsClient = PushClient<APNsProvider>
 
 /// What became of one delivery, with how long it took and how many attempts.

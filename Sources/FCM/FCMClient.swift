@@ -23,7 +23,7 @@ import NIOPosix
 /// returns before the message's fate is known or known to be unknown. Each batch waits for the project's quota,
 /// then goes out; 429, 500 and 503 are sent again as ``FCMProvider/Configuration/retryPolicy`` says (after
 /// `Retry-After` when FCM gives one), a 401 `UNAUTHENTICATED` once at once with a fresh access token, nothing else.
-/// ``PushClient/send(_:)`` says what cancelling a call does.
+/// ``PushClient/send(_:reporting:)`` says what cancelling a call does.
 public typealias FCMClient = PushClient<FCMProvider>
 
 /// What became of one delivery, with how long it took and how many attempts.

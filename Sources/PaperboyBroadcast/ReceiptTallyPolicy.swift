@@ -5,18 +5,30 @@ import PaperboyStore
 ///
 /// The steps count each receipt in the wave that had last reached its device when it was counted; a broadcast
 /// is recounted once, after it has ended, so that its final counts are exactly those of a full count. Not at
-/// the instant it ends: a cancelled broadcast's batches in flight still record their sends when answered, and a
-/// batch whose worker died is sent again by another once its lease expires. After ``settle`` (longer than a lease
-/// and a batch's record retries) its deliveries no longer change, so a recount then stays exact: the steps
-/// count its later receipts against final deliveries. One recount per call, the most recently ended first (the
-/// one an operator is watching); the others, such as broadcasts that ended before the tallies existed, follow
-/// one per step.
+/// the instant it ends: a batch a worker holds then (the broadcast cancelled, expired or failed under it) still
+/// records its sends when they are answered, and keeps trying while the database cannot take them, for the worker's
+/// record patience. After ``settle`` (``init(dispatcher:)``: all of that) its deliveries no longer change, so a
+/// recount then stays exact: the steps count its later receipts against final deliveries. One recount per call,
+/// the most recently ended first (the one an operator is watching); the others, such as broadcasts that ended
+/// before the tallies existed, follow one per step.
 public struct ReceiptTallyPolicy: Sendable, Equatable {
     /// How long after a broadcast's end its deliveries may still change.
     public var settle: TimeInterval
 
-    public init(settle: TimeInterval = 120) {
+    public init(settle: TimeInterval) {
         self.settle = settle
+    }
+
+    /// The policy for workers configured as `configuration`; for the default configuration, 6 minutes.
+    ///
+    /// A batch held at the broadcast's end learns of it within a third of a lease (its renewal) and has its written
+    /// requests answered within the push client's request timeout (10 s): within a lease, ``Dispatcher/Configuration/leaseDuration``.
+    /// Its outcomes are then recorded, the record retried for ``Dispatcher/Configuration/recordPatience`` while the
+    /// database fails, its last attempt given up after ``Dispatcher/Configuration/databasePatience`` (at least a
+    /// lease). A batch held longer than that was given up by its worker and is left to its lease.
+    public init(dispatcher configuration: Dispatcher.Configuration = Dispatcher.Configuration(owner: "")) {
+        let lastAttempt = max(configuration.databasePatience, configuration.leaseDuration)
+        settle = (configuration.leaseDuration + configuration.recordPatience + lastAttempt).seconds
     }
 
     /// The broadcast to recount at `now`, and the instant a recount must be at or after to be final (the one

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PaperboyCore
 import PostgresNIO
 import Synchronization
 
@@ -13,8 +14,9 @@ extension PostgresClient {
     /// fails inside NIO with no promise to fail, and the caller waits forever. A dispatcher waiting there stops
     /// leasing for good (the fault test "PostgreSQL stopped and started again" caught it: 717 of 2,000 devices
     /// sent, then nothing, with the database back). So here a connection that is closed gets no `ROLLBACK` (the
-    /// server ended the transaction when it closed it), and a `ROLLBACK` that is not answered within
-    /// `rollbackPatience` closes the connection instead.
+    /// server ended the transaction when it closed it), and a `ROLLBACK` that fails, is not answered within
+    /// `rollbackPatience` or is not sent because the task was cancelled closes the connection instead: the pool
+    /// would hand it out again inside the transaction.
     package func transaction<Result: Sendable>(
         logger: Logger,
         rollbackPatience: Duration = .seconds(5),
@@ -29,11 +31,18 @@ extension PostgresClient {
                 if !connection.isClosed && !Self.isConnectionLost(error) {
                     do {
                         try await answered(within: rollbackPatience) { _ = try await connection.query("ROLLBACK;", logger: logger) }
-                    } catch is DatabaseCallUnanswered {
-                        logger.warning("ROLLBACK was not answered; closing the connection", metadata: ["psql_connection_id": "\(connection.id)"])
-                        try? await connection.close()
                     } catch {
-                        // The ROLLBACK failed: the connection is unusable and the pool replaces it.
+                        // Not answered, failed, or never sent (the task was cancelled, as on SIGTERM: `answered` then
+                        // ends at once): the connection may still be inside the transaction, and PostgresNIO's pool
+                        // hands it out as it is, where the next BEGIN is only a warning and the next COMMIT commits
+                        // this body's writes. Closed, the server rolls it back; the pool opens another.
+                        logger.log(
+                            level: error is CancellationError ? .debug : .warning,
+                            "ROLLBACK did not complete; closing the connection",
+                            metadata: ["psql_connection_id": "\(connection.id)", LogKey.error: "\(String(reflecting: error))"]
+                        )
+                        // It fails only when the connection is closed already, which is what it is for.
+                        try? await connection.close()
                     }
                 }
                 throw error

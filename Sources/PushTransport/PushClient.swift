@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOHPACK
+import Synchronization
 
 /// Sends a provider's messages to one endpoint with one set of credentials: a pool of HTTP/2 connections
 /// (``PushConnectionPool``), the credential shared by all of them, and the send–classify–retry loop that is the
@@ -54,7 +55,13 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
     /// rate; a paced sender resuming after it waits as long.
     public var silenceLimit: Duration { Duration(pool.silenceLimit) }
 
-    /// Sends many messages at once and returns their results in the same order.
+    /// Sends many messages at once and reports each one's final result through `report` as soon as it is known (once
+    /// per delivery, from any thread, in no particular order); returns when all are reported.
+    ///
+    /// `report` runs on a connection's event loop (or in the canceller, for deliveries a cancellation ends): keep it
+    /// short, and never wait in it. A result is final when no retry follows it: accepted; a rejection the provider's
+    /// policy does not retry (permanent, or its attempts or time used up); a refused credential that is not sent
+    /// again; a fate unknown; not sent. Its latency counts from this call, retries and waits included.
     ///
     /// The batch enters the pool with one lock and one hop per connection, which is what makes a broadcast cheap.
     /// Each rejection the provider's policy retries is sent again after its own jittered backoff (or its
@@ -64,20 +71,28 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
     /// counting as attempts.
     ///
     /// Cancelling the calling task ends the call quickly without losing track of anything: requests not yet
-    /// written to a connection end at once as `notSent` (``PushTransportError/Code/cancelled``), and so do retries
-    /// still waiting out a backoff, a `Retry-After` or a quota, in place of the answer they would have replaced;
-    /// requests already written are still awaited (their answer, or the request timeout), because the server may
-    /// have them: their fate is never reported as `notSent`.
-    public func send(_ deliveries: [Provider.Delivery]) async -> [PushResult<Outcome>] {
-        let start = ContinuousClock.now
-        var results = [PushResult<Outcome>?](repeating: nil, count: deliveries.count)
-        // A retry's result comes after the result it replaces.
-        for (index, result) in await send(deliveries, Array(deliveries.indices), attempt: 1, refreshedCredential: false, start: start) {
-            results[index] = result
+    /// written to a connection are reported at once as `notSent` (``PushTransportError/Code/cancelled``), and so are
+    /// the deliveries waiting to be sent again (for the rest of their attempt's answers, a backoff, a `Retry-After`
+    /// or the quota), in place of the answer the retry would have replaced; requests already written are still
+    /// awaited, each reported when its answer comes or its request timeout passes, because the server may have them:
+    /// their fate is never reported as `notSent`. A draining sender learns at once which deliveries were never sent.
+    public func send(
+        _ deliveries: [Provider.Delivery],
+        reporting report: @escaping @Sendable (_ index: Int, _ result: PushResult<Outcome>) -> Void
+    ) async {
+        let metrics = self.metrics
+        await send(deliveries, Array(deliveries.indices), attempt: 1, refreshedCredential: false, start: .now) { index, result in
+            metrics.record(result.outcome.summary, nanoseconds: result.latency.nanoseconds)
+            report(index, result)
         }
-        let final = results.map { $0! }
-        for result in final { metrics.record(result.outcome.summary, nanoseconds: result.latency.nanoseconds) }
-        return final
+    }
+
+    /// Sends many messages at once and returns their results in the same order: ``send(_:reporting:)``, whose
+    /// results are gathered until the last.
+    public func send(_ deliveries: [Provider.Delivery]) async -> [PushResult<Outcome>] {
+        let results = PushResults<Outcome>(count: deliveries.count)
+        await send(deliveries, reporting: results.set)
+        return results.all()
     }
 
     /// Lets the requests in flight finish, fails the waiting ones as not sent, and closes the connections.
@@ -91,19 +106,18 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
     // MARK: The loop
 
     /// Sends the deliveries at `pending` (their positions in `deliveries`) as attempt `attempt`, then retries what
-    /// the provider's policy retries.
-    ///
-    /// - Returns: every result by position, retries' results after the ones they replace.
+    /// the provider's policy retries; reports each final result.
     private func send(
         _ deliveries: [Provider.Delivery],
         _ pending: [Int],
         attempt: Int,
         refreshedCredential: Bool,
-        start: ContinuousClock.Instant
-    ) async -> [(Int, PushResult<Outcome>)] {
-        func notSent(_ error: PushTransportError, attempts: Int) -> [(Int, PushResult<Outcome>)] {
+        start: ContinuousClock.Instant,
+        report: @escaping PushPass<Outcome>.Report
+    ) async {
+        func notSent(_ error: PushTransportError, attempts: Int) {
             let result = PushResult(outcome: Outcome.notSent(error), latency: ContinuousClock.now - start, attempts: attempts)
-            return pending.map { ($0, result) }
+            for index in pending { report(index, result) }
         }
         // A retry wave due just as its caller was cancelled: nothing of it was written.
         if Task.isCancelled { return notSent(Self.cancelled("before it was sent again"), attempts: attempt - 1) }
@@ -121,33 +135,34 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
                 return notSent(Self.cancelled("while it waited for the \(Provider.service) quota"), attempts: attempt - 1)
             }
         }
-        let answers = await execute(pending.map { deliveries[$0] }, credential: credential)
-        var results: [(Int, PushResult<Outcome>)] = []
-        results.reserveCapacity(pending.count)
-        var retries: [(position: Int, delay: Duration)] = []
-        var refused: [(position: Int, outcome: PushOutcomeSummary)] = []
-        for (position, index) in pending.enumerated() {
-            let (outcome, finished) = answers[position]
-            results.append((index, PushResult(outcome: outcome, latency: finished - start, attempts: attempt)))
-            // Nothing accepted is sent again: no retry decision, and no random number (a system call) for its jitter.
-            if outcome.isAccepted { continue }
-            switch provider.retry(after: outcome, attempt: attempt, elapsed: finished - start, random: Double.random(in: 0..<1)) {
-            case .no:
-                break
-            case .after(let delay):
-                retries.append((index, delay))
-                metrics.retried(outcome.summary)
-            case .withFreshCredential:
-                if !refreshedCredential { refused.append((index, outcome.summary)) }
+        let provider = self.provider
+        let pass = PushPass<Outcome>(
+            indices: pending,
+            attempt: attempt,
+            start: start,
+            replacesRefusedCredential: !refreshedCredential,
+            policy: { outcome, elapsed in provider.retry(after: outcome, attempt: attempt, elapsed: elapsed, random: Double.random(in: 0..<1)) },
+            report: report
+        )
+        let held = await execute(pending.map { deliveries[$0] }, credential: credential, pass: pass)
+        var retries = held.delayed.map { (position: $0.index, delay: $0.delay) }
+        for retry in held.delayed { metrics.retried(retry.outcome.summary) }
+        if !held.refused.isEmpty {
+            if await hasFreshCredential(replacing: credential) {
+                retries.append(contentsOf: held.refused.map { ($0.index, Duration.zero) })
+                for refused in held.refused { metrics.retried(refused.result.outcome.summary) }
+            } else {
+                // No other credential to send them with: the refusals stand.
+                for refused in held.refused { report(refused.index, refused.result) }
             }
+        } else if held.credentialRefused {
+            // The refused ones were reported as not sent when the caller was cancelled; the next call must not use
+            // this credential again all the same.
+            await provider.credentialRejected(credential)
         }
-        if !refused.isEmpty, await hasFreshCredential(replacing: credential) {
-            retries.append(contentsOf: refused.map { ($0.position, Duration.zero) })
-            for item in refused { metrics.retried(item.outcome) }
-        }
-        guard !retries.isEmpty else { return results }
-        let refreshed = refreshedCredential || !refused.isEmpty
-        let retried = await PushRetryWave.send(
+        guard !retries.isEmpty else { return }
+        let refreshed = refreshedCredential || held.credentialRefused
+        await PushRetryWave.send(
             retries,
             resolution: Self.retryResolution,
             cancelled: { positions in
@@ -156,13 +171,12 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
                     latency: ContinuousClock.now - start,
                     attempts: attempt
                 )
-                return positions.map { ($0, result) }
+                for index in positions { report(index, result) }
             },
             { positions in
-                await self.send(deliveries, positions, attempt: attempt + 1, refreshedCredential: refreshed, start: start)
+                await self.send(deliveries, positions, attempt: attempt + 1, refreshedCredential: refreshed, start: start, report: report)
             }
         )
-        return results + retried
     }
 
     /// Tells the provider that `credential` was refused, and whether it has another one now. The messages it
@@ -184,9 +198,9 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
 
     // MARK: The wire
 
-    /// One pass over the wire: outcomes (before retries) and when each was answered. Cancelling the calling task
-    /// withdraws the requests not yet written (see ``send(_:)``).
-    private func execute(_ deliveries: [Provider.Delivery], credential: String) async -> [(Outcome, ContinuousClock.Instant)] {
+    /// One pass over the wire: each answer goes to `pass`, which reports the final ones; returns what is to be sent
+    /// again. Cancelling the calling task withdraws the requests not yet written (see ``send(_:reporting:)``).
+    private func execute(_ deliveries: [Provider.Delivery], credential: String, pass: PushPass<Outcome>) async -> PushPass<Outcome>.Retries {
         let parts = provider.requests(for: deliveries, credential: credential)
         let firstID = pool.makeRequestIDs(count: parts.count)
         // The set of ids is made only when the caller is cancelled: hashing every id of every batch cost more than
@@ -197,7 +211,7 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
         let provider = self.provider
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
-                let collector = PushBatchCollector<Outcome>(count: parts.count, continuation: continuation)
+                pass.begin(continuation)
                 var requests: [PushWireRequest] = []
                 requests.reserveCapacity(parts.count)
                 let now = NIODeadline.now()
@@ -210,7 +224,7 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
                             enqueuedAt: now,
                             cancellation: cancellation
                         ) { result in
-                            collector.finish(position, Self.outcome(of: result, provider))
+                            pass.finish(position, Self.outcome(of: result, provider))
                         }
                     )
                 }
@@ -224,6 +238,9 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
                 if cancellation.isCancelled { pool.withdraw(Set(ids)) }
             }
         } onCancel: {
+            // First the pass, so that what waits for a retry is not sent again; then the pool's withdrawal, whose
+            // requests the pass reports as they end.
+            pass.cancel()
             if cancellation.cancel() { pool.withdraw(Set(ids)) }
         }
     }
@@ -240,6 +257,24 @@ public final class PushClient<Provider: PushProviderProtocol>: Sendable {
             // The pool resends these itself; one that reaches here was never sent.
             .notSent(PushTransportError(.connectionLost, "the request was not processed"))
         }
+    }
+}
+
+/// The results of one call in its order, gathered from its reports.
+private final class PushResults<Outcome: PushOutcome>: Sendable {
+    private let results: Mutex<[PushResult<Outcome>?]>
+
+    init(count: Int) {
+        results = Mutex(Array(repeating: nil, count: count))
+    }
+
+    func set(_ index: Int, _ result: PushResult<Outcome>) {
+        results.withLock { $0[index] = result }
+    }
+
+    /// Every delivery's result, once each was reported.
+    func all() -> [PushResult<Outcome>] {
+        results.withLock { $0.map { $0! } }
     }
 }
 

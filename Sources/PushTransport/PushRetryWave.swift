@@ -35,16 +35,16 @@ public struct PushRetryWave: Equatable, Sendable {
     /// Sends the retries of one batch wave by wave: each wave after its delay, all waves at once, `send` given
     /// the wave's positions.
     ///
-    /// - Parameter cancelled: the results of a wave whose wait was cancelled (the caller's task was): nothing of it
-    ///   was sent again, so its deliveries end as not sent instead of keeping the answer the retry would replace.
-    /// - Returns: every result `send` or `cancelled` returned.
-    static func send<Result: Sendable>(
+    /// - Parameter cancelled: told the positions of a wave whose wait was cancelled (the caller's task was), at once:
+    ///   nothing of it was sent again, so its deliveries end as not sent instead of keeping the answer the retry
+    ///   would replace.
+    static func send(
         _ retries: [(position: Int, delay: Duration)],
         resolution: Duration,
-        cancelled: @escaping @Sendable (_ positions: [Int]) -> [(Int, Result)],
-        _ send: @escaping @Sendable (_ positions: [Int]) async -> [(Int, Result)]
-    ) async -> [(Int, Result)] {
-        await withTaskGroup(of: [(Int, Result)].self) { group in
+        cancelled: @escaping @Sendable (_ positions: [Int]) -> Void,
+        _ send: @escaping @Sendable (_ positions: [Int]) async -> Void
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
             for wave in waves(retries, resolution: resolution) {
                 group.addTask {
                     if wave.delay > .zero {
@@ -54,12 +54,9 @@ public struct PushRetryWave: Equatable, Sendable {
                             return cancelled(wave.positions)
                         }
                     }
-                    return await send(wave.positions)
+                    await send(wave.positions)
                 }
             }
-            var all: [(Int, Result)] = []
-            for await wave in group { all.append(contentsOf: wave) }
-            return all
         }
     }
 }

@@ -532,6 +532,63 @@ extension APNsClientTests {
         }
     }
 
+    @Test("cancelled: requests waiting for a stream and a retry are reported not sent at once, the written one later with its answer")
+    func cancelledReportsEachDelivery() async throws {
+        var faults = APNsSimulator.Faults()
+        faults.maxConcurrentStreams = 1
+        faults.outcomesByTokenPrefix = [("5", .init(status: 503, reason: .serviceUnavailable))]
+        faults.latencyByTokenPrefix = [("1", .seconds(3))]
+        try await Self.withSimulator(
+            faults: faults,
+            configure: {
+                $0.connections = 1
+                $0.stalledAfter = .seconds(10)
+                $0.retryPolicy.initialBackoff = .seconds(20)
+                $0.retryPolicy.maximumBackoff = .seconds(20)
+            },
+            { simulator, client in
+                #expect(await client.send(Self.notification, to: Self.token(0), topic: Self.topic).isAccepted, "the connection is up")
+                // One stream: the 503 is answered at once, then the slow one holds the stream for 3 s, the rest wait.
+                let failing = Self.token(1, prefix: "5")
+                let slow = Self.token(1, prefix: "1")
+                let waiting = (1...20).map { Self.token($0, prefix: "2") }
+                let tokens = [failing, slow] + waiting
+                let reports = Mutex<[Int: [(result: APNsResult, at: Duration)]]>([:])
+                let started = ContinuousClock.now
+                let call = Task {
+                    await client.send(tokens.map { APNsDelivery(Self.notification, to: $0, topic: Self.topic) }) { index, result in
+                        let at = ContinuousClock.now - started
+                        reports.withLock { $0[index, default: []].append((result, at)) }
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                call.cancel()
+                await call.value
+                let returned = ContinuousClock.now - started
+                let byIndex = reports.withLock { $0 }
+                #expect(byIndex.count == tokens.count && byIndex.values.allSatisfy { $0.count == 1 }, "each delivery reported once")
+                for (index, token) in tokens.enumerated() {
+                    guard let (result, at) = byIndex[index]?.first else { continue }
+                    if token == slow {
+                        #expect(result.outcome.isAccepted, "written before the cancellation: awaited, \(result.outcome)")
+                        #expect(at >= .milliseconds(2900), "reported with its answer: \(at)")
+                    } else {
+                        guard case .notSent(let error) = result.outcome else {
+                            Issue.record("\(token): \(result.outcome), not withdrawn")
+                            continue
+                        }
+                        #expect(error.code == .cancelled)
+                        #expect(at < .milliseconds(1500), "reported at the cancellation, not with the written one's answer: \(at)")
+                    }
+                }
+                #expect(returned >= .milliseconds(2900), "the call returns when the written one is reported: \(returned)")
+                #expect(waiting.allSatisfy { simulator.acceptedCount(forToken: $0) == 0 }, "nothing withdrawn reached APNs")
+                #expect(simulator.acceptedCount(forToken: slow) == 1)
+                #expect(simulator.stats().rejected["ServiceUnavailable"] == 1, "the 503 was sent once")
+            }
+        )
+    }
+
     @Test(
         "a cancelled batch: requests still queued end at once as not sent, and so does the retry of a 503; those written are still answered"
     )

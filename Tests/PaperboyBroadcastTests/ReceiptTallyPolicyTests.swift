@@ -41,4 +41,26 @@ struct ReceiptTallyPolicyTests {
         #expect(Self.policy.due(ended, now: Self.now)?.id == ended[1].id)
         #expect(Self.policy.due([], now: Self.now) == nil)
     }
+
+    /// A batch a worker holds when the broadcast ends records its outcomes after that, retrying while the database
+    /// fails for the dispatcher's record patience, its last attempt up to its database patience: a recount before
+    /// then may miss deliveries and is not final.
+    @Test("by default a broadcast is recounted only after a batch held at its end has recorded its outcomes or given up")
+    func defaultSettlesAfterRecords() {
+        let dispatcher = Dispatcher.Configuration(owner: "test")
+        let recording = Double((dispatcher.recordPatience + dispatcher.databasePatience).components.seconds)
+        let policy = ReceiptTallyPolicy()
+        #expect(policy.due([Self.ended(1, finishedAgo: recording)], now: Self.now) == nil, "a record may still be retried")
+        #expect(policy.due([Self.ended(1, finishedAgo: 360)], now: Self.now)?.id == Self.ended(1, finishedAgo: 0).id)
+    }
+
+    @Test("the settle time follows the workers' configuration: a lease, the record patience and its last attempt, scaled with the clock")
+    func settleFromDispatcher() {
+        #expect(ReceiptTallyPolicy().settle == 360, "30 s + 300 s + 30 s")
+        var patient = Dispatcher.Configuration(owner: "test")
+        patient.recordPatience = .seconds(900)
+        patient.databasePatience = .seconds(60)
+        #expect(ReceiptTallyPolicy(dispatcher: patient).settle == 30 + 900 + 60)
+        #expect(ReceiptTallyPolicy(dispatcher: Dispatcher.Configuration(owner: "demo").scaled(by: 60)).settle == 360 * 60)
+    }
 }

@@ -81,4 +81,45 @@ struct TransactionTests {
             #expect(rows == [2])
         }
     }
+
+    /// SIGTERM cancels a worker in the middle of a transaction: the body fails, and the ROLLBACK fails too (its call
+    /// ends at once with `CancellationError`, unsent). PostgresNIO's pool takes the connection back as it is, inside
+    /// the open transaction: the next user's `BEGIN` is only a warning there, and its `COMMIT` commits the cancelled
+    /// body's writes with its own.
+    @Test("a ROLLBACK that fails (the task was cancelled) leaves no connection inside the transaction in the pool", .timeLimit(.minutes(1)))
+    func rollbackFailed() async throws {
+        try await TestDatabase.with { db in
+            try await db.client.query("CREATE TABLE t (x int)", logger: db.logger)
+            // One connection, so that the next transaction gets the one the failed ROLLBACK left.
+            var configuration = db.configuration
+            configuration.maximumConnections = 1
+            let client = configuration.makeClient(logger: db.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                defer { group.cancelAll() }
+                let cancelled = Task {
+                    try await client.transaction(logger: db.logger) { connection in
+                        try await connection.query("INSERT INTO t VALUES (1)", logger: db.logger)
+                        withUnsafeCurrentTask { $0?.cancel() }
+                        throw BodyFailed()
+                    }
+                }
+                await #expect(throws: BodyFailed.self) { try await cancelled.value }
+                // The pool's connection is not inside the cancelled transaction (which had a transaction id: it wrote).
+                for try await inTransaction in try await client.query("SELECT pg_current_xact_id_if_assigned() IS NOT NULL", logger: db.logger)
+                    .decode(Bool.self)
+                {
+                    #expect(!inTransaction, "the pool handed out a connection inside the cancelled transaction")
+                }
+                try await client.transaction(logger: db.logger) { connection in
+                    try await connection.query("INSERT INTO t VALUES (2)", logger: db.logger)
+                }
+                var rows: [Int] = []
+                for try await value in try await db.client.query("SELECT x FROM t ORDER BY x", logger: db.logger).decode(Int.self) {
+                    rows.append(value)
+                }
+                #expect(rows == [2], "the cancelled transaction's row was not committed by the next one")
+            }
+        }
+    }
 }

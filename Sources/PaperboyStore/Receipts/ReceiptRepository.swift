@@ -35,10 +35,7 @@ public struct ReceiptRepository: Sendable {
             throw StoreError(code: .invalid, field: "seconds", message: "seconds must be 0 or more")
         }
         try report.context.validate()
-        var found: RecordReceipt.Row?
-        for try await row in try await client.execute(RecordReceipt(appID: appID, candidates: candidates, report), logger: logger) {
-            found = row
-        }
+        let found = try await client.executePrepared(RecordReceipt(appID: appID, candidates: candidates, report), logger: logger).last
         guard let row = found, let deviceID = row.0 else {
             throw StoreError(code: .notFound, field: "token", message: "no device with this token is registered")
         }

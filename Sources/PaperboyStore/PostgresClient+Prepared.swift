@@ -1,0 +1,37 @@
+import Logging
+import PaperboyCore
+import PostgresNIO
+
+extension PostgresClient {
+    /// Runs a prepared statement and returns its rows; when the statement fails, its connection is closed, so that
+    /// the pool opens another.
+    ///
+    /// PostgresNIO (1.33.2) prepares a statement once per connection and keeps what its PREPARE came to for the
+    /// connection's life, a failure included (`PreparedStatementStateMachine`'s `error` state): every later
+    /// execution of the statement there fails at once with that error, without reaching the server. A PREPARE fails
+    /// for reasons that pass: a lock held past `lock_timeout` or `statement_timeout` (a migration altering a table it
+    /// reads), a query cancelled by an operator. Which of the two failed, the PREPARE or the execution, the error does
+    /// not say; either is rare, and a new connection costs milliseconds, so any failure closes the connection.
+    package func executePrepared<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row]
+    where Statement.Row: Sendable {
+        try await withConnection { connection in
+            do {
+                var rows: [Statement.Row] = []
+                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                return rows
+            } catch let error as PSQLError {
+                if !connection.isClosed {
+                    // The server's words only: the error's full description holds the statement's text.
+                    let reason = error.serverInfo.map { "\($0[.sqlState] ?? "") \($0[.message] ?? "")" } ?? "\(error.code)"
+                    logger.warning(
+                        "a prepared statement failed; closing its connection, where it would fail again",
+                        metadata: ["psql_connection_id": "\(connection.id)", LogKey.error: "\(reason)"]
+                    )
+                    // It fails only when the connection is closed already, which is what it is for.
+                    try? await connection.close()
+                }
+                throw error
+            }
+        }
+    }
+}
