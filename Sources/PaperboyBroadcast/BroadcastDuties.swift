@@ -32,7 +32,7 @@ public final class BroadcastDuties: Service {
         )
         self.senders = SenderStatusRepository(client: repository.client)
         self.holds = ProviderHoldRepository(client: repository.client)
-        self.tallier = ReceiptTallier(client: repository.client)
+        self.tallier = ReceiptTallier(client: repository.client, policy: ReceiptTallyPolicy(dispatcher: configuration))
         self.configuration = configuration
         self.clock = clock
         self.metrics = metrics

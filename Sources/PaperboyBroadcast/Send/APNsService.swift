@@ -140,8 +140,11 @@ public struct APNsService: PushService {
             positions.append(item.position)
         }
         if !unsendable.isEmpty { report(unsendable) }
-        let results = await client.send(deliveries)
-        report(zip(positions, results).map { SendRules.answer($1.outcome, position: $0, generation: generation) })
+        let answers = AnswerGatherer(report: report)
+        await client.send(deliveries) { [positions] index, result in
+            answers.add(SendRules.answer(result.outcome, position: positions[index], generation: generation))
+        }
+        answers.flush()
     }
 
     public func isUnreachable(_ client: APNsClient) -> Bool { client.isUnreachable }

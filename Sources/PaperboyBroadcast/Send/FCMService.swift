@@ -114,13 +114,17 @@ public struct FCMService: PushService {
             positions.append(item.position)
         }
         if !unbuilt.isEmpty { report(unbuilt) }
-        let results = await client.send(deliveries)
-        if results.contains(where: { if case .rejected(let rejection) = $0.outcome { rejection.action == .fixConfiguration } else { false } }) {
+        let answers = AnswerGatherer(report: report)
+        await client.send(deliveries) { [positions] index, result in
+            let thirdPartyAuth = if case .rejected(let rejection) = result.outcome { rejection.action == .fixConfiguration } else { false }
+            answers.add(SendRules.answer(result.outcome, position: positions[index], generation: generation), noting: thirdPartyAuth)
+        }
+        answers.flush()
+        if answers.noted {
             logger.error(
                 "FCM cannot reach this app's iOS devices: Firebase holds no valid APNs credentials for it (THIRD_PARTY_AUTH_ERROR); upload the APNs key in the Firebase console"
             )
         }
-        report(zip(positions, results).map { SendRules.answer($1.outcome, position: $0, generation: generation) })
     }
 
     static func message(_ pushes: Pushes, tier: ImageTier, platform: DevicePlatform, sentAt: Date) throws -> FCMMessage {
