@@ -355,14 +355,11 @@ extension Dispatcher {
     /// Holds the app's provider for a suspected misconfiguration: sending through it stops on every worker and no
     /// device is deactivated, until an operator fixes the configuration or confirms the deactivations.
     func raise(_ suspicion: MisconfigurationGuard.Suspicion) async -> WorkerMachine.Event? {
-        logger.critical(
-            "most devices of the app answer that their tokens are not valid for it: a misconfiguration is likely, so its sends through the provider are held and no device is deactivated; fix the configuration, then run paperboy apps release (or confirm the deactivations with paperboy apps confirm-deactivations)",
-            metadata: [
-                LogKey.app: "\(suspicion.appID)", LogKey.provider: "\(suspicion.provider.rawValue)", LogKey.reason: "\(suspicion.reason)",
-            ]
-        )
+        let metadata: Logger.Metadata = [
+            LogKey.app: "\(suspicion.appID)", LogKey.provider: "\(suspicion.provider.rawValue)", LogKey.reason: "\(suspicion.reason)",
+        ]
         do {
-            try await database {
+            let raised = try await database {
                 try await self.holds.raise(
                     appID: suspicion.appID,
                     provider: suspicion.provider,
@@ -372,6 +369,19 @@ extension Dispatcher {
                     by: self.configuration.owner,
                     version: suspicion.version,
                     logger: self.logger
+                )
+            }
+            if raised {
+                logger.critical(
+                    "most devices of the app answer that their tokens are not valid for it: a misconfiguration is likely, so its sends through the provider are held and no device is deactivated; fix the configuration, then run paperboy apps release (or confirm the deactivations with paperboy apps confirm-deactivations)",
+                    metadata: metadata
+                )
+            } else {
+                // Already held by another worker, or the operator changed the app's configuration since these
+                // answers' sends: they say nothing of the new one, and the hold an operator released stays released.
+                logger.notice(
+                    "most devices of the app answered that their tokens are not valid for it, but the provider is already held or its configuration changed since those sends: nothing new held",
+                    metadata: metadata
                 )
             }
             return .holdRaised(AppProvider(appID: suspicion.appID, provider: suspicion.provider))

@@ -145,7 +145,10 @@ final class PrometheusServer: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let output = try FileHandle(forWritingTo: log)
         defer { try? output.close() }
-        process.executableURL = try #require(Self.binary)
+        guard let binary = Self.binary else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "prometheus is not installed here"])
+        }
+        process.executableURL = binary
         process.arguments = [
             "--config.file=\(directory.path)/prometheus.yml",
             "--storage.tsdb.path=\(directory.path)/data",

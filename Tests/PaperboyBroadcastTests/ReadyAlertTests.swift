@@ -67,7 +67,7 @@ struct ReadyAlertTests {
             deadline: Date().addingTimeInterval(3600),
             publishedAt: Date()
         )
-        let notification = try BroadcastPreflight.readyNotification(for: edition, wave: 4)
+        let notification = try APNsService.readyNotification(for: edition, wave: 4)
         #expect(notification.pushType == .alert)
         let payload = try #require(try JSONSerialization.jsonObject(with: Data(notification.payload)) as? [String: Any])
         let aps = try #require(payload["aps"] as? [String: Any])

@@ -47,7 +47,7 @@ struct DownloadPlanTests {
     @Test("a push to a tier the edition lacks has an empty fetch: the manifest's plan is the way to the bundles")
     func emptyFetch() throws {
         let edition = EditionWakeUpTests.edition(tiers: ["small", "large"])
-        let pushes = try BroadcastPreflight.notifications(for: edition, kind: .background, wave: 1)
+        let pushes = try APNsService.notifications(for: edition, kind: .background, wave: 1)
         let wakeUp = try EditionWakeUpTests.wakeUp(pushes[.medium])
         #expect(wakeUp.fetch.isEmpty)
         #expect(wakeUp.tier == .medium)

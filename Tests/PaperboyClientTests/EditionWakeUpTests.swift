@@ -74,14 +74,14 @@ struct EditionWakeUpTests {
 
     @Test("an APNs background push decodes: edition, manifest, tier, deadline, fetch in order, wave and sentAt")
     func apnsBackground() throws {
-        let pushes = try BroadcastPreflight.notifications(for: Self.edition(), kind: .background, wave: 2, sentAt: Self.sentAt)
+        let pushes = try APNsService.notifications(for: Self.edition(), kind: .background, wave: 2, sentAt: Self.sentAt)
         let wakeUp = try Self.wakeUp(pushes[.large])
         #expect(wakeUp == Self.expected)
     }
 
     @Test("the same push through FCM to an iOS app (every value a string) decodes to the same wake-up; the guide's old casts found nothing")
     func fcmOnIOS() throws {
-        let message = try BroadcastPreflight.fcmMessage(
+        let message = try FCMService.fcmMessage(
             for: Self.edition(),
             tier: .large,
             kind: .background,
@@ -99,7 +99,7 @@ struct EditionWakeUpTests {
 
     @Test("an Android data message decodes through decode(data:) to the same wake-up")
     func android() throws {
-        let message = try BroadcastPreflight.fcmMessage(
+        let message = try FCMService.fcmMessage(
             for: Self.edition(),
             tier: .large,
             kind: .background,
@@ -116,7 +116,7 @@ struct EditionWakeUpTests {
     func alertForTheExtension() throws {
         var edition = Self.edition()
         edition.alertText = try EditionAlertText(title: "{publication}", body: "{year}年{month}月{day}日号を公開しました")
-        let pushes = try BroadcastPreflight.notifications(for: edition, kind: .alert, wave: 5, sentAt: Self.sentAt)
+        let pushes = try APNsService.notifications(for: edition, kind: .alert, wave: 5, sentAt: Self.sentAt)
         for tier in PaperboyCore.ImageTier.allCases {
             let push = try #require(pushes[tier])
             let userInfo = try Self.userInfo(push)
@@ -128,7 +128,7 @@ struct EditionWakeUpTests {
             #expect(wakeUp.fetch.map(\.lastPathComponent) == ["small-1.zip", "small-2.zip"])
             #expect(wakeUp.extensionLimits == .init(seconds: 30, megabytes: 24))
         }
-        let message = try BroadcastPreflight.fcmMessage(
+        let message = try FCMService.fcmMessage(
             for: edition,
             tier: .large,
             kind: .alert,
@@ -143,7 +143,7 @@ struct EditionWakeUpTests {
         #expect(viaFCM.extensionLimits == .init(seconds: 30, megabytes: 24))
         #expect(viaFCM.isAlert)
         // Android shows FCM's notification itself; its data keeps the device's tier for when the reader taps it.
-        let android = try BroadcastPreflight.fcmMessage(
+        let android = try FCMService.fcmMessage(
             for: edition,
             tier: .large,
             kind: .alert,
@@ -158,7 +158,7 @@ struct EditionWakeUpTests {
 
     @Test("the default alert words say the edition is out, never that it is ready")
     func defaultWords() throws {
-        let pushes = try BroadcastPreflight.notifications(for: Self.edition(), kind: .alert, wave: 5, sentAt: Self.sentAt)
+        let pushes = try APNsService.notifications(for: Self.edition(), kind: .alert, wave: 5, sentAt: Self.sentAt)
         let push = try #require(pushes[.small])
         let aps = try #require(try Self.userInfo(push)["aps"] as? [String: Any])
         let alert = try #require(aps["alert"] as? [String: String])
@@ -168,7 +168,7 @@ struct EditionWakeUpTests {
 
     @Test("a push without sentAt (built without its send instant) decodes with sentAt nil; secondsFromPush then counts from arrival")
     func withoutSentAt() throws {
-        let pushes = try BroadcastPreflight.notifications(for: Self.edition(), kind: .background, wave: 1)
+        let pushes = try APNsService.notifications(for: Self.edition(), kind: .background, wave: 1)
         let wakeUp = try Self.wakeUp(pushes[.small])
         #expect(wakeUp.sentAt == nil)
         let arrival = Date(timeIntervalSince1970: 1_795_378_600)
@@ -188,7 +188,7 @@ struct EditionWakeUpTests {
     func notOursOrMalformed() throws {
         #expect(try EditionWakeUp.decode(userInfo: ["aps": ["alert": "Breaking news"], "article": "123"]) == nil)
         #expect(try EditionWakeUp.decode(data: ["article": "123"]) == nil)
-        let message = try BroadcastPreflight.fcmMessage(
+        let message = try FCMService.fcmMessage(
             for: Self.edition(),
             tier: .large,
             kind: .background,

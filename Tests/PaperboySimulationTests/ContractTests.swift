@@ -451,7 +451,14 @@ struct ContractTests {
                 version: pair.version,
                 logger: pair.logger
             )
-            let modelledStale = pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "BadDeviceToken", reason: "late answers", by: "w2", version: pair.version)
+            let modelledStale = pair.model.raiseHold(
+                appID: pair.app,
+                provider: .apns,
+                answer: "BadDeviceToken",
+                reason: "late answers",
+                by: "w2",
+                version: pair.version
+            )
             #expect(!stale && !modelledStale)
             #expect(try await pair.heldDeactivations().isEmpty)
             #expect(try await pair.activeDevices().count == 6, "released: every device stays active")

@@ -71,8 +71,8 @@ public struct APNsService: PushService {
     public func pushes(for edition: Edition, batch: LeasedBatch, readyAlerts: Bool) throws -> Pushes {
         let pushes = Pushes(edition: edition, kind: batch.kind, wave: batch.wave, readyAlerts: readyAlerts)
         // Made once now, at the slot's start, so that a push that cannot be built stops the batch before anything is sent.
-        _ = try BroadcastPreflight.notifications(for: edition, kind: batch.kind, wave: batch.wave, sentAt: batch.slotStart)
-        if readyAlerts { _ = try BroadcastPreflight.readyNotification(for: edition, wave: batch.wave, sentAt: batch.slotStart) }
+        _ = try Self.notifications(for: edition, kind: batch.kind, wave: batch.wave, sentAt: batch.slotStart)
+        if readyAlerts { _ = try Self.readyNotification(for: edition, wave: batch.wave, sentAt: batch.slotStart) }
         return pushes
     }
 
@@ -100,13 +100,13 @@ public struct APNsService: PushService {
             do {
                 if item.readyAlert {
                     if readyAlert == nil {
-                        readyAlert = try BroadcastPreflight.readyNotification(for: pushes.edition, wave: pushes.wave, sentAt: sentAt)
+                        readyAlert = try Self.readyNotification(for: pushes.edition, wave: pushes.wave, sentAt: sentAt)
                     }
                     push = readyAlert
                 } else if let known = made[target.tier] {
                     push = known
                 } else {
-                    let built = try BroadcastPreflight.notification(
+                    let built = try Self.notification(
                         for: pushes.edition,
                         tier: target.tier,
                         kind: pushes.kind,

@@ -128,7 +128,7 @@ public struct FCMService: PushService {
     }
 
     static func message(_ pushes: Pushes, tier: ImageTier, platform: DevicePlatform, sentAt: Date) throws -> FCMMessage {
-        try BroadcastPreflight.fcmMessage(
+        try Self.fcmMessage(
             for: pushes.edition,
             tier: tier,
             kind: pushes.kind,
@@ -155,11 +155,5 @@ extension ProviderChannels where Service == FCMService {
     /// Channels that make their clients in `clients`.
     public convenience init(clients: FCMClients) {
         self.init(service: FCMService(clients: clients))
-    }
-
-    /// The app's service account, loaded as a dispatcher loads it; nil when it has none.
-    static func loadAccount(_ app: App) throws(ChannelError) -> FCMServiceAccount? {
-        guard let credentials = app.fcm else { return nil }
-        return try FCMService.load(credentials, app: app)
     }
 }

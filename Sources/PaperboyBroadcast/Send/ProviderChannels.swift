@@ -79,7 +79,7 @@ public final class ProviderChannels<Service: PushService>: PushChannels {
             return .ready(entry.client, generation: entry.generation)
         }
         do {
-            let entry = try install(try load(credentials, app: app, environment: environment), key: key)
+            let entry = install(try load(credentials, app: app, environment: environment), key: key)
             return .ready(entry.client, generation: entry.generation)
         } catch {
             return .unavailable("\(error)")

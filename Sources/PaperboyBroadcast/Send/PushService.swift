@@ -19,6 +19,14 @@ public protocol PushService: Sendable {
 
     static var provider: PushProvider { get }
 
+    /// Refuses an edition one of whose pushes through this provider cannot be built, before it is published or
+    /// broadcast (``BroadcastPreflight/checkPushes(_:)``).
+    static func checkPushes(_ edition: Edition) throws(PushCheckFailure)
+
+    /// Refuses an app that cannot send its devices of this provider from this process: credentials missing (where
+    /// the provider's devices cannot simply be skipped) or unreadable here (``BroadcastPreflight/checkCredentials(_:for:)``).
+    static func checkCredentials(_ app: App) throws(ChannelError)
+
     /// The app's credentials for this provider; nil when it has none (its devices are then skipped).
     func credentials(of app: App) -> Credentials?
 
@@ -36,7 +44,7 @@ public protocol PushService: Sendable {
     /// - Throws: when a push cannot be built (too large): the broadcast cannot be sent at all.
     func pushes(for edition: Edition, batch: LeasedBatch, readyAlerts: Bool) throws -> Pushes
 
-    /// Whether `pushes` hold the ready alert (``BroadcastPreflight/readyNotification(for:wave:)``).
+    /// Whether `pushes` hold the ready alert (``APNsService/readyNotification(for:wave:sentAt:)``).
     func hasReadyAlert(_ pushes: Pushes) -> Bool
 
     /// Sends `items` (their targets) at `sentAt` and reports what each answer means through `report`, every item
@@ -68,6 +76,15 @@ public struct ChannelError: Error, CustomStringConvertible, Equatable {
     public init(message: String) {
         self.message = message
     }
+}
+
+/// A push of an edition cannot be built: which tier's, which push, and the provider's reason.
+public struct PushCheckFailure: Error, CustomStringConvertible {
+    public var tier: ImageTier
+    /// The push, as an operator reads it ("the small tier's background push").
+    public var push: String
+    public var underlying: any Error
+    public var description: String { "\(push) cannot be sent: \(underlying)" }
 }
 
 /// A batch's pushes cannot be built (a payload over the provider's limit): the broadcast cannot be sent at all.
