@@ -94,7 +94,7 @@ public enum RequestStatements {
     }
 
     /// The big tables, which no statement here may read sequentially (unless it reads them whole).
-    public static let bigTables: Set<String> = ["devices", "deliveries", "receipts", "broadcasts"]
+    public static let bigTables: Set<String> = ["devices", "deliveries", "receipts", "broadcasts", "device_habits", "broadcast_opens"]
 
     /// The sample a week of broadcasts at 10,000,000 devices would read (250,000 of 170,000,000 pushes): 1,024
     /// ranges of about 15 ids.
@@ -151,6 +151,21 @@ public enum RequestStatements {
             )
         },
         Statement("POST /v1/devices/{token}/receipts: read the stored one") { s in findReceipt(deviceID: s.deviceID, editionID: s.editionID) },
+        Statement("POST /v1/devices/{token}/opens: the device and its habit", preparedTypes: ReadDeviceHabit.bindingDataTypes) { s in
+            readDeviceHabit(appID: s.appID, candidates: [.apns(s.token)])
+        },
+        Statement("POST /v1/devices/{token}/opens: learn, move the key, count the open", preparedTypes: WriteOpen.bindingDataTypes) { s in
+            writeOpen(
+                deviceID: s.deviceID,
+                now: s.now,
+                learned: ReadingHabit(weekday: .init(minute: 200, spread: 15, mornings: 4), lastDay: 20_000),
+                key: StoredCohortKey.stored(ReadingHabit.cohortKey(minute: 200, tokenKey: s.token.cohortKey))
+            )
+        },
+        Statement("GET /v1/broadcasts/{id}: ready at open") { s in readyAtOpen(broadcastID: s.broadcastID, editionID: s.editionID) },
+        Statement("paperboy cohorts plan: the targets by cohort, minute and habit", wholeTableReads: ["devices", "device_habits"]) { s in
+            audience(s, wave: 1).habitOrderQuery(cohorts: 16)
+        },
         Statement("GET /v1/broadcasts/{id}: receipt tallies of the broadcast and its edition") { s in
             ReceiptTallies.broadcastCountsQuery(broadcastID: s.broadcastID, editionID: s.editionID)
         },
@@ -290,6 +305,7 @@ public enum RequestStatements {
             LedgerPruner.deleteBatches(broadcastID: s.broadcastID, limit: 10_000)
         },
         Statement("prune: the counted waves that ended (hourly)") { _ in LedgerPruner.endedWaveMembers },
+        Statement("prune: a batch of a broadcast's first opens") { s in LedgerPruner.deleteOpens(broadcastID: s.broadcastID, limit: 10_000) },
         Statement("prune: a batch of an ended wave's recorded members") { s in
             LedgerPruner.deleteWaveMembers(broadcastID: s.broadcastID, wave: 2, limit: 10_000)
         },
