@@ -224,7 +224,7 @@ public struct BroadcastRepository: Sendable {
             )
         }
 
-        return BroadcastProgress(
+        var progress = BroadcastProgress(
             id: id,
             editionID: broadcast.editionID,
             publication: broadcast.publication,
@@ -242,6 +242,8 @@ public struct BroadcastRepository: Sendable {
             receipts: Dictionary(uniqueKeysWithValues: tallied.edition.map { ($0.key.rawValue, $0.value) }),
             receiptsCountedThrough: tallied.countedThrough
         )
+        progress.readyAtOpen = try await HabitRepository(client: client).readyAtOpen(broadcastID: id, editionID: broadcast.editionID, logger: logger)
+        return progress
     }
 
     /// A cohort's counts per provider: what was sent (the stored flat counts) and the receipts tallied.
