@@ -133,6 +133,16 @@ extension ConsoleRoutes {
                 throw ConsolePageError.badRequest("The plan cannot be made: \(error)")
             }
             page.plan = Self.planModel(plan, publication: publication, environment: environment, requestedStart: requestedStart, timeZone: timeZone)
+            // What the readers' habits do to the order (issue 37), as `cohorts plan` says it.
+            if plan.rate > 0 {
+                let counts = try await HabitRepository(client: client).orderCounts(
+                    of: .targets(of: publication, environment: environment),
+                    cohorts: cohorts,
+                    logger: logger
+                )
+                let order = HabitOrder(counts: counts, plan: plan, dayStart: HabitOrder.dayStart(of: plan.start, timeZone: timeZone))
+                page.plan?.summary += " " + order.summary(timeZone: timeZone).replacingOccurrences(of: "\n", with: "; ")
+            }
         } catch let error as ConsolePageError {
             page.error = error.message
         }
