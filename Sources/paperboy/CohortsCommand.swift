@@ -15,7 +15,9 @@ struct CohortsCommand: AsyncParsableCommand {
 
     struct Plan: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Count a publication's targets per cohort and show the send plan: a table and a chart of sends per minute."
+            abstract:
+                "Count a publication's targets per cohort and show the send plan: a table and a chart of sends per minute, "
+                + "and what the readers' habits do to the order (in --time-zone's morning)."
         )
 
         @OptionGroup var database: DatabaseOptions

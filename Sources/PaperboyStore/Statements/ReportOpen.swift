@@ -2,16 +2,19 @@ import Foundation
 import PaperboyCore
 import PostgresNIO
 
-/// An open report's first statement: the device by its token, with its habit (migration 0025). Prepared, as every
-/// statement an app runs at every foreground: planning would cost more than the reading.
+/// An open report's first statement: the device by its token, with its habit (migration 0025): one probe of the token
+/// index per provider, then the habit's row. Prepared, as every statement an app runs at every foreground: planning
+/// would cost more than the reading.
 struct ReadDeviceHabit: PostgresPreparedStatement {
     static let sql = """
         SELECT d.id, d.token, d.time_zone, d.cohort_key,
             h.weekday_minute, h.weekday_spread, h.weekday_mornings, h.weekend_minute, h.weekend_spread, h.weekend_mornings,
             h.last_day
-        FROM devices d LEFT JOIN device_habits h ON h.device_id = d.id
-        WHERE d.app_id = $1 AND ((d.provider = 0 AND d.token = $2) OR (d.provider = 1 AND d.token = $3))
-        ORDER BY d.updated_at DESC LIMIT 1
+        FROM (
+            (SELECT * FROM devices WHERE app_id = $1 AND provider = 0 AND token = $2)
+            UNION ALL (SELECT * FROM devices WHERE app_id = $1 AND provider = 1 AND token = $3)
+            ORDER BY updated_at DESC LIMIT 1) d
+        LEFT JOIN device_habits h ON h.device_id = d.id
         """
 
     static let bindingDataTypes: [PostgresDataType] = [.int8, .bytea, .bytea]
