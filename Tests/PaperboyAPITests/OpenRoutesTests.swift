@@ -133,6 +133,25 @@ struct OpenRoutesTests {
             #expect(ready["waited"] as? Int == 1)
             #expect(ready["stillWaiting"] as? Int == 1)
             #expect(ready["share"] == nil, "no share from 3 opens")
+            // paperboy insights ready-at-open lists it.
+            let listed = try await HabitRepository(client: fixture.db.client).readyAtOpen(
+                publication: "morning",
+                appID: nil,
+                days: 1,
+                now: Date(),
+                logger: fixture.db.logger
+            )
+            #expect(listed.map(\.broadcastID.uuidString).map { $0.lowercased() } == [id])
+            #expect(listed.first?.readyAtOpen.opens == 3)
+            #expect(
+                try await HabitRepository(client: fixture.db.client).readyAtOpen(
+                    publication: "evening",
+                    appID: nil,
+                    days: 1,
+                    now: Date(),
+                    logger: fixture.db.logger
+                ).isEmpty
+            )
 
             // Wave 1 has not finished: device 03's key stays its token's until it has.
             let hashKey = try DeviceToken(hex: devices[2]).storedCohortKey

@@ -62,6 +62,12 @@ public struct StrategyResult: Sendable, Codable, Equatable {
     public var openedHeldShare: Double?
     /// Readers' opens from the publication to the deadline.
     public var opened: Int
+    /// The waits of the readers who did not find the edition, in demo minutes from the open to their device's first
+    /// holding receipt (Paperboy measures them in the database's clock, which the demo does not compress): the median
+    /// and the 90th percentile of those who got it, and how many did not before the deadline.
+    public var openWaitMedianMinutes: Double?
+    public var openWaitP90Minutes: Double?
+    public var openWaitedForever: Int
 
     /// The strategy's name, with the morning when the demo ran several: `waves`, `waves day 2`.
     public var name: String { strategy.rawValue + (day.map { " day \($0)" } ?? "") }
@@ -125,6 +131,23 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         readyAtOpen = recording.readyAtOpen
         opened = recording.opens.count
         openedHeldShare = recording.opens.isEmpty ? nil : Double(recording.opens.filter(\.held).count) / Double(recording.opens.count)
+        var holding: [Int: [TimeInterval]] = [:]
+        for receipt in recording.receipts where receipt.result == "newData" || receipt.result == "noData" {
+            holding[receipt.device, default: []].append(receipt.at)
+        }
+        var waits: [Double] = []
+        var forever = 0
+        for open in recording.opens where !open.held {
+            if let got = holding[open.device]?.filter({ $0 >= open.at && $0 < recording.deadline }).min() {
+                waits.append((got - open.at) / 60)
+            } else {
+                forever += 1
+            }
+        }
+        waits.sort()
+        openWaitMedianMinutes = waits.isEmpty ? nil : waits[(waits.count - 1) / 2]
+        openWaitP90Minutes = waits.isEmpty ? nil : waits[min(waits.count - 1, Int((0.9 * Double(waits.count)).rounded(.up)) - 1)]
+        openWaitedForever = forever
         platforms = [PlatformResult(.ios, recording: recording, reachable: max(0, reachable - recording.androidDevices))]
         if recording.androidDevices > 0 {
             platforms.append(PlatformResult(.android, recording: recording, reachable: recording.androidDevices))

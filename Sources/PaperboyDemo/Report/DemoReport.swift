@@ -380,10 +380,16 @@ public struct DemoReport: Sendable {
             }
             if !result.rejections.isEmpty { text += "; rejections " + Self.breakdown(result.rejections) }
             if let ready = result.readyAtOpen {
-                text += "; ready at open: " + ready.textItems.joined(separator: ", ")
+                // Paperboy's share; the waits from the devices' receipts, in demo time (Paperboy's are in the
+                // database's clock, which the demo does not compress).
+                text += "; ready at open: " + (ready.textItems.first ?? "")
                 if let own = result.openedHeldShare {
                     text += " (the devices' own count: \(Self.percent(own)) of \(TerminalText.grouped(result.opened)))"
                 }
+                if let median = result.openWaitMedianMinutes, let p90 = result.openWaitP90Minutes {
+                    text += ", the others waited \(Self.decimal(median, 0)) min (median), 90 % within \(Self.decimal(p90, 0)) min"
+                }
+                if result.openWaitedForever > 0 { text += ", \(TerminalText.grouped(result.openWaitedForever)) not before the deadline" }
             }
             lines.append(contentsOf: Self.wrap(text, width: width, indent: "  ", first: "  "))
         }

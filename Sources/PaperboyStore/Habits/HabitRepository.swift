@@ -141,6 +141,48 @@ public struct HabitRepository: Sendable {
         return ReadyAtOpen(opens: 0, ready: 0, waited: 0, medianWait: nil, p90Wait: nil, stillWaiting: 0)
     }
 
+    /// Ready at open of one broadcast, with what it broadcast.
+    public struct BroadcastReadiness: Sendable, Encodable {
+        public var broadcastID: UUID
+        public var appID: Int
+        public var publication: String
+        public var issueDate: String
+        public var environment: APNsEnvironment
+        public var createdAt: Date
+        public var readyAtOpen: ReadyAtOpen
+
+        enum CodingKeys: String, CodingKey {
+            case broadcastID = "broadcastId"
+            case appID = "appId"
+            case publication, issueDate, environment, createdAt, readyAtOpen
+        }
+    }
+
+    /// Ready at open of every broadcast created in the last `days` days (of a publication, of an app), oldest first.
+    public func readyAtOpen(publication: String?, appID: Int?, days: Int, now: Date, logger: Logger) async throws -> [BroadcastReadiness] {
+        let rows = try await client.query(
+            RequestStatements.broadcastsForReadiness(publication: publication, appID: appID, since: now.addingTimeInterval(-Double(days) * 86_400)),
+            logger: logger
+        )
+        var found: [(UUID, UUID, Int, String, String, Int16, Date)] = []
+        for try await row in rows.decode((UUID, UUID, Int, String, String, Int16, Date).self) { found.append(row) }
+        var result: [BroadcastReadiness] = []
+        for (id, edition, app, slug, issueDate, environment, createdAt) in found {
+            result.append(
+                BroadcastReadiness(
+                    broadcastID: id,
+                    appID: app,
+                    publication: slug,
+                    issueDate: issueDate,
+                    environment: APNsEnvironment(storageCode: environment),
+                    createdAt: createdAt,
+                    readyAtOpen: try await readyAtOpen(broadcastID: id, editionID: edition, logger: logger)
+                )
+            )
+        }
+        return result
+    }
+
     /// A broadcast's targets counted by cohort, by the minute of the reader's day their key stands for
     /// (``ReadingHabit/minute(ofKey:)``), and by whether the key is their habit's: what ``HabitOrder`` previews.
     public func orderCounts(of audience: WaveAudience, cohorts: Int, logger: Logger) async throws -> [HabitOrder.Count] {

@@ -28,4 +28,16 @@ extension RequestStatements {
         WHERE o.broadcast_id = \(broadcastID)
         """
     }
+
+    /// The broadcasts created since `since` (of a publication, of an app), oldest first: `paperboy insights
+    /// ready-at-open`'s list, through the index of broadcasts by creation.
+    static func broadcastsForReadiness(publication: String?, appID: Int?, since: Date) -> PostgresQuery {
+        """
+        SELECT b.id, b.edition_id, p.app_id, p.slug, e.issue_date::text, b.environment, b.created_at
+        FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+        WHERE b.created_at >= \(since) AND b.state <> 'cancelled'
+            AND (\(publication)::text IS NULL OR p.slug = \(publication)) AND (\(appID)::integer IS NULL OR p.app_id = \(appID))
+        ORDER BY b.created_at
+        """
+    }
 }

@@ -163,6 +163,9 @@ public enum RequestStatements {
             )
         },
         Statement("GET /v1/broadcasts/{id}: ready at open") { s in readyAtOpen(broadcastID: s.broadcastID, editionID: s.editionID) },
+        Statement("paperboy insights ready-at-open: the window's broadcasts") { s in
+            broadcastsForReadiness(publication: "morning", appID: nil, since: s.now.addingTimeInterval(-14 * 86_400))
+        },
         Statement("paperboy cohorts plan: the targets by cohort, minute and habit", wholeTableReads: ["devices", "device_habits"]) { s in
             audience(s, wave: 1).habitOrderQuery(cohorts: 16)
         },
