@@ -102,8 +102,9 @@ public struct DemoReport: Sendable {
     }
 
     /// When hash order, habit order and the oracle ran: habit order's ready at open ≥ 0.95 × the oracle's, its gain over
-    /// hash order (shown, not judged: the issue asks for it stated), and no cost elsewhere: held by the deadline and
-    /// pushes per device within 1 % of hash order's, peak/mean ≤ 1.10.
+    /// hash order (shown, not judged: the issue asks for it stated), and no cost elsewhere: held by the deadline no more
+    /// than 1 % below hash order's, pushes per device no more than 1 % above (fewer pushes or more held is no cost),
+    /// peak/mean ≤ 1.10.
     var orderGoals: [Goal] {
         func result(_ strategy: DemoStrategy) -> StrategyResult? { results.first { $0.strategy == strategy && $0.day == nil } }
         guard let habit = result(.waves), let hash = result(.hash), let oracle = result(.oracle) else { return [] }
@@ -125,14 +126,14 @@ public struct DemoReport: Sendable {
                 illustration: true
             ),
             Goal(
-                title: "habit held within 1 % of hash order",
-                value: "\(Self.percent(hash.heldShare)) → \(Self.percent(habit.heldShare))",
-                met: abs(heldChange) <= 0.01
+                title: "habit held ≥ 0.99 × hash order's",
+                value: "\(Self.percent(hash.heldShare)) → \(Self.percent(habit.heldShare)) (\(Self.signedPercent(heldChange)))",
+                met: heldChange >= -0.01
             ),
             Goal(
-                title: "habit pushes/device within 1 % of hash",
-                value: "\(Self.decimal(hash.pushesPerDevice, 3)) → \(Self.decimal(habit.pushesPerDevice, 3))",
-                met: abs(pushesChange) <= 0.01
+                title: "habit pushes/device ≤ 1.01 × hash's",
+                value: "\(Self.decimal(hash.pushesPerDevice, 3)) → \(Self.decimal(habit.pushesPerDevice, 3)) (\(Self.signedPercent(pushesChange)))",
+                met: pushesChange <= 0.01
             ),
             Goal(
                 title: "habit peak/mean ≤ 1.10",
@@ -842,6 +843,11 @@ public struct DemoReport: Sendable {
     static func decimal(_ value: Double, _ digits: Int) -> String {
         guard value.isFinite else { return "-" }
         return String(format: "%.\(digits)f", value)
+    }
+
+    /// `+1.2 %`, `−0.4 %`: a relative change.
+    static func signedPercent(_ change: Double) -> String {
+        (change < 0 ? "−" : "+") + decimal(abs(change) * 100, 1) + " %"
     }
 
     static func percent(_ share: Double) -> String {
