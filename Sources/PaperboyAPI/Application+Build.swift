@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import HummingbirdTLS
 import Logging
@@ -54,6 +55,8 @@ public struct APIConfiguration: Sendable {
     /// Routes another module adds to this listener, after the API's own: the operator's web console
     /// (`PaperboyConsole`, which `paperboy serve` wires in). They keep the router's middleware (errors, `no-store`).
     public var moreRoutes: [@Sendable (Router<APIRequestContext>) -> Void] = []
+    /// The clock open reports are read by (`POST /v1/devices/{token}/opens`): the wall clock; the demo's runs faster.
+    public var now: @Sendable () -> Date = { Date() }
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String? = nil) {
         self.host = host
@@ -131,6 +134,7 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
         deviceAPI.add(middleware: DeviceKeyMiddleware(directory: directory))
         DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI)
         ReceiptRoutes(receipts: ReceiptRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI)
+        OpenRoutes(habits: HabitRepository(client: client), now: configuration.now).add(to: deviceAPI)
         editionRoutes.addReading(to: deviceAPI)
     }
 

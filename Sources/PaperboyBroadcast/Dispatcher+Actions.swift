@@ -437,10 +437,13 @@ extension Dispatcher {
         case .recorded(let outcomes):
             metrics.batch(outcomes, kind: kind, result: "recorded")
             if let ways {
-                logger.debug(
-                    "batch done",
-                    metadata: [LogKey.devices: "\(ways.targets.count)", LogKey.sendTime: "\(ways.started.duration(to: .now))"]
-                )
+                var skipped: [String: Int] = [:]
+                for outcome in outcomes { if case .skipped(let reason) = outcome.result { skipped[reason.rawValue, default: 0] += 1 } }
+                var metadata: Logger.Metadata = [LogKey.devices: "\(ways.targets.count)", LogKey.sendTime: "\(ways.started.duration(to: .now))"]
+                if !skipped.isEmpty {
+                    metadata["skipped"] = "\(skipped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))"
+                }
+                logger.debug("batch done", metadata: metadata)
             }
         case .givenBack(let recorded, let returned, let because):
             logger.notice(

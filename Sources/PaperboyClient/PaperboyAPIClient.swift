@@ -4,8 +4,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Paperboy's device API, for an app: register, read the device, read an edition, post a receipt, remove or
-/// erase the device. Each call sends the app's device API key in `X-API-Key` and answers the decoded value, or
+/// Paperboy's device API, for an app: register, read the device, read an edition, post a receipt, report an open,
+/// remove or erase the device. Each call sends the app's device API key in `X-API-Key` and answers the decoded value, or
 /// throws ``PaperboyAPIError`` with the status, the error's code and field, `Retry-After`, and the
 /// ``APIReaction`` to it. Foreground calls: background transfers are the platform's (Platform/).
 public struct PaperboyAPIClient: Sendable {
@@ -70,6 +70,13 @@ public struct PaperboyAPIClient: Sendable {
     ) {
         let (data, status) = try await send("POST", "/v1/devices/\(token.pathSegment)/receipts", body: receipt)
         return (try decode(StoredReceipt.self, data), status == 201)
+    }
+
+    /// `POST /v1/devices/{token}/opens`: the app came to the foreground, now. Paperboy learns the reader's usual first
+    /// open from these reports and measures whether the edition was there (`readyAtOpen`). Call it on every
+    /// foreground; on an error drop it and never send it later: the report's time is what Paperboy learns.
+    public func reportOpen(_ token: PushToken) async throws(PaperboyAPIError) {
+        _ = try await send("POST", "/v1/devices/\(token.pathSegment)/opens")
     }
 
     private struct NoBody: Encodable {}

@@ -212,6 +212,8 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     /// database's clock: a few seconds ago while workers run (they tally every 2 s), exact for a broadcast that
     /// has ended once it was recounted. nil where not known.
     public var receiptsCountedThrough: Date?
+    /// Whether the edition was there when the readers looked (``ReadyAtOpen``); nil where not counted.
+    public var readyAtOpen: ReadyAtOpen?
 
     /// A provider of the broadcast's app held for a suspected misconfiguration (`paperboy apps holds`).
     public struct Hold: Codable, Sendable, Equatable {
@@ -303,7 +305,7 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         case id
         case editionID = "editionId"
         case publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, failure, note, waves, receipts
-        case receiptsCountedThrough
+        case receiptsCountedThrough, readyAtOpen
     }
 
     /// Ids as lowercase UUIDs, as everywhere in the API.
@@ -325,5 +327,6 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         try container.encode(waves, forKey: .waves)
         try container.encode(receipts, forKey: .receipts)
         try container.encodeIfPresent(receiptsCountedThrough, forKey: .receiptsCountedThrough)
+        try container.encodeIfPresent(readyAtOpen, forKey: .readyAtOpen)
     }
 }

@@ -166,6 +166,10 @@ extension BroadcastProgress {
         // The tallies are a few seconds behind while workers run: say as of when.
         if let receiptsCountedThrough { receiptItems.append("counted through \(Self.dateTime(receiptsCountedThrough, timeZone: timeZone))") }
         lines += Self.wrap(label: "Receipts by result (edition): ", items: receiptItems, width: width)
+        if let readyAtOpen {
+            lines.append("")
+            lines += Self.wrap(label: "Ready at open: ", items: readyAtOpen.textItems, width: width)
+        }
 
         if showCohorts {
             for wave in sorted {

@@ -15,7 +15,9 @@ struct CohortsCommand: AsyncParsableCommand {
 
     struct Plan: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Count a publication's targets per cohort and show the send plan: a table and a chart of sends per minute."
+            abstract:
+                "Count a publication's targets per cohort and show the send plan: a table and a chart of sends per minute, "
+                + "and what the readers' habits do to the order (in --time-zone's morning)."
         )
 
         @OptionGroup var database: DatabaseOptions
@@ -33,8 +35,9 @@ struct CohortsCommand: AsyncParsableCommand {
             let planned = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 try await request.plan(client: client, logger: logger)
             }
-            if output.json { return try printJSON(planned.plan) }
+            if output.json { return try printJSON(PlanWithOrder(plan: planned.plan, habitOrder: planned.habitOrder)) }
             print(planned.summary(request))
+            if let order = planned.habitOrder, planned.devices > 0 { print(order.summary(timeZone: request.timeZone)) }
             guard planned.devices > 0 else { return }
             print()
             print(planned.plan.table(timeZone: request.timeZone))
@@ -274,12 +277,19 @@ struct CohortPlanRequest {
         )
         // Without --seed the jitter still repeats for the same question, so two runs print the same plan.
         let seed = seed ?? StaggerPlan.seed(for: "\(appID)/\(found.slug)/\(environment.rawValue)/\(Int(requestedStart.timeIntervalSince1970))")
+        let plan: StaggerPlan
         do {
-            let plan = try StaggerPlan(cohortCounts: counts, pace: pace, requestedStart: requestedStart, jitter: jitter, seed: seed)
-            return PlannedCohorts(publication: found, plan: plan)
+            plan = try StaggerPlan(cohortCounts: counts, pace: pace, requestedStart: requestedStart, jitter: jitter, seed: seed)
         } catch {
             throw CommandError("the plan cannot be made: \(error)")
         }
+        let orderCounts = try await HabitRepository(client: client).orderCounts(
+            of: .targets(of: found, environment: environment),
+            cohorts: cohorts,
+            logger: logger
+        )
+        let order = HabitOrder(counts: orderCounts, plan: plan, dayStart: HabitOrder.dayStart(of: plan.start, timeZone: timeZone))
+        return PlannedCohorts(publication: found, plan: plan, habitOrder: order)
     }
 
     private func resolveApp(client: PostgresClient, logger: Logger) async throws -> Int {
@@ -297,6 +307,8 @@ struct CohortPlanRequest {
 struct PlannedCohorts {
     var publication: Publication
     var plan: StaggerPlan
+    /// What the readers' habits do to the order of the plan's slots.
+    var habitOrder: HabitOrder?
 
     var devices: Int { plan.cohorts.reduce(0) { $0 + $1.devices } }
 
@@ -328,5 +340,21 @@ struct PlannedCohorts {
         let dayText = formatter.string(from: date)
         formatter.dateFormat = "xxx"
         return "\(dayText) (\(zone.identifier), \(formatter.string(from: date)))"
+    }
+}
+
+/// `cohorts plan --json`: the plan's fields as before, and `habitOrder` beside them.
+struct PlanWithOrder: Encodable {
+    var plan: StaggerPlan
+    var habitOrder: HabitOrder?
+
+    enum CodingKeys: CodingKey {
+        case habitOrder
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try plan.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(habitOrder, forKey: .habitOrder)
     }
 }

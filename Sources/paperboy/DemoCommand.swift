@@ -63,7 +63,10 @@ struct DemoCommand: AsyncParsableCommand {
     var seed: UInt64 = 1
 
     @Option(
-        help: ArgumentHelp("Strategies to run, comma-separated: blast, staggered, waves (default: all three).", valueName: "list")
+        help: ArgumentHelp(
+            "Strategies to run, comma-separated: blast, staggered, waves (the default three); hash and oracle run waves in hash order and in the order of this morning's opens, to compare with waves' habit order.",
+            valueName: "list"
+        )
     )
     var strategies: String?
 
@@ -277,10 +280,10 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     private func chosenStrategies() throws -> [DemoStrategy] {
-        guard let strategies else { return days > 1 ? [.waves] : DemoStrategy.allCases }
+        guard let strategies else { return days > 1 ? [.waves] : DemoStrategy.defaults }
         let chosen = try strategies.split(separator: ",").map { name in
             guard let strategy = DemoStrategy(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
-                throw ValidationError("--strategies: '\(name)' is not one of blast, staggered, waves")
+                throw ValidationError("--strategies: '\(name)' is not one of \(DemoStrategy.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             return strategy
         }

@@ -9,7 +9,7 @@ struct InsightsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "insights",
         abstract: "What the delivery ledger says about the fleet.",
-        subcommands: [WakeRatesCommand.self]
+        subcommands: [WakeRatesCommand.self, ReadyAtOpenCommand.self]
     )
 
     struct WakeRatesCommand: AsyncParsableCommand {
@@ -84,6 +84,61 @@ struct InsightsCommand: AsyncParsableCommand {
             }
             if output.json { return try printJSON(rates) }
             print(rates.report(timeZone: zone))
+        }
+    }
+
+    struct ReadyAtOpenCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "ready-at-open",
+            abstract: "Ready at open per broadcast: the share of readers' first opens after the edition's publication that found it held.",
+            discussion: """
+                One line per broadcast created in the last --days days (the first opens are kept with the ledger, 7 days by \
+                default): of its targets whose app reported an open (POST /v1/devices/{token}/opens) after the edition's \
+                publication and before its deadline, the share whose first such open found the edition held (a successful \
+                receipt stored before it), and how long the others waited for it. No share under 200 opens, no waits under \
+                200 waiters, as wake rates.
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: "Only this publication's broadcasts, e.g. morning (default: every publication).")
+        var publication: String?
+
+        @Option(help: "Only this app's broadcasts.")
+        var app: Int?
+
+        @Option(help: "The window: broadcasts created in the last N days, 1 to \(WakeRateRepository.maxDays).")
+        var days = 14
+
+        @OptionGroup var output: OutputOptions
+
+        @OptionGroup var timeZone: TimeZoneOptions
+
+        func validate() throws {
+            guard (1...WakeRateRepository.maxDays).contains(days) else {
+                throw ValidationError("--days must be a whole number of days from 1 to \(WakeRateRepository.maxDays)")
+            }
+            if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
+            if let publication, publication.isEmpty { throw ValidationError("--publication must be a publication's id, like morning") }
+            _ = try timeZone.zone()
+        }
+
+        func run() async throws {
+            let zone = try timeZone.zone()
+            let logger = Logger(label: "paperboy.insights")
+            let rows = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
+                try await HabitRepository(client: client).readyAtOpen(publication: publication, appID: app, days: days, now: Date(), logger: logger)
+            }
+            if output.json { return try printJSON(rows) }
+            guard !rows.isEmpty else { return print("no broadcasts in the last \(days) days") }
+            for row in rows {
+                let started = TerminalText.clock(row.createdAt, timeZone: zone, fraction: false)
+                print(
+                    "\(row.publication) \(row.issueDate) (app \(row.appID), \(row.environment.rawValue), started \(started)): "
+                        + row.readyAtOpen.textItems.joined(separator: "; ")
+                )
+            }
         }
     }
 }

@@ -74,6 +74,7 @@ struct PruneCommand: AsyncParsableCommand {
         print(
             "\(verb) \(result.deliveries.formatted()) deliveries and \(result.receipts.formatted()) receipts older than \(result.cutoff.formatted(.iso8601)), and \(result.batches.formatted()) batch rows of the broadcasts they belonged to"
                 + (result.waveMembers > 0 ? "; \(result.waveMembers.formatted()) recorded members of follow-up waves that ended" : "")
+                + (result.opens > 0 ? "; \(result.opens.formatted()) first opens counted for those broadcasts (ready at open)" : "")
         )
     }
 }

@@ -56,6 +56,7 @@ struct ClientAgainstServeTests {
         #expect(first.device.token == token.text)
         let second = try await api.register(token, registration())
         #expect(!second.created)
+        try await api.reportOpen(token)  // 204: the app came to the foreground
         let android = PushToken.fcm("cAbC-12_dEf:APA91bHk" + String(repeating: "x", count: 130))
         let body = PaperboyClient.DeviceRegistration(route: .fcm(.android), subscriptions: ["morning"], tier: .large, alertsAuthorized: false)
         let fcm = try await api.register(android, body)
@@ -109,6 +110,8 @@ struct ClientAgainstServeTests {
         #expect(error.status == 404)
         #expect(error.field == "token")
         #expect(error.reaction == .registerThenRetry)
+        let open = await refusal { try await api.reportOpen(token) }
+        #expect(open?.status == 404 && open?.field == "token", "an erased device's open report is refused naming token")
         let waiting = try await courier.post(ReceiptReport(editionID: editionID, result: .noData, wave: 2))
         #expect(waiting.map(\.verdict) == [ReceiptOutbox.Verdict.kept])
         #expect(waiting.first?.error?.field == "token")

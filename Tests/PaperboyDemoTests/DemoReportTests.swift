@@ -166,3 +166,52 @@ import Testing
         try report.terminal().write(toFile: path + ".txt", atomically: true, encoding: .utf8)
     }
 }
+
+@Suite("Demo report: the three orders")
+struct DemoReportOrderTests {
+    static func result(_ strategy: DemoStrategy, ready: Int, held: Double = 0.96, pushes: Double = 1.7) -> StrategyResult {
+        var result = StrategyResult(SyntheticRecording.make(.waves, model: FleetModel(seed: 1), devices: 1_000), reachable: 950)
+        result.strategy = strategy
+        result.readyAtOpen = ReadyAtOpen(opens: 1_000, ready: ready, waited: 0, medianWait: nil, p90Wait: nil, stillWaiting: 0)
+        result.heldShare = held
+        result.pushesPerDevice = pushes
+        return result
+    }
+
+    @Test("habit order is judged against the oracle (≥ 0.95 ×) and against hash order for held, pushes and peak/mean; its gain is shown")
+    func goals() {
+        let results = [Self.result(.hash, ready: 800), Self.result(.waves, ready: 880), Self.result(.oracle, ready: 900)]
+        let report = DemoReport(
+            results: results,
+            devices: 1_000,
+            seed: 1,
+            timeCompression: [.waves: 60],
+            parameters: .init(),
+            window: 1800,
+            deadline: 7200
+        )
+        let goals = Dictionary(report.goals.map { ($0.title, $0) }, uniquingKeysWith: { $1 })
+        #expect(goals["habit ready at open ≥ 0.95 × oracle"]?.met == true)
+        #expect(goals["habit ready at open ≥ 0.95 × oracle"]?.value == "88.0% / 90.0% = 0.978")
+        #expect(goals["habit ready at open over hash order"]?.illustration == true)
+        #expect(goals["habit ready at open over hash order"]?.value.contains("+8.0 pp") == true)
+        #expect(goals["habit held ≥ 0.99 × hash order's"]?.met == true)
+        let text = report.terminal()
+        #expect(text.contains("READY@OPEN"))
+        #expect(text.contains("88.0%"))
+
+        let worse = DemoReport(
+            results: [Self.result(.hash, ready: 800), Self.result(.waves, ready: 800, held: 0.90), Self.result(.oracle, ready: 900)],
+            devices: 1_000,
+            seed: 1,
+            timeCompression: [:],
+            parameters: .init(),
+            window: 1800,
+            deadline: 7200
+        )
+        let missed = Dictionary(worse.goals.map { ($0.title, $0) }, uniquingKeysWith: { $1 })
+        #expect(missed["habit ready at open ≥ 0.95 × oracle"]?.met == false)
+        #expect(missed["habit held ≥ 0.99 × hash order's"]?.met == false)
+        #expect(missed["habit pushes/device ≤ 1.01 × hash's"]?.met == true, "the same pushes: no cost")
+    }
+}

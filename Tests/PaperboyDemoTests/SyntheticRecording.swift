@@ -42,7 +42,7 @@ enum SyntheticRecording {
             wave(startingAt: 0, spread: 5)
         case .staggered:
             wave(startingAt: 0, spread: window)
-        case .waves:
+        case .waves, .hash, .oracle:
             for number in 0..<maxPushes { wave(startingAt: Double(number) * waveInterval, spread: window) }
             let start = Double(maxPushes) * waveInterval
             let lastResort = (0..<devices).filter { device in
@@ -70,7 +70,7 @@ enum SyntheticRecording {
     static func report(devices: Int = 4000, seed: UInt64 = 42) -> DemoReport {
         let model = FleetModel(seed: seed)
         let reachable = (0..<devices).filter(model.isReachable).count
-        let results = DemoStrategy.allCases.map { StrategyResult(make($0, model: model, devices: devices), reachable: reachable) }
+        let results = DemoStrategy.defaults.map { StrategyResult(make($0, model: model, devices: devices), reachable: reachable) }
         return DemoReport(
             results: results,
             devices: devices,

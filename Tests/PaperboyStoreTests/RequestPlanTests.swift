@@ -247,6 +247,16 @@ struct RequestPlanTests {
                 \(now) - make_interval(hours => 12 * i) + make_interval(secs => d.id % 3600 + 30)
             FROM devices d, generate_series(0, 7) i WHERE d.auto_download AND d.id % 10 = 0 AND d.id % 4 <> 0
             """,
+            // Reading habits (migration 0025): half the devices have one, and a week of broadcasts counted first opens.
+            """
+            INSERT INTO device_habits (device_id, weekday_minute, weekday_spread, weekday_mornings, last_day, cohort_key)
+            SELECT id, 200 + id % 120, 10, 6, 20000, cohort_key FROM devices WHERE id % 2 = 0
+            """,
+            """
+            INSERT INTO broadcast_opens (broadcast_id, device_id, waiting_since)
+            SELECT md5('b' || i)::uuid, d.id, CASE WHEN d.id % 5 = 0 THEN \(now) - make_interval(hours => 12 * i) END
+            FROM devices d, generate_series(0, 7) i WHERE d.auto_download AND d.id % 3 = 0
+            """,
             "ANALYZE",
         ]
         for statement in history { try await db.client.query(statement, logger: db.logger) }

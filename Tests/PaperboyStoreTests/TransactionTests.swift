@@ -73,7 +73,7 @@ struct TransactionTests {
                     throw BodyFailed()
                 }
             }
-            try await db.client.transaction(logger: db.logger) { connection in
+            _ = try await db.client.transaction(logger: db.logger) { connection in
                 try await connection.query("INSERT INTO t VALUES (2)", logger: db.logger)
             }
             var rows: [Int] = []
@@ -111,7 +111,7 @@ struct TransactionTests {
                 {
                     #expect(!inTransaction, "the pool handed out a connection inside the cancelled transaction")
                 }
-                try await client.transaction(logger: db.logger) { connection in
+                _ = try await client.transaction(logger: db.logger) { connection in
                     try await connection.query("INSERT INTO t VALUES (2)", logger: db.logger)
                 }
                 var rows: [Int] = []

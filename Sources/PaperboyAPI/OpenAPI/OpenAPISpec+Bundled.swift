@@ -32,6 +32,7 @@ extension OpenAPISpec {
         tags:
           - name: devices
           - name: receipts
+          - name: opens
           - name: editions
           - name: apps
           - name: origins
@@ -240,6 +241,37 @@ extension OpenAPISpec {
                   $ref: "#/components/responses/Conflict"
                 "413":
                   $ref: "#/components/responses/BodyTooLarge"
+                "429":
+                  $ref: "#/components/responses/RateLimited"
+
+          /v1/devices/{token}/opens:
+            parameters:
+              - $ref: "#/components/parameters/Token"
+            post:
+              tags: [opens]
+              operationId: reportOpen
+              summary: The app came to the foreground, now
+              description: |
+                Send it each time the app comes to the foreground (no body; 204). The report itself is not stored.
+                The first open of the reader's day (from 03:00 in the device's `timeZone`) teaches the device's
+                reading habit: the usual first-open minute per day type (weekday, weekend), a moving estimate with
+                its confidence. From three mornings on, the habit orders the device's slot in wave 1 so that its
+                edition comes before its usual first open. The first open after an edition's publication, before
+                its deadline, counts for that edition's broadcast as held (the device's successful receipt was stored
+                before it) or not: the broadcast's `readyAtOpen`. The time is the server's: a report sent later
+                (after being offline) would teach a wrong time, so do not queue it. 404 names `token` for a device
+                the app does not have.
+              security:
+                - deviceKey: []
+              responses:
+                "204":
+                  description: Recorded (what it teaches is kept; the report is not).
+                "400":
+                  $ref: "#/components/responses/BadRequest"
+                "401":
+                  $ref: "#/components/responses/Unauthorized"
+                "404":
+                  $ref: "#/components/responses/NotFound"
                 "429":
                   $ref: "#/components/responses/RateLimited"
 
@@ -2353,6 +2385,47 @@ extension OpenAPISpec {
                     instant (the database's clock). The workers tally new receipts every 2 s, so while a broadcast runs this is
                     2 to 4 s ago; an ended broadcast's counts are recounted from every receipt once its last batches can no
                     longer record (about 2 minutes after its end), and are exact from then on.
+                readyAtOpen:
+                  $ref: "#/components/schemas/ReadyAtOpen"
+
+            ReadyAtOpen:
+              type: object
+              additionalProperties: false
+              description: |
+                Whether the edition was on the phone when the readers looked: of the broadcast's targets whose app
+                reported an open (`POST /v1/devices/{token}/opens`) after the edition's publication and before its
+                deadline, their first such open. `share` and the waits are absent under 200 openers (waiters).
+              required: [opens, ready, waited, stillWaiting]
+              properties:
+                opens:
+                  type: integer
+                  minimum: 0
+                  description: First opens after the edition's publication, before its deadline.
+                ready:
+                  type: integer
+                  minimum: 0
+                  description: Of those, the opens that found the edition held (a successful receipt stored before the open).
+                waited:
+                  type: integer
+                  minimum: 0
+                  description: Openers who did not find it and whose successful receipt came afterwards.
+                stillWaiting:
+                  type: integer
+                  minimum: 0
+                  description: Openers who did not find it and have no successful receipt yet.
+                share:
+                  type: number
+                  minimum: 0
+                  maximum: 1
+                  description: ready / opens; absent under 200 opens.
+                medianWaitMinutes:
+                  type: number
+                  minimum: 0
+                  description: The median wait of those who waited, from the open to the receipt; absent under 200 of them.
+                p90WaitMinutes:
+                  type: number
+                  minimum: 0
+                  description: The 90th percentile of those waits.
 
             BroadcastStarted:
               type: object

@@ -104,6 +104,7 @@ extension ConsoleAssets {
         <dt>Deadline</dt><dd>{{deadline}}</dd>
         <dt>Options</dt><dd>{{options}}</dd>
         {{#note}}<dt>Planned</dt><dd>{{note}}</dd>{{/note}}
+        {{#readyAtOpen}}<dt>Ready at open</dt><dd>{{readyAtOpen}}</dd>{{/readyAtOpen}}
         </dl>
         </section>
         <section>

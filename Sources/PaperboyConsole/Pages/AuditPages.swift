@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import PaperboyCore
 import PaperboyStore
 import PaperboyText
 
@@ -70,8 +71,14 @@ actor PlanCountCache {
         var cohorts: Int
     }
 
+    /// What the plan page counts: the targets per cohort, and where the readers' habits put them (issue 37).
+    struct Counts: Sendable {
+        var targets: [Int]
+        var habits: [HabitOrder.Count]
+    }
+
     let timeToLive: TimeInterval
-    private var entries: [Key: (at: Date, counts: [Int])] = [:]
+    private var entries: [Key: (at: Date, counts: Counts)] = [:]
 
     init(timeToLive: TimeInterval) {
         self.timeToLive = timeToLive
@@ -79,7 +86,7 @@ actor PlanCountCache {
 
     /// The counts of `key`: kept ones younger than ``timeToLive``, else `count()`'s, kept from `now`.
     /// - Returns: the counts and when they were counted.
-    func counts(_ key: Key, now: Date, count: @Sendable () async throws -> [Int]) async throws -> (counts: [Int], at: Date) {
+    func counts(_ key: Key, now: Date, count: @Sendable () async throws -> Counts) async throws -> (counts: Counts, at: Date) {
         if let hit = entries[key], now.timeIntervalSince(hit.at) < timeToLive, now >= hit.at { return (hit.counts, hit.at) }
         let counts = try await count()
         if entries.count >= 256 { entries = entries.filter { now.timeIntervalSince($0.value.at) < timeToLive } }

@@ -178,6 +178,8 @@ extension ConsoleRoutes {
         var deadline: String
         var options: String
         var note: String?
+        /// Ready at open, as `broadcast status` says it (issue 37); nil before any first open was counted.
+        var readyAtOpen: String?
         var liveURL: String?
         var mayCancel: Bool
         var viewerOnly: Bool
@@ -249,6 +251,7 @@ extension ConsoleRoutes {
             deadline: TimeText.dateTime(progress.deadline, timeZone: timeZone) + " (" + TimeText.relative(progress.deadline, now: now) + ")",
             options: Self.optionsSummary(progress.options),
             note: progress.note,
+            readyAtOpen: progress.readyAtOpen.flatMap { $0.opens > 0 ? $0.textItems.joined(separator: "; ") : nil },
             liveURL: running ? "/console/broadcasts/\(id.uuidString.lowercased())/live" : nil,
             mayCancel: running && session.role.mayAct,
             viewerOnly: running && !session.role.mayAct,

@@ -120,17 +120,24 @@ extension ConsoleRoutes {
                 }
             }
             let client = self.client
-            let (counts, countedAt) = try await planCounts.counts(
+            let (counted, countedAt) = try await planCounts.counts(
                 PlanCountCache.Key(publicationID: publication.id, environment: environment.rawValue, cohorts: cohorts),
                 now: now
             ) {
-                try await CohortRepository(client: client).targetCounts(
+                let targets = try await CohortRepository(client: client).targetCounts(
                     publication: publication,
                     environment: environment,
                     cohorts: cohorts,
                     logger: logger
                 )
+                let habits = try await HabitRepository(client: client).orderCounts(
+                    of: .targets(of: publication, environment: environment),
+                    cohorts: cohorts,
+                    logger: logger
+                )
+                return PlanCountCache.Counts(targets: targets, habits: habits)
             }
+            let counts = counted.targets
             let seed = StaggerPlan.seed(
                 for: "\(publication.appID)/\(publication.slug)/\(environment.rawValue)/\(Int(requestedStart.timeIntervalSince1970))"
             )
@@ -141,6 +148,11 @@ extension ConsoleRoutes {
                 throw ConsolePageError.badRequest("The plan cannot be made: \(error)")
             }
             page.plan = Self.planModel(plan, publication: publication, environment: environment, requestedStart: requestedStart, timeZone: timeZone)
+            // What the readers' habits do to the order (issue 37), as `cohorts plan` says it.
+            if plan.rate > 0 {
+                let order = HabitOrder(counts: counted.habits, plan: plan, dayStart: HabitOrder.dayStart(of: plan.start, timeZone: timeZone))
+                page.plan?.summary += " " + order.summary(timeZone: timeZone).replacingOccurrences(of: "\n", with: "; ")
+            }
             let age = Int(now.timeIntervalSince(countedAt).rounded(.down))
             page.plan?.counted =
                 (age < 1 ? "Audience counted just now" : "Audience counted \(age) s ago")

@@ -8,14 +8,28 @@ public enum DemoStrategy: String, Sendable, Codable, CaseIterable {
     /// Staggered cohorts over the window, one push.
     case staggered
     /// Staggered cohorts with receipt-driven follow-up waves until the deadline (`maxPushesPerDevice` auto,
-    /// Paperboy's default), 20 minutes apart.
+    /// Paperboy's default), 20 minutes apart, slots ordered by the readers' habits (learned from two weeks of open
+    /// reports), as Paperboy does.
     case waves
+    /// The waves strategy with no habits learned: every slot in the token hash's order, as before habits.
+    case hash
+    /// The waves strategy with slots ordered by when each reader opens the app this morning: what no server can know,
+    /// the bound habit order is measured against.
+    case oracle
+
+    /// What `paperboy demo` runs without `--strategies`.
+    public static let defaults: [DemoStrategy] = [.blast, .staggered, .waves]
+
+    /// The strategies that send follow-up waves until the deadline.
+    public var sendsWaves: Bool { self == .waves || self == .hash || self == .oracle }
 
     public var title: String {
         switch self {
         case .blast: "blast (everyone at once, one push)"
         case .staggered: "staggered cohorts, one push"
-        case .waves: "staggered cohorts + waves until the deadline"
+        case .waves: "staggered cohorts + waves until the deadline, in habit order"
+        case .hash: "staggered cohorts + waves until the deadline, in hash order (no habits)"
+        case .oracle: "staggered cohorts + waves until the deadline, in the oracle's order (this morning's opens)"
         }
     }
 }
@@ -49,6 +63,20 @@ public struct DemoRecording: Sendable, Codable, Equatable {
             self.at = at
             self.route = route
             self.status = status
+        }
+    }
+
+    /// A reader opened the app: the demo's own view of whether the device held the edition then.
+    public struct Open: Sendable, Codable, Equatable {
+        public var device: Int
+        public var at: TimeInterval
+        /// The device had posted a successful receipt for the edition before the open.
+        public var held: Bool
+
+        public init(device: Int, at: TimeInterval, held: Bool) {
+            self.device = device
+            self.at = at
+            self.held = held
         }
     }
 
@@ -96,6 +124,12 @@ public struct DemoRecording: Sendable, Codable, Equatable {
     /// The broadcast's wake rates by wave, as `paperboy broadcast status` reports them: counted by Paperboy
     /// from the ledger and the receipts (which echo the push's wave), not from the model.
     public var wakeRatesByWave: WakeRates.Breakdown?
+    /// The readers' opens this morning from the edition's publication to its deadline (the first of each reader's,
+    /// and a second one an hour later for a reader whose first came before the publication), as the devices saw them.
+    public var opens: [Open] = []
+    /// Whether the edition was there when the readers looked, as Paperboy measured it from their open reports
+    /// (`readyAtOpen` of the broadcast's status); nil in recordings made without a database.
+    public var readyAtOpen: ReadyAtOpen?
 
     public init(
         strategy: DemoStrategy,

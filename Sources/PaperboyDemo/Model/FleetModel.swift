@@ -94,6 +94,33 @@ public struct FleetParameters: Sendable, Codable, Equatable {
     /// posts no receipt. Default 30.
     public var nseTimeLimit: TimeInterval
 
+    // Readers (assumptions: when people first open a news app in the morning is each publisher's own data; these
+    // three groups are picked to be plausible and are printed as assumptions). Each device's reader belongs to one
+    // group and has a usual first open drawn around the group's time; each morning's first open is that plus a
+    // day-to-day wander, later on weekends, and some mornings the reader does not open at all.
+
+    /// Share of readers who rise early (their usual first open around ``earlyRiserOpen``). Default 0.2.
+    public var earlyRiserShare: Double
+    /// Early risers' usual first open, local time. Default 05:35.
+    public var earlyRiserOpen: ClockTime
+    /// Share of commuters (around ``commuterOpen``; the rest are late readers). Default 0.5.
+    public var commuterShare: Double
+    /// Commuters' usual first open. Default 06:40.
+    public var commuterOpen: ClockTime
+    /// Late readers' usual first open. Default 08:10.
+    public var lateReaderOpen: ClockTime
+    /// σ of a reader's usual first open around their group's, in minutes. Default 25.
+    public var habitSpread: Double
+    /// σ of a morning's first open around the reader's usual one, in minutes (each reader's own σ is drawn between
+    /// half and one and a half times it: some readers keep to the minute, some do not). Default 12.
+    public var dailySpread: Double
+    /// How much later a reader first opens on Saturdays and Sundays, in minutes, on average… Default 60.
+    public var weekendShift: Double
+    /// …with this σ between readers. Default 30.
+    public var weekendShiftSpread: Double
+    /// Chance a reader does not open the app on a morning. Default 0.1.
+    public var skipMorning: Double
+
     public init(
         newerShare: Double = 0.6,
         wifiShare: Double = 0.75,
@@ -122,7 +149,17 @@ public struct FleetParameters: Sendable, Codable, Equatable {
         androidJobMaxDelay: TimeInterval = 60,
         notifyWhenReadyShare: Double = 0.5,
         nseDeliveryProbability: Double = 0.88,
-        nseTimeLimit: TimeInterval = 30
+        nseTimeLimit: TimeInterval = 30,
+        earlyRiserShare: Double = 0.2,
+        earlyRiserOpen: ClockTime = .init(hour: 5, minute: 35),
+        commuterShare: Double = 0.5,
+        commuterOpen: ClockTime = .init(hour: 6, minute: 40),
+        lateReaderOpen: ClockTime = .init(hour: 8, minute: 10),
+        habitSpread: Double = 25,
+        dailySpread: Double = 12,
+        weekendShift: Double = 60,
+        weekendShiftSpread: Double = 30,
+        skipMorning: Double = 0.1
     ) {
         self.newerShare = newerShare
         self.wifiShare = wifiShare
@@ -152,6 +189,16 @@ public struct FleetParameters: Sendable, Codable, Equatable {
         self.notifyWhenReadyShare = notifyWhenReadyShare
         self.nseDeliveryProbability = nseDeliveryProbability
         self.nseTimeLimit = nseTimeLimit
+        self.earlyRiserShare = earlyRiserShare
+        self.earlyRiserOpen = earlyRiserOpen
+        self.commuterShare = commuterShare
+        self.commuterOpen = commuterOpen
+        self.lateReaderOpen = lateReaderOpen
+        self.habitSpread = habitSpread
+        self.dailySpread = dailySpread
+        self.weekendShift = weekendShift
+        self.weekendShiftSpread = weekendShiftSpread
+        self.skipMorning = skipMorning
     }
 
     /// The chance iOS runs a background push on `device` (0 for a swiped-away app).
@@ -204,6 +251,24 @@ public struct FleetParameters: Sendable, Codable, Equatable {
                 "chance a ready alert's Notification Service Extension runs (one messaging app measured ~0.88)"
             ),
             ("nseTimeLimit", seconds(nseTimeLimit), "the extension's time to fetch the small tier"),
+        ]
+    }
+
+    /// The readers' parameters as (name, value, meaning) rows: assumptions, which reports mark as such.
+    public var readerRows: [(name: String, value: String, meaning: String)] {
+        func share(_ value: Double) -> String { String(format: "%.2f", value) }
+        func minutes(_ value: Double) -> String { String(format: "%.0f min", value) }
+        return [
+            ("earlyRiserShare", share(earlyRiserShare), "share of early risers"),
+            ("earlyRiserOpen", earlyRiserOpen.description, "early risers' usual first open"),
+            ("commuterShare", share(commuterShare), "share of commuters (the rest are late readers)"),
+            ("commuterOpen", commuterOpen.description, "commuters' usual first open"),
+            ("lateReaderOpen", lateReaderOpen.description, "late readers' usual first open"),
+            ("habitSpread", minutes(habitSpread), "σ of a reader's usual first open around their group's"),
+            ("dailySpread", minutes(dailySpread), "σ of a morning's first open around the reader's usual one (each reader ×0.5–1.5)"),
+            ("weekendShift", minutes(weekendShift), "how much later readers first open on weekends, on average"),
+            ("weekendShiftSpread", minutes(weekendShiftSpread), "σ of that shift between readers"),
+            ("skipMorning", share(skipMorning), "chance a reader does not open the app on a morning"),
         ]
     }
 
@@ -367,6 +432,8 @@ public struct FleetModel: Sendable {
         case alertTap, alertDelay, alertDelayAngle, alertFailure
         case doze, deepDoze, dozeInterval, dozePhase, jobDelay, jobDelayAngle, jobFailure
         case notifyWhenReady, nseDelivery, nseDelay, nseDelayAngle, nseFailure
+        case readerGroup, readerHabit, readerHabitAngle, readerDaily, readerDailyAngle, readerRegularity, readerWeekend,
+            readerWeekendAngle, readerSkip
     }
 
     static func splitMix64(_ value: UInt64) -> UInt64 {
@@ -379,7 +446,7 @@ public struct FleetModel: Sendable {
     /// A uniform draw in [0, 1) from (seed, index, purpose, ordinal), and the morning unless the purpose is a
     /// lasting trait (an ordinal is a push's number, far below 1,000).
     func uniform(_ index: Int, _ purpose: Purpose, _ ordinal: Int) -> Double {
-        let lasting = purpose == .newer || purpose == .swipedAway || purpose == .notifyWhenReady
+        let lasting = purpose == .newer || purpose == .swipedAway || purpose == .notifyWhenReady || Self.readerPurposes.contains(purpose)
         var h = Self.splitMix64(seed)
         h = Self.splitMix64(h ^ UInt64(bitPattern: Int64(index)))
         h = Self.splitMix64(h ^ purpose.rawValue)

@@ -55,6 +55,19 @@ public struct StrategyResult: Sendable, Codable, Equatable {
     /// The broadcast's wake rates by wave as Paperboy measured them from the receipts (nil in recordings made
     /// without a database).
     public var wakeRatesByWave: WakeRates.Breakdown?
+    /// Ready at open as Paperboy measured it from the readers' open reports (the broadcast's `readyAtOpen`).
+    public var readyAtOpen: ReadyAtOpen?
+    /// The same share as the devices saw it: of the readers' opens from the publication to the deadline, those whose
+    /// device held the edition; nil without opens.
+    public var openedHeldShare: Double?
+    /// Readers' opens from the publication to the deadline.
+    public var opened: Int
+    /// The waits of the readers who did not find the edition, in demo minutes from the open to their device's first
+    /// holding receipt (Paperboy measures them in the database's clock, which the demo does not compress): the median
+    /// and the 90th percentile of those who got it, and how many did not before the deadline.
+    public var openWaitMedianMinutes: Double?
+    public var openWaitP90Minutes: Double?
+    public var openWaitedForever: Int
 
     /// The strategy's name, with the morning when the demo ran several: `waves`, `waves day 2`.
     public var name: String { strategy.rawValue + (day.map { " day \($0)" } ?? "") }
@@ -69,6 +82,7 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         "peak = edition GETs in the busiest demo minute / 60.",
         "mean = edition GETs in [0, window) / window, the staggered window, the same for every strategy: a blast that serves everything in its first minute shows how much capacity it needs compared with a flat plan.",
         "held = devices with a newData or noData receipt before the deadline (failed and late receipts do not count) / reachable devices (app not swiped away).",
+        "ready at open = of the readers' first opens after the edition's publication and before its deadline, the share that found it held (a receipt stored before the open), as Paperboy measured it from their open reports (no share under 200 opens).",
         "pushes/device = pushes APNs and FCM accepted (background, alert, Android data messages) / devices.",
         "time to hold = from the broadcast's start to a device's first holding receipt: median / 90th percentile of the devices that held it.",
         "of ceiling = iOS devices held / the ceiling: the share of reachable iOS devices a policy could hold that pushes each from its wave-1 slot every 20 minutes (Apple's cadence, at most 3 an hour) until it holds the edition or the deadline passes, computed from the model's parameters (iOS only: Doze, not a per-push chance, limits Android).",
@@ -114,6 +128,26 @@ public struct StrategyResult: Sendable, Codable, Equatable {
         readyAlerts = recording.readyAlerts
         readyHeld = recording.readyHeld
         wakeRatesByWave = recording.wakeRatesByWave
+        readyAtOpen = recording.readyAtOpen
+        opened = recording.opens.count
+        openedHeldShare = recording.opens.isEmpty ? nil : Double(recording.opens.filter(\.held).count) / Double(recording.opens.count)
+        var holding: [Int: [TimeInterval]] = [:]
+        for receipt in recording.receipts where receipt.result == "newData" || receipt.result == "noData" {
+            holding[receipt.device, default: []].append(receipt.at)
+        }
+        var waits: [Double] = []
+        var forever = 0
+        for open in recording.opens where !open.held {
+            if let got = holding[open.device]?.filter({ $0 >= open.at && $0 < recording.deadline }).min() {
+                waits.append((got - open.at) / 60)
+            } else {
+                forever += 1
+            }
+        }
+        waits.sort()
+        openWaitMedianMinutes = waits.isEmpty ? nil : waits[(waits.count - 1) / 2]
+        openWaitP90Minutes = waits.isEmpty ? nil : waits[min(waits.count - 1, Int((0.9 * Double(waits.count)).rounded(.up)) - 1)]
+        openWaitedForever = forever
         platforms = [PlatformResult(.ios, recording: recording, reachable: max(0, reachable - recording.androidDevices))]
         if recording.androidDevices > 0 {
             platforms.append(PlatformResult(.android, recording: recording, reachable: recording.androidDevices))

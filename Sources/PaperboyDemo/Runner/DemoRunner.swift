@@ -25,7 +25,7 @@ public struct DemoConfiguration: Sendable {
     public var devices = 20_000
     /// Seeds the fleet's tokens and the model's every draw: the same seed, the same run.
     public var seed: UInt64 = 1
-    public var strategies: [DemoStrategy] = DemoStrategy.allCases
+    public var strategies: [DemoStrategy] = DemoStrategy.defaults
     /// The staggered strategies spread wave 1 over this window (demo time): Paperboy's default.
     public var window: TimeInterval = 30 * 60
     /// Waves start this far apart: 20 minutes, Apple's cadence for background pushes (at most 3 an hour) and
@@ -36,7 +36,7 @@ public struct DemoConfiguration: Sendable {
     public var deadlineAfter: TimeInterval = 2 * 3600
     /// How much faster than the wall clock demo time runs, per strategy. The blast runs slower, so that
     /// sending everyone "at once" takes seconds of demo time, as it would for a real provider.
-    public var timeCompression: [DemoStrategy: Double] = [.blast: 6, .staggered: 60, .waves: 60]
+    public var timeCompression: [DemoStrategy: Double] = [.blast: 6, .staggered: 60, .waves: 60, .hash: 60, .oracle: 60]
     public var fleet = FleetParameters()
     /// Share of devices whose user allowed alerts.
     public var alertsShare = 0.4
@@ -54,6 +54,9 @@ public struct DemoConfiguration: Sendable {
     /// fleet, a new edition each morning (the CLI runs only the waves strategy then). Dormant devices show
     /// from the morning after ``BroadcastOptions/dormantAfter`` unanswered ones.
     public var days = 1
+    /// Mornings of open reports the readers' habits are learned from before the first broadcast (every strategy
+    /// but `hash`, which learns none, and `oracle`, which knows this morning's opens instead).
+    public var learningDays = 14
 
     /// The operator's web console beside the demo's API (`/console`), signed in to with these tokens; nil: none.
     /// It shows the demo's broadcasts live, in demo time.
@@ -188,10 +191,12 @@ public struct DemoRunner: Sendable {
             requests.withLock { $0.append(request) }
         }
         let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        var quiet = logger
-        quiet.logLevel = .warning
         // The console, in demo time: its clock is the running morning's (the last one's once they are over).
         let consoleClock = Locked<DemoClock?>(nil)
+        // Open reports are read in demo time too: a reader's minute is the morning's, not the wall clock's.
+        api.now = { consoleClock.withLock { $0 }?.now() ?? Self.morning }
+        var quiet = logger
+        quiet.logLevel = .warning
         var consoleSampler: ConsoleSampler?
         if let access = configuration.console {
             var console = ConsoleConfiguration(access: access)
@@ -358,7 +363,72 @@ public struct DemoRunner: Sendable {
             progress(.step("registering \(configuration.androidDevices.formatted()) Android devices through the API (provider fcm)"))
             try await registerAndroid(tokens: Array(tokens[configuration.devices...]), http: http, apiBase: apiBase, apiKey: apiKey.secret)
         }
+        try await placeReaders(strategy, appID: app.id, client: client, tokens: tokens, model: model, progress: progress)
         return (app.id, apiKey.secret)
+    }
+
+    /// The reader's day of the demo's first morning (Asia/Tokyo, as every device's time zone).
+    static let morningDay = ReaderDay(morning, timeZone: TimeZone(identifier: "Asia/Tokyo")!)
+
+    /// Device `index`'s token as stored: an APNs token's bytes, an FCM token's text.
+    func storedToken(_ index: Int, tokens: [String]) -> [UInt8] {
+        index < configuration.devices ? ((try? DeviceToken(hex: tokens[index]))?.bytes ?? []) : Array(tokens[index].utf8)
+    }
+
+    /// The readers' habits before the first morning: two weeks of open reports learned (``FleetModel/learnedHabit(_:days:morning:)``,
+    /// written in bulk rather than sent as 350,000 requests), none for `hash`, and for `oracle` every device placed by
+    /// when its reader opens this morning.
+    private func placeReaders(
+        _ strategy: DemoStrategy,
+        appID: Int,
+        client: PostgresClient,
+        tokens: [String],
+        model: FleetModel,
+        progress: @escaping @Sendable (DemoProgress) -> Void
+    ) async throws {
+        let habits = HabitRepository(client: client)
+        let start = Double(ReaderDay.startHour * 60)
+        switch strategy {
+        case .hash:
+            return
+        case .oracle:
+            progress(.step("oracle: placing \(tokens.count.formatted()) devices by when their readers open the app this morning"))
+            let weekend = Self.morningDay.isWeekend
+            let minutes = tokens.indices.compactMap { index -> (token: [UInt8], minute: Double)? in
+                model.firstOpen(index, day: 0, weekend: weekend).map { (storedToken(index, tokens: tokens), $0 - start) }
+            }
+            try await habits.placeByMinute(appID: appID, minutes: minutes, logger: logger)
+        default:
+            progress(
+                .step(
+                    "\(strategy.rawValue): learning \(tokens.count.formatted()) readers' habits from \(configuration.learningDays) mornings of opens"
+                )
+            )
+            let learned = tokens.indices.map { index in
+                (
+                    token: storedToken(index, tokens: tokens),
+                    habit: model.learnedHabit(index, days: configuration.learningDays, morning: Self.morningDay.number)
+                )
+            }
+            try await habits.seed(appID: appID, habits: learned, logger: logger)
+        }
+    }
+
+    /// When device readers open the app on morning `day` (from 0), in demo time: each reader's first open from the
+    /// edition's publication to its deadline, and for a reader whose first open came before the publication, a second
+    /// one an hour later (their first open after it). Sorted by time.
+    func opens(model: FleetModel, devices: Int, day: Int, publication: Date, deadline: Date) -> [(device: Int, at: Date)] {
+        // The publication is the demo's morning time of day (05:00 local), `morningDay.minute` after 03:00.
+        let midnight = publication.addingTimeInterval(-(Self.morningDay.minute + Double(ReaderDay.startHour * 60)) * 60)
+        let weekend = ReaderDay.isWeekend(day: Self.morningDay.number + day)
+        var opens: [(device: Int, at: Date)] = []
+        for index in 0..<devices {
+            guard let minute = model.firstOpen(index, day: day, weekend: weekend) else { continue }
+            var at = midnight.addingTimeInterval(minute * 60)
+            if at < publication { at = at.addingTimeInterval(3600) }
+            if at >= publication, at < deadline { opens.append((index, at)) }
+        }
+        return opens.sorted { $0.at < $1.at }
     }
 
     /// One morning of a strategy (`day` from 1 when the demo runs several, nil for one): an edition published,
@@ -392,7 +462,15 @@ public struct DemoRunner: Sendable {
             now: morning,
             logger: logger
         )
-        let repository = BroadcastRepository(client: client)
+        // Published at the morning's 05:00 in demo time (the database stamps its own clock): the readers' opens, in
+        // demo time, count from it.
+        try await client.query("UPDATE editions SET published_at = \(morning) WHERE id = \(edition.id)", logger: logger)
+        var repository = BroadcastRepository(client: client)
+        // Every broadcast statement on the demo's clock, not the database's: its morning is a fixed day, and the
+        // statements that pace on the database's `now()` (the next slot, leases) would otherwise place the sends on
+        // today's date, past the demo's deadline, and the workers would pace on the database's day (they measure its
+        // offset).
+        repository.leaseClock = .caller
         let started = try await repository.start(
             editionID: edition.id,
             environment: .production,
@@ -417,6 +495,8 @@ public struct DemoRunner: Sendable {
         )
         currentFleet.withLock { $0 = fleet }
         consoleClock.withLock { $0 = clock }
+        let readerOpens = opens(model: model, devices: tokens.count, day: (day ?? 1) - 1, publication: morning, deadline: deadline)
+        fleet.startOpens(readerOpens)
         let firstRequest = requests.withLock { $0.count }
 
         let dispatcher = Dispatcher(
@@ -465,6 +545,23 @@ public struct DemoRunner: Sendable {
             if now > deadline.addingTimeInterval(60) { break }
         }
         await endMorning()
+        // The opens still to come once the broadcast and the downloads are over cannot find anything new: reported
+        // now, through the same repository the API calls, at their own times.
+        // Sixteen at a time, as the API would take them: one after another they cost a short strategy 10 s of wall time.
+        let habits = HabitRepository(client: client)
+        let left = Array(readerOpens.dropFirst(fleet.opens.count))
+        for start in stride(from: 0, to: left.count, by: 16) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for open in left[start..<min(start + 16, left.count)] {
+                    let candidates = try PushToken.candidates(tokens[open.device])
+                    group.addTask {
+                        _ = try await habits.recordOpen(appID: appID, candidates: candidates, now: open.at, logger: logger)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            for open in left[start..<min(start + 16, left.count)] { fleet.openReported(device: open.device, at: open.at) }
+        }
 
         // What was recorded, in demo seconds since the broadcast's start.
         let origin = broadcast.start.timeIntervalSince1970
@@ -487,6 +584,8 @@ public struct DemoRunner: Sendable {
             androidDevices: configuration.androidDevices
         )
         recording.day = day
+        recording.opens = fleet.opens.map { DemoRecording.Open(device: $0.device, at: $0.at - origin, held: $0.held) }
+        recording.readyAtOpen = progressReport?.readyAtOpen
         recording.dormant = progressReport?.totals.dormant ?? 0
         (recording.readyAlerts, recording.readyHeld) = fleet.readyAlerts
         recording.wakeRatesByWave = try await WakeRateRepository(client: client).waveRates(
@@ -546,7 +645,7 @@ public struct DemoRunner: Sendable {
                 jitter: 1,
                 androidPriority: configuration.androidPriority
             )
-        case .waves:
+        case .waves, .hash, .oracle:
             BroadcastOptions(
                 pace: .window(configuration.window),
                 cohorts: 16,

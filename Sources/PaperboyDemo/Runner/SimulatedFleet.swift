@@ -56,6 +56,9 @@ final class SimulatedFleet: Sendable {
         var tasks: [Int: Task<Void, Never>] = [:]
         var nextTask = 0
         var stopped = false
+        /// The readers' opens reported so far (the demo's own view: held or not when the reader looked), and how many
+        /// of the morning's opens that is.
+        var opens: [DemoRecording.Open] = []
     }
 
     let model: FleetModel
@@ -105,6 +108,64 @@ final class SimulatedFleet: Sendable {
     /// the job one opened): their runs are spread over the windows' random phases, so demo time may run
     /// faster without bunching them at the API.
     var onlyAndroidLeft: Bool { state.withLock { $0.pending == $0.androidPending } }
+
+    /// The opens reported so far.
+    var opens: [DemoRecording.Open] { state.withLock { $0.opens } }
+
+    /// Readers opening the app: one task walks the morning's opens (sorted by time) and reports each through the API
+    /// (`POST /v1/devices/{token}/opens`) when its time comes, noting whether the device held the edition then. The
+    /// reports are not counted in ``pending``: a run ends when the broadcast and the devices' downloads have, and the
+    /// opens left then are reported by ``openReported(_:)``'s caller.
+    func startOpens(_ opens: [(device: Int, at: Date)]) {
+        state.withLock { state in
+            guard !state.stopped else { return }
+            let id = state.nextTask
+            state.nextTask += 1
+            state.tasks[id] = Task {
+                for open in opens {
+                    do { try await clock.sleep(until: open.at) } catch { return }
+                    let reported = self.state.withLock { state -> Bool in
+                        guard !state.stopped else { return false }
+                        state.opens.append(
+                            DemoRecording.Open(device: open.device, at: open.at.timeIntervalSince1970, held: state.holding.contains(open.device))
+                        )
+                        let request = state.nextTask
+                        state.nextTask += 1
+                        state.tasks[request] = Task {
+                            defer { self.state.withLock { $0.tasks[request] = nil } }
+                            do {
+                                try await self.postOpen(token: self.tokens[open.device])
+                            } catch {
+                                guard !self.state.withLock({ $0.stopped }) else { return }
+                                self.state.withLock { $0.requestsFailed += 1 }
+                                self.logger.debug(
+                                    "a simulated open report failed",
+                                    metadata: [LogKey.device: "\(open.device)", LogKey.error: "\(error)"]
+                                )
+                            }
+                        }
+                        return true
+                    }
+                    if !reported { return }
+                }
+            }
+        }
+    }
+
+    /// Notes an open the runner reported itself, after the run (nothing could change whether the device held the
+    /// edition any more).
+    func openReported(device: Int, at: Date) {
+        state.withLock { $0.opens.append(DemoRecording.Open(device: device, at: at.timeIntervalSince1970, held: $0.holding.contains(device))) }
+    }
+
+    private func postOpen(token: String) async throws {
+        var request = HTTPClientRequest(url: apiBase + "/v1/devices/\(token)/opens")
+        request.method = .POST
+        request.headers.add(name: "X-API-Key", value: apiKey)
+        let response = try await http.execute(request, timeout: .seconds(120))
+        _ = try await response.body.collect(upTo: 1 << 16)
+        guard response.status.code == 204 else { throw DemoError("POST opens answered \(response.status.code)") }
+    }
 
     /// A push arrived at device `token` at wall-clock `acceptedAt`.
     func receive(token: String, pushType: String, payload: [UInt8], acceptedAt: Date) {

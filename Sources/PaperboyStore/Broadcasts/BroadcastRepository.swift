@@ -265,6 +265,7 @@ public struct BroadcastRepository: Sendable {
                 }
             }
         }
+        progress.readyAtOpen = try await HabitRepository(client: client).readyAtOpen(broadcastID: id, editionID: broadcast.editionID, logger: logger)
         return progress
     }
 

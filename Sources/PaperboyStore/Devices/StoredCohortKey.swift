@@ -10,6 +10,11 @@ enum StoredCohortKey {
         Int32(bitPattern: key ^ 0x8000_0000)
     }
 
+    /// The key a stored value holds.
+    static func key(stored: Int32) -> UInt32 {
+        UInt32(bitPattern: stored) ^ 0x8000_0000
+    }
+
     /// The stored form of a key range bound (up to 2³², the end of the last cohort).
     static func stored(bound: UInt64) -> Int64 {
         Int64(bound) - offset

@@ -44,6 +44,8 @@ public struct LedgerPruner: Sendable {
         public var batches: Int = 0
         /// Recorded members of later waves that ended (`wave_members`), whatever their age.
         public var waveMembers: Int = 0
+        /// First opens counted for broadcasts whose deliveries went (`broadcast_opens`, migration 0025).
+        public var opens: Int = 0
         /// Rows older than this were deleted.
         public var cutoff: Date
         public var dryRun: Bool
@@ -123,6 +125,15 @@ public struct LedgerPruner: Sendable {
                 logger: logger
             ) { removed in
                 result.batches += removed
+                progress(result)
+            }
+            try await removeInBatches(
+                counting: "SELECT count(*) FROM broadcast_opens WHERE broadcast_id = \(id)",
+                deleting: Self.deleteOpens(broadcastID: id, limit: limit),
+                dryRun: dryRun,
+                logger: logger
+            ) { removed in
+                result.opens += removed
                 progress(result)
             }
         }
@@ -210,6 +221,18 @@ public struct LedgerPruner: Sendable {
         WITH gone AS (
             DELETE FROM broadcast_batches WHERE id = ANY (ARRAY(
                 SELECT id FROM broadcast_batches WHERE broadcast_id = \(broadcastID) ORDER BY id LIMIT \(limit)))
+            RETURNING 1)
+        SELECT count(*) FROM gone
+        """
+    }
+
+    /// A broadcast's first opens (ready at open), with its deliveries: the only time of an open kept anywhere goes
+    /// with the ledger.
+    static func deleteOpens(broadcastID: UUID, limit: Int) -> PostgresQuery {
+        """
+        WITH gone AS (
+            DELETE FROM broadcast_opens WHERE ctid = ANY (ARRAY(
+                SELECT ctid FROM broadcast_opens WHERE broadcast_id = \(broadcastID) ORDER BY device_id LIMIT \(limit)))
             RETURNING 1)
         SELECT count(*) FROM gone
         """

@@ -94,7 +94,7 @@ public enum RequestStatements {
     }
 
     /// The big tables, which no statement here may read sequentially (unless it reads them whole).
-    public static let bigTables: Set<String> = ["devices", "deliveries", "receipts", "broadcasts"]
+    public static let bigTables: Set<String> = ["devices", "deliveries", "receipts", "broadcasts", "device_habits", "broadcast_opens"]
 
     /// The sample a week of broadcasts at 10,000,000 devices would read (250,000 of 170,000,000 pushes): 1,024
     /// ranges of about 15 ids.
@@ -153,6 +153,24 @@ public enum RequestStatements {
             )
         },
         Statement("POST /v1/devices/{token}/receipts: read the stored one") { s in findReceipt(deviceID: s.deviceID, editionID: s.editionID) },
+        Statement("POST /v1/devices/{token}/opens: the device and its habit", preparedTypes: ReadDeviceHabit.bindingDataTypes) { s in
+            readDeviceHabit(appID: s.appID, candidates: [.apns(s.token)])
+        },
+        Statement("POST /v1/devices/{token}/opens: learn, move the key, count the open", preparedTypes: WriteOpen.bindingDataTypes) { s in
+            writeOpen(
+                deviceID: s.deviceID,
+                now: s.now,
+                learned: ReadingHabit(weekday: .init(minute: 200, spread: 15, mornings: 4), lastDay: 20_000),
+                key: StoredCohortKey.stored(ReadingHabit.cohortKey(minute: 200, tokenKey: s.token.cohortKey))
+            )
+        },
+        Statement("GET /v1/broadcasts/{id}: ready at open") { s in readyAtOpen(broadcastID: s.broadcastID, editionID: s.editionID) },
+        Statement("paperboy insights ready-at-open: the window's broadcasts") { s in
+            broadcastsForReadiness(publication: "morning", appID: nil, since: s.now.addingTimeInterval(-14 * 86_400))
+        },
+        Statement("paperboy cohorts plan: the targets by cohort, minute and habit", wholeTableReads: ["devices", "device_habits"]) { s in
+            audience(s, wave: 1).habitOrderQuery(cohorts: 16)
+        },
         Statement("GET /v1/broadcasts/{id}: receipt tallies of the broadcast and its edition") { s in
             ReceiptTallies.broadcastCountsQuery(broadcastID: s.broadcastID, editionID: s.editionID)
         },
@@ -292,6 +310,7 @@ public enum RequestStatements {
             LedgerPruner.deleteBatches(broadcastID: s.broadcastID, limit: 10_000)
         },
         Statement("prune: the counted waves that ended (hourly)") { _ in LedgerPruner.endedWaveMembers },
+        Statement("prune: a batch of a broadcast's first opens") { s in LedgerPruner.deleteOpens(broadcastID: s.broadcastID, limit: 10_000) },
         Statement("prune: a batch of an ended wave's recorded members") { s in
             LedgerPruner.deleteWaveMembers(broadcastID: s.broadcastID, wave: 2, limit: 10_000)
         },
@@ -428,7 +447,8 @@ public enum RequestStatements {
     /// Erases the device: its row, its receipts and its deliveries, in one statement (the receipts' foreign key
     /// is checked at its end). What is left is not the device's: receipt tallies are counts per wave and cohort,
     /// and a `wave_members` row (ids only, until the pruner deletes the ended wave's members) finds no device to
-    /// send to; its `device_pushes` row goes with it (ON DELETE CASCADE).
+    /// send to; its `device_pushes` row goes with it (ON DELETE CASCADE), and its reading habit and first opens
+    /// (`device_habits`, `broadcast_opens`: no foreign keys, migration 0025) are deleted here.
     static func eraseDevice(appID: Int, candidates: [PushToken]) -> PostgresQuery {
         let lookup = TokenLookup(candidates)
         return """
@@ -440,6 +460,10 @@ public enum RequestStatements {
                 DELETE FROM receipts r USING erased WHERE r.device_id = erased.id
             ), erased_deliveries AS (
                 DELETE FROM deliveries l USING erased WHERE l.device_id = erased.id
+            ), erased_habit AS (
+                DELETE FROM device_habits h USING erased WHERE h.device_id = erased.id
+            ), erased_opens AS (
+                DELETE FROM broadcast_opens o USING erased WHERE o.device_id = erased.id
             )
             SELECT 1 FROM erased
             """
