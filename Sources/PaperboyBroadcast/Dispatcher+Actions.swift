@@ -386,9 +386,12 @@ extension Dispatcher {
             }
             return .holdRaised(AppProvider(appID: suspicion.appID, provider: suspicion.provider))
         } catch {
-            logger.error("could not hold the app's provider", metadata: [LogKey.error: "\(String(reflecting: error))"])
+            logger.error(
+                "could not hold the app's provider: asked again at the next heartbeat; this worker leaves its sends held meanwhile",
+                metadata: [LogKey.error: "\(String(reflecting: error))"]
+            )
             noteError("could not hold the app's provider", error)
-            return nil
+            return .holdNotRaised(AppProvider(appID: suspicion.appID, provider: suspicion.provider), "\(error)")
         }
     }
 

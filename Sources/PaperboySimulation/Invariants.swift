@@ -158,19 +158,24 @@ struct Invariants {
         return true
     }
 
-    /// A drain ends within its timeout (and the write grace), and records as unknown only what was written.
+    /// A drain ends within its timeout (and the write grace) of the worker's running time, and records as unknown only
+    /// what was written. Time the process was stopped (SIGSTOP) does not count: it cannot act then, and Kubernetes
+    /// kills it at the end of its grace period (``Simulation/terminationGracePeriod``), which ends the drain too.
     func drains() -> [String] {
         var violations: [String] = []
         let configuration = Simulation.workerConfiguration
         for worker in simulation.workers {
-            guard let drainAt = worker.drainAt, worker.killedAt == nil else { continue }
+            guard let drainAt = worker.drainAt else { continue }
             let limit = simulation.options.drainTimeout + configuration.drainWriteGrace + 0.1
-            if let exited = worker.exitedAt {
-                if exited.timeIntervalSince(drainAt) > limit {
-                    violations.append("\(worker.name) drained for \(exited.timeIntervalSince(drainAt))s, more than \(limit)s")
-                }
-            } else if simulation.now.timeIntervalSince(drainAt) > limit {
-                violations.append("\(worker.name) never finished draining")
+            let end = worker.exitedAt ?? worker.killedAt ?? simulation.now
+            let ran = worker.running.reduce(0.0) { total, interval in
+                let from = max(interval.from, drainAt)
+                let until = min(interval.until ?? end, end)
+                return total + max(0, until.timeIntervalSince(from))
+            }
+            if ran > limit {
+                let ended = worker.exitedAt != nil ? "drained" : worker.killedAt != nil ? "was still draining when killed, after" : "was still draining after"
+                violations.append("\(worker.name) \(ended) \(ran)s of running time, more than \(limit)s")
             }
         }
         let written = Set(simulation.provider.log.map { "\($0.device)/\($0.broadcast)/\($0.wave)" })

@@ -9,17 +9,7 @@ extension Simulation {
         note("fault: \(fault)")
         switch fault {
         case .kill(let index, _):
-            guard workers[index].life == .running || workers[index].life == .paused else { return }
-            workers[index].life = .dead
-            workers[index].killedAt = now
-            workers[index].incarnation += 1
-            close(&workers[index].running)
-            // What it had not written yet dies with it; what it wrote is answered to nobody.
-            for (id, send) in sends where send.worker == index {
-                var send = send
-                for push in send.pushes.indices where send.pushes[push].writtenAt.map({ $0 > now }) ?? true { send.pushes[push].done = true }
-                sends[id] = send.pushes.allSatisfy(\.done) ? nil : send
-            }
+            guard kill(index) else { return }
             schedule(.restart, at: now.addingTimeInterval(random.between(1...30)))
         case .pause(let index, _, let seconds):
             guard workers[index].life == .running else { return }
@@ -32,6 +22,8 @@ extension Simulation {
             workers[index].drainAt = now
             deliver(.drainStarted(timeout: options.drainTimeout), to: index)
             schedule(.restart, at: now.addingTimeInterval(restartAfter))
+            // Kubernetes' grace period: a pod not gone by then is killed (one stopped mid-drain, say).
+            schedule(.graceEnd(worker: index), at: now.addingTimeInterval(Self.terminationGracePeriod))
         case .keyless:
             break
         case .rotate(let app, let provider, _, let revokeAt):
@@ -54,6 +46,26 @@ extension Simulation {
             guard index < scenario.broadcasts.count else { return }
             model.cancel(scenario.broadcasts[index].id, now: now)
         }
+    }
+
+    /// Kubernetes' default `terminationGracePeriodSeconds`: SIGKILL this long after SIGTERM.
+    static let terminationGracePeriod: TimeInterval = 30
+
+    /// SIGKILL: what the worker had not written yet dies with it; what it wrote is answered to nobody.
+    /// - Returns: whether it was alive.
+    @discardableResult
+    func kill(_ index: Int) -> Bool {
+        guard workers[index].life == .running || workers[index].life == .paused else { return false }
+        workers[index].life = .dead
+        workers[index].killedAt = now
+        workers[index].incarnation += 1
+        close(&workers[index].running)
+        for (id, send) in sends where send.worker == index {
+            var send = send
+            for push in send.pushes.indices where send.pushes[push].writtenAt.map({ $0 > now }) ?? true { send.pushes[push].done = true }
+            sends[id] = send.pushes.allSatisfy(\.done) ? nil : send
+        }
+        return true
     }
 
     private func provider_misconfigure(_ key: AppProvider) {

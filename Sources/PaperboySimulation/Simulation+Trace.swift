@@ -28,6 +28,7 @@ extension Simulation {
         case .written(let id): "batch \(id) written"
         case .writeFailed(let id, let error): "batch \(id) write failed: \(error)"
         case .holdRaised(let key): "hold raised for app \(key.appID) \(key.provider.rawValue)"
+        case .holdNotRaised(let key, let error): "hold for app \(key.appID) \(key.provider.rawValue) not raised: \(error)"
         case .drainStarted(let timeout): "drain (\(Int(timeout)) s)"
         }
     }

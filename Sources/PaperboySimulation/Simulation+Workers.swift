@@ -173,6 +173,7 @@ extension Simulation {
             case .renew: .renewFailed("database down")
             case .confirmLease(let batch): .leaseConfirmFailed(batch.id, "database down")
             case .write(let batch, _): .writeFailed(batch.id, "database down")
+            case .raiseHold(let suspicion): .holdNotRaised(AppProvider(appID: suspicion.appID, provider: suspicion.provider), "database down")
             default: nil
             }
         }

@@ -85,6 +85,8 @@ public final class Simulation {
         case revoke(app: Int, provider: PushProvider, generation: Int)
         case fix(app: Int, provider: PushProvider)
         case resume(worker: Int)
+        /// The grace period after a SIGTERM is over: SIGKILL if the worker has not exited.
+        case graceEnd(worker: Int)
         case restart
         case outageEnd
         case startBroadcast(Int)
@@ -215,6 +217,11 @@ public final class Simulation {
             note("operator: app \(app) \(provider.rawValue) fixed; hold released \(released), \(dropped) held deactivations dropped")
         case .resume(let index):
             resume(index)
+        case .graceEnd(let index):
+            if kill(index) {
+                covered.insert("graceKill")
+                note("\(workers[index].name) killed at the end of its grace period")
+            }
         case .restart:
             addWorker(skew: 0)
             deliver(.started, to: workers.count - 1)

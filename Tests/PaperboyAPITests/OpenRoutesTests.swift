@@ -88,6 +88,10 @@ struct OpenRoutesTests {
             // The re-registration at the next launch keeps the key.
             #expect(try await client.send(.put, "/v1/devices/\(token())", key: fixture.apiKey, body: validRegistration).status == .ok)
             #expect(try await Self.habit(fixture, token: token()).key == stored.key)
+            // Erased at the reader's request: the habit goes with the device.
+            #expect(try await client.send(.delete, "/v1/devices/\(token())?erase=true", key: fixture.apiKey).status == .noContent)
+            let left = try await fixture.db.client.query("SELECT count(*) FROM device_habits", logger: fixture.db.logger)
+            for try await count in left.decode(Int.self) { #expect(count == 0, "an erased device's habit is deleted") }
         }
     }
 

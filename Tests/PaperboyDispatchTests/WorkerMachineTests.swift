@@ -234,6 +234,34 @@ struct WorkerMachineTests {
         #expect(Self.sends(machine.handle(.tick, at: Self.at(1))).isEmpty)
     }
 
+    @Test(
+        "a hold the store could not be asked for (the database away) is asked again at the next heartbeat, the provider held here meanwhile; once raised, never again (seed 22058)"
+    )
+    func holdRaisedAgain() {
+        var machine = Machine()
+        _ = machine.handle(.started, at: Self.at(0))
+        _ = machine.handle(.leased(Self.batch(1, devices: 12)), at: Self.at(0))
+        _ = machine.handle(.batchRead(1, Self.contents((1...12).map { Self.apns($0) })), at: Self.at(0))
+        let invalid = (0..<12).map {
+            BatchSendMachine.Answer(position: $0, result: .rejected(reason: "DeviceTokenNotForTopic", deactivates: .deferred), generation: 1)
+        }
+        let first = machine.handle(.answered(1, invalid), at: Self.at(0.1))
+        let suspicion = try? #require(first.compactMap { if case .raiseHold(let suspicion) = $0 { suspicion } else { nil } }.first)
+        let key = AppProvider(appID: 1, provider: .apns)
+        var retried: [Machine.Action] = machine.handle(.holdNotRaised(key, "database down"), at: Self.at(0.2))
+        #expect(!retried.contains { if case .raiseHold = $0 { true } else { false } }, "not at once: at the heartbeat")
+        // A batch of the app read meanwhile still treats the provider as held: nothing is sent through it.
+        _ = machine.handle(.leased(Self.batch(2, devices: 2)), at: Self.at(1))
+        #expect(Self.sends(machine.handle(.batchRead(2, Self.contents([Self.apns(20), Self.apns(21)])), at: Self.at(1))).isEmpty)
+        for second in stride(from: 1.0, through: 31, by: 1) { retried += machine.handle(.tick, at: Self.at(second)) }
+        let again = retried.compactMap { if case .raiseHold(let suspicion) = $0 { suspicion } else { nil } }
+        #expect(again == [suspicion].compactMap { $0 }, "asked again once, with the same evidence and configuration version")
+        _ = machine.handle(.holdRaised(key), at: Self.at(31.5))
+        var later: [Machine.Action] = []
+        for second in stride(from: 32.0, through: 70, by: 1) { later += machine.handle(.tick, at: Self.at(second)) }
+        #expect(!later.contains { if case .raiseHold = $0 { true } else { false } })
+    }
+
     @Test("SIGTERM: no more leases, every batch told; the worker stops when none is left")
     func drain() {
         var machine = Machine()

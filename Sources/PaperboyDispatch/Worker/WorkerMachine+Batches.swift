@@ -16,8 +16,8 @@ extension WorkerMachine {
             if case .held = state { misconfigurations.reset(appID: entry.batch.appID, provider: provider) }
         }
         var providers = contents.providers
-        for (key, reason) in raisedHolds where key.appID == entry.batch.appID {
-            if case .ready = providers[key.provider] { providers[key.provider] = .held(reason) }
+        for (key, suspicion) in raisedHolds where key.appID == entry.batch.appID {
+            if case .ready = providers[key.provider] { providers[key.provider] = .held(suspicion.reason) }
         }
         let machine = BatchSendMachine(
             batch: entry.batch,
@@ -75,7 +75,7 @@ extension WorkerMachine {
         }
         // The hold first: the answers that made it are then taken as the configuration's, not the tokens'.
         for suspicion in suspicions {
-            raisedHolds[AppProvider(appID: suspicion.appID, provider: suspicion.provider)] = suspicion.reason
+            raisedHolds[AppProvider(appID: suspicion.appID, provider: suspicion.provider)] = suspicion
             actions.append(.raiseHold(suspicion))
             for other in order {
                 guard let batch = held[other]?.batch, batch.appID == suspicion.appID else { continue }

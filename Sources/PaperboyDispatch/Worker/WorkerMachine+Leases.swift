@@ -27,6 +27,12 @@ extension WorkerMachine {
                 actions.append(.renew(batches))
             }
             actions.append(.reportStatus)
+            // A hold the store could not be asked for is asked again: until it is there, no operator can see or
+            // release it, and this worker would give the app's batches back for ever.
+            for key in holdsToRaiseAgain.sorted(by: { ($0.appID, $0.provider.rawValue) < ($1.appID, $1.provider.rawValue) }) {
+                if let suspicion = raisedHolds[key] { actions.append(.raiseHold(suspicion)) }
+            }
+            holdsToRaiseAgain = []
         }
         if let stopAt, !stopped {
             if held.isEmpty && !leasing {

@@ -129,8 +129,12 @@ public struct WorkerMachine: Sendable {
         /// The batch's outcomes (or give-back) were written.
         case written(Int64)
         case writeFailed(Int64, String)
-        /// The store holds the app's provider now (``Action/raiseHold(_:)``).
+        /// The store holds the app's provider now (``Action/raiseHold(_:)``), or refused it as stale (already held, or
+        /// the configuration changed since the answers' sends).
         case holdRaised(AppProvider)
+        /// The store could not be asked (``Action/raiseHold(_:)`` failed): the suspicion stands and is raised again at
+        /// the next heartbeat; meanwhile this worker's batches keep treating the provider as held.
+        case holdNotRaised(AppProvider, String)
         /// SIGTERM (or the worker was cancelled): written requests may take `timeout` to be answered.
         case drainStarted(timeout: TimeInterval)
     }
@@ -208,7 +212,9 @@ public struct WorkerMachine: Sendable {
     public internal(set) var health = SenderHealth()
     var misconfigurations: MisconfigurationGuard
     /// Holds this worker raised that the store has not confirmed yet: its batches treat them as held meanwhile.
-    var raisedHolds: [AppProvider: String] = [:]
+    var raisedHolds: [AppProvider: MisconfigurationGuard.Suspicion] = [:]
+    /// Of those, the ones the store could not be asked for: raised again at the next heartbeat.
+    var holdsToRaiseAgain: Set<AppProvider> = []
     var leasing = false
     /// When the lease in flight was asked for (monotonic): a batch it brings is trusted from then.
     var leaseAskedAt: TimeInterval?
@@ -235,7 +241,7 @@ public struct WorkerMachine: Sendable {
     /// Keeps track of the database's failures and its return, for ``Configuration/recoveryGrace``.
     mutating func noteDatabase(_ event: Event, at moment: Moment) {
         switch event {
-        case .leaseFailed, .batchUnreadable(_, .database), .slotClaimFailed, .renewFailed, .leaseConfirmFailed, .writeFailed:
+        case .leaseFailed, .batchUnreadable(_, .database), .slotClaimFailed, .renewFailed, .leaseConfirmFailed, .writeFailed, .holdNotRaised:
             databaseFailing = true
         case .leased, .batchRead, .slotClaimed, .renewed, .leaseConfirmed, .written, .holdRaised:
             if databaseFailing {
@@ -328,6 +334,9 @@ public struct WorkerMachine: Sendable {
             writeFailed(id, error, at: moment, &actions)
         case .holdRaised(let key):
             raisedHolds[key] = nil
+            holdsToRaiseAgain.remove(key)
+        case .holdNotRaised(let key, _):
+            if raisedHolds[key] != nil { holdsToRaiseAgain.insert(key) }
         case .drainStarted(let timeout):
             drain(timeout: timeout, at: moment, &actions)
         }
