@@ -174,7 +174,8 @@ struct Invariants {
                 return total + max(0, until.timeIntervalSince(from))
             }
             if ran > limit {
-                let ended = worker.exitedAt != nil ? "drained" : worker.killedAt != nil ? "was still draining when killed, after" : "was still draining after"
+                let ended =
+                    worker.exitedAt != nil ? "drained" : worker.killedAt != nil ? "was still draining when killed, after" : "was still draining after"
                 violations.append("\(worker.name) \(ended) \(ran)s of running time, more than \(limit)s")
             }
         }
