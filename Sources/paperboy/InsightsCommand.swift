@@ -57,12 +57,7 @@ struct InsightsCommand: AsyncParsableCommand {
         @OptionGroup var timeZone: TimeZoneOptions
 
         func validate() throws {
-            guard (1...WakeRateRepository.maxDays).contains(days) else {
-                throw ValidationError("--days must be a whole number of days from 1 to \(WakeRateRepository.maxDays)")
-            }
-            if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
-            if let publication, publication.isEmpty { throw ValidationError("--publication must be a publication's id, like morning") }
-            _ = try timeZone.zone()
+            try InsightsCommand.validate(days: days, app: app, publication: publication, timeZone: timeZone)
         }
 
         func run() async throws {
@@ -116,12 +111,7 @@ struct InsightsCommand: AsyncParsableCommand {
         @OptionGroup var timeZone: TimeZoneOptions
 
         func validate() throws {
-            guard (1...WakeRateRepository.maxDays).contains(days) else {
-                throw ValidationError("--days must be a whole number of days from 1 to \(WakeRateRepository.maxDays)")
-            }
-            if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
-            if let publication, publication.isEmpty { throw ValidationError("--publication must be a publication's id, like morning") }
-            _ = try timeZone.zone()
+            try InsightsCommand.validate(days: days, app: app, publication: publication, timeZone: timeZone)
         }
 
         func run() async throws {
@@ -140,5 +130,17 @@ struct InsightsCommand: AsyncParsableCommand {
                 )
             }
         }
+    }
+}
+
+extension InsightsCommand {
+    /// The filters every insight takes: `--days`, `--app`, `--publication`, `--time-zone`.
+    static func validate(days: Int, app: Int?, publication: String?, timeZone: TimeZoneOptions) throws {
+        guard (1...WakeRateRepository.maxDays).contains(days) else {
+            throw ValidationError("--days must be a whole number of days from 1 to \(WakeRateRepository.maxDays)")
+        }
+        if let app, app < 1 { throw ValidationError("--app must be an app id (see `paperboy apps list`)") }
+        if let publication, publication.isEmpty { throw ValidationError("--publication must be a publication's id, like morning") }
+        _ = try timeZone.zone()
     }
 }
