@@ -109,6 +109,24 @@ struct AdminHostileNetworkTests {
         }
     }
 
+    @Test("a name longer than the documented 256 characters is refused before the change is made, naming the header")
+    func overlongOperatorRefused() async throws {
+        try await APIFixture.with { fixture, client in
+            let added = try await client.send(.post, "/v1/origins", headers: Self.admin, body: #"{"name": "content-api", "capacity": 1000}"#)
+            #expect(added.status == .created)
+            var headers = Self.admin
+            headers[HTTPField.Name("X-Paperboy-Operator")!] = String(repeating: "7", count: 257)
+            let refused = try await client.send(.put, "/v1/origins/content-api", headers: headers, body: #"{"capacity": 2000}"#)
+            #expect(refused.status == .badRequest)
+            #expect(try refused.apiError().field == "X-Paperboy-Operator")
+            let capacities = try await fixture.db.client.query("SELECT capacity::int8 FROM origins", logger: fixture.db.logger)
+            for try await capacity in capacities.decode(Int.self) { #expect(capacity == 1000, "nothing changed") }
+            headers[HTTPField.Name("X-Paperboy-Operator")!] = String(repeating: "7", count: 256)
+            let accepted = try await client.send(.put, "/v1/origins/content-api", headers: headers, body: #"{"capacity": 2000}"#)
+            #expect(accepted.status == .ok, "\(accepted.text)")
+        }
+    }
+
     @Test(
         "serve refuses an admin token under 16 characters naming the variable, and reads PAPERBOY_ADMIN_TOKEN_FILE itself",
         .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests"),

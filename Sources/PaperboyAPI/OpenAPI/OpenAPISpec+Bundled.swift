@@ -1144,7 +1144,8 @@ extension OpenAPISpec {
               required: false
               description: |
                 Who makes the change, recorded with it in the audit log (`paperboy audit`) beside the role `admin` and the
-                client's address; printable, at most 64 characters kept.
+                client's address; printable, at most 64 characters kept. A value over 256 characters is refused (400
+                naming this header) before anything is changed.
               schema:
                 type: string
                 maxLength: 256

@@ -174,11 +174,21 @@ struct AdminTokenMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.notice("admin token refused", metadata: [LogKey.address: "\(address ?? "unknown")", LogKey.path: "\(request.uri.path)"])
             throw APIError.unauthorized("the admin token is wrong", field: "Authorization")
         }
+        if let name = request.headers[AuditEntry.operatorHeader], name.count > AuditEntry.operatorHeaderLimit {
+            // The change is refused before it is made: a name this long is a mistake, not a name to cut silently.
+            throw APIError.invalid(
+                AuditEntry.operatorHeader.rawName,
+                "at most \(AuditEntry.operatorHeaderLimit) characters (\(name.count) given); the first 64 printable ones are recorded"
+            )
+        }
         return try await next(request, context)
     }
 }
 
 extension AuditEntry {
+    /// The longest `X-Paperboy-Operator` accepted (the OpenAPI document's `maxLength`); longer is refused with 400.
+    static let operatorHeaderLimit = 256
+
     /// The header in which an admin API caller may give their name, recorded with each change they make.
     public static let operatorHeader = HTTPField.Name("X-Paperboy-Operator")!
 
