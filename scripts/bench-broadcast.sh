@@ -536,6 +536,20 @@ sample
 "$B" broadcast --edition "$edition" "${pace[@]}" --cohorts 16 "${extra[@]}" --jitter 1s --json > "$tmp/start.json" 2> "$tmp/start.err" \
     || die "paperboy broadcast failed: $(cat "$tmp/start.err")"
 t1=$(now)
+# pg_stat_statements (scripts/with-postgres.sh loads it when postgresql-contrib is installed): every statement's
+# cost from here on, read after wave 1 (and after the morning) and summed by family (scripts/statement-families.py).
+statements=0
+if [ "$(q "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'" 2>/dev/null || echo 0)" = 1 ]; then
+    q 'SELECT pg_stat_statements_reset()' >/dev/null || die "cannot reset pg_stat_statements"
+    statements=1
+    meta pgTicksReset "$(pg_ticks)"
+fi
+dump_statements() { # $1: the file; one JSON array of this database's statements since the reset
+    [ "$statements" = 1 ] || return 0
+    q "SELECT coalesce(json_agg(json_build_object('calls', calls, 'exec_ms', total_exec_time, 'plan_ms', total_plan_time, 'rows', rows, 'query', query)), '[]')
+        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())" > "$1" \
+        || die "cannot read pg_stat_statements"
+}
 bid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/start.json")
 uuid_ok "$bid" || die "paperboy broadcast printed no broadcast id: $(cat "$tmp/start.json")"
 wave1_start=$(q "SELECT extract(epoch FROM starts_at) FROM broadcast_waves WHERE broadcast_id = '$bid' AND wave = 1") \
@@ -802,6 +816,11 @@ if [ -n "$failure" ]; then
         FROM broadcast_cohorts WHERE broadcast_id = '$bid' AND wave = 1 AND (next_key < end_key OR sent < planned) ORDER BY cohort" >&2 || say "(cannot read the cohorts)"
 fi
 sample
+if [ "$statements" = 1 ]; then
+    meta pgTicksWave1 "$(pg_ticks)"
+    dump_statements "$tmp/statements-wave1.json"
+    meta wave1Deliveries "$(q "SELECT count(*) FROM deliveries WHERE broadcast_id = '$bid' AND wave = 1")"
+fi
 status_of "$bid" "$tmp/status.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
 cp "$tmp/status.json" "$tmp/status-wave1.json"
 meta tDone "$t_done"
@@ -955,6 +974,7 @@ done
 if [ "$morning" = 1 ]; then
     [ -z "$poller_pid" ] || { kill "$poller_pid" 2>/dev/null || true; wait "$poller_pid" 2>/dev/null || true; poller_pid=""; }
     meta tEnd "$(now)"; meta busyTicks1 "$(busy_ticks)"; meta pgTicks1 "$(pg_ticks)"
+    dump_statements "$tmp/statements-morning.json"
     meta serveTicks "$(cpu_ticks "$serve_pid")"; meta serveRSS "$(peak_rss_kb "$serve_pid")"
     meta fleetTicks "$(cpu_ticks "$sim")"; meta fleetRSS "$(peak_rss_kb "$sim")"
     meta dbBytes "$(q "SELECT pg_database_size(current_database())")"
@@ -1470,6 +1490,30 @@ if meta.get("morning") == "1" and meta.get("tEnd"):
     lines.append("  receipts per minute from wave 1's planned start: " + ", ".join(f"{m}: {n}" for m, n in mo["receiptsPerMinuteFromWave1Start"]))
     lines.append("  status polled every 10 s: " + "; ".join(f"{k} {v['polls']} polls, {v['failed']} failed, p50 {v['p50Seconds']} s p95 {v['p95Seconds']} s max {v['maxSeconds']} s"
                                                          for k, v in status_polls.items()))
+
+# pg_stat_statements: PostgreSQL's work per 1,000 deliveries by statement family, wave 1 (and the whole morning).
+import subprocess
+def families(dump, deliveries, cpu_seconds):
+    out = subprocess.run([sys.executable, "scripts/statement-families.py", dump, "--deliveries", str(deliveries), "--cpu-seconds", str(cpu_seconds),
+                          "--json", "--top", "12"], capture_output=True, text=True)
+    if out.returncode != 0:
+        failures.append(f"statement-families.py failed: {out.stderr.strip()}")
+        return None
+    return json.loads(out.stdout)
+if meta.get("pgTicksWave1") and int(meta.get("wave1Deliveries") or 0) > 0:
+    result["statementsWave1"] = families(f"{tmp}/statements-wave1.json", int(meta["wave1Deliveries"]),
+                                         (int(meta["pgTicksWave1"]) - int(meta["pgTicksReset"])) / hz)
+if meta.get("pgTicksReset") and os.path.exists(f"{tmp}/statements-morning.json") and meta.get("pgTicks1"):
+    n = int(open(f"{tmp}/deliveries.txt").read().strip() or 0)
+    if n: result["statementsMorning"] = families(f"{tmp}/statements-morning.json", n, (int(meta["pgTicks1"]) - int(meta["pgTicksReset"])) / hz)
+for key, title in (("statementsWave1", "wave 1"), ("statementsMorning", "the whole morning")):
+    st = result.get(key)
+    if not st: continue
+    lines.append(f"  PostgreSQL per 1,000 deliveries, {title} ({st['deliveries']} deliveries; pg_stat_statements): processes' CPU {st['cpuMsPer1000']} ms,"
+                 f" statements {st['statementMsPer1000']} ms in {st['callsPer1000']} calls, outside statements {st['outsideStatementsMsPer1000']} ms")
+    for f in st["families"]:
+        lines.append(f"    {f['family']:32} {f['callsPer1000']:>8} calls {f['statementMsPer1000']:>8} ms {f['share'] * 100:>5.1f} % {f['msPerCall']} ms/call,"
+                     f" CPU ~{f['cpuMsPer1000']} ms")
 
 result["failures"] = failures
 json.dump(result, open(f"{tmp}/result.json", "w"))

@@ -53,9 +53,8 @@ else
     "$paperboy" publications add morning --app 1 >/dev/null
 fi
 pgbench_vars=()
-# pgbench runs the statement as serve does: a registration planned with its values (the extended protocol), a
-# receipt prepared once per connection (RecordReceipt).
-pgbench_protocol=extended
+# pgbench runs the statement as serve does: prepared once per connection (RegisterDevice, RecordReceipt).
+pgbench_protocol=prepared
 if [ "$mode" = receipt ]; then
     if [ "$reuse" = 0 ]; then
         "$paperboy" devices seed --app 1 --publication morning --count "${DEVICES:-100000}" >/dev/null
@@ -80,7 +79,6 @@ json.dump({"publication": "morning", "issueDate": "2099-12-31", "deadline": dead
         > "$work/tokens.txt"
     [ -s "$work/tokens.txt" ] || { echo "bench-registration: --receipts: app 1 has no devices" >&2; exit 1; }
     export PAPERBOY_TOKENS="$work/tokens.txt"
-    pgbench_protocol=prepared
     pgbench_vars=(-D "maxid=$(psql -X -Atc 'SELECT max(id) FROM devices')" -D "edition=$PAPERBOY_EDITION")
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -90,11 +88,22 @@ LOG_LEVEL=warning "$paperboy" serve --port "$port" --rate-limit off > "$work/ser
 server=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/health/ready" >/dev/null && break; sleep 0.2; done
 
+# PostgreSQL's CPU (clock ticks): the postmaster, its live children, and the children it has reaped.
+pg_pid=$(head -1 "$(psql -X -Atc 'SHOW data_directory')/postmaster.pid" 2>/dev/null || echo 0)
+pg_ticks() {
+    [ "$pg_pid" != 0 ] || { echo 0; return; }
+    { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v p="$pg_pid" '$1 == p {s += $14 + $15 + $16 + $17} $4 == p {s += $14 + $15} END {print s + 0}'
+}
+hz=$(getconf CLK_TCK)
+# Milliseconds of PostgreSQL CPU per request: ticks $1, requests $2.
+per_request() { python3 -c "print(f'{$1 * 1000 / $hz / max(1, $2):.3f}')"; }
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; paperboy: $paperboy; $([ "$mode" = receipt ] && echo receipts || echo registrations), ${duration}s per run; $(psql -X -Atc 'SELECT count(*) FROM devices') devices"
-printf '%-6s %-4s %12s %10s %12s %10s %7s\n' conns run paperboy_rps p99_ms pgbench_tps avg_ms ratio
+printf '%-6s %-4s %12s %10s %10s %12s %10s %10s %7s\n' conns run paperboy_rps p99_ms pg_ms_req pgbench_tps avg_ms pg_ms_tx ratio
 for c in ${connections[*]}; do
     for run in $(seq "$runs"); do
+        t0=$(pg_ticks)
         wrk -t2 -c"$c" -d"${duration}s" --latency -s "scripts/wrk-$mode.lua" "http://127.0.0.1:$port" > "$work/wrk.txt" 2>&1
+        t1=$(pg_ticks)
         rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.txt")
         p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/, "", v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/, "", v)} else if (v ~ /s$/) {sub(/s/, "", v); v=v*1000}; print v}' "$work/wrk.txt")
         errors=$(awk '/Non-2xx|Socket errors|unexpected status/' "$work/wrk.txt")
@@ -106,9 +115,13 @@ for c in ${connections[*]}; do
         fi
         pgbench -n -M "$pgbench_protocol" -c "$c" -j 2 -T "$duration" ${pgbench_vars[@]+"${pgbench_vars[@]}"} -f "scripts/pgbench-$mode.sql" \
             > "$work/pgbench.txt" 2>&1 || { echo "bench-registration: pgbench failed:" >&2; tail -5 "$work/pgbench.txt" >&2; exit 1; }
+        t2=$(pg_ticks)
         tps=$(awk '/^tps/ {print $3}' "$work/pgbench.txt")
         lat=$(awk '/latency average/ {print $4}' "$work/pgbench.txt")
+        done_tx=$(awk '/number of transactions actually processed/ {split($NF, a, "/"); print a[1]}' "$work/pgbench.txt")
+        requests=$(awk '/requests in/ {print $1}' "$work/wrk.txt")
         ratio=$(python3 -c "print(f'{$rps / $tps:.2f}')")
-        printf '%-6s %-4s %12s %10s %12.0f %10s %7s\n' "$c" "$run" "$rps" "$p99" "$tps" "$lat" "$ratio"
+        printf '%-6s %-4s %12s %10s %10s %12.0f %10s %10s %7s\n' "$c" "$run" "$rps" "$p99" "$(per_request $((t1 - t0)) "$requests")" "$tps" "$lat" \
+            "$(per_request $((t2 - t1)) "$done_tx")" "$ratio"
     done
 done

@@ -94,20 +94,19 @@ extension BroadcastRepository {
                     return (nil, false)
                 }
                 let batchSize = max(1, min(maxBatchSize, Int((rate * batchDuration).rounded(.up))))
-                // The key of the batch's last device, then every device up to and including that key: read from the
-                // members recorded when a later wave was counted, else by evaluating the audience along the keys
-                // (wave 1, whose condition reads the device's row alone, and a wave counted by an older worker).
-                let boundaryQuery: PostgresQuery
-                let sizeQuery: (Int64) -> PostgresQuery
+                // The key of the batch's last device and how many devices it holds (every device up to and including
+                // that key), in one statement: from the members recorded when a later wave was counted, else by
+                // evaluating the audience along the keys (wave 1, whose condition reads the device's row alone, and a
+                // wave counted by an older worker).
+                let extentQuery: PostgresQuery
                 if members {
-                    boundaryQuery = WaveAudience.memberBoundaryQuery(
+                    extentQuery = WaveAudience.memberExtentQuery(
                         broadcastID: broadcastID,
                         wave: Int(wave),
                         from: nextKey,
                         before: endKey,
                         size: batchSize
                     )
-                    sizeQuery = { WaveAudience.memberCountQuery(broadcastID: broadcastID, wave: Int(wave), firstKey: nextKey, lastKey: $0) }
                 } else {
                     guard
                         let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(broadcastID)"), on: connection, logger: logger)
@@ -116,15 +115,13 @@ extension BroadcastRepository {
                         return (nil, false)
                     }
                     let audience = WaveAudience(broadcast, wave: Int(wave), kind: .init(rawValue: kind) ?? .background)
-                    boundaryQuery = audience.batchBoundaryQuery(from: nextKey, before: endKey, size: batchSize)
-                    sizeQuery = { audience.batchSizeQuery(firstKey: nextKey, lastKey: $0) }
+                    extentQuery = audience.batchExtentQuery(from: nextKey, before: endKey, size: batchSize)
                 }
-                let boundary = try await connection.query(boundaryQuery, logger: logger)
                 var lastKey = endKey - 1
-                for try await key in boundary.decode(Int32.self) { lastKey = Int64(key) }
-                let counted = try await connection.query(sizeQuery(lastKey), logger: logger)
                 var devices = 0
-                for try await count in counted.decode(Int.self) { devices = count }
+                for try await (last, count) in try await connection.query(extentQuery, logger: logger).decode((Int64, Int).self) {
+                    (lastKey, devices) = (last, count)
+                }
                 try await connection.query(
                     """
                     UPDATE broadcast_cohorts SET next_key = \(lastKey + 1), next_ordinal = next_ordinal + \(devices)

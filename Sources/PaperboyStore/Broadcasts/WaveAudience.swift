@@ -128,23 +128,30 @@ public struct WaveAudience: Sendable, Equatable {
         return PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "{audience}", with: Self.condition), binds: binds)
     }
 
-    /// The stored key of the `size`-th device of the audience from key `from` on (before `before`): the
-    /// last key of a batch of that many, which then holds every device up to and including that key.
-    func batchBoundaryQuery(from firstKey: Int64, before endKey: Int64, size: Int) -> PostgresQuery {
+    /// A new batch's extent in one statement, one pass over the index: the stored key of its last device and how
+    /// many devices it holds, for at most `size` devices of the audience from key `from` on (before `before`), plus
+    /// the devices sharing the last one's key (a batch holds every device up to and including its last key). When
+    /// fewer than `size` remain, the batch runs to the end of the cohort (`before - 1`).
+    ///
+    /// Two statements answered this before (the `size`-th key, then the count up to it), reading the batch's devices
+    /// twice: a tenth of PostgreSQL's statement time per delivery at 1,000,000 devices (issue 36).
+    func batchExtentQuery(from firstKey: Int64, before endKey: Int64, size: Int) -> PostgresQuery {
         query(
-            "SELECT d.cohort_key FROM devices d WHERE {audience} AND d.cohort_key >= $9 AND d.cohort_key < $10 ORDER BY d.cohort_key OFFSET $11 LIMIT 1"
+            """
+            WITH first AS (
+                SELECT d.cohort_key AS k FROM devices d WHERE {audience} AND d.cohort_key >= $9 AND d.cohort_key < $10
+                ORDER BY d.cohort_key LIMIT $11
+            ), found AS (SELECT count(*) AS n, max(k) AS last FROM first)
+            SELECT CASE WHEN found.n < $11 THEN $10 - 1 ELSE found.last END,
+                CASE WHEN found.n < $11 THEN found.n
+                    ELSE found.n - (SELECT count(*) FROM first WHERE k = found.last)
+                        + (SELECT count(*) FROM devices d WHERE {audience} AND d.cohort_key = found.last) END
+            FROM found
+            """
         ) {
             $0.append(firstKey)
             $0.append(endKey)
-            $0.append(size - 1)
-        }
-    }
-
-    /// How many devices of the audience have stored keys `firstKey...lastKey`.
-    func batchSizeQuery(firstKey: Int64, lastKey: Int64) -> PostgresQuery {
-        query("SELECT count(*) FROM devices d WHERE {audience} AND d.cohort_key BETWEEN $9 AND $10") {
-            $0.append(firstKey)
-            $0.append(lastKey)
+            $0.append(Int64(size))
         }
     }
 
@@ -178,23 +185,29 @@ public struct WaveAudience: Sendable, Equatable {
         }
     }
 
-    /// ``batchBoundaryQuery(from:before:size:)`` over the members recorded for wave `wave` of `broadcastID`: one
-    /// range of the primary key, whatever the audience's condition costs.
-    static func memberBoundaryQuery(broadcastID: UUID, wave: Int, from firstKey: Int64, before endKey: Int64, size: Int) -> PostgresQuery {
-        """
-        SELECT cohort_key FROM wave_members
-        WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND cohort_key >= \(firstKey)
-            AND cohort_key < \(endKey)
-        ORDER BY cohort_key OFFSET \(size - 1) LIMIT 1
-        """
-    }
-
-    /// How many members of wave `wave` of `broadcastID` have stored keys `firstKey...lastKey`.
-    static func memberCountQuery(broadcastID: UUID, wave: Int, firstKey: Int64, lastKey: Int64) -> PostgresQuery {
-        """
-        SELECT count(*) FROM wave_members
-        WHERE broadcast_id = \(broadcastID) AND wave = \(Int16(wave)) AND cohort_key BETWEEN \(firstKey) AND \(lastKey)
-        """
+    /// ``batchExtentQuery(from:before:size:)`` over the members recorded for wave `wave` of `broadcastID`.
+    static func memberExtentQuery(broadcastID: UUID, wave: Int, from firstKey: Int64, before endKey: Int64, size: Int) -> PostgresQuery {
+        var binds = PostgresBindings(capacity: 5)
+        binds.append(broadcastID)
+        binds.append(Int16(wave))
+        binds.append(firstKey)
+        binds.append(endKey)
+        binds.append(Int64(size))
+        return PostgresQuery(
+            unsafeSQL: """
+                WITH first AS (
+                    SELECT cohort_key AS k FROM wave_members
+                    WHERE broadcast_id = $1 AND wave = $2 AND cohort_key >= $3 AND cohort_key < $4
+                    ORDER BY cohort_key LIMIT $5
+                ), found AS (SELECT count(*) AS n, max(k) AS last FROM first)
+                SELECT CASE WHEN found.n < $5 THEN $4 - 1 ELSE found.last END,
+                    CASE WHEN found.n < $5 THEN found.n
+                        ELSE found.n - (SELECT count(*) FROM first WHERE k = found.last)
+                            + (SELECT count(*) FROM wave_members WHERE broadcast_id = $1 AND wave = $2 AND cohort_key = found.last) END
+                FROM found
+                """,
+            binds: binds
+        )
     }
 
     /// The audience counted per cohort when split into `cohorts`: `cohort, count` rows, empty cohorts absent.

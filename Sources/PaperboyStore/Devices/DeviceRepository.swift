@@ -24,9 +24,9 @@ public struct DeviceRepository: Sendable {
         _ registration: DeviceRegistration,
         logger: Logger
     ) async throws -> (device: Device, created: Bool) {
-        let slugs = Array(Set(registration.subscriptions)).sorted()
-        let rows = try await client.query(RequestStatements.register(appID: appID, token: token, registration), logger: logger)
-        for try await (created, active, registeredAt, updatedAt, unregisteredAt) in rows.decode((Bool, Bool, Date, Date, Date?).self) {
+        let statement = RegisterDevice(appID: appID, token: token, registration: registration)
+        let slugs = statement.slugs
+        for (created, active, registeredAt, updatedAt, unregisteredAt) in try await client.executePrepared(statement, logger: logger) {
             var stored = registration
             stored.subscriptions = slugs
             stored.provider = token.provider

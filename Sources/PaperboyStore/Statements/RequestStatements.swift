@@ -94,7 +94,9 @@ public enum RequestStatements {
     }
 
     /// The big tables, which no statement here may read sequentially (unless it reads them whole).
-    public static let bigTables: Set<String> = ["devices", "deliveries", "receipts", "broadcasts", "device_habits", "broadcast_opens"]
+    public static let bigTables: Set<String> = [
+        "devices", "deliveries", "receipts", "broadcasts", "device_habits", "broadcast_opens", "device_pushes",
+    ]
 
     /// The sample a week of broadcasts at 10,000,000 devices would read (250,000 of 170,000,000 pushes): 1,024
     /// ranges of about 15 ids.
@@ -102,7 +104,7 @@ public enum RequestStatements {
 
     /// Every statement a request, the scheduler or a dispatch batch runs on the big tables.
     public static let catalogue: [Statement] = [
-        Statement("PUT /v1/devices/{token}") { s in
+        Statement("PUT /v1/devices/{token}", preparedTypes: RegisterDevice.bindingDataTypes) { s in
             register(
                 appID: s.appID,
                 token: .apns(s.token),
@@ -116,7 +118,7 @@ public enum RequestStatements {
                 )
             )
         },
-        Statement("PUT /v1/devices/{token} (FCM)") { s in
+        Statement("PUT /v1/devices/{token} (FCM)", preparedTypes: RegisterDevice.bindingDataTypes) { s in
             register(
                 appID: s.appID,
                 token: .fcm(s.fcmToken),
@@ -250,27 +252,19 @@ public enum RequestStatements {
             BroadcastRepository.takeOverQuery(owner: "owner", duration: 30, now: nil, excluding: [])
         },
         Statement("dispatch: the cohort due soonest (lease)") { s in BroadcastRepository.dueCohortQuery(dueBy: s.now) },
-        Statement("dispatch: a batch's last key, wave 1 (lease)") { s in batchBoundary(audience(s, wave: 1), from: s.batchKeys?.lowerBound) },
-        Statement("dispatch: a batch's last key, wave 2 (lease)") { s in batchBoundary(audience(s, wave: 2), from: s.batchKeys?.lowerBound) },
-        Statement("dispatch: a batch's last key, alert wave (lease)") { s in
-            batchBoundary(audience(s, wave: 3, kind: .alert), from: s.batchKeys?.lowerBound)
+        Statement("dispatch: a batch's extent, wave 1 (lease)") { s in batchExtent(audience(s, wave: 1), from: s.batchKeys?.lowerBound) },
+        Statement("dispatch: a batch's extent, wave 2 (lease)") { s in batchExtent(audience(s, wave: 2), from: s.batchKeys?.lowerBound) },
+        Statement("dispatch: a batch's extent, alert wave (lease)") { s in
+            batchExtent(audience(s, wave: 3, kind: .alert), from: s.batchKeys?.lowerBound)
         },
-        Statement("dispatch: a batch's size, wave 2 (lease)") { s in
-            let keys = s.batchRange(defaultWidth: 1 << 24)
-            return audience(s, wave: 2).batchSizeQuery(firstKey: keys.lowerBound, lastKey: keys.upperBound)
-        },
-        Statement("dispatch: a batch's last key, wave 2 from its recorded members (lease)") { s in
-            WaveAudience.memberBoundaryQuery(
+        Statement("dispatch: a batch's extent, wave 2 from its recorded members (lease)") { s in
+            WaveAudience.memberExtentQuery(
                 broadcastID: s.broadcastID,
                 wave: 2,
                 from: s.batchKeys?.lowerBound ?? Int64(Int32.min),
                 before: Int64(Int32.max),
                 size: 500
             )
-        },
-        Statement("dispatch: a batch's size, wave 2 from its recorded members (lease)") { s in
-            let keys = s.batchRange(defaultWidth: 1 << 24)
-            return WaveAudience.memberCountQuery(broadcastID: s.broadcastID, wave: 2, firstKey: keys.lowerBound, lastKey: keys.upperBound)
         },
         Statement("dispatch: a leased batch") { s in BroadcastRepository.batchQuery(id: s.batchID) },
         Statement("dispatch: a batch's targets, wave 1") { s in
@@ -350,9 +344,9 @@ public enum RequestStatements {
         )
     }
 
-    /// The boundary query of `lease` for a batch of 500 from `first` on (the start of the key space when nil).
-    static func batchBoundary(_ audience: WaveAudience, from first: Int64?) -> PostgresQuery {
-        audience.batchBoundaryQuery(from: first ?? Int64(Int32.min), before: Int64(Int32.max), size: 500)
+    /// The extent query of `lease` for a batch of 500 from `first` on (the start of the key space when nil).
+    static func batchExtent(_ audience: WaveAudience, from first: Int64?) -> PostgresQuery {
+        audience.batchExtentQuery(from: first ?? Int64(Int32.min), before: Int64(Int32.max), size: 500)
     }
 
     // MARK: Devices
@@ -379,48 +373,9 @@ public enum RequestStatements {
         }
     }
 
+    /// ``RegisterDevice``'s statement with its values bound, as the catalogue explains it.
     static func register(appID: Int, token: PushToken, _ registration: DeviceRegistration) -> PostgresQuery {
-        let slugs = Array(Set(registration.subscriptions)).sorted()
-        return """
-            WITH subscribed AS (
-                SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids, count(*) AS found
-                FROM publications WHERE app_id = \(appID) AND slug = ANY(\(slugs))
-            ), upserted AS (
-            INSERT INTO devices AS d (
-                app_id, provider, platform, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
-                time_zone, app_version, os_version, model, locale, notify_when_ready
-            )
-            SELECT \(appID), \(token.provider.storageCode), \(registration.platform.storageCode), \(registration.environment.storageCode),
-                \(StoredCohortKey.stored(token.cohortKey)),
-                \(ByteBuffer(bytes: token.bytes)), \(registration.autoDownload), \(registration.alertsAuthorized),
-                \(registration.tier.storageCode), subscribed.ids, \(registration.timeZone), \(registration.appVersion),
-                \(registration.osVersion), \(registration.model), \(registration.locale), \(registration.notifyWhenReady)
-            FROM subscribed WHERE subscribed.found = \(slugs.count)
-            ON CONFLICT (app_id, token, provider, environment) DO UPDATE SET
-                platform = excluded.platform,
-                auto_download = excluded.auto_download,
-                alerts_authorized = excluded.alerts_authorized,
-                tier = excluded.tier,
-                subscriptions = excluded.subscriptions,
-                time_zone = excluded.time_zone,
-                app_version = excluded.app_version,
-                os_version = excluded.os_version,
-                model = excluded.model,
-                locale = excluded.locale,
-                notify_when_ready = excluded.notify_when_ready,
-                registered_at = now(),
-                updated_at = now(),
-                deleted_at = NULL,
-                dormant = false,
-                active = d.unregistered_at IS NULL OR now() > d.unregistered_at
-            RETURNING id, xmax = 0 AS created, active, registered_at, updated_at, unregistered_at
-            ), revived AS (
-                -- A registration revives a dormant device (migration 0011; `dormant` above): its count starts again.
-                UPDATE device_pushes p SET editions_unanswered = 0 FROM upserted
-                WHERE p.device_id = upserted.id AND p.editions_unanswered <> 0
-            )
-            SELECT created, active, registered_at, updated_at, unregistered_at FROM upserted
-            """
+        PostgresQuery(unsafeSQL: RegisterDevice.sql, binds: RegisterDevice(appID: appID, token: token, registration: registration).makeBindings())
     }
 
     static func findDevice(appID: Int, candidates: [PushToken]) -> PostgresQuery {
@@ -447,8 +402,8 @@ public enum RequestStatements {
     /// Erases the device: its row, its receipts and its deliveries, in one statement (the receipts' foreign key
     /// is checked at its end). What is left is not the device's: receipt tallies are counts per wave and cohort,
     /// and a `wave_members` row (ids only, until the pruner deletes the ended wave's members) finds no device to
-    /// send to; its `device_pushes` row goes with it (ON DELETE CASCADE), and its reading habit and first opens
-    /// (`device_habits`, `broadcast_opens`: no foreign keys, migration 0025) are deleted here.
+    /// send to. Its dormancy count, reading habit and first opens (`device_pushes`, `device_habits`,
+    /// `broadcast_opens`: no foreign keys, migrations 0027 and 0025) are deleted here.
     static func eraseDevice(appID: Int, candidates: [PushToken]) -> PostgresQuery {
         let lookup = TokenLookup(candidates)
         return """
@@ -460,6 +415,8 @@ public enum RequestStatements {
                 DELETE FROM receipts r USING erased WHERE r.device_id = erased.id
             ), erased_deliveries AS (
                 DELETE FROM deliveries l USING erased WHERE l.device_id = erased.id
+            ), erased_pushes AS (
+                DELETE FROM device_pushes p USING erased WHERE p.device_id = erased.id
             ), erased_habit AS (
                 DELETE FROM device_habits h USING erased WHERE h.device_id = erased.id
             ), erased_opens AS (
