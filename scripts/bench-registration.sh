@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Device registration (or receipt) throughput: wrk against `paperboy serve` + PostgreSQL, then pgbench running
-# the same statement directly against the same database at the same concurrency (the database's ceiling).
+# the same statement directly against the same database at the same concurrency (the database's ceiling). Both
+# report PostgreSQL's CPU per request (its processes' CPU from /proc over the run, divided by the requests), and with
+# pg_stat_statements the statements serve ran per request.
 #
 # Usage: scripts/with-postgres.sh scripts/bench-registration.sh [--receipts] [--reuse] [CONNECTIONS...]
 #   --receipts  POST /v1/devices/{token}/receipts for random seeded devices (an edition is published first)
@@ -95,15 +97,32 @@ pg_ticks() {
     { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v p="$pg_pid" '$1 == p {s += $14 + $15 + $16 + $17} $4 == p {s += $14 + $15} END {print s + 0}'
 }
 hz=$(getconf CLK_TCK)
+fresh() {
+    [ "$mode" = receipt ] || return 0
+    psql -X -q -c "DELETE FROM receipts WHERE edition_id = '$PAPERBOY_EDITION'" -c 'VACUUM receipts' >/dev/null
+}
+# pg_stat_statements (loaded by scripts/with-postgres.sh when postgresql-contrib is installed): what serve ran.
+statements=$(psql -X -Atc "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'" 2>/dev/null || echo 0)
 # Milliseconds of PostgreSQL CPU per request: ticks $1, requests $2.
 per_request() { python3 -c "print(f'{$1 * 1000 / $hz / max(1, $2):.3f}')"; }
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; paperboy: $paperboy; $([ "$mode" = receipt ] && echo receipts || echo registrations), ${duration}s per run; $(psql -X -Atc 'SELECT count(*) FROM devices') devices"
 printf '%-6s %-4s %12s %10s %10s %12s %10s %10s %7s\n' conns run paperboy_rps p99_ms pg_ms_req pgbench_tps avg_ms pg_ms_tx ratio
 for c in ${connections[*]}; do
     for run in $(seq "$runs"); do
+        # Receipts: every run records new ones (a run after another would otherwise find most already stored).
+        fresh
+        [ "$statements" = 0 ] || psql -X -Atqc 'SELECT pg_stat_statements_reset()' >/dev/null
         t0=$(pg_ticks)
         wrk -t2 -c"$c" -d"${duration}s" --latency -s "scripts/wrk-$mode.lua" "http://127.0.0.1:$port" > "$work/wrk.txt" 2>&1
         t1=$(pg_ticks)
+        if [ "$statements" = 1 ]; then
+            # What the requests ran: each statement's calls and milliseconds per request (those run by at least 1 %).
+            requests_so_far=$(awk '/requests in/ {print $1}' "$work/wrk.txt")
+            psql -X -At -F ' | ' -c "SELECT round(calls::numeric / $requests_so_far, 3), round(((total_exec_time + total_plan_time) / $requests_so_far)::numeric, 4),
+                    left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+                FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND calls >= $requests_so_far / 100
+                ORDER BY total_exec_time + total_plan_time DESC LIMIT 8" | sed 's/^/    per request: /' > "$work/statements.txt"
+        fi
         rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.txt")
         p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/, "", v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/, "", v)} else if (v ~ /s$/) {sub(/s/, "", v); v=v*1000}; print v}' "$work/wrk.txt")
         errors=$(awk '/Non-2xx|Socket errors|unexpected status/' "$work/wrk.txt")
@@ -113,6 +132,8 @@ for c in ${connections[*]}; do
             cat "$work/wrk.txt" >&2
             exit 1
         fi
+        fresh
+        t1=$(pg_ticks)
         pgbench -n -M "$pgbench_protocol" -c "$c" -j 2 -T "$duration" ${pgbench_vars[@]+"${pgbench_vars[@]}"} -f "scripts/pgbench-$mode.sql" \
             > "$work/pgbench.txt" 2>&1 || { echo "bench-registration: pgbench failed:" >&2; tail -5 "$work/pgbench.txt" >&2; exit 1; }
         t2=$(pg_ticks)
@@ -123,5 +144,6 @@ for c in ${connections[*]}; do
         ratio=$(python3 -c "print(f'{$rps / $tps:.2f}')")
         printf '%-6s %-4s %12s %10s %10s %12.0f %10s %10s %7s\n' "$c" "$run" "$rps" "$p99" "$(per_request $((t1 - t0)) "$requests")" "$tps" "$lat" \
             "$(per_request $((t2 - t1)) "$done_tx")" "$ratio"
+        [ "$statements" = 0 ] || cat "$work/statements.txt"
     done
 done

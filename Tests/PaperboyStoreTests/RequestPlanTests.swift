@@ -154,7 +154,8 @@ struct RequestPlanTests {
             _ = try await connection.query("SET plan_cache_mode = force_generic_plan", logger: db.logger)
             // A generic plan is made without the parameters' values: NULLs do.
             let parameters = Array(repeating: "NULL", count: names.count).joined(separator: ", ")
-            let explain = PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) EXECUTE plan_test (\(parameters))")
+            // VERBOSE: a function scan shows its call, where a statement whose parameters are arrays names them.
+            let explain = PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON, VERBOSE) EXECUTE plan_test (\(parameters))")
             let scans = try await Self.scans(of: connection.query(explain, logger: db.logger))
             _ = try await connection.query("DEALLOCATE plan_test", logger: db.logger)
             _ = try await connection.query("RESET plan_cache_mode", logger: db.logger)
@@ -181,6 +182,9 @@ struct RequestPlanTests {
                 scans.append(
                     Scan(node: type, table: table, condition: node["Index Cond"] as? String ?? "", filter: node["Filter"] as? String ?? "")
                 )
+            } else if let type = node["Node Type"] as? String, let call = node["Function Call"] as? String {
+                // `unnest($1, …)`: the rows of arrays bound as parameters (RecordReceipts).
+                scans.append(Scan(node: type, table: "", condition: "", filter: call))
             }
             for child in node["Plans"] as? [[String: Any]] ?? [] { walk(child) }
         }

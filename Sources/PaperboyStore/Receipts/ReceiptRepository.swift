@@ -6,9 +6,13 @@ import PostgresNIO
 /// Receipts in PostgreSQL: what each device reported for each edition, one row per device and edition.
 public struct ReceiptRepository: Sendable {
     let client: PostgresClient
+    /// Receipts recorded at the same time share a statement (``ReceiptBatcher``): one per repository, so every
+    /// request of a server that builds its repository once shares it.
+    let batcher: ReceiptBatcher
 
     public init(client: PostgresClient) {
         self.client = client
+        self.batcher = ReceiptBatcher(client: client)
     }
 
     /// Records a device's receipt for an edition, idempotently per device and edition.
@@ -35,8 +39,8 @@ public struct ReceiptRepository: Sendable {
             throw StoreError(code: .invalid, field: "seconds", message: "seconds must be 0 or more")
         }
         try report.context.validate()
-        let found = try await client.executePrepared(RecordReceipt(appID: appID, candidates: candidates, report), logger: logger).last
-        guard let row = found, let deviceID = row.0 else {
+        let row = try await batcher.record(RecordReceipt(appID: appID, candidates: candidates, report), logger: logger)
+        guard let deviceID = row.0 else {
             throw StoreError(code: .notFound, field: "token", message: "no device with this token is registered")
         }
         guard row.1 else {

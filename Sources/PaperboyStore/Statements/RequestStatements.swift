@@ -147,6 +147,17 @@ public enum RequestStatements {
         Statement("POST /v1/devices/{token}/receipts: record", preparedTypes: RecordReceipt.bindingDataTypes) { s in
             recordReceipt(appID: s.appID, candidates: [.apns(s.token)], ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
         },
+        Statement("POST /v1/devices/{token}/receipts: record, receipts arriving together", preparedTypes: RecordReceipts.bindingDataTypes) { s in
+            let receipts = [
+                RecordReceipt(
+                    appID: s.appID,
+                    candidates: [.apns(s.token)],
+                    ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1)
+                ),
+                RecordReceipt(appID: s.appID, candidates: [.fcm(s.fcmToken)], ReceiptReport(editionID: s.editionID, result: .failed)),
+            ]
+            return PostgresQuery(unsafeSQL: RecordReceipts.sql, binds: RecordReceipts(receipts: receipts).makeBindings())
+        },
         Statement("POST /v1/devices/{token}/receipts: record (FCM)", preparedTypes: RecordReceipt.bindingDataTypes) { s in
             recordReceipt(
                 appID: s.appID,
@@ -399,11 +410,11 @@ public enum RequestStatements {
             """
     }
 
-    /// Erases the device: its row, its receipts and its deliveries, in one statement (the receipts' foreign key
-    /// is checked at its end). What is left is not the device's: receipt tallies are counts per wave and cohort,
-    /// and a `wave_members` row (ids only, until the pruner deletes the ended wave's members) finds no device to
-    /// send to. Its dormancy count, reading habit and first opens (`device_pushes`, `device_habits`,
-    /// `broadcast_opens`: no foreign keys, migrations 0027 and 0025) are deleted here.
+    /// Erases the device: its row, its receipts, its deliveries, its dormancy count, reading habit and first opens
+    /// (`device_pushes`, `device_habits`, `broadcast_opens`), in one statement: none of these tables has a foreign key
+    /// to `devices` (migrations 0022, 0025, 0027, 0028). What is left is not the device's: receipt tallies are counts
+    /// per wave and cohort, and a `wave_members` row (ids only, until the pruner deletes the ended wave's members)
+    /// finds no device to send to.
     static func eraseDevice(appID: Int, candidates: [PushToken]) -> PostgresQuery {
         let lookup = TokenLookup(candidates)
         return """
