@@ -4,7 +4,9 @@
 # each second (mean, peak, peak/mean and p99 over the full seconds between the first and the last one), the
 # planning cost (how long `paperboy broadcast` takes to count the targets and store the plan), the time from
 # start until the first push, and each worker's peak RSS (VmHWM) and CPU. With --wave2: the recount before
-# wave 2 and another broadcast's dispatch meanwhile; with --stall: one fault injected during wave 1.
+# wave 2 and another broadcast's dispatch meanwhile; with --stall: one fault injected during wave 1. With
+# pg_stat_statements (scripts/with-postgres.sh loads it when postgresql-contrib is installed), PostgreSQL's CPU per
+# 1,000 deliveries of wave 1 (and of the whole --morning) by statement family (scripts/statement-families.py).
 #
 # Usage: scripts/with-postgres.sh scripts/bench-broadcast.sh [--devices N] [--window 5m] [--workers 1|2]
 #            [--capacity R] [--unpaced] [--reuse] [--json]
