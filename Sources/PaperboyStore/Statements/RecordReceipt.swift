@@ -27,12 +27,7 @@ struct RecordReceipt: PostgresPreparedStatement {
             SELECT device.id, edition.id, $5, $6, $7, $8::smallint, $9::boolean, $10::boolean, $11::boolean,
                 $12::smallint, $13::integer
             FROM device, edition
-            ON CONFLICT (device_id, edition_id) DO UPDATE
-                SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now(),
-                    network = EXCLUDED.network, charging = EXCLUDED.charging, low_power_mode = EXCLUDED.low_power_mode,
-                    background_refresh = EXCLUDED.background_refresh, wave = EXCLUDED.wave,
-                    seconds_from_push = EXCLUDED.seconds_from_push
-                WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
+            \(keepOrUpgrade)
             RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created,
                 network, charging, low_power_mode, background_refresh, wave, seconds_from_push
         )
@@ -40,6 +35,17 @@ struct RecordReceipt: PostgresPreparedStatement {
             u.result, u.bytes, u.seconds, u.received_at, u.created,
             u.network, u.charging, u.low_power_mode, u.background_refresh, u.wave, u.seconds_from_push
         FROM (SELECT 1) one LEFT JOIN upsert u ON true
+        """
+
+    /// A receipt for a device and edition that has one already: the stored one is kept, unless it is `failed` and the
+    /// new one is not (a retry that succeeded), which replaces it with its context. Shared with ``RecordReceipts``.
+    static let keepOrUpgrade = """
+        ON CONFLICT (device_id, edition_id) DO UPDATE
+            SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now(),
+                network = EXCLUDED.network, charging = EXCLUDED.charging, low_power_mode = EXCLUDED.low_power_mode,
+                background_refresh = EXCLUDED.background_refresh, wave = EXCLUDED.wave,
+                seconds_from_push = EXCLUDED.seconds_from_push
+            WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
         """
 
     /// Stated, not inferred from the first receipt's values: a connection prepares the statement once, and a

@@ -42,12 +42,7 @@ struct RecordReceipts: PostgresPreparedStatement {
                 CASE background_refresh WHEN -1 THEN NULL ELSE background_refresh = 1 END,
                 nullif(wave, -1), nullif(seconds_from_push, -1)
             FROM first ORDER BY device_id, edition_id
-            ON CONFLICT (device_id, edition_id) DO UPDATE
-                SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now(),
-                    network = EXCLUDED.network, charging = EXCLUDED.charging, low_power_mode = EXCLUDED.low_power_mode,
-                    background_refresh = EXCLUDED.background_refresh, wave = EXCLUDED.wave,
-                    seconds_from_push = EXCLUDED.seconds_from_push
-                WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
+            \(RecordReceipt.keepOrUpgrade)
             RETURNING device_id, edition_id, result, bytes, seconds, received_at, (xmax = 0) AS created,
                 network, charging, low_power_mode, background_refresh, wave, seconds_from_push
         )
