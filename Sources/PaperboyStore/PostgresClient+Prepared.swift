@@ -21,11 +21,9 @@ extension PostgresClient {
                 return rows
             } catch let error as PSQLError {
                 if !connection.isClosed {
-                    // The server's words only: the error's full description holds the statement's text.
-                    let reason = error.serverInfo.map { "\($0[.sqlState] ?? "") \($0[.message] ?? "")" } ?? "\(error.code)"
                     logger.warning(
                         "a prepared statement failed; closing its connection, where it would fail again",
-                        metadata: ["psql_connection_id": "\(connection.id)", LogKey.error: "\(reason)"]
+                        metadata: ["psql_connection_id": "\(connection.id)", LogKey.error: "\(error.serverWords)"]
                     )
                     // It fails only when the connection is closed already, which is what it is for.
                     try? await connection.close()
@@ -33,5 +31,13 @@ extension PostgresClient {
                 throw error
             }
         }
+    }
+}
+
+extension PSQLError {
+    /// The server's words only (SQLSTATE and message), for logs: the error's full description holds the statement's
+    /// text and its values.
+    package var serverWords: String {
+        serverInfo.map { "\($0[.sqlState] ?? "") \($0[.message] ?? "")" } ?? "\(code)"
     }
 }

@@ -20,14 +20,7 @@ struct ReceiptBatcherTests {
             _ = try await DeviceRepository(client: db.client).register(
                 appID: appID,
                 token: Self.token(i),
-                DeviceRegistration(
-                    environment: .production,
-                    subscriptions: ["morning"],
-                    timeZone: "Asia/Tokyo",
-                    tier: .large,
-                    autoDownload: true,
-                    alertsAuthorized: false
-                ),
+                ReceiptContextTests.registration,
                 logger: db.logger
             )
         }

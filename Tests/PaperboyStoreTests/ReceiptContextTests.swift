@@ -11,6 +11,15 @@ import Testing
 @Suite("Receipt context in the store")
 struct ReceiptContextTests {
     static let token = DeviceToken(bytes: Array(repeating: 0xab, count: 32))
+    /// A device of publication morning in production.
+    static let registration = DeviceRegistration(
+        environment: .production,
+        subscriptions: ["morning"],
+        timeZone: "Asia/Tokyo",
+        tier: .large,
+        autoDownload: true,
+        alertsAuthorized: false
+    )
 
     /// An app with a registered device and an edition; the app's id and the edition's.
     /// - Parameter seeded: the device is seeded (`DeviceSeeder`, the columns of migration 0001 only) rather than
@@ -40,19 +49,7 @@ struct ReceiptContextTests {
                 logger: db.logger
             )
         } else {
-            _ = try await DeviceRepository(client: db.client).register(
-                appID: appID,
-                token: token,
-                DeviceRegistration(
-                    environment: .production,
-                    subscriptions: ["morning"],
-                    timeZone: "Asia/Tokyo",
-                    tier: .large,
-                    autoDownload: true,
-                    alertsAuthorized: false
-                ),
-                logger: db.logger
-            )
+            _ = try await DeviceRepository(client: db.client).register(appID: appID, token: token, registration, logger: db.logger)
         }
         let editionID = UUID()
         try await db.client.query(

@@ -102,11 +102,8 @@ actor ReceiptBatcher {
         (row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11, row.12, row.13)
     }
 
-    /// The server's words only: a PSQLError's full description holds the statement and its values.
+    /// The server's words only (``PSQLError/serverWords``); another error by its type.
     private static func reason(_ error: any Error) -> String {
-        if let error = error as? PSQLError {
-            return error.serverInfo.map { "\($0[.sqlState] ?? "") \($0[.message] ?? "")" } ?? "\(error.code)"
-        }
-        return "\(type(of: error))"
+        (error as? PSQLError)?.serverWords ?? "\(type(of: error))"
     }
 }

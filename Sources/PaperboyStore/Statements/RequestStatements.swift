@@ -148,15 +148,14 @@ public enum RequestStatements {
             recordReceipt(appID: s.appID, candidates: [.apns(s.token)], ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
         },
         Statement("POST /v1/devices/{token}/receipts: record, receipts arriving together", preparedTypes: RecordReceipts.bindingDataTypes) { s in
-            let receipts = [
+            recordReceipts([
                 RecordReceipt(
                     appID: s.appID,
                     candidates: [.apns(s.token)],
                     ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1)
                 ),
                 RecordReceipt(appID: s.appID, candidates: [.fcm(s.fcmToken)], ReceiptReport(editionID: s.editionID, result: .failed)),
-            ]
-            return PostgresQuery(unsafeSQL: RecordReceipts.sql, binds: RecordReceipts(receipts: receipts).makeBindings())
+            ])
         },
         Statement("POST /v1/devices/{token}/receipts: record (FCM)", preparedTypes: RecordReceipt.bindingDataTypes) { s in
             recordReceipt(
@@ -522,6 +521,11 @@ public enum RequestStatements {
     /// ``RecordReceipt``'s statement with its values bound, as the catalogue explains it.
     static func recordReceipt(appID: Int, candidates: [PushToken], _ report: ReceiptReport) -> PostgresQuery {
         PostgresQuery(unsafeSQL: RecordReceipt.sql, binds: RecordReceipt(appID: appID, candidates: candidates, report).makeBindings())
+    }
+
+    /// ``RecordReceipts``'s statement with its values bound, as the catalogue explains it.
+    static func recordReceipts(_ receipts: [RecordReceipt]) -> PostgresQuery {
+        PostgresQuery(unsafeSQL: RecordReceipts.sql, binds: RecordReceipts(receipts: receipts).makeBindings())
     }
 
     // The edition as `(SELECT …)`, a value the planner does not see: see `WaveAudience.condition`.
