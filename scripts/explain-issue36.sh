@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The statements issue 36 changed, explained (ANALYZE, BUFFERS) at 1,000,000 devices, on a database of its own:
+#   scripts/with-postgres.sh scripts/explain-issue36.sh      (after swift build -c release --product paperboy)
+# A finished broadcast of the edition reached every device and a third of them answered (a wave 2's audience then
+# probes the ledger and the receipts per device). Their SQL is read from the Swift sources (RegisterDevice, RecordReceipts with RecordReceipt.keepOrUpgrade,
+# WaveAudience.condition and batchExtentQuery, memberExtentQuery), prepared with the parameter types serve and the
+# workers bind, and run once with the generic plan forced (what a connection reuses after five executions).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+P=${PAPERBOY:-.build/release/paperboy}
+$P migrate 2>&1 | tail -1
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt > "$tmp/key.p8"
+$P apps add --bundle-id com.example.news --team-id ABCDE12345 --key-id KEY1234567 --key-file "$tmp/key.p8" >/dev/null
+$P publications add morning --app 1 --title Morning >/dev/null
+$P devices seed --app 1 --count 1000000 --publication morning 2>&1 | tail -1
+psql -X -q -c "INSERT INTO editions (id, publication_id, issue_date, deadline, manifest) VALUES ('00000000-0000-0000-0000-00000000000a', 1, date '2026-11-23', now() + interval '1 day', '{}')" \
+    -c "INSERT INTO device_pushes (device_id, pushed_edition) SELECT id, '00000000-0000-0000-0000-00000000000a' FROM devices" \
+    -c "INSERT INTO wave_members (broadcast_id, wave, cohort_key, device_id) SELECT '00000000-0000-0000-0000-0000000000bb', 2, cohort_key, id FROM devices WHERE id % 3 = 0" \
+    -c "INSERT INTO broadcasts (id, edition_id, environment, state, plan) VALUES (md5('b0')::uuid, '00000000-0000-0000-0000-00000000000a', 0, 'completed', '{}')" \
+    -c "INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome) SELECT id, md5('b0')::uuid, 1, 0, true, now() - interval '2 hours', 'accepted' FROM devices" \
+    -c "INSERT INTO receipts (device_id, edition_id, result) SELECT id, '00000000-0000-0000-0000-00000000000a', 'newData' FROM devices WHERE id % 3 = 1" \
+    -c 'VACUUM ANALYZE'
+python3 - > "$tmp/explain.sql" <<'PY'
+import re
+def literal(path, name):
+    text = open(path).read()
+    m = re.search(r'static let ' + name + r' = """\n(.*?)\n\s*"""', text, re.S)
+    return m.group(1)
+def template(path, func):
+    text = open(path).read()
+    m = re.search(r'func ' + func + r'\(.*?""\"\n(.*?)\n\s*"""', text, re.S)
+    return m.group(1)
+keep = literal("Sources/PaperboyStore/Statements/RecordReceipt.swift", "keepOrUpgrade")
+register = literal("Sources/PaperboyStore/Statements/RegisterDevice.swift", "sql")
+receipts = literal("Sources/PaperboyStore/Statements/RecordReceipts.swift", "sql").replace(r"\(RecordReceipt.keepOrUpgrade)", keep)
+condition = literal("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "condition")
+extent = template("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "batchExtentQuery").replace("{audience}", condition)
+members = template("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "memberExtentQuery")
+e = "'00000000-0000-0000-0000-00000000000a'"
+print("SET plan_cache_mode = force_generic_plan;")
+print(f"PREPARE register (bigint, text[], bigint, smallint, smallint, smallint, integer, bytea, boolean, boolean, smallint, text, text, text, text, text, boolean) AS {register};")
+print("\\echo == PUT /v1/devices/{token}: a new device (RegisterDevice, generic plan)")
+print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE register (1, ARRAY['morning'], 1, 0, 0, 0, 12345, sha256('new'::bytea), true, false, 2, 'Asia/Tokyo', '5.1', '17.4', 'iPad13,1', 'ja_JP', false);")
+print("\\echo == PUT /v1/devices/{token}: a known device, updated")
+print("SELECT cohort_key AS ck, encode(token, 'hex') AS tk FROM devices WHERE id = 500000 \\gset")
+print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE register (1, ARRAY['morning'], 1, 0, 0, 0, :ck, decode(:'tk', 'hex'), true, false, 2, 'Asia/Tokyo', '5.1', '17.4', 'iPad13,1', 'ja_JP', false);")
+print(f"PREPARE receipts (bigint[], bytea[], bytea[], uuid[], text[], bigint[], float8[], smallint[], smallint[], smallint[], smallint[], smallint[], integer[]) AS {receipts};")
+print("\\echo == POST /v1/devices/{token}/receipts: 64 receipts together (RecordReceipts, generic plan)")
+print("SELECT ARRAY(SELECT token FROM devices WHERE id % 15000 = 8 LIMIT 64)::text AS toks \\gset")
+print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE receipts ("
+      "array_fill(1::bigint, ARRAY[64]), :'toks'::bytea[], array_fill(''::bytea, ARRAY[64]),"
+      f" array_fill({e}::uuid, ARRAY[64]), array_fill('newData'::text, ARRAY[64]), array_fill(100::bigint, ARRAY[64]), array_fill(1.5::float8, ARRAY[64]),"
+      " array_fill(1::smallint, ARRAY[64]), array_fill(-1::smallint, ARRAY[64]), array_fill(0::smallint, ARRAY[64]), array_fill(1::smallint, ARRAY[64]),"
+      " array_fill(1::smallint, ARRAY[64]), array_fill(20, ARRAY[64]));")
+print(f"PREPARE extent (bigint, smallint, bigint, uuid, bigint, boolean, bigint, bigint, bigint, bigint, bigint) AS {extent};")
+print("\\echo == lease: a batch extent, wave 1, 1,000 devices (batchExtentQuery, generic plan)")
+print(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE extent (1, 0, 1, {e}, 1, false, 1, 3, -2147483648, 2147483647, 1000);")
+print("\\echo == lease: a batch extent, wave 2, 1,000 devices (the audience probes per device)")
+print(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE extent (1, 0, 1, {e}, 2, false, 2, 3, -2147483648, 2147483647, 1000);")
+print(f"PREPARE members (uuid, smallint, bigint, bigint, bigint) AS {members};")
+print("\\echo == lease: a batch extent from recorded members, 1,000 (memberExtentQuery, generic plan)")
+print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE members ('00000000-0000-0000-0000-0000000000bb', 2, -2147483648, 2147483647, 1000);")
+PY
+psql -X -q -v ON_ERROR_STOP=1 -f "$tmp/explain.sql"
