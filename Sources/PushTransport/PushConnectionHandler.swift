@@ -136,8 +136,9 @@ final class PushConnectionHandler: ChannelDuplexHandler {
     /// The most streams used even if the server allows more.
     private let streamCap: Int
     private var state: PushConnectionState<UInt64>
-    private var streams: [UInt64: Stream] = [:]
-    private var requestByStream: [HTTP2StreamID: UInt64] = [:]
+    /// The open streams by id: one dictionary, one lookup per frame (the request ids the state machine names are
+    /// mapped to streams only when a connection goes away or closes, by ``streamIDs(of:)``).
+    private var streams: [HTTP2StreamID: Stream] = [:]
     /// A request handed to this connection while it had no free stream.
     private struct Queued {
         var request: PushWireRequest
@@ -247,8 +248,7 @@ final class PushConnectionHandler: ChannelDuplexHandler {
             let streamID = HTTP2StreamID(nextStreamID)
             state.written(request.id, streamID: nextStreamID)
             nextStreamID += 2
-            streams[request.id] = Stream(request: request, streamID: streamID, deadline: queued.deadline)
-            requestByStream[streamID] = request.id
+            streams[streamID] = Stream(request: request, streamID: streamID, deadline: queued.deadline)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers)))), promise: nil)
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
@@ -266,9 +266,9 @@ final class PushConnectionHandler: ChannelDuplexHandler {
     /// every queued request.
     private func returnWaiting(_ resend: [UInt64]) {
         var returned: [PushWireRequest] = []
+        let streamIDs = streamIDs(of: resend)
         for requestID in resend {
-            guard let stream = streams.removeValue(forKey: requestID) else { continue }
-            requestByStream[stream.streamID] = nil
+            guard let streamID = streamIDs[requestID], let stream = streams.removeValue(forKey: streamID) else { continue }
             returned.append(stream.request)
         }
         while let queued = waiting.popFirst() { returned.append(queued.request) }
@@ -282,26 +282,32 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         lastRead = context.eventLoop.now
         switch frame.payload {
         case .headers(let headers):
-            guard let requestID = requestByStream[frame.streamID] else { return }
-            if let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) {
-                streams[requestID]?.status = status
-                streams[requestID]?.headers = headers.headers
+            let status = headers.headers.first(name: ":status").flatMap { Int($0) }
+            if headers.endStream {
+                // The usual answer (APNs' 200): HEADERS that end the stream, one lookup.
+                guard var stream = streams.removeValue(forKey: frame.streamID) else { return }
+                if let status {
+                    stream.status = status
+                    stream.headers = headers.headers
+                }
+                finish(stream)
+            } else if let status, let index = streams.index(forKey: frame.streamID) {
+                streams.values[index].status = status
+                streams.values[index].headers = headers.headers
             }
-            if headers.endStream { finish(requestID) }
         case .data(let data):
-            guard let requestID = requestByStream[frame.streamID] else { return }
+            guard let index = streams.index(forKey: frame.streamID) else { return }
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
-                if streams[requestID]?.body == nil {
-                    streams[requestID]?.body = bytes
+                if streams.values[index].body == nil {
+                    streams.values[index].body = bytes
                 } else {
-                    streams[requestID]?.body?.writeBuffer(&bytes)
+                    streams.values[index].body?.writeBuffer(&bytes)
                 }
             }
-            if data.endStream { finish(requestID) }
+            if data.endStream { finish(streams.remove(at: index).value) }
         case .rstStream(let code):
-            guard let requestID = requestByStream.removeValue(forKey: frame.streamID),
-                let stream = streams.removeValue(forKey: requestID)
-            else { return }
+            guard let stream = streams.removeValue(forKey: frame.streamID) else { return }
+            let requestID = stream.request.id
             switch state.streamReset(requestID, refused: code == .refusedStream) {
             case .resend:
                 delegate.connection(id, finished: stream.request, result: .resend)
@@ -353,10 +359,10 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         context.fireChannelReadComplete()
     }
 
-    private func finish(_ requestID: UInt64) {
-        guard let context, let stream = streams.removeValue(forKey: requestID) else { return }
-        requestByStream[stream.streamID] = nil
-        state.answered(requestID)
+    /// Reports the answer of `stream`, taken out of ``streams`` already.
+    private func finish(_ stream: Stream) {
+        guard let context else { return }
+        state.answered(stream.request.id)
         let result: PushWireResult
         if let status = stream.status {
             result = .response(status: status, headers: stream.headers, body: stream.body)
@@ -366,6 +372,16 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         delegate.connection(id, finished: stream.request, result: result)
         writeWaiting()
         closeIfIdle(context: context)
+    }
+
+    /// The streams of the requests `requestIDs` (those still open): for the state machine's lists, which name
+    /// requests, when the connection goes away or closes.
+    private func streamIDs(of requestIDs: [UInt64]) -> [UInt64: HTTP2StreamID] {
+        guard !requestIDs.isEmpty else { return [:] }
+        var byRequest: [UInt64: HTTP2StreamID] = [:]
+        byRequest.reserveCapacity(streams.count)
+        for (streamID, stream) in streams { byRequest[stream.request.id] = streamID }
+        return byRequest
     }
 
     private func closeIfIdle(context: ChannelHandlerContext) {
@@ -393,13 +409,12 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         guard let context else { return }
         let now = context.eventLoop.now
         expireWaiting(now: now)
-        var expired: [UInt64] = []
-        for (requestID, stream) in streams where stream.deadline <= now { expired.append(requestID) }
-        for requestID in expired {
-            guard let stream = streams.removeValue(forKey: requestID) else { continue }
-            requestByStream[stream.streamID] = nil
+        var expired: [HTTP2StreamID] = []
+        for (streamID, stream) in streams where stream.deadline <= now { expired.append(streamID) }
+        for streamID in expired {
+            guard let stream = streams.removeValue(forKey: streamID) else { continue }
             context.write(wrapOutboundOut(HTTP2Frame(streamID: stream.streamID, payload: .rstStream(.cancel))), promise: nil)
-            _ = state.streamReset(requestID, refused: false)
+            _ = state.streamReset(stream.request.id, refused: false)
             let error = PushTransportError(.timedOut, "no answer from \(service) within \(timing.requestTimeout.nanoseconds / 1_000_000) ms")
             delegate.connection(id, finished: stream.request, result: .fateUnknown(error))
         }
@@ -440,14 +455,15 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         let (resendIDs, unknownIDs) = state.closed()
         var resend: [PushWireRequest] = []
         var unknown: [PushWireRequest] = []
+        let streamIDs = streamIDs(of: resendIDs + unknownIDs)
         for requestID in resendIDs {
-            if let stream = streams.removeValue(forKey: requestID) { resend.append(stream.request) }
+            if let streamID = streamIDs[requestID], let stream = streams.removeValue(forKey: streamID) { resend.append(stream.request) }
         }
         for requestID in unknownIDs {
-            if let stream = streams.removeValue(forKey: requestID) { unknown.append(stream.request) }
+            if let streamID = streamIDs[requestID], let stream = streams.removeValue(forKey: streamID) { unknown.append(stream.request) }
         }
         while let queued = waiting.popFirst() { resend.append(queued.request) }
-        requestByStream.removeAll()
+        streams.removeAll()
         delegate.connection(id, closed: resend, fateUnknown: unknown)
     }
 }

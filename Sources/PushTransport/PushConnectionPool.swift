@@ -262,6 +262,13 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
         ClientBootstrap(group: group)
             .connectTimeout(configuration.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A tick's coalesced write of a batch's requests (hundreds of HEADERS and DATA frames) passed NIO's default
+            // high-water mark of 64 KiB and fell back under it once written: the channel flapped unwritable and
+            // writable every tick, and NIOHTTP2Handler held DATA frames back and then released them all at once (10 %
+            // of the client's CPU, and streams finishing out of order). A connection's writes are bounded by its
+            // streams (at most ``PushConnectionPool/Configuration/streamCap`` requests of a few hundred bytes), so a
+            // higher mark only ends the flapping; a socket that cannot keep up still makes the channel unwritable.
+            .channelOption(.writeBufferWaterMark, value: .init(low: 512 * 1024, high: 2 * 1024 * 1024))
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
