@@ -185,6 +185,11 @@ struct RequestPlanTests {
             } else if let type = node["Node Type"] as? String, let call = node["Function Call"] as? String {
                 // `unnest($1, …)`: the rows of arrays bound as parameters (RecordReceipts).
                 scans.append(Scan(node: type, table: "", condition: "", filter: call))
+            } else if let type = node["Node Type"] as? String {
+                // A join's or a result's own condition: where a generic plan compares with a parameter that no scan
+                // reads (the due cohort's `<= $1`).
+                let conditions = ["Join Filter", "Filter", "One-Time Filter"].compactMap { node[$0] as? String }
+                if !conditions.isEmpty { scans.append(Scan(node: type, table: "", condition: "", filter: conditions.joined(separator: " AND "))) }
             }
             for child in node["Plans"] as? [[String: Any]] ?? [] { walk(child) }
         }

@@ -43,7 +43,8 @@ extension BroadcastRepository {
         // Batches of dead workers first: their devices were due earliest. They go out in the wave's next free
         // slot, after the work already claimed, so taking one over never doubles the rate.
         let taken = try await client.transaction(logger: logger) { connection -> LeasedBatch? in
-            let rows = try await connection.query(
+            let rows = try await connection.run(
+                TakeOverText.self,
                 Self.takeOverQuery(
                     owner: owner,
                     duration: duration,
@@ -57,7 +58,7 @@ extension BroadcastRepository {
                 logger: logger
             )
             var id: Int64?
-            for try await value in rows.decode(Int64.self) { id = value }
+            for row in rows { id = try row.decode(Int64.self) }
             guard let id, var batch = try await self.batch(id: id, on: connection, logger: logger) else { return nil }
             batch.slotStart = try await Self.claimSlot(
                 broadcastID: batch.broadcastID,
@@ -84,12 +85,13 @@ extension BroadcastRepository {
         // Carve a new batch; a cohort found empty is closed and the next one tried.
         for _ in 0..<64 {
             let carved = try await client.transaction(logger: logger) { connection -> (id: Int64?, again: Bool) in
-                let due = try await connection.query(
+                let due = try await connection.run(
+                    DueCohortText.self,
                     Self.dueCohortQuery(dueBy: now.addingTimeInterval(lookahead), excludingApps: apps),
                     logger: logger
                 )
                 var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double, Date, Bool)?
-                for try await row in due.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date, Bool).self) { found = row }
+                for row in due { found = try row.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date, Bool).self) }
                 guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate, planned, members) = found else {
                     return (nil, false)
                 }
@@ -108,12 +110,9 @@ extension BroadcastRepository {
                         size: batchSize
                     )
                 } else {
-                    guard
-                        let broadcast = try await self.select(Self.selectBroadcasts("WHERE b.id = \(broadcastID)"), on: connection, logger: logger)
-                            .first
-                    else {
-                        return (nil, false)
-                    }
+                    let rows = try await connection.run(BroadcastByIDText.self, Self.broadcastByIDQuery(broadcastID), logger: logger)
+                    guard let row = rows.first else { return (nil, false) }
+                    let broadcast = try Self.broadcast(row.decode(BroadcastRow.self))
                     let audience = WaveAudience(broadcast, wave: Int(wave), kind: .init(rawValue: kind) ?? .background)
                     extentQuery = audience.batchExtentQuery(from: nextKey, before: endKey, size: batchSize)
                 }
@@ -268,9 +267,9 @@ extension BroadcastRepository {
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> Date {
-        let origins = try await connection.query(Self.originQuery(broadcastID: broadcastID), logger: logger)
+        let origins = try await connection.run(OriginText.self, Self.originQuery(broadcastID: broadcastID), logger: logger)
         var origin: (id: Int, capacity: Double, next: Date?)?
-        for try await row in origins.decode((Int, Double, Date?).self) { origin = row }
+        for row in origins { origin = try row.decode((Int, Double, Date?).self) }
         let rows = try await connection.query(
             """
             UPDATE broadcast_waves
@@ -646,37 +645,34 @@ extension BroadcastRepository {
             case .lost: return false
             }
             if sent > 0 {
-                try await connection.query(
-                    """
-                    INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome, reason)
-                    SELECT u.id, \(batch.broadcastID), \(Int16(batch.wave)), \(batch.cohort), u.background, u.at, u.outcome, NULLIF(u.reason, '')
-                    FROM unnest(\(sentIDs)::bigint[], \(sentAt)::timestamptz[], \(results)::text[], \(reasons)::text[], \(sentBackground)::boolean[])
-                        AS u(id, at, outcome, reason, background)
-                    ON CONFLICT DO NOTHING
-                    """,
+                _ = try await connection.run(
+                    LedgerText.self,
+                    Self.ledgerQuery(
+                        broadcastID: batch.broadcastID,
+                        wave: batch.wave,
+                        cohort: batch.cohort,
+                        deviceIDs: sentIDs,
+                        sentAt: sentAt,
+                        outcomes: results,
+                        reasons: reasons,
+                        background: sentBackground
+                    ),
                     logger: logger
                 )
             }
             let dormant = counted.isEmpty ? 0 : try await Self.countPushes(counted, batch: batch, on: connection, logger: logger)
-            var binds = PostgresBindings(capacity: 9)
-            binds.append(sent)
-            binds.append(accepted)
-            binds.append(try Self.json(rejected))
-            binds.append(try Self.json(skipped))
-            binds.append(batch.broadcastID)
-            binds.append(Int16(batch.wave))
-            binds.append(batch.cohort)
-            binds.append(try Self.json(providers))
-            binds.append(dormant)
-            try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: """
-                        UPDATE broadcast_cohorts SET sent = sent + $1, accepted = accepted + $2,
-                            rejected = \(Self.mergeCounts("rejected", "$3")), skipped = \(Self.mergeCounts("skipped", "$4")),
-                            providers = \(Self.mergeCounts("providers", "$8")), dormant = dormant + $9
-                        WHERE broadcast_id = $5 AND wave = $6 AND cohort = $7
-                        """,
-                    binds: binds
+            _ = try await connection.run(
+                CountersText.self,
+                Self.countersQuery(
+                    sent: sent,
+                    accepted: accepted,
+                    rejected: try Self.json(rejected),
+                    skipped: try Self.json(skipped),
+                    providers: try Self.json(providers),
+                    dormant: dormant,
+                    broadcastID: batch.broadcastID,
+                    wave: batch.wave,
+                    cohort: batch.cohort
                 ),
                 logger: logger
             )
@@ -704,15 +700,77 @@ extension BroadcastRepository {
     /// - Returns: how many of the devices are dormant for this edition (``BroadcastOptions/dormantAfter``; 0
     ///   when it is 0).
     static func countPushes(_ deviceIDs: [Int64], batch: LeasedBatch, on connection: PostgresConnection, logger: Logger) async throws -> Int {
-        let rows = try await connection.query(
+        let rows = try await connection.run(
+            CountPushesText.self,
             RequestStatements.countPushes(deviceIDs: deviceIDs, editionID: batch.editionID, dormantAfter: batch.dormantAfter),
             logger: logger
         )
         var dormant = 0
-        for try await unanswered in rows.decode(Int16.self) where batch.dormantAfter > 0 && unanswered >= batch.dormantAfter {
-            dormant += 1
+        for row in rows {
+            let unanswered = try row.decode(Int16.self)
+            if batch.dormantAfter > 0 && unanswered >= batch.dormantAfter { dormant += 1 }
         }
         return dormant
+    }
+
+    /// A batch's sent devices into the delivery ledger, one row each (`outcomes`: `accepted`, `rejected`, `fateUnknown`,
+    /// `notSent`; `reasons` empty for none); a device recorded for this wave already keeps its row.
+    static func ledgerQuery(
+        broadcastID: UUID,
+        wave: Int,
+        cohort: Int,
+        deviceIDs: [Int64],
+        sentAt: [Date],
+        outcomes: [String],
+        reasons: [String],
+        background: [Bool]
+    ) -> PostgresQuery {
+        """
+        INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome, reason)
+        SELECT u.id, \(broadcastID), \(Int16(wave)), \(cohort), u.background, u.at, u.outcome, NULLIF(u.reason, '')
+        FROM unnest(\(deviceIDs)::bigint[], \(sentAt)::timestamptz[], \(outcomes)::text[], \(reasons)::text[], \(background)::boolean[])
+            AS u(id, at, outcome, reason, background)
+        ON CONFLICT DO NOTHING
+        """
+    }
+
+    /// Adds a recorded batch's counts to its cohort's counters; `rejected`, `skipped` and `providers` are JSON objects
+    /// of counts by key.
+    static func countersQuery(
+        sent: Int,
+        accepted: Int,
+        rejected: String,
+        skipped: String,
+        providers: String,
+        dormant: Int,
+        broadcastID: UUID,
+        wave: Int,
+        cohort: Int
+    ) -> PostgresQuery {
+        var binds = PostgresBindings(capacity: 9)
+        binds.append(sent)
+        binds.append(accepted)
+        binds.append(rejected)
+        binds.append(skipped)
+        binds.append(broadcastID)
+        binds.append(Int16(wave))
+        binds.append(cohort)
+        binds.append(providers)
+        binds.append(dormant)
+        return PostgresQuery(
+            unsafeSQL: """
+                UPDATE broadcast_cohorts SET sent = sent + $1, accepted = accepted + $2,
+                    rejected = \(Self.mergeCounts("rejected", "$3")), skipped = \(Self.mergeCounts("skipped", "$4")),
+                    providers = \(Self.mergeCounts("providers", "$8")), dormant = dormant + $9
+                WHERE broadcast_id = $5 AND wave = $6 AND cohort = $7
+                """,
+            binds: binds
+        )
+    }
+
+    /// A broadcast by id, as the carve reads it in its transaction.
+    static func broadcastByIDQuery(_ id: UUID) -> PostgresQuery {
+        selectBroadcasts("WHERE b.id = \(id)")
     }
 
     /// `column` plus the counts in the JSON object bound at `parameter`, key by key.
@@ -732,12 +790,13 @@ extension BroadcastRepository {
     }
 
     func batch(id: Int64, on connection: PostgresConnection, logger: Logger) async throws -> LeasedBatch? {
-        let rows = try await connection.query(Self.batchQuery(id: id), logger: logger)
+        let rows = try await connection.run(BatchText.self, Self.batchQuery(id: id), logger: logger)
         typealias Row = (
             Int64, UUID, Int16, String, Int, Int64, Int64, Int, Int, Date, Double, UUID, Int, Int, Int16, String, Date, Int16, Date?, Date, Int16,
             Double?, Bool, Date
         )
-        for try await row in rows.decode(Row.self) {
+        for postgresRow in rows {
+            let row = try postgresRow.decode(Row.self)
             let options = try Self.options(row.15, broadcast: row.1)
             let planned = row.10 > 0 ? row.9.addingTimeInterval(Double(row.7) / row.10) : row.9
             return LeasedBatch(

@@ -258,10 +258,12 @@ public enum RequestStatements {
         Statement("dispatch: a later wave's audience recorded as its members, per cohort", wholeTableReads: ["devices"]) { s in
             audience(s, wave: 2).recordMembersQuery(broadcastID: s.broadcastID, cohorts: 64)
         },
-        Statement("dispatch: take over an expired batch (lease)") { s in
+        Statement("dispatch: take over an expired batch (lease)", preparedTypes: BroadcastRepository.TakeOverText.bindingDataTypes) { s in
             BroadcastRepository.takeOverQuery(owner: "owner", duration: 30, now: nil, excluding: [])
         },
-        Statement("dispatch: the cohort due soonest (lease)") { s in BroadcastRepository.dueCohortQuery(dueBy: s.now) },
+        Statement("dispatch: the cohort due soonest (lease)", preparedTypes: BroadcastRepository.DueCohortText.bindingDataTypes) { s in
+            BroadcastRepository.dueCohortQuery(dueBy: s.now)
+        },
         Statement("dispatch: a batch's extent, wave 1 (lease)") { s in batchExtent(audience(s, wave: 1), from: s.batchKeys?.lowerBound) },
         Statement("dispatch: a batch's extent, wave 2 (lease)") { s in batchExtent(audience(s, wave: 2), from: s.batchKeys?.lowerBound) },
         Statement("dispatch: a batch's extent, alert wave (lease)") { s in
@@ -276,7 +278,28 @@ public enum RequestStatements {
                 size: 500
             )
         },
-        Statement("dispatch: a leased batch") { s in BroadcastRepository.batchQuery(id: s.batchID) },
+        Statement("dispatch: a leased batch", preparedTypes: BroadcastRepository.BatchText.bindingDataTypes) { s in
+            BroadcastRepository.batchQuery(id: s.batchID)
+        },
+        Statement("dispatch: the broadcast of a cohort (lease)", preparedTypes: BroadcastRepository.BroadcastByIDText.bindingDataTypes) { s in
+            BroadcastRepository.broadcastByIDQuery(s.broadcastID)
+        },
+        Statement("dispatch: the content origin, for a slot (lease)", preparedTypes: BroadcastRepository.OriginText.bindingDataTypes) { s in
+            BroadcastRepository.originQuery(broadcastID: s.broadcastID)
+        },
+        Statement("dispatch: a recorded batch's counts on its cohort", preparedTypes: BroadcastRepository.CountersText.bindingDataTypes) { s in
+            BroadcastRepository.countersQuery(
+                sent: 1000,
+                accepted: 990,
+                rejected: #"{"BadDeviceToken": 10}"#,
+                skipped: "{}",
+                providers: #"{"apns/sent": 1000, "apns/accepted": 990}"#,
+                dormant: 3,
+                broadcastID: s.broadcastID,
+                wave: 1,
+                cohort: 0
+            )
+        },
         Statement("dispatch: a batch's targets, wave 1") { s in
             let keys = s.batchRange(defaultWidth: 1 << 22)
             return BroadcastRepository.targetsQuery(audience(s, wave: 1), firstKey: keys.lowerBound, lastKey: keys.upperBound, now: s.now)
@@ -327,7 +350,19 @@ public enum RequestStatements {
         Statement("dispatch: a broadcast that cannot be sent ends as failed") { s in
             BroadcastRepository.failQuery(id: s.broadcastID, reason: "reason", now: s.now)
         },
-        Statement("dispatch: count wave 1's pushes towards dormancy (record)") { s in
+        Statement("dispatch: a batch's ledger rows (record)", preparedTypes: BroadcastRepository.LedgerText.bindingDataTypes) { s in
+            BroadcastRepository.ledgerQuery(
+                broadcastID: s.broadcastID,
+                wave: 1,
+                cohort: 0,
+                deviceIDs: [s.deviceID],
+                sentAt: [s.now],
+                outcomes: ["accepted"],
+                reasons: [""],
+                background: [true]
+            )
+        },
+        Statement("dispatch: wave 1's pushes towards dormancy (record)", preparedTypes: BroadcastRepository.CountPushesText.bindingDataTypes) { s in
             countPushes(deviceIDs: [s.deviceID], editionID: s.editionID, dormantAfter: BroadcastOptions.defaultDormantAfter)
         },
         Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now)
