@@ -14,22 +14,29 @@ extension PostgresClient {
     /// not say; either is rare, and a new connection costs milliseconds, so any failure closes the connection.
     package func executePrepared<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
-        try await withConnection { connection in
-            do {
-                var rows: [Statement.Row] = []
-                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-                return rows
-            } catch let error as PSQLError {
-                if !connection.isClosed {
-                    logger.warning(
-                        "a prepared statement failed; closing its connection, where it would fail again",
-                        metadata: ["psql_connection_id": "\(connection.id)", LogKey.error: "\(error.serverWords)"]
-                    )
-                    // It fails only when the connection is closed already, which is what it is for.
-                    try? await connection.close()
-                }
-                throw error
+        try await withConnection { connection in try await connection.executePrepared(statement, logger: logger) }
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a prepared statement on this connection and returns its rows; when the statement fails, the connection
+    /// is closed (see ``PostgresClient/executePrepared(_:logger:)``). Inside a transaction, the closed connection ends
+    /// it: the server rolls it back, and ``PostgresClient/transaction(logger:rollbackPatience:_:)`` sends no ROLLBACK.
+    package func executePrepared<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row] {
+        do {
+            var rows: [Statement.Row] = []
+            for try await row in try await execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        } catch let error as PSQLError {
+            if !isClosed {
+                logger.warning(
+                    "a prepared statement failed; closing its connection, where it would fail again",
+                    metadata: ["psql_connection_id": "\(id)", LogKey.error: "\(error.serverWords)"]
+                )
+                // It fails only when the connection is closed already, which is what it is for.
+                try? await close()
             }
+            throw error
         }
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import PaperboyCore
 import PostgresNIO
 
 /// A statement the dispatch runs for every batch whose text never changes, only its values: prepared once per
@@ -36,29 +35,11 @@ struct DispatchStatement<Text: DispatchStatementText>: PostgresPreparedStatement
 }
 
 extension PostgresConnection {
-    /// Runs `query` (built by the builder `Text` names) as the prepared statement `Text` and returns its rows.
-    ///
-    /// When it fails the connection is closed, as ``PostgresClient/executePrepared(_:logger:)`` does and for the same
-    /// reason: PostgresNIO keeps a failed PREPARE for the connection's life. Inside a transaction, the closed
-    /// connection ends it (the server rolls it back; ``PostgresClient/transaction(logger:rollbackPatience:_:)`` sends
-    /// no ROLLBACK on it).
+    /// Runs `query` (built by the builder `Text` names) as the prepared statement `Text` and returns its rows; a
+    /// failure closes the connection (``executePrepared(_:logger:)``).
     func run<Text: DispatchStatementText>(_ text: Text.Type, _ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
         precondition(query.sql == Text.sql, "\(Text.self): the query's text is not the prepared one")
-        do {
-            var rows: [PostgresRow] = []
-            for try await row in try await execute(DispatchStatement<Text>(bindings: query.binds), logger: logger) { rows.append(row) }
-            return rows
-        } catch let error as PSQLError {
-            if !isClosed {
-                logger.warning(
-                    "a prepared statement failed; closing its connection, where it would fail again",
-                    metadata: ["psql_connection_id": "\(id)", LogKey.error: "\(error.serverWords)"]
-                )
-                // It fails only when the connection is closed already, which is what it is for.
-                try? await close()
-            }
-            throw error
-        }
+        return try await executePrepared(DispatchStatement<Text>(bindings: query.binds), logger: logger)
     }
 }
 
