@@ -3,7 +3,8 @@
 #   scripts/with-postgres.sh scripts/explain-issue36.sh      (after swift build -c release --product paperboy)
 # A finished broadcast of the edition reached every device and a third of them answered (a wave 2's audience then
 # probes the ledger and the receipts per device). Their SQL is read from the Swift sources (RegisterDevice, RecordReceipts with RecordReceipt.keepOrUpgrade,
-# WaveAudience.condition and batchExtentQuery, memberExtentQuery), prepared with the parameter types serve and the
+# WaveAudience.condition and batchExtentQuery, memberExtentQuery, and the record's ledgerQuery and countPushes, run inside a
+# rolled-back transaction), prepared with the parameter types serve and the
 # workers bind, and run once with the generic plan forced (what a connection reuses after five executions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,5 +63,35 @@ print(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE extent (1, 0, 1, {e}, 2, f
 print(f"PREPARE members (uuid, smallint, bigint, bigint, bigint) AS {members};")
 print("\\echo == lease: a batch extent from recorded members, 1,000 (memberExtentQuery, generic plan)")
 print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE members ('00000000-0000-0000-0000-0000000000bb', 2, -2147483648, 2147483647, 1000);")
+def numbered(path, func):
+    # The builder's text with each interpolation `\(…)` as $1, $2, … in order: the values' order when bound.
+    text, out, n, i = template(path, func), "", 0, 0
+    while i < len(text):
+        if text.startswith("\\(", i):
+            depth, j = 1, i + 2
+            while depth:
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+            n += 1
+            out += f"${n}"
+            i = j
+        else:
+            out += text[i]
+            i += 1
+    return out
+ledger = numbered("Sources/PaperboyStore/Broadcasts/BroadcastRepository+Dispatch.swift", "ledgerQuery")
+dormancy = numbered("Sources/PaperboyStore/Statements/RequestStatements.swift", "countPushes")
+print("SELECT ARRAY(SELECT id FROM devices WHERE id > 400000 ORDER BY id LIMIT 1000)::text AS ids \\gset")
+print(f"PREPARE ledger (uuid, smallint, bigint, bigint[], timestamptz[], text[], text[], boolean[]) AS {ledger};")
+print("\\echo == record: a batch of 1,000 ledger rows (ledgerQuery, generic plan; rolled back)")
+print("BEGIN;")
+print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE ledger (md5('b1')::uuid, 1, 0, :'ids'::bigint[], array_fill(now(), ARRAY[1000]),"
+      " array_fill('accepted'::text, ARRAY[1000]), array_fill(''::text, ARRAY[1000]), array_fill(true, ARRAY[1000]));")
+print("ROLLBACK;")
+print(f"PREPARE dormancy (uuid, bigint[], bigint, bigint) AS {dormancy};")
+print("\\echo == record: 1,000 devices counted towards dormancy, each counted before (countPushes, generic plan; rolled back)")
+print("BEGIN;")
+print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE dormancy ('00000000-0000-0000-0000-00000000000c', :'ids'::bigint[], 3, 3);")
+print("ROLLBACK;")
 PY
 psql -X -q -v ON_ERROR_STOP=1 -f "$tmp/explain.sql"
