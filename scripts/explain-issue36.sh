@@ -3,7 +3,7 @@
 #   scripts/with-postgres.sh scripts/explain-issue36.sh      (after swift build -c release --product paperboy)
 # A finished broadcast of the edition reached every device and a third of them answered (a wave 2's audience then
 # probes the ledger and the receipts per device). Their SQL is read from the Swift sources (RegisterDevice, RecordReceipts with RecordReceipt.keepOrUpgrade,
-# WaveAudience.condition and batchExtentQuery, memberExtentQuery, and the record's ledgerQuery and countPushes, run inside a
+# WaveAudience.condition and batchExtentQuery, memberExtentQuery, the record's ledgerQuery and the count after wave 1, countPushes, run inside a
 # rolled-back transaction), prepared with the parameter types serve and the
 # workers bind, and run once with the generic plan forced (what a connection reuses after five executions).
 set -euo pipefail
@@ -88,10 +88,12 @@ print("BEGIN;")
 print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE ledger (md5('b1')::uuid, 1, 0, :'ids'::bigint[], array_fill(now(), ARRAY[1000]),"
       " array_fill('accepted'::text, ARRAY[1000]), array_fill(''::text, ARRAY[1000]), array_fill(true, ARRAY[1000]));")
 print("ROLLBACK;")
-print(f"PREPARE dormancy (uuid, bigint[], bigint, bigint) AS {dormancy};")
-print("\\echo == record: 1,000 devices counted towards dormancy, each counted before (countPushes, generic plan; rolled back)")
+print(f"PREPARE dormancy (uuid, bigint, uuid, bigint, bigint, uuid) AS {dormancy};")
+print("\\echo == after wave 1: 16 recorded batches of 1,000 devices counted towards dormancy, each counted before (countPushes, generic plan; rolled back)")
 print("BEGIN;")
-print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE dormancy ('00000000-0000-0000-0000-00000000000c', :'ids'::bigint[], 3, 3);")
+print("INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids)"
+      " SELECT md5('b1')::uuid, 0, ARRAY(SELECT id FROM devices WHERE id > 400000 + 1000 * i ORDER BY id LIMIT 1000) FROM generate_series(0, 15) i;")
+print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE dormancy (md5('b1')::uuid, 16, '00000000-0000-0000-0000-00000000000c', 3, 3, md5('b1')::uuid);")
 print("ROLLBACK;")
 PY
 psql -X -q -v ON_ERROR_STOP=1 -f "$tmp/explain.sql"

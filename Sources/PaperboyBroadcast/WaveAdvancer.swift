@@ -15,6 +15,9 @@ public enum BroadcastEvent: Sendable, Equatable {
 /// Moves running broadcasts along by ``WavePolicy``: reads each one's rows under its lock, asks the policy,
 /// and carries out what it says. Any worker may run it; a broadcast another worker is advancing is skipped.
 ///
+/// Wave 1's pushes are counted towards dormancy after the wave, outside the lock, by whichever worker advances
+/// the broadcast (or, once it ended, by any worker): each recorded batch is counted once, by one of them.
+///
 /// A later wave's audience is counted by one worker for all: it claims the count in the database, counts
 /// outside any lock, and stores the counts; the others read them (minutes of database work at 10 million
 /// devices, which every worker used to repeat at the same time). A claim lapses after `claimSeconds`, so a
@@ -39,9 +42,13 @@ struct WaveAdvancer: Sendable {
         self.claimSeconds = claimSeconds
     }
 
-    /// Advances every running broadcast once.
+    /// Advances every running broadcast once, after counting the pushes that broadcasts which ended (cancelled,
+    /// expired, failed) left uncounted.
     func advance(now: Date, logger: Logger) async throws -> [BroadcastEvent] {
         var events: [BroadcastEvent] = []
+        for ended in try await repository.endedBroadcastsWithUncountedPushes(logger: logger) {
+            try await countPushes(of: ended, logger: logger)
+        }
         let running = try await repository.runningBroadcastIDs(logger: logger)
         counted.keep(Set(running))
         for id in running {
@@ -55,7 +62,7 @@ struct WaveAdvancer: Sendable {
     func advance(_ id: UUID, now: Date, logger: Logger) async throws -> [BroadcastEvent] {
         var events: [BroadcastEvent] = []
         var readStored = false
-        for _ in 0..<3 {
+        for _ in 0..<4 {
             let counts = counted.get(id)
             let step = try await repository.withLockedBroadcast(id, logger: logger) { [countAhead] locked in
                 try await Self.apply(locked, now: now, counted: counts, countAhead: countAhead)
@@ -64,6 +71,10 @@ struct WaveAdvancer: Sendable {
             guard let step else { return events }
             events += step.events
             if step.events.contains(where: \.endsCounting) { counted.set(id, nil) }
+            if step.countPushes {
+                try await countPushes(of: step.broadcast, logger: logger)
+                continue
+            }
             guard let request = step.countRequest else { return events }
             // Counts another worker stored, if newer than this worker's: the policy judges whether they will do.
             if !readStored {
@@ -105,6 +116,8 @@ struct WaveAdvancer: Sendable {
         var broadcast: Broadcast
         var events: [BroadcastEvent] = []
         var countRequest: (wave: Int, kinds: [BroadcastProgress.Wave.Kind])?
+        /// Wave 1's pushes are to be counted towards dormancy before the broadcast goes on.
+        var countPushes = false
     }
 
     static func apply(_ locked: LockedBroadcast, now: Date, counted: WavePolicy.Counts?, countAhead: TimeInterval = 0) async throws -> Step {
@@ -115,6 +128,7 @@ struct WaveAdvancer: Sendable {
             waves: locked.waves,
             firstWaveCohorts: locked.firstWaveCohorts,
             lastWaveHasWorkLeft: locked.lastWaveHasWorkLeft,
+            firstWavePushesUncounted: locked.firstWavePushesUncounted,
             countAhead: countAhead
         )
         var step = Step(broadcast: broadcast)
@@ -129,6 +143,8 @@ struct WaveAdvancer: Sendable {
             case .complete:
                 try await locked.finish(.completed, now: now)
                 step.events.append(.completed(broadcast: broadcast.id))
+            case .countPushes:
+                step.countPushes = true
             case .count(let wave, let kinds):
                 step.countRequest = (wave, kinds)
             case .startWave(let wave, let kind, let plan):
@@ -138,6 +154,20 @@ struct WaveAdvancer: Sendable {
             }
         }
         return step
+    }
+
+    /// Counts `broadcast`'s recorded wave-1 pushes towards dormancy, a million devices at most per call (the rest
+    /// on the next round), and logs what it counted.
+    private func countPushes(of broadcast: Broadcast, logger: Logger) async throws {
+        let count = try await repository.countAllPushes(of: broadcast, logger: logger)
+        guard count.batches > 0 else { return }
+        logger.info(
+            "counted wave 1's pushes towards dormancy",
+            metadata: [
+                LogKey.broadcast: "\(broadcast.id.uuidString.lowercased())", LogKey.batches: "\(count.batches)", LogKey.devices: "\(count.devices)",
+                LogKey.dormant: "\(count.dormant)",
+            ]
+        )
     }
 
     /// The audiences asked for, in order, stopping at the first that is not empty (the policy starts that one),

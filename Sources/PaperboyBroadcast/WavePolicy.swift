@@ -22,6 +22,9 @@ import PaperboyStore
 ///   (each cohort's batches are carved earliest-due first, and the cohort due soonest is carved first), a
 ///   device due at or after the deadline is skipped (`deadline`, ``SendRules``), and at the deadline the
 ///   broadcast ends `expired`, the state that says the deadline, not an error, ended it.
+/// - Wave 1's pushes are counted towards dormancy after it (a recorded batch leaves them to count, migration
+///   0029): a finished wave 1 is followed by nothing, neither a count, a wave nor the end, until they are counted
+///   (outside the lock, like an audience): the next wave leaves out the devices that fell dormant.
 /// - A wave whose audience is empty is not started; the next candidate is tried. With no candidate left,
 ///   the broadcast is completed.
 /// - Audiences are counted outside the broadcast's lock (seconds at millions of devices, minutes at ten
@@ -41,6 +44,8 @@ public enum WavePolicy {
         public var countAhead: TimeInterval
         /// Wave 1's cohort slots as planned: each later wave keeps its devices' spacing from them.
         public var firstWaveCohorts: [StaggerPlan.Cohort]
+        /// Whether wave 1 has recorded pushes not yet counted towards dormancy.
+        public var firstWavePushesUncounted: Bool
 
         public init(
             deadline: Date,
@@ -48,6 +53,7 @@ public enum WavePolicy {
             waves: [StoredWave],
             firstWaveCohorts: [StaggerPlan.Cohort],
             lastWaveHasWorkLeft: Bool,
+            firstWavePushesUncounted: Bool = false,
             countAhead: TimeInterval = 0
         ) {
             self.deadline = deadline
@@ -55,6 +61,7 @@ public enum WavePolicy {
             self.waves = waves
             self.firstWaveCohorts = firstWaveCohorts
             self.lastWaveHasWorkLeft = lastWaveHasWorkLeft
+            self.firstWavePushesUncounted = firstWavePushesUncounted
             self.countAhead = countAhead
         }
     }
@@ -81,6 +88,8 @@ public enum WavePolicy {
         case finishWave(Int)
         /// Nothing is left to send: end the broadcast as completed.
         case complete
+        /// Count wave 1's recorded pushes towards dormancy, outside the lock; then decide again.
+        case countPushes
         /// Count the audience of wave `wave` for these kinds, in this order (a later kind is needed only when
         /// the earlier ones are empty), outside the lock; then decide again with the counts.
         case count(wave: Int, kinds: [BroadcastProgress.Wave.Kind])
@@ -100,6 +109,7 @@ public enum WavePolicy {
             }
             actions.append(.finishWave(last.wave))
         }
+        if state.firstWavePushesUncounted { return actions + [.countPushes] }
 
         let options = state.options
         let candidates = nextKinds(state)

@@ -13,6 +13,8 @@ public enum LogKey {
     public static let deliveries = "deliveries"
     public static let device = "device"
     public static let devices = "devices"
+    /// Devices that fell dormant (``BroadcastOptions/dormantAfter``).
+    public static let dormant = "dormant"
     public static let edition = "edition"
     public static let error = "error"
     public static let inserted = "inserted"

@@ -56,6 +56,31 @@ struct WavePolicyTests {
         #expect(WavePolicy.nextStart(marked) == Self.start.addingTimeInterval(Self.interval))
     }
 
+    @Test(
+        "wave 1's uncounted pushes hold everything after it: no count, no wave, no end, at any time, until they are counted towards dormancy"
+    )
+    func pushesCountedFirst() throws {
+        var state = Self.state(waves: [Self.wave(1)])
+        state.firstWavePushesUncounted = true
+        #expect(try WavePolicy.next(state, now: Self.start.addingTimeInterval(60), counted: nil) == [.finishWave(1), .countPushes])
+        state.waves = [Self.wave(1, finished: true)]
+        let counted = WavePolicy.Counts(afterWave: 1, perCohort: [.background: [300, 200]])
+        for offset: TimeInterval in [60, Self.interval - 1, Self.interval + 5, 5 * 3600] {
+            #expect(try WavePolicy.next(state, now: Self.start.addingTimeInterval(offset), counted: counted) == [.countPushes])
+        }
+        // One push a device: the broadcast completes once they are counted, not before.
+        var single = Self.state(waves: [Self.wave(1, finished: true)], maxPushes: 1)
+        single.firstWavePushesUncounted = true
+        #expect(try WavePolicy.next(single, now: Self.start.addingTimeInterval(60), counted: nil) == [.countPushes])
+        single.firstWavePushesUncounted = false
+        #expect(try WavePolicy.next(single, now: Self.start.addingTimeInterval(60), counted: nil) == [.complete])
+        // While wave 1 has work left, its pushes wait: the wave goes on, or expires at the deadline.
+        var running = Self.state(waves: [Self.wave(1)], workLeft: true, deadlineAfter: 600)
+        running.firstWavePushesUncounted = true
+        #expect(try WavePolicy.next(running, now: Self.start.addingTimeInterval(599), counted: nil) == [])
+        #expect(try WavePolicy.next(running, now: Self.start.addingTimeInterval(600), counted: nil) == [.expire])
+    }
+
     @Test("at its start the next wave's audience is counted outside the lock first, then started at wave 1's rate")
     func countThenStart() throws {
         let state = Self.state(waves: [Self.wave(1, finished: true, rate: 250)])

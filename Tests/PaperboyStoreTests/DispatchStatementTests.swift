@@ -40,7 +40,6 @@ struct DispatchStatementTests {
                 rejected: #"{"BadDeviceToken": 10}"#,
                 skipped: #"{"budget": 2}"#,
                 providers: #"{"apns/sent": 1000}"#,
-                dormant: 4,
                 broadcastID: UUID(),
                 wave: 2,
                 cohort: 15
@@ -59,7 +58,7 @@ struct DispatchStatementTests {
                 background: [true, false]
             )
         ),
-        row(R.CountPushesText.self, RequestStatements.countPushes(deviceIDs: [5, 6, 7], editionID: UUID(), dormantAfter: 3)),
+        row(R.QueuePushesText.self, RequestStatements.queuePushes(broadcastID: UUID(), cohort: 3, deviceIDs: [5, 6, 7])),
     ]
 
     static func row<Text: DispatchStatementText>(_ text: Text.Type, _ query: PostgresQuery) -> (String, String, Int, PostgresQuery) {

@@ -35,11 +35,14 @@ struct RequestPlanTests {
                 if let types = statement.preparedTypes {
                     // Run prepared, the statement gets the generic plan after a few executions: it must hold too.
                     let generic = try await Self.genericScans(statement.query(samples), types: types, db)
-                    // A generic plan's conditions or filters name the parameters ($1), a custom plan's the values.
-                    #expect(
-                        generic.contains { $0.condition.contains("$") || $0.filter.contains("$") },
-                        "\(statement.name): no generic plan explained: \(generic)"
-                    )
+                    // A generic plan's conditions or filters name the parameters ($1), a custom plan's the values
+                    // (a statement that reads nothing by a value, an INSERT of its values, has neither).
+                    if scans.contains(where: { !$0.condition.isEmpty || !$0.filter.isEmpty }) {
+                        #expect(
+                            generic.contains { $0.condition.contains("$") || $0.filter.contains("$") },
+                            "\(statement.name): no generic plan explained: \(generic)"
+                        )
+                    }
                     scans += generic
                 }
                 let sequential = Set(scans.filter { $0.node == "Seq Scan" }.map(\.table))

@@ -635,7 +635,7 @@ extension BroadcastRepository {
         }
         let sent = sentIDs.count
         let background = batch.kind == .background
-        // Wave 1's accepted pushes count towards dormancy (``countPushes``).
+        // Wave 1's accepted background pushes count towards dormancy, after the wave (``queuePushes``).
         let counted =
             background && batch.wave == 1 ? sentIDs.indices.filter { results[$0] == "accepted" && sentBackground[$0] }.map { sentIDs[$0] } : []
         return try await client.transaction(logger: logger) { connection -> Bool in
@@ -660,7 +660,13 @@ extension BroadcastRepository {
                     logger: logger
                 )
             }
-            let dormant = counted.isEmpty ? 0 : try await Self.countPushes(counted, batch: batch, on: connection, logger: logger)
+            if !counted.isEmpty {
+                _ = try await connection.run(
+                    QueuePushesText.self,
+                    RequestStatements.queuePushes(broadcastID: batch.broadcastID, cohort: batch.cohort, deviceIDs: counted),
+                    logger: logger
+                )
+            }
             _ = try await connection.run(
                 CountersText.self,
                 Self.countersQuery(
@@ -669,7 +675,6 @@ extension BroadcastRepository {
                     rejected: try Self.json(rejected),
                     skipped: try Self.json(skipped),
                     providers: try Self.json(providers),
-                    dormant: dormant,
                     broadcastID: batch.broadcastID,
                     wave: batch.wave,
                     cohort: batch.cohort
@@ -690,27 +695,6 @@ extension BroadcastRepository {
             }
             return true
         }
-    }
-
-    /// Counts wave 1's accepted pushes towards dormancy, in the recording transaction: a device's first
-    /// counted push of an edition adds one to its unanswered editions, or starts them again at 0 when it posted
-    /// a receipt for the edition pushed before (any result: the app ran); a second push of the same edition
-    /// (another broadcast of it) counts nothing.
-    ///
-    /// - Returns: how many of the devices are dormant for this edition (``BroadcastOptions/dormantAfter``; 0
-    ///   when it is 0).
-    static func countPushes(_ deviceIDs: [Int64], batch: LeasedBatch, on connection: PostgresConnection, logger: Logger) async throws -> Int {
-        let rows = try await connection.run(
-            CountPushesText.self,
-            RequestStatements.countPushes(deviceIDs: deviceIDs, editionID: batch.editionID, dormantAfter: batch.dormantAfter),
-            logger: logger
-        )
-        var dormant = 0
-        for row in rows {
-            let unanswered = try row.decode(Int16.self)
-            if batch.dormantAfter > 0 && unanswered >= batch.dormantAfter { dormant += 1 }
-        }
-        return dormant
     }
 
     /// A batch's sent devices into the delivery ledger, one row each (`outcomes`: `accepted`, `rejected`, `fateUnknown`,
@@ -742,12 +726,11 @@ extension BroadcastRepository {
         rejected: String,
         skipped: String,
         providers: String,
-        dormant: Int,
         broadcastID: UUID,
         wave: Int,
         cohort: Int
     ) -> PostgresQuery {
-        var binds = PostgresBindings(capacity: 9)
+        var binds = PostgresBindings(capacity: 8)
         binds.append(sent)
         binds.append(accepted)
         binds.append(rejected)
@@ -756,12 +739,11 @@ extension BroadcastRepository {
         binds.append(Int16(wave))
         binds.append(cohort)
         binds.append(providers)
-        binds.append(dormant)
         return PostgresQuery(
             unsafeSQL: """
                 UPDATE broadcast_cohorts SET sent = sent + $1, accepted = accepted + $2,
                     rejected = \(Self.mergeCounts("rejected", "$3")), skipped = \(Self.mergeCounts("skipped", "$4")),
-                    providers = \(Self.mergeCounts("providers", "$8")), dormant = dormant + $9
+                    providers = \(Self.mergeCounts("providers", "$8"))
                 WHERE broadcast_id = $5 AND wave = $6 AND cohort = $7
                 """,
             binds: binds

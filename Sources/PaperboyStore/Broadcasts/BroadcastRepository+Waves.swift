@@ -31,6 +31,8 @@ public struct LockedBroadcast: Sendable {
     public let firstWaveCohorts: [StaggerPlan.Cohort]
     /// Whether the last wave still has devices to carve into batches, or batches not yet recorded.
     public let lastWaveHasWorkLeft: Bool
+    /// Whether wave 1 has recorded pushes not yet counted towards dormancy (``BroadcastRepository/countPushes(of:batches:logger:)``).
+    public let firstWavePushesUncounted: Bool
     let connection: PostgresConnection
     let logger: Logger
 
@@ -111,12 +113,19 @@ extension BroadcastRepository {
                 let open = try await connection.query(Self.workLeftQuery(broadcastID: id, wave: last.wave), logger: logger)
                 for try await value in open.decode(Bool.self) { workLeft = value }
             }
+            // Only wave-1 batches leave pushes to count, and the next wave waits until they are counted.
+            var uncounted = false
+            if waves.count == 1 {
+                let rows = try await connection.query(RequestStatements.hasUncountedPushes(broadcastID: id), logger: logger)
+                for try await value in rows.decode(Bool.self) { uncounted = value }
+            }
             return try await body(
                 LockedBroadcast(
                     broadcast: broadcast,
                     waves: waves,
                     firstWaveCohorts: firstWaveCohorts,
                     lastWaveHasWorkLeft: workLeft,
+                    firstWavePushesUncounted: uncounted,
                     connection: connection,
                     logger: logger
                 )

@@ -388,7 +388,7 @@ public struct BroadcastRepository: Sendable {
         FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
         """
 
-    private func select(_ query: PostgresQuery, logger: Logger) async throws -> [Broadcast] {
+    func select(_ query: PostgresQuery, logger: Logger) async throws -> [Broadcast] {
         let rows = try await client.query(query, logger: logger)
         var broadcasts: [Broadcast] = []
         for try await row in rows.decode(BroadcastRow.self) { broadcasts.append(try Self.broadcast(row)) }

@@ -81,7 +81,7 @@ extension BroadcastRepository {
         static let bindingDataTypes: [PostgresDataType] = [.uuid]
     }
 
-    /// ``countersQuery(sent:accepted:rejected:skipped:providers:dormant:broadcastID:wave:cohort:)``.
+    /// ``countersQuery(sent:accepted:rejected:skipped:providers:broadcastID:wave:cohort:)``.
     enum CountersText: DispatchStatementText {
         static let name = "counters"
         static let sql = countersQuery(
@@ -90,12 +90,11 @@ extension BroadcastRepository {
             rejected: "{}",
             skipped: "{}",
             providers: "{}",
-            dormant: 0,
             broadcastID: .init(),
             wave: 0,
             cohort: 0
         ).sql
-        static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .text, .text, .uuid, .int2, .int8, .text, .int8]
+        static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .text, .text, .uuid, .int2, .int8, .text]
     }
 
     /// ``ledgerQuery(broadcastID:wave:cohort:deviceIDs:sentAt:outcomes:reasons:background:)``.
@@ -116,10 +115,10 @@ extension BroadcastRepository {
         ]
     }
 
-    /// ``RequestStatements/countPushes(deviceIDs:editionID:dormantAfter:)``.
-    enum CountPushesText: DispatchStatementText {
-        static let name = "count_pushes"
-        static let sql = RequestStatements.countPushes(deviceIDs: [], editionID: .init(), dormantAfter: 0).sql
-        static let bindingDataTypes: [PostgresDataType] = [.uuid, .int8Array, .int8, .int8]
+    /// ``RequestStatements/queuePushes(broadcastID:cohort:deviceIDs:)``.
+    enum QueuePushesText: DispatchStatementText {
+        static let name = "queue_pushes"
+        static let sql = RequestStatements.queuePushes(broadcastID: .init(), cohort: 0, deviceIDs: []).sql
+        static let bindingDataTypes: [PostgresDataType] = [.uuid, .int8, .int8Array]
     }
 }

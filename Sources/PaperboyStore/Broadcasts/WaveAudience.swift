@@ -16,7 +16,8 @@ import PostgresNIO
 ///   the edition and no alert yet.
 /// - Neither kind of later wave goes to a dormant device (`devices.dormant`): one whose last counted push
 ///   followed `dormantAfter` or more editions pushed without a receipt (`device_pushes`, migration 0011,
-///   written when a wave-1 batch is recorded; a broadcast with `dormantAfter` 0 ignores the flag).
+///   counted after wave 1, before the next wave is counted: migration 0029; a broadcast with `dormantAfter` 0
+///   ignores the flag).
 public struct WaveAudience: Sendable, Equatable {
     public var appID: Int
     public var environment: APNsEnvironment

@@ -141,8 +141,13 @@ public enum RequestStatements {
         },
         Statement("DELETE /v1/devices/{token}") { s in deleteDevice(appID: s.appID, candidates: [.apns(s.token)]) },
         Statement("DELETE /v1/devices/{token} (FCM)") { s in deleteDevice(appID: s.appID, candidates: [.fcm(s.fcmToken)]) },
-        Statement("DELETE /v1/devices/{token}?erase=true") { s in eraseDevice(appID: s.appID, candidates: [.apns(s.token)]) },
-        Statement("DELETE /v1/devices/{token}?erase=true (FCM)") { s in eraseDevice(appID: s.appID, candidates: [.fcm(s.fcmToken)]) },
+        // Erasing reads the broadcasts' ids (a few thousand a year) to find the device's first opens by their key.
+        Statement("DELETE /v1/devices/{token}?erase=true", wholeTableReads: ["broadcasts"]) { s in
+            eraseDevice(appID: s.appID, candidates: [.apns(s.token)])
+        },
+        Statement("DELETE /v1/devices/{token}?erase=true (FCM)", wholeTableReads: ["broadcasts"]) { s in
+            eraseDevice(appID: s.appID, candidates: [.fcm(s.fcmToken)])
+        },
         Statement("APNs 410: a device's id by token") { s in deviceID(appID: s.appID, environment: s.environment, token: s.token) },
         Statement("POST /v1/devices/{token}/receipts: record", preparedTypes: RecordReceipt.bindingDataTypes) { s in
             recordReceipt(appID: s.appID, candidates: [.apns(s.token)], ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1))
@@ -294,7 +299,6 @@ public enum RequestStatements {
                 rejected: #"{"BadDeviceToken": 10}"#,
                 skipped: "{}",
                 providers: #"{"apns/sent": 1000, "apns/accepted": 990}"#,
-                dormant: 3,
                 broadcastID: s.broadcastID,
                 wave: 1,
                 cohort: 0
@@ -362,8 +366,18 @@ public enum RequestStatements {
                 background: [true]
             )
         },
-        Statement("dispatch: wave 1's pushes towards dormancy (record)", preparedTypes: BroadcastRepository.CountPushesText.bindingDataTypes) { s in
-            countPushes(deviceIDs: [s.deviceID], editionID: s.editionID, dormantAfter: BroadcastOptions.defaultDormantAfter)
+        Statement(
+            "dispatch: a wave-1 batch's pushes kept to be counted towards dormancy (record)",
+            preparedTypes: BroadcastRepository.QueuePushesText.bindingDataTypes
+        ) { s in
+            queuePushes(broadcastID: s.broadcastID, cohort: 0, deviceIDs: [s.deviceID])
+        },
+        Statement("dispatch: wave 1's pushes counted towards dormancy after the wave, 16 batches (advance)") { s in
+            countPushes(broadcastID: s.broadcastID, editionID: s.editionID, dormantAfter: BroadcastOptions.defaultDormantAfter, batches: 16)
+        },
+        Statement("dispatch: the ended broadcasts with pushes not counted towards dormancy (advance)") { _ in endedBroadcastsWithUncountedPushes },
+        Statement("dispatch: whether wave 1's pushes are all counted towards dormancy (under the lock)") { s in
+            hasUncountedPushes(broadcastID: s.broadcastID)
         },
         Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now)
         },
@@ -449,6 +463,9 @@ public enum RequestStatements {
     /// to `devices` (migrations 0022, 0025, 0027, 0028). What is left is not the device's: receipt tallies are counts
     /// per wave and cohort, and a `wave_members` row (ids only, until the pruner deletes the ended wave's members)
     /// finds no device to send to.
+    ///
+    /// `broadcast_opens` is keyed by broadcast first (the pruner deletes a broadcast's opens): a device's rows are
+    /// found by one probe per broadcast (a few thousand a year), not by reading the table (ten million rows a morning).
     static func eraseDevice(appID: Int, candidates: [PushToken]) -> PostgresQuery {
         let lookup = TokenLookup(candidates)
         return """
@@ -465,7 +482,8 @@ public enum RequestStatements {
             ), erased_habit AS (
                 DELETE FROM device_habits h USING erased WHERE h.device_id = erased.id
             ), erased_opens AS (
-                DELETE FROM broadcast_opens o USING erased WHERE o.device_id = erased.id
+                DELETE FROM broadcast_opens o USING erased
+                WHERE o.broadcast_id = ANY (ARRAY(SELECT b.id FROM broadcasts b)) AND o.device_id = erased.id
             )
             SELECT 1 FROM erased
             """
@@ -527,28 +545,71 @@ public enum RequestStatements {
         """
     }
 
-    /// A wave-1 batch's accepted devices, counted towards dormancy (`device_pushes`, migration 0011): a
-    /// device's first count inserts its row at 0; later each probes the receipts primary key once, for the
-    /// edition it was pushed before. A device whose dormancy changes (the count reached `dormantAfter`, or
-    /// started again) has `devices.dormant` written; the others' devices rows are not touched. Returns each
-    /// counted device's unanswered editions; a device already counted for this edition returns nothing.
-    static func countPushes(deviceIDs: [Int64], editionID: UUID, dormantAfter: Int) -> PostgresQuery {
+    /// A recorded wave-1 batch's accepted background pushes, kept to be counted towards dormancy after the wave
+    /// (``countPushes(broadcastID:editionID:dormantAfter:batches:)``, migration 0029): one row, the device ids as
+    /// an array.
+    static func queuePushes(broadcastID: UUID, cohort: Int, deviceIDs: [Int64]) -> PostgresQuery {
+        "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcastID), \(cohort), \(deviceIDs)::bigint[])"
+    }
+
+    /// Counts up to `batches` of a broadcast's recorded wave-1 batches towards dormancy (`device_pushes`,
+    /// migration 0011) and deletes their rows of `uncounted_pushes`, in one statement: every push counted once.
+    /// Rows another worker is counting are skipped (`SKIP LOCKED`), not waited for.
+    ///
+    /// The devices are counted in id order (the primary key's order): a device's first count inserts its row at 0;
+    /// later each probes the receipts primary key once, for the edition it was pushed before; a device already
+    /// counted for this edition (another broadcast of it) counts nothing. A device whose dormancy changes (the
+    /// count reached `dormantAfter`, or started again) has `devices.dormant` written; the others' devices rows
+    /// are not touched. The dormant ones are added to their wave-1 cohort's `dormant`.
+    ///
+    /// Returns one row: the batches taken (0: none left to this worker), the devices counted, the dormant ones.
+    static func countPushes(broadcastID: UUID, editionID: UUID, dormantAfter: Int, batches: Int) -> PostgresQuery {
         """
-        WITH counted AS (
+        WITH taken AS (
+            DELETE FROM uncounted_pushes WHERE id IN (
+                SELECT id FROM uncounted_pushes WHERE broadcast_id = \(broadcastID) ORDER BY id LIMIT \(batches) FOR UPDATE SKIP LOCKED)
+            RETURNING cohort, device_ids
+        ), pushed AS (
+            SELECT DISTINCT ON (u.id) u.id, t.cohort FROM taken t, unnest(t.device_ids) AS u(id) ORDER BY u.id
+        ), counted AS (
             INSERT INTO device_pushes AS p (device_id, pushed_edition, editions_unanswered)
-            SELECT u.id, \(editionID), 0 FROM unnest(\(deviceIDs)::bigint[]) AS u(id)
+            SELECT pushed.id, \(editionID), 0 FROM pushed ORDER BY pushed.id
             ON CONFLICT (device_id) DO UPDATE SET
                 editions_unanswered = CASE
                     WHEN EXISTS (SELECT 1 FROM receipts r WHERE r.device_id = p.device_id AND r.edition_id = p.pushed_edition) THEN 0
                     ELSE least(p.editions_unanswered + 1, 10000) END,
                 pushed_edition = EXCLUDED.pushed_edition
             WHERE p.pushed_edition <> EXCLUDED.pushed_edition
-            RETURNING p.device_id, p.editions_unanswered, \(dormantAfter) > 0 AND p.editions_unanswered >= \(dormantAfter) AS dormant
+            RETURNING p.device_id, \(dormantAfter) > 0 AND p.editions_unanswered >= \(dormantAfter) AS dormant
         ), flagged AS (
             UPDATE devices d SET dormant = counted.dormant FROM counted WHERE d.id = counted.device_id AND d.dormant <> counted.dormant
+        ), tallied AS (
+            UPDATE broadcast_cohorts c SET dormant = c.dormant + n.dormant
+            FROM (SELECT pushed.cohort, count(*)::integer AS dormant FROM counted JOIN pushed ON pushed.id = counted.device_id
+                WHERE counted.dormant GROUP BY pushed.cohort) n
+            WHERE c.broadcast_id = \(broadcastID) AND c.wave = 1 AND c.cohort = n.cohort
         )
-        SELECT editions_unanswered FROM counted
+        SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM counted), (SELECT count(*) FROM counted WHERE dormant)
         """
+    }
+
+    /// The broadcasts with wave-1 pushes not yet counted towards dormancy, among those not running (cancelled,
+    /// expired, failed, completed): a skip scan of `uncounted_pushes_by_broadcast`, one probe per broadcast that has rows.
+    static let endedBroadcastsWithUncountedPushes: PostgresQuery = BroadcastRepository.selectBroadcasts(
+        """
+        WHERE b.id = ANY (ARRAY(
+            WITH RECURSIVE ids (id) AS (
+                (SELECT broadcast_id FROM uncounted_pushes ORDER BY broadcast_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT u.broadcast_id FROM uncounted_pushes u WHERE u.broadcast_id > ids.id ORDER BY u.broadcast_id LIMIT 1)
+                FROM ids WHERE ids.id IS NOT NULL)
+            SELECT id FROM ids WHERE id IS NOT NULL)) AND b.state <> 'running'
+        """
+    )
+
+    /// Whether a broadcast has wave-1 pushes not yet counted towards dormancy.
+    static func hasUncountedPushes(broadcastID: UUID) -> PostgresQuery {
+        "SELECT EXISTS (SELECT 1 FROM uncounted_pushes WHERE broadcast_id = \(broadcastID))"
     }
 
     // MARK: Receipts

@@ -1,0 +1,114 @@
+import Foundation
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+/// Wave 1's pushes counted towards dormancy after the wave (migration 0029), against PostgreSQL: nothing is counted
+/// while the wave runs, everything once after it, whoever counts and however the broadcast ended.
+@Suite("Wave 1's pushes counted after the wave")
+struct PushCountTests {
+    static func int(_ sql: PostgresQuery, _ fixture: BroadcastFixture) async throws -> Int {
+        var value = 0
+        for try await count in try await fixture.db.client.query(sql, logger: fixture.logger).decode(Int.self) { value = count }
+        return value
+    }
+
+    @Test(
+        "nothing is counted while wave 1 runs; a broadcast cancelled meanwhile has its recorded pushes counted by a worker's next round, each device once"
+    )
+    func cancelledBroadcastCounted() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            let (_, started) = try await DispatcherTests.startOneCohort(devices: 20, fixture: &fixture, now: t0)
+            let id = started.broadcast.id
+            let dispatcher = fixture.dispatcher()
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(10), dispatcher)
+            let sent = try await Self.int("SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND outcome = 'accepted'", fixture)
+            #expect(sent > 0 && sent < 20, "half of wave 1 recorded: \(sent)")
+            #expect(try await Self.int("SELECT count(*) FROM device_pushes", fixture) == 0, "counted while the wave runs")
+            #expect(
+                try await Self.int("SELECT coalesce(sum(cardinality(device_ids)), 0) FROM uncounted_pushes WHERE broadcast_id = \(id)", fixture)
+                    == sent
+            )
+
+            _ = try await fixture.repository.cancel(id: id, now: started.broadcast.start.addingTimeInterval(10), logger: fixture.logger)
+            _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(40), dispatcher)
+            let recorded = try await Self.int("SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND outcome = 'accepted'", fixture)
+            #expect(try await Self.int("SELECT count(*) FROM uncounted_pushes", fixture) == 0)
+            #expect(try await Self.int("SELECT count(*) FROM device_pushes", fixture) == recorded)
+            #expect(
+                try await Self.int(
+                    "SELECT count(*) FROM device_pushes p JOIN deliveries d ON d.device_id = p.device_id AND d.broadcast_id = \(id) AND d.wave = 1 WHERE p.pushed_edition = \(started.broadcast.editionID)",
+                    fixture
+                ) == recorded
+            )
+        }
+    }
+
+    @Test(
+        "two workers counting one broadcast at once, a batch at a time, count each device once, however often it is listed; the dormant ones are flagged and tallied on their cohorts"
+    )
+    func concurrentCountsOnce() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            let (_, started) = try await DispatcherTests.startOneCohort(devices: 60, fixture: &fixture, now: t0)
+            let broadcast = started.broadcast
+            var ids: [Int64] = []
+            for try await id in try await fixture.db.client.query("SELECT id FROM devices ORDER BY id", logger: fixture.logger).decode(Int64.self) {
+                ids.append(id)
+            }
+            // The first 10 devices were pushed the default dormantAfter - 1 editions before without answering: this
+            // push makes them dormant.
+            let before = UUID()
+            try await fixture.db.client.query(
+                """
+                INSERT INTO device_pushes (device_id, pushed_edition, editions_unanswered)
+                SELECT id, \(before), \(BroadcastOptions.defaultDormantAfter - 1) FROM unnest(\(Array(ids.prefix(10)))::bigint[]) AS u(id)
+                """,
+                logger: fixture.logger
+            )
+            // Batches of 5, the last ten devices listed twice (in two batches).
+            var batches = stride(from: 0, to: ids.count, by: 5).map { Array(ids[$0..<min($0 + 5, ids.count)]) }
+            batches.append(Array(ids.suffix(10)))
+            for devices in batches {
+                try await fixture.db.client.query(
+                    "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcast.id), 0, \(devices)::bigint[])",
+                    logger: fixture.logger
+                )
+            }
+            let repository = fixture.repository
+            let logger = fixture.logger
+            let counts = try await withThrowingTaskGroup(of: BroadcastRepository.PushCount.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        var total = BroadcastRepository.PushCount()
+                        while true {
+                            let count = try await repository.countPushes(of: broadcast, batches: 1, logger: logger)
+                            guard count.batches > 0 else { return total }
+                            total = BroadcastRepository.PushCount(
+                                batches: total.batches + count.batches,
+                                devices: total.devices + count.devices,
+                                dormant: total.dormant + count.dormant
+                            )
+                        }
+                    }
+                }
+                return try await group.reduce(into: [BroadcastRepository.PushCount]()) { $0.append($1) }
+            }
+            #expect(counts.map(\.batches).reduce(0, +) == batches.count, "every batch taken once: \(counts)")
+            #expect(counts.map(\.devices).reduce(0, +) == 60, "every device counted once: \(counts)")
+            #expect(counts.map(\.dormant).reduce(0, +) == 10)
+            #expect(try await Self.int("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID)", fixture) == 60)
+            #expect(try await Self.int("SELECT count(*) FROM devices WHERE dormant", fixture) == 10)
+            #expect(
+                try await Self.int("SELECT dormant FROM broadcast_cohorts WHERE broadcast_id = \(broadcast.id) AND wave = 1 AND cohort = 0", fixture)
+                    == 10
+            )
+            #expect(try await Self.int("SELECT count(*) FROM uncounted_pushes", fixture) == 0)
+            // Counting again finds nothing and changes nothing.
+            #expect(try await repository.countAllPushes(of: broadcast, logger: logger) == BroadcastRepository.PushCount())
+        }
+    }
+}
