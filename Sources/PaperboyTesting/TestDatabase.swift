@@ -35,7 +35,7 @@ public struct TestDatabase: Sendable {
         let result: Result
         do {
             result = try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
+                await client.start(in: &group)
                 defer { group.cancelAll() }
                 return try await body(database)
             }
@@ -87,7 +87,7 @@ private struct TestCluster: Sendable {
         template.connectTimeout = connectTimeout
         let client = template.makeClient(logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
+            await client.start(in: &group)
             defer { group.cancelAll() }
             try await Migrator().migrate(client: client, logger: logger)
         }

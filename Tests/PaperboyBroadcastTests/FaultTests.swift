@@ -55,7 +55,7 @@ struct FaultTests {
             let logger = Logger(label: "paperboy.fault-test")
             let client = try DatabaseConfiguration(url: url).makeClient(logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
+                await client.start(in: &group)
                 defer { group.cancelAll() }
                 try await Migrator().migrate(client: client, logger: logger)
                 try await FaultRig.prepare(client: client, databaseURL: url, logger: logger) { rig in

@@ -69,7 +69,7 @@ struct SchedulerTests {
     static func withClient<Result: Sendable>(_ db: TestDatabase, _ body: (PostgresClient) async throws -> Result) async throws -> Result {
         let client = db.configuration.makeClient(logger: db.logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
+            await client.start(in: &group)
             defer { group.cancelAll() }
             return try await body(client)
         }

@@ -78,7 +78,7 @@ struct ShutdownProcessTests {
         let logger = Logger(label: "paperboy.shutdown-test")
         let client = try DatabaseConfiguration(url: url).makeClient(logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
+            await client.start(in: &group)
             defer { group.cancelAll() }
             try await Migrator().migrate(client: client, logger: logger)
         }

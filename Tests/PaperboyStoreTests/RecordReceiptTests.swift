@@ -24,7 +24,7 @@ struct RecordReceiptTests {
             configuration.maximumConnections = 1
             let client = configuration.makeClient(logger: db.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
+                await client.start(in: &group)
                 defer { group.cancelAll() }
                 try await client.query("SET lock_timeout = '200ms'", logger: db.logger)
                 let receipts = ReceiptRepository(client: client)

@@ -95,7 +95,7 @@ struct TransactionTests {
             configuration.maximumConnections = 1
             let client = configuration.makeClient(logger: db.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
+                await client.start(in: &group)
                 defer { group.cancelAll() }
                 let cancelled = Task {
                     try await client.transaction(logger: db.logger) { connection in
