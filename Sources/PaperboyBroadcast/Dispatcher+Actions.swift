@@ -413,6 +413,8 @@ extension Dispatcher {
             let asked = clock.now()
             let databaseNow = try await database { try await self.workers.report(status, logger: self.logger) }
             if let databaseNow { measure(databaseNow, askedAt: asked) }
+        } catch is CancellationError {
+            // The worker is stopping (SIGTERM, a deploy): the report it was making is of no use any more.
         } catch {
             logger.warning("could not report this worker's status", metadata: [LogKey.error: "\(String(reflecting: error))"])
         }
