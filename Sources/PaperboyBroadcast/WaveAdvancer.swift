@@ -156,8 +156,8 @@ struct WaveAdvancer: Sendable {
         return step
     }
 
-    /// Counts `broadcast`'s recorded wave-1 pushes towards dormancy, a million devices at most per call (the rest
-    /// on the next round), and logs what it counted.
+    /// Counts `broadcast`'s recorded wave-1 pushes towards dormancy, about 250,000 devices at most per call (the
+    /// rest on the next round), and logs what it counted.
     private func countPushes(of broadcast: Broadcast, logger: Logger) async throws {
         let count = try await repository.countAllPushes(of: broadcast, logger: logger)
         guard count.batches > 0 else { return }

@@ -46,8 +46,9 @@ extension BroadcastRepository {
     }
 
     /// Counts `broadcast`'s recorded wave-1 batches, `batches` per statement, until none is left or `rounds`
-    /// statements ran (at 1,000 devices a batch, 64 rounds of 16 are about a million devices: seconds).
-    public func countAllPushes(of broadcast: Broadcast, batches: Int = 16, rounds: Int = 64, logger: Logger) async throws -> PushCount {
+    /// statements ran (at 1,000 devices a batch, 16 rounds of 16 are about 250,000 devices, two to three seconds
+    /// here: the worker's other duties are not held up for longer).
+    public func countAllPushes(of broadcast: Broadcast, batches: Int = 16, rounds: Int = 16, logger: Logger) async throws -> PushCount {
         var total = PushCount()
         for _ in 0..<rounds {
             let count = try await countPushes(of: broadcast, batches: batches, logger: logger)
