@@ -118,30 +118,30 @@ struct HTTP2Tests {
         faults.streamLimitAction = action
         try await SimulatorFixture.with(faults: faults) { fixture in
             let token = try await fixture.accessToken()
-            let client = try await RawHTTP2Client.connect(port: fixture.simulator.port)
-            // Our SETTINGS ACK reaches the server before the streams: it knows we saw the limit of 1.
-            try await client.write { frames in
-                frames.headers(stream: 1, token: token, port: fixture.simulator.port, endStream: false)
-                frames.headers(stream: 3, token: token, port: fixture.simulator.port, endStream: false)
-                frames.data(stream: 1, Body.dataMessage())
-                frames.data(stream: 3, Body.dataMessage())
+            try await RawHTTP2Client.with(port: fixture.simulator.port) { client in
+                // Our SETTINGS ACK reaches the server before the streams: it knows we saw the limit of 1.
+                try await client.write { frames in
+                    frames.headers(stream: 1, token: token, port: fixture.simulator.port, endStream: false)
+                    frames.headers(stream: 3, token: token, port: fixture.simulator.port, endStream: false)
+                    frames.data(stream: 1, Body.dataMessage())
+                    frames.data(stream: 3, Body.dataMessage())
+                }
+                let frames = try await client.readUntilClosedOrAnswered(stream: 1, closes: action == .goAway)
+                let statuses = frames.compactMap { frame -> (Int, String)? in
+                    guard case .headers(let status) = frame.kind else { return nil }
+                    return (frame.stream, status)
+                }
+                #expect(statuses.map(\.0) == [1] && statuses.map(\.1) == ["200"])
+                let goAway = frames.first { if case .goAway = $0.kind { true } else { false } }
+                switch action {
+                case .goAway:
+                    #expect(goAway?.kind == .goAway(lastStream: 1, error: 7))
+                    #expect(client.closed)
+                case .refuseStream:
+                    #expect(frames.contains { $0.stream == 3 && $0.kind == .reset(7) })
+                    #expect(goAway == nil)
+                }
             }
-            let frames = try await client.readUntilClosedOrAnswered(stream: 1, closes: action == .goAway)
-            let statuses = frames.compactMap { frame -> (Int, String)? in
-                guard case .headers(let status) = frame.kind else { return nil }
-                return (frame.stream, status)
-            }
-            #expect(statuses.map(\.0) == [1] && statuses.map(\.1) == ["200"])
-            let goAway = frames.first { if case .goAway = $0.kind { true } else { false } }
-            switch action {
-            case .goAway:
-                #expect(goAway?.kind == .goAway(lastStream: 1, error: 7))
-                #expect(client.closed)
-            case .refuseStream:
-                #expect(frames.contains { $0.stream == 3 && $0.kind == .reset(7) })
-                #expect(goAway == nil)
-            }
-            await client.close()
             let stats = fixture.simulator.stats()
             #expect(stats.streamLimitViolations == 1)
             #expect(stats.goAwaysSent == (action == .goAway ? 1 : 0))

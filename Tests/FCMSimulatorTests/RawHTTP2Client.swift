@@ -51,41 +51,44 @@ final class RawHTTP2Client {
         }
     }
 
-    private let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    private let channel: any Channel
     private var inbound: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
     private var pending = ByteBuffer()
     private var decoder = HPACKDecoder(allocator: .init())
     private(set) var closed = false
 
-    private init(channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) {
+    private init(channel: any Channel, inbound: NIOAsyncChannelInboundStream<ByteBuffer>) {
         self.channel = channel
-        self.inbound = channel.inbound.makeAsyncIterator()
+        self.inbound = inbound.makeAsyncIterator()
     }
 
-    /// Connects, exchanges the prefaces and acknowledges the server's SETTINGS.
-    static func connect(port: Int) async throws -> RawHTTP2Client {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    /// Connects, exchanges the prefaces, acknowledges the server's SETTINGS and runs `body`; the connection is
+    /// closed after it.
+    static func with<Result>(port: Int, _ body: (RawHTTP2Client) async throws -> Result) async throws -> Result {
+        let asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: port) { channel in
                 channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
             }
-        let client = RawHTTP2Client(channel: channel)
-        var hello = ByteBuffer(string: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-        var frames = Frames()
-        frames.frame(type: 4, flags: 0, stream: 0, payload: ByteBuffer())
-        hello.writeBuffer(&frames.buffer)
-        try await channel.channel.writeAndFlush(hello)
-        while true {
-            guard let frame = try await client.next() else { throw TestFailure("the server closed before its SETTINGS") }
-            if frame.kind == .settings { break }
+        return try await asyncChannel.executeThenClose { inbound, _ in
+            let client = RawHTTP2Client(channel: asyncChannel.channel, inbound: inbound)
+            var hello = ByteBuffer(string: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            var frames = Frames()
+            frames.frame(type: 4, flags: 0, stream: 0, payload: ByteBuffer())
+            hello.writeBuffer(&frames.buffer)
+            try await client.channel.writeAndFlush(hello)
+            while true {
+                guard let frame = try await client.next() else { throw TestFailure("the server closed before its SETTINGS") }
+                if frame.kind == .settings { break }
+            }
+            try await client.write { $0.frame(type: 4, flags: 0x1, stream: 0, payload: ByteBuffer()) }
+            return try await body(client)
         }
-        try await client.write { $0.frame(type: 4, flags: 0x1, stream: 0, payload: ByteBuffer()) }
-        return client
     }
 
     func write(_ build: (inout Frames) -> Void) async throws {
         var frames = Frames()
         build(&frames)
-        try await channel.channel.writeAndFlush(frames.buffer)
+        try await channel.writeAndFlush(frames.buffer)
     }
 
     /// Reads frames until the server closes the connection (`closes`) or until `stream` is answered and a little
@@ -133,9 +136,5 @@ final class RawHTTP2Client {
             }
             pending.writeBuffer(&bytes)
         }
-    }
-
-    func close() async {
-        try? await channel.channel.close()
     }
 }
