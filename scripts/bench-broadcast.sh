@@ -769,7 +769,9 @@ while :; do
         if [ "$polled" = 1 ]; then
             sample
             case "$state" in running | completed) ;; *) failure="broadcast $bid ended $state before wave 1 was sent"; break ;; esac
-            if [ "$state" != running ] || { [ "$wave2" = 1 ] && [ "$w1done" = 1 ]; }; then break; fi
+            # Wave 1 is over when it is finished (every batch recorded): with one push a device the broadcast then
+            # still counts wave 1's pushes towards dormancy before it completes (measured apart, below).
+            if [ "$state" != running ] || [ "$w1done" = 1 ]; then break; fi
         fi
     fi
     if [ "$t" -gt "$limit_ms" ]; then
@@ -826,6 +828,24 @@ fi
 status_of "$bid" "$tmp/status.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
 cp "$tmp/status.json" "$tmp/status-wave1.json"
 meta tDone "$t_done"
+# Wave 1's pushes are counted towards dormancy after the wave (migration 0029): a broadcast of one push a device
+# completes once they are counted. Wait for that (at most 120 s + 30 s per million devices) and measure it apart:
+# its seconds and PostgreSQL's CPU meanwhile. (A binary older than 0029 counted them in every batch: completed here.)
+if [ "$wave2" = 0 ] && [ -z "$failure" ] && [ -z "$stop_after_s" ] && [ "$state" = running ]; then
+    count_t0=$(now); count_ticks0=$(pg_ticks)
+    count_limit_ms=$(python3 -c "print(int(($count_t0 + 120 + 30 * $devices / 1e6) * 1000))")
+    while :; do
+        poll_status
+        [ "$polled" = 0 ] || [ "$state" = running ] || break
+        if [ "$(now_ms)" -gt "$count_limit_ms" ]; then
+            failure="broadcast $bid still $state $(python3 -c "print(round($(now) - $count_t0))") s after wave 1 was recorded: wave 1's pushes not counted towards dormancy"
+            break
+        fi
+        sleep 1
+    done
+    meta countStart "$count_t0"; meta countEnd "$(now)"; meta pgTicksCount0 "$count_ticks0"; meta pgTicksCount1 "$(pg_ticks)"
+    say "wave 1's pushes counted towards dormancy in $(python3 -c "print(round($(now) - $count_t0, 1))") s after wave 1 was recorded; the broadcast is $state"
+fi
 if [ -n "$stall" ]; then
     meta stall "$stall"; meta stallAt "$stall_at_s"; meta stallFor "$stall_for_s"
     meta stallBegin "${stall_begin:-}"; meta stallEnd "${stall_end:-}"
@@ -1148,6 +1168,13 @@ result = {
     "simulatorConnections": sum(s.get("connectionsOpened") or 0 for s, _ in runs),
     "acceptsPerSecond": w1_bins[first:last + 1],
 }
+if meta.get("countStart") and meta.get("countEnd"):
+    count_cpu = (int(meta["pgTicksCount1"]) - int(meta["pgTicksCount0"])) / hz
+    result["countAfterWave1"] = {
+        "seconds": round(float(meta["countEnd"]) - float(meta["countStart"]), 1),
+        "pgCpuSeconds": round(count_cpu, 1),
+        "pgCpuMsPer1000": round(count_cpu * 1e6 / max(1, accepted_sim), 2),
+    }
 # Stopped early: the devices of the held batches not sent yet are skipped as cancelled, by design.
 skipped_cancelled = totals.get("skipped", {}).get("cancelled", 0) if stopped else 0
 skipped1 = sum(totals.get("skipped", {}).values()) - skipped_cancelled
@@ -1535,14 +1562,17 @@ else:
     else:
         print(f"  planning {result['planningSeconds']} s, plan start +{result['planStartAfterT0']} s, first push in [+{result['firstPushAfterT0']}, +{result['firstPushAfterT0'] + 1:.1f}) s,"
               f" last push by +{result['lastPushAfterT0']} s (planned end +{result['plannedEndAfterT0']} s, late by at most {result['lateBy']} s),"
-              f" completed +{result['finishedAfterT0']} s after start (times at the simulator: 1 s resolution)")
+              f" wave 1 recorded +{result['finishedAfterT0']} s after start (times at the simulator: 1 s resolution)")
+        if "countAfterWave1" in result:
+            c = result["countAfterWave1"]
+            print(f"  then wave 1's pushes counted towards dormancy in {c['seconds']} s: PostgreSQL {c['pgCpuSeconds']} s of CPU, {c['pgCpuMsPer1000']} ms per 1,000 deliveries")
     for w in workers_out:
         if w.get("stalled"):
             print(f"  worker {w['name']} (stalled; read when it was stopped): peak RSS {w['peakRSSMB']} MB, CPU {w['cpuSeconds']} s, exit {w['exitStatus']}")
             continue
         print(f"  worker {w['name']}: peak RSS {w['peakRSSMB']} MB, CPU {w['cpuSeconds']} s (mean {w['meanCores']} cores,"
               f" busiest 2 s {w['peakCores2s']} cores), exit {w['exitStatus']}")
-    print(f"  CPU from start to {'wave 1' + chr(39) + 's end' if meta.get('bid2') else 'the stop and the drain' if stopped else 'completion'}: machine {machine_cores[0]} cores busy (busiest 2 s {machine_cores[1]}) of {os.cpu_count()},"
+    print(f"  CPU from start to {'the stop and the drain' if stopped else 'wave 1' + chr(39) + 's end'}: machine {machine_cores[0]} cores busy (busiest 2 s {machine_cores[1]}) of {os.cpu_count()},"
           f" simulator {sim_cores[0]}, PostgreSQL {pg_cores[0]} ({pg_cores[2]} s); seeding took {seed_s} s")
     for line in lines: print(line)
     for f in failures: print(f"  FAILED: {f}")
