@@ -175,6 +175,13 @@ struct BroadcastFixture {
         try await dispatcher.step(until: instant)
     }
 
+    /// The integer a one-row, one-column query answers (0 when it answers no row).
+    func scalar(_ query: PostgresQuery) async throws -> Int {
+        var value = 0
+        for try await count in try await db.client.query(query, logger: logger).decode(Int.self) { value = count }
+        return value
+    }
+
     /// Pushes the simulator accepted per token (hex).
     func accepted() -> [String: Int] {
         simulator.acceptedCounts()

@@ -9,12 +9,6 @@ import Testing
 /// while the wave runs, everything once after it, whoever counts and however the broadcast ended.
 @Suite("Wave 1's pushes counted after the wave")
 struct PushCountTests {
-    static func int(_ sql: PostgresQuery, _ fixture: BroadcastFixture) async throws -> Int {
-        var value = 0
-        for try await count in try await fixture.db.client.query(sql, logger: fixture.logger).decode(Int.self) { value = count }
-        return value
-    }
-
     @Test(
         "nothing is counted while wave 1 runs; a broadcast cancelled meanwhile has its recorded pushes counted by a worker's next round, each device once"
     )
@@ -25,23 +19,22 @@ struct PushCountTests {
             let id = started.broadcast.id
             let dispatcher = fixture.dispatcher()
             _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(10), dispatcher)
-            let sent = try await Self.int("SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND outcome = 'accepted'", fixture)
+            let sent = try await fixture.scalar("SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND outcome = 'accepted'")
             #expect(sent > 0 && sent < 20, "half of wave 1 recorded: \(sent)")
-            #expect(try await Self.int("SELECT count(*) FROM device_pushes", fixture) == 0, "counted while the wave runs")
+            #expect(try await fixture.scalar("SELECT count(*) FROM device_pushes") == 0, "counted while the wave runs")
             #expect(
-                try await Self.int("SELECT coalesce(sum(cardinality(device_ids)), 0) FROM uncounted_pushes WHERE broadcast_id = \(id)", fixture)
+                try await fixture.scalar("SELECT coalesce(sum(cardinality(device_ids)), 0) FROM uncounted_pushes WHERE broadcast_id = \(id)")
                     == sent
             )
 
             _ = try await fixture.repository.cancel(id: id, now: started.broadcast.start.addingTimeInterval(10), logger: fixture.logger)
             _ = try await fixture.step(at: started.broadcast.start.addingTimeInterval(40), dispatcher)
-            let recorded = try await Self.int("SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND outcome = 'accepted'", fixture)
-            #expect(try await Self.int("SELECT count(*) FROM uncounted_pushes", fixture) == 0)
-            #expect(try await Self.int("SELECT count(*) FROM device_pushes", fixture) == recorded)
+            let recorded = try await fixture.scalar("SELECT count(*) FROM deliveries WHERE broadcast_id = \(id) AND outcome = 'accepted'")
+            #expect(try await fixture.scalar("SELECT count(*) FROM uncounted_pushes") == 0)
+            #expect(try await fixture.scalar("SELECT count(*) FROM device_pushes") == recorded)
             #expect(
-                try await Self.int(
-                    "SELECT count(*) FROM device_pushes p JOIN deliveries d ON d.device_id = p.device_id AND d.broadcast_id = \(id) AND d.wave = 1 WHERE p.pushed_edition = \(started.broadcast.editionID)",
-                    fixture
+                try await fixture.scalar(
+                    "SELECT count(*) FROM device_pushes p JOIN deliveries d ON d.device_id = p.device_id AND d.broadcast_id = \(id) AND d.wave = 1 WHERE p.pushed_edition = \(started.broadcast.editionID)"
                 ) == recorded
             )
         }
@@ -87,11 +80,7 @@ struct PushCountTests {
                         while true {
                             let count = try await repository.countPushes(of: broadcast, batches: 1, logger: logger)
                             guard count.batches > 0 else { return total }
-                            total = BroadcastRepository.PushCount(
-                                batches: total.batches + count.batches,
-                                devices: total.devices + count.devices,
-                                dormant: total.dormant + count.dormant
-                            )
+                            total = total + count
                         }
                     }
                 }
@@ -100,13 +89,13 @@ struct PushCountTests {
             #expect(counts.map(\.batches).reduce(0, +) == batches.count, "every batch taken once: \(counts)")
             #expect(counts.map(\.devices).reduce(0, +) == 60, "every device counted once: \(counts)")
             #expect(counts.map(\.dormant).reduce(0, +) == 10)
-            #expect(try await Self.int("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID)", fixture) == 60)
-            #expect(try await Self.int("SELECT count(*) FROM devices WHERE dormant", fixture) == 10)
+            #expect(try await fixture.scalar("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID)") == 60)
+            #expect(try await fixture.scalar("SELECT count(*) FROM devices WHERE dormant") == 10)
             #expect(
-                try await Self.int("SELECT dormant FROM broadcast_cohorts WHERE broadcast_id = \(broadcast.id) AND wave = 1 AND cohort = 0", fixture)
+                try await fixture.scalar("SELECT dormant FROM broadcast_cohorts WHERE broadcast_id = \(broadcast.id) AND wave = 1 AND cohort = 0")
                     == 10
             )
-            #expect(try await Self.int("SELECT count(*) FROM uncounted_pushes", fixture) == 0)
+            #expect(try await fixture.scalar("SELECT count(*) FROM uncounted_pushes") == 0)
             // Counting again finds nothing and changes nothing.
             #expect(try await repository.countAllPushes(of: broadcast, logger: logger) == BroadcastRepository.PushCount())
         }

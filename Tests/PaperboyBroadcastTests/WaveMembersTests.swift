@@ -24,12 +24,6 @@ struct WaveMembersTests {
         )
     }
 
-    static func scalar(_ query: PostgresQuery, _ fixture: BroadcastFixture) async throws -> Int {
-        var value = 0
-        for try await count in try await fixture.db.client.query(query, logger: fixture.logger).decode(Int.self) { value = count }
-        return value
-    }
-
     static func membersRecorded(_ id: UUID, wave: Int, _ fixture: BroadcastFixture) async throws -> Bool {
         var value = false
         let rows = try await fixture.db.client.query(
@@ -64,7 +58,7 @@ struct WaveMembersTests {
         try await BroadcastFixture.with(start: t0) { fixture in
             let (id, start, edition, dispatcher) = try await Self.sendWaveOneAndCount(&fixture, now: t0)
             // Counted: its 30 members recorded.
-            let members = try await Self.scalar("SELECT count(*) FROM wave_members WHERE broadcast_id = \(id) AND wave = 2", fixture)
+            let members = try await fixture.scalar("SELECT count(*) FROM wave_members WHERE broadcast_id = \(id) AND wave = 2")
             #expect(members == 30, "40 targets, 10 receipts")
 
             // After the count: five more receipts, three new devices.
@@ -94,8 +88,8 @@ struct WaveMembersTests {
             #expect(dry.waveMembers == 30)
             let pruned = try await pruner.prune(now: start.addingTimeInterval(45 * Self.minute), logger: fixture.logger)
             #expect(pruned.waveMembers == 30)
-            #expect(try await Self.scalar("SELECT count(*) FROM wave_members WHERE broadcast_id = \(id)", fixture) == 0)
-            #expect(try await Self.scalar("SELECT count(*) FROM wave_members", fixture) == 7, "members of no counted wave stay")
+            #expect(try await fixture.scalar("SELECT count(*) FROM wave_members WHERE broadcast_id = \(id)") == 0)
+            #expect(try await fixture.scalar("SELECT count(*) FROM wave_members") == 7, "members of no counted wave stay")
         }
     }
 

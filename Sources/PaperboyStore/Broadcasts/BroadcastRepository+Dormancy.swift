@@ -23,7 +23,7 @@ extension BroadcastRepository {
             self.dormant = dormant
         }
 
-        static func + (lhs: PushCount, rhs: PushCount) -> PushCount {
+        public static func + (lhs: PushCount, rhs: PushCount) -> PushCount {
             PushCount(batches: lhs.batches + rhs.batches, devices: lhs.devices + rhs.devices, dormant: lhs.dormant + rhs.dormant)
         }
     }
