@@ -33,6 +33,7 @@ FAMILIES = [
     ("record: ledger", r"INSERT INTO deliveries"),
     ("record: counters", r"UPDATE broadcast_cohorts SET sent = sent"),
     ("record: pushes kept for dormancy", r"INSERT INTO uncounted_pushes"),
+    ("dormancy: anything to count?", r"SELECT EXISTS \(SELECT \$?\d+ FROM uncounted_pushes|WITH RECURSIVE ids"),
     ("dormancy: count (device_pushes)", r"device_pushes|unanswered|FROM uncounted_pushes"),
     ("record: deactivations", r"UPDATE devices SET active = false|deactivation_holds|INSERT INTO held_deactivations"),
     ("lease: renew", r"UPDATE broadcast_batches b SET lease_expires_at"),

@@ -113,9 +113,10 @@ extension BroadcastRepository {
                 let open = try await connection.query(Self.workLeftQuery(broadcastID: id, wave: last.wave), logger: logger)
                 for try await value in open.decode(Bool.self) { workLeft = value }
             }
-            // Only wave-1 batches leave pushes to count, and the next wave waits until they are counted.
+            // Only wave-1 batches leave pushes to count, and the next wave waits until they are counted; while wave 1
+            // has work left the policy does not ask.
             var uncounted = false
-            if waves.count == 1 {
+            if waves.count == 1 && !workLeft {
                 let rows = try await connection.query(RequestStatements.hasUncountedPushes(broadcastID: id), logger: logger)
                 for try await value in rows.decode(Bool.self) { uncounted = value }
             }
