@@ -3,9 +3,10 @@
 #   scripts/with-postgres.sh scripts/explain-issue36.sh      (after swift build -c release --product paperboy)
 # A finished broadcast of the edition reached every device and a third of them answered (a wave 2's audience then
 # probes the ledger and the receipts per device). Their SQL is read from the Swift sources (RegisterDevice, RecordReceipts with RecordReceipt.keepOrUpgrade,
-# WaveAudience.condition and batchExtentQuery, memberExtentQuery, the record's ledgerQuery and the count after wave 1, countPushes, run inside a
+# WaveAudience.condition and batchTargetsQuery (the carve's one read of a new batch), memberExtentQuery, the record's ledgerQuery and the count after wave 1, countPushes, run inside a
 # rolled-back transaction), prepared with the parameter types serve and the
-# workers bind, and run once with the generic plan forced (what a connection reuses after five executions).
+# workers bind, and run once with the generic plan forced (what a connection reuses after five executions); the
+# carve's read, which the worker sends unprepared (planned with its values each time), with a custom plan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -37,7 +38,8 @@ keep = literal("Sources/PaperboyStore/Statements/RecordReceipt.swift", "keepOrUp
 register = literal("Sources/PaperboyStore/Statements/RegisterDevice.swift", "sql")
 receipts = literal("Sources/PaperboyStore/Statements/RecordReceipts.swift", "sql").replace(r"\(RecordReceipt.keepOrUpgrade)", keep)
 condition = literal("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "condition")
-extent = template("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "batchExtentQuery").replace("{audience}", condition)
+columns = re.search(r'let columns = "(.*?)"', open("Sources/PaperboyStore/Broadcasts/WaveAudience.swift").read()).group(1)
+carve = template("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "batchTargetsQuery").replace("{audience}", condition).replace("\\(columns)", columns)
 members = template("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "memberExtentQuery")
 e = "'00000000-0000-0000-0000-00000000000a'"
 print("SET plan_cache_mode = force_generic_plan;")
@@ -55,11 +57,13 @@ print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE receipts ("
       f" array_fill({e}::uuid, ARRAY[64]), array_fill('newData'::text, ARRAY[64]), array_fill(100::bigint, ARRAY[64]), array_fill(1.5::float8, ARRAY[64]),"
       " array_fill(1::smallint, ARRAY[64]), array_fill(-1::smallint, ARRAY[64]), array_fill(0::smallint, ARRAY[64]), array_fill(1::smallint, ARRAY[64]),"
       " array_fill(1::smallint, ARRAY[64]), array_fill(20, ARRAY[64]));")
-print(f"PREPARE extent (bigint, smallint, bigint, uuid, bigint, boolean, bigint, bigint, bigint, bigint, bigint) AS {extent};")
-print("\\echo == lease: a batch extent, wave 1, 1,000 devices (batchExtentQuery, generic plan)")
-print(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE extent (1, 0, 1, {e}, 1, false, 1, 3, -2147483648, 2147483647, 1000);")
-print("\\echo == lease: a batch extent, wave 2, 1,000 devices (the audience probes per device)")
-print(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE extent (1, 0, 1, {e}, 2, false, 2, 3, -2147483648, 2147483647, 1000);")
+print("SET plan_cache_mode = force_custom_plan;")
+print(f"PREPARE carve (bigint, smallint, bigint, uuid, bigint, boolean, bigint, bigint, bigint, bigint, bigint, timestamptz) AS {carve};")
+print("\\echo == lease: a new batch's devices and targets, wave 1, 1,000 devices (batchTargetsQuery, custom plan)")
+print(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE carve (1, 0, 1, {e}, 1, false, 1, 3, -2147483648, 2147483647, 1000, now() - interval '1 hour');")
+print("\\echo == lease: a new batch's devices and targets, wave 2, 1,000 devices (the audience probes per device)")
+print(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE carve (1, 0, 1, {e}, 2, false, 2, 3, -2147483648, 2147483647, 1000, now() - interval '1 hour');")
+print("SET plan_cache_mode = force_generic_plan;")
 print(f"PREPARE members (uuid, smallint, bigint, bigint, bigint) AS {members};")
 print("\\echo == lease: a batch extent from recorded members, 1,000 (memberExtentQuery, generic plan)")
 print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE members ('00000000-0000-0000-0000-0000000000bb', 2, -2147483648, 2147483647, 1000);")

@@ -24,6 +24,7 @@ FAMILIES = [
     ("transaction", r"^\s*(BEGIN|COMMIT|ROLLBACK|START TRANSACTION)\b"),
     ("lease: take over", r"UPDATE broadcast_batches\s+SET lease_owner = \$\d+, lease_expires_at"),
     ("lease: due cohort", r"FROM broadcast_cohorts c\s+JOIN broadcast_waves w .*FOR UPDATE OF c SKIP LOCKED"),
+    ("lease: carve with targets", r"WITH first AS MATERIALIZED \(\s*SELECT d\.id, d\.cohort_key, d\.token"),
     ("targets", r"SELECT d\.id, d\.token, d\.provider"),
     ("lease: carve (boundary, size)", r"(cohort_key|m\.cohort_key) (>=|BETWEEN|<)|OFFSET \$|count\(\*\).*cohort_key"),
     ("lease: cohort cursor", r"UPDATE broadcast_cohorts SET next_key"),

@@ -64,8 +64,8 @@ extension Dispatcher {
         do {
             let asked = clock.now()
             let now = moment().now
-            let batch = try await database {
-                try await self.repository.lease(
+            let lease = try await database {
+                try await self.repository.leaseReading(
                     owner: self.configuration.owner,
                     now: now,
                     lookahead: self.configuration.lookahead.seconds,
@@ -81,8 +81,12 @@ extension Dispatcher {
                 )
             }
             // The batch's slot is on the database's clock: pace on it, measured now, before anything of it is sent.
-            if let databaseNow = batch?.leasedAt { measure(databaseNow, askedAt: asked) }
-            return .leased(batch)
+            if let databaseNow = lease?.batch.leasedAt { measure(databaseNow, askedAt: asked) }
+            // The targets the carve read: the machine reads the batch next (``read(_:)``), and takes them then.
+            if let lease, let targets = lease.targets {
+                state.withLock { $0.carved[lease.batch.id] = CarvedTargets(leases: lease.batch.leases, targets: targets) }
+            }
+            return .leased(lease?.batch)
         } catch is CancellationError {
             return nil
         } catch {
@@ -100,7 +104,13 @@ extension Dispatcher {
             guard let app = try await database({ try await self.apps.find(id: batch.appID, logger: logger) }) else {
                 return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "app \(batch.appID) does not exist"))
             }
-            let targets = try await database { try await self.repository.targets(of: batch, now: now, logger: logger) }
+            let carved = state.withLock { $0.carved.removeValue(forKey: batch.id) }
+            let targets =
+                if let carved, carved.leases == batch.leases {
+                    carved.targets
+                } else {
+                    try await database { try await self.repository.targets(of: batch, now: now, logger: logger) }
+                }
             guard let edition = try await database({ try await self.editions.find(id: batch.editionID, logger: logger) }) else {
                 return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "edition \(batch.editionID) does not exist"))
             }
@@ -434,6 +444,7 @@ extension Dispatcher {
     func ended(_ batch: LeasedBatch, _ end: WorkerMachine.BatchEnd) {
         let ways = state.withLock { state -> BatchWays? in
             state.sends[batch.id] = nil
+            state.carved[batch.id] = nil
             return state.batches.removeValue(forKey: batch.id)
         }
         let logger = batchLogger(batch)

@@ -158,6 +158,8 @@ public final class Dispatcher: Service {
     /// clock's offset.
     struct ExecutorState: Sendable {
         var batches: [Int64: BatchWays] = [:]
+        /// The targets a lease read with the batch it carved, until the batch is read (``read(_:)``).
+        var carved: [Int64: CarvedTargets] = [:]
         var sends: [Int64: [Int: Task<Void, Never>]] = [:]
         var nextSend = 0
         /// The database's clock minus this worker's: the worker paces on the database's clock, as every slot is claimed
@@ -169,6 +171,12 @@ public final class Dispatcher: Service {
         /// The draining state reported in the worker's status.
         var draining = false
         var held = 0
+    }
+
+    /// The targets of a batch as its lease read them: for that lease of the batch only.
+    struct CarvedTargets: Sendable {
+        var leases: Int
+        var targets: [BatchTarget]
     }
 
     /// A batch's app and channels, per provider, and whether each was last seen reachable.

@@ -173,7 +173,7 @@ struct ContractTests {
         at now: Date,
         excludingProviders: [AppProvider] = []
     ) async throws -> (LeasedBatch?, LeasedBatch?) {
-        let stored = try await pair.repository.lease(
+        let lease = try await pair.repository.leaseReading(
             owner: owner,
             now: now,
             lookahead: 0.5,
@@ -183,6 +183,7 @@ struct ContractTests {
             excludingProviders: excludingProviders.map { ($0.appID, $0.provider) },
             logger: pair.logger
         )
+        let stored = lease?.batch
         let modelled = pair.model.lease(
             owner: owner,
             now: now,
@@ -195,6 +196,12 @@ struct ContractTests {
         #expect(Pair.shape(modelled) == Pair.shape(stored), "lease by \(owner) at \(now)")
         if let stored, let modelled {
             #expect(abs(stored.slotStart.timeIntervalSince(modelled.slotStart)) < 1e-5, "the slot of batch \(stored.id)")
+        }
+        // A batch the lease carved comes with its targets, read in the carve's statement: the devices and budgets the
+        // batch's own read (and the model) finds, the lease's `now`.
+        if let stored, let carved = lease?.targets {
+            #expect(carved == (try await pair.repository.targets(of: stored, now: now, logger: pair.logger)), "carved targets of batch \(stored.id)")
+            #expect(carved.map(\.deviceID) == pair.model.targets(of: stored, now: now).map(\.deviceID), "carved targets of batch \(stored.id)")
         }
         return (stored, modelled)
     }

@@ -38,6 +38,47 @@ extension BroadcastRepository {
         takeOverGrace: TimeInterval = 0,
         logger: Logger
     ) async throws -> LeasedBatch? {
+        try await leaseReading(
+            owner: owner,
+            now: now,
+            lookahead: lookahead,
+            duration: duration,
+            batchDuration: batchDuration,
+            maxBatchSize: maxBatchSize,
+            excluding: held,
+            excludingApps: apps,
+            excludingProviders: providers,
+            takeOver: takeOver,
+            takeOverGrace: takeOverGrace,
+            logger: logger
+        )?.batch
+    }
+
+    /// A leased batch, with its targets when the lease read them (``lease(owner:now:lookahead:duration:batchDuration:maxBatchSize:excluding:excludingApps:excludingProviders:takeOver:takeOverGrace:logger:)``).
+    public struct Lease: Sendable {
+        public var batch: LeasedBatch
+        /// The batch's devices as ``targets(of:now:logger:)`` reads them, at the lease's `now`, when the lease carved
+        /// the batch from a wave's condition (read in the statement that found its extent); nil for a batch taken over,
+        /// or carved from recorded members: read them with ``targets(of:now:logger:)``.
+        public var targets: [BatchTarget]?
+    }
+
+    /// ``lease(owner:now:lookahead:duration:batchDuration:maxBatchSize:excluding:excludingApps:excludingProviders:takeOver:takeOverGrace:logger:)``,
+    /// returning the targets the carve read with the batch: one read of its devices instead of two.
+    public func leaseReading(
+        owner: String,
+        now: Date,
+        lookahead: TimeInterval,
+        duration: TimeInterval,
+        batchDuration: TimeInterval,
+        maxBatchSize: Int,
+        excluding held: [Int64] = [],
+        excludingApps apps: [Int] = [],
+        excludingProviders providers: [(appID: Int, provider: PushProvider)] = [],
+        takeOver: Bool = true,
+        takeOverGrace: TimeInterval = 0,
+        logger: Logger
+    ) async throws -> Lease? {
         precondition(maxBatchSize > 0, "a batch holds at least one device")
         let leaseNow = leaseNow(now)
         // Batches of dead workers first: their devices were due earliest. They go out in the wave's next free
@@ -80,11 +121,11 @@ extension BroadcastRepository {
                     LogKey.slot: "\(taken.slotStart)",
                 ]
             )
-            return taken
+            return Lease(batch: taken, targets: nil)
         }
         // Carve a new batch; a cohort found empty is closed and the next one tried.
         for _ in 0..<64 {
-            let carved = try await client.transaction(logger: logger) { connection -> (id: Int64?, again: Bool) in
+            let carved = try await client.transaction(logger: logger) { connection -> (id: Int64?, again: Bool, targets: [BatchTarget]?) in
                 let due = try await connection.run(
                     DueCohortText.self,
                     Self.dueCohortQuery(dueBy: now.addingTimeInterval(lookahead), excludingApps: apps),
@@ -93,33 +134,38 @@ extension BroadcastRepository {
                 var found: (UUID, Int16, Int, Int64, Int64, Int, String, Double, Date, Bool)?
                 for row in due { found = try row.decode((UUID, Int16, Int, Int64, Int64, Int, String, Double, Date, Bool).self) }
                 guard let (broadcastID, wave, cohort, nextKey, endKey, nextOrdinal, kind, rate, planned, members) = found else {
-                    return (nil, false)
+                    return (nil, false, nil)
                 }
                 let batchSize = max(1, min(maxBatchSize, Int((rate * batchDuration).rounded(.up))))
                 // The key of the batch's last device and how many devices it holds (every device up to and including
-                // that key), in one statement: from the members recorded when a later wave was counted, else by
+                // that key), in one statement: from the members recorded when a later wave was counted; else by
                 // evaluating the audience along the keys (wave 1, whose condition reads the device's row alone, and a
-                // wave counted by an older worker).
-                let extentQuery: PostgresQuery
+                // wave counted by an older worker), reading the batch's targets with it.
+                var lastKey = endKey - 1
+                var devices = 0
+                var targets: [BatchTarget]?
                 if members {
-                    extentQuery = WaveAudience.memberExtentQuery(
+                    let extentQuery = WaveAudience.memberExtentQuery(
                         broadcastID: broadcastID,
                         wave: Int(wave),
                         from: nextKey,
                         before: endKey,
                         size: batchSize
                     )
+                    for try await (last, count) in try await connection.query(extentQuery, logger: logger).decode((Int64, Int).self) {
+                        (lastKey, devices) = (last, count)
+                    }
                 } else {
                     let rows = try await connection.run(BroadcastByIDText.self, Self.broadcastByIDQuery(broadcastID), logger: logger)
-                    guard let row = rows.first else { return (nil, false) }
+                    guard let row = rows.first else { return (nil, false, nil) }
                     let broadcast = try Self.broadcast(row.decode(BroadcastRow.self))
                     let audience = WaveAudience(broadcast, wave: Int(wave), kind: .init(rawValue: kind) ?? .background)
-                    extentQuery = audience.batchExtentQuery(from: nextKey, before: endKey, size: batchSize)
-                }
-                var lastKey = endKey - 1
-                var devices = 0
-                for try await (last, count) in try await connection.query(extentQuery, logger: logger).decode((Int64, Int).self) {
-                    (lastKey, devices) = (last, count)
+                    let read = try await Self.targets(
+                        connection.query(audience.batchTargetsQuery(from: nextKey, before: endKey, size: batchSize, now: now), logger: logger)
+                    )
+                    devices = read.targets.count
+                    if devices >= batchSize, let last = read.keys.last { lastKey = last }
+                    targets = read.targets
                 }
                 try await connection.query(
                     """
@@ -128,7 +174,7 @@ extension BroadcastRepository {
                     """,
                     logger: logger
                 )
-                guard devices > 0 else { return (nil, true) }
+                guard devices > 0 else { return (nil, true, nil) }
                 let slot = try await Self.claimSlot(
                     broadcastID: broadcastID,
                     wave: Int(wave),
@@ -149,9 +195,12 @@ extension BroadcastRepository {
                 )
                 var id: Int64?
                 for try await value in inserted.decode(Int64.self) { id = value }
-                return (id, false)
+                return (id, false, targets)
             }
-            if let id = carved.id { return try await batch(id: id, logger: logger) }
+            if let id = carved.id {
+                guard let batch = try await batch(id: id, logger: logger) else { return nil }
+                return Lease(batch: batch, targets: carved.targets)
+            }
             if !carved.again { return nil }
         }
         return nil
@@ -400,18 +449,41 @@ extension BroadcastRepository {
         for try await (id, token, provider, platform, tier, recent, notify) in rows.decode(
             (Int64, ByteBuffer, Int16, Int16, Int16, [Date], Bool).self
         ) {
-            targets.append(
-                BatchTarget(
-                    deviceID: id,
-                    token: PushToken(provider: PushProvider(storageCode: provider), bytes: Array(buffer: token)),
-                    platform: DevicePlatform(storageCode: platform),
-                    tier: ImageTier(storageCode: tier),
-                    recentBackgroundPushes: recent,
-                    notifyWhenReady: notify
-                )
-            )
+            targets.append(Self.target(id: id, token: token, provider: provider, platform: platform, tier: tier, recent: recent, notify: notify))
         }
         return targets
+    }
+
+    /// The rows of ``WaveAudience/batchTargetsQuery(from:before:size:now:)``: the targets and their cohort keys, in order.
+    static func targets(_ rows: PostgresRowSequence) async throws -> (targets: [BatchTarget], keys: [Int64]) {
+        var targets: [BatchTarget] = []
+        var keys: [Int64] = []
+        for try await (id, key, token, provider, platform, tier, recent, notify) in rows.decode(
+            (Int64, Int64, ByteBuffer, Int16, Int16, Int16, [Date], Bool).self
+        ) {
+            targets.append(Self.target(id: id, token: token, provider: provider, platform: platform, tier: tier, recent: recent, notify: notify))
+            keys.append(key)
+        }
+        return (targets, keys)
+    }
+
+    private static func target(
+        id: Int64,
+        token: ByteBuffer,
+        provider: Int16,
+        platform: Int16,
+        tier: Int16,
+        recent: [Date],
+        notify: Bool
+    ) -> BatchTarget {
+        BatchTarget(
+            deviceID: id,
+            token: PushToken(provider: PushProvider(storageCode: provider), bytes: Array(buffer: token)),
+            platform: DevicePlatform(storageCode: platform),
+            tier: ImageTier(storageCode: tier),
+            recentBackgroundPushes: recent,
+            notifyWhenReady: notify
+        )
     }
 
     /// The hourly budget reads the times of a device's background pushes of the last hour, from the

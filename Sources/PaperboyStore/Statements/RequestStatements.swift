@@ -269,10 +269,14 @@ public enum RequestStatements {
         Statement("dispatch: the cohort due soonest (lease)", preparedTypes: BroadcastRepository.DueCohortText.bindingDataTypes) { s in
             BroadcastRepository.dueCohortQuery(dueBy: s.now)
         },
-        Statement("dispatch: a batch's extent, wave 1 (lease)") { s in batchExtent(audience(s, wave: 1), from: s.batchKeys?.lowerBound) },
-        Statement("dispatch: a batch's extent, wave 2 (lease)") { s in batchExtent(audience(s, wave: 2), from: s.batchKeys?.lowerBound) },
-        Statement("dispatch: a batch's extent, alert wave (lease)") { s in
-            batchExtent(audience(s, wave: 3, kind: .alert), from: s.batchKeys?.lowerBound)
+        Statement("dispatch: a new batch's devices and targets, wave 1 (lease)") { s in
+            batchTargets(audience(s, wave: 1), from: s.batchKeys?.lowerBound, now: s.now)
+        },
+        Statement("dispatch: a new batch's devices and targets, wave 2 (lease)") { s in
+            batchTargets(audience(s, wave: 2), from: s.batchKeys?.lowerBound, now: s.now)
+        },
+        Statement("dispatch: a new batch's devices and targets, alert wave (lease)") { s in
+            batchTargets(audience(s, wave: 3, kind: .alert), from: s.batchKeys?.lowerBound, now: s.now)
         },
         Statement("dispatch: a batch's extent, wave 2 from its recorded members (lease)") { s in
             WaveAudience.memberExtentQuery(
@@ -403,9 +407,9 @@ public enum RequestStatements {
         )
     }
 
-    /// The extent query of `lease` for a batch of 500 from `first` on (the start of the key space when nil).
-    static func batchExtent(_ audience: WaveAudience, from first: Int64?) -> PostgresQuery {
-        audience.batchExtentQuery(from: first ?? Int64(Int32.min), before: Int64(Int32.max), size: 500)
+    /// The carve's read of `lease` for a batch of 500 from `first` on (the start of the key space when nil).
+    static func batchTargets(_ audience: WaveAudience, from first: Int64?, now: Date) -> PostgresQuery {
+        audience.batchTargetsQuery(from: first ?? Int64(Int32.min), before: Int64(Int32.max), size: 500, now: now)
     }
 
     // MARK: Devices

@@ -1,0 +1,75 @@
+import Foundation
+import PaperboyCore
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+/// A new batch's devices read once (issue 36): the lease that carves a batch from a wave's condition returns its
+/// targets, read in the statement that finds the batch's extent, and they are what the batch's own read finds.
+@Suite("A carved batch comes with its targets")
+struct CarveTests {
+    @Test(
+        "the carve's targets are the batch's devices as its own read finds them, with their pushes of the last hour; devices sharing the last key join the batch; the cohort's last batch runs to its end; every device once"
+    )
+    func carvedTargets() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            let (_, started) = try await DispatcherTests.startOneCohort(devices: 21, fixture: &fixture, now: t0)
+            let db = fixture.db
+            let logger = fixture.logger
+            /// The devices in send order: cohort key, then id.
+            func sendOrder() async throws -> [Int64] {
+                try await db.client.query("SELECT id FROM devices ORDER BY cohort_key, id", logger: logger).collect().map {
+                    try $0.decode(Int64.self)
+                }
+            }
+            var ids = try await sendOrder()
+            // The 4th to the 8th device in send order share one key: a batch of 4 that ends on it takes all five.
+            try await fixture.db.client.query(
+                "UPDATE devices SET cohort_key = (SELECT cohort_key FROM devices WHERE id = \(ids[3])) WHERE id = ANY(\(Array(ids[3...7])))",
+                logger: fixture.logger
+            )
+            ids = try await sendOrder()
+            // One device got a background push of another broadcast 10 minutes ago: its hourly budget reads it.
+            try await fixture.db.client.query(
+                """
+                INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome)
+                VALUES (\(ids[1]), \(UUID()), 1, 0, true, \(t0.addingTimeInterval(-600)), 'accepted')
+                """,
+                logger: fixture.logger
+            )
+            var carved: [[Int64]] = []
+            while let lease = try await fixture.repository.leaseReading(
+                owner: "w",
+                now: started.broadcast.start,
+                lookahead: 3600,
+                duration: 30,
+                batchDuration: 1000,
+                maxBatchSize: 4,
+                logger: fixture.logger
+            ) {
+                let targets = try #require(lease.targets, "a batch carved from wave 1's condition comes with its targets")
+                let read = try await fixture.repository.targets(of: lease.batch, now: started.broadcast.start, logger: fixture.logger)
+                #expect(targets == read, "batch \(lease.batch.id)")
+                #expect(lease.batch.devices == targets.count)
+                carved.append(targets.map(\.deviceID))
+                if targets.contains(where: { $0.deviceID == ids[1] }) {
+                    #expect(targets.first { $0.deviceID == ids[1] }?.recentBackgroundPushes.count == 1)
+                }
+                #expect(carved.count <= 21, "the carve ends")
+                if carved.count > 21 { break }
+            }
+            #expect(carved.flatMap { $0 } == ids, "every device once, in send order")
+            #expect(carved.first == Array(ids[0...7]), "a batch of 4 takes the devices sharing its last key: \(carved)")
+            #expect(carved.map(\.count) == [8, 4, 4, 4, 1], "then batches of 4, and what is left")
+            let lastKey = try await fixture.scalar(
+                "SELECT last_key FROM broadcast_batches WHERE broadcast_id = \(started.broadcast.id) ORDER BY first_key DESC LIMIT 1"
+            )
+            let endKey = try await fixture.scalar(
+                "SELECT end_key FROM broadcast_cohorts WHERE broadcast_id = \(started.broadcast.id) AND wave = 1 AND cohort = 0"
+            )
+            #expect(lastKey == endKey - 1, "the last batch runs to the cohort's end")
+        }
+    }
+}
