@@ -58,10 +58,10 @@ print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE receipts ("
       " array_fill(1::smallint, ARRAY[64]), array_fill(-1::smallint, ARRAY[64]), array_fill(0::smallint, ARRAY[64]), array_fill(1::smallint, ARRAY[64]),"
       " array_fill(1::smallint, ARRAY[64]), array_fill(20, ARRAY[64]));")
 print("SET plan_cache_mode = force_custom_plan;")
-print(f"PREPARE carve (bigint, smallint, bigint, uuid, bigint, boolean, bigint, bigint, bigint, bigint, bigint, timestamptz) AS {carve};")
-print("\\echo == lease: a new batch's devices and targets, wave 1, 1,000 devices (batchTargetsQuery, custom plan)")
+print(f"PREPARE carve (bigint, smallint, integer, uuid, bigint, boolean, bigint, bigint, bigint, bigint, bigint, timestamptz) AS {carve};")
+print("\\echo == lease: a new batch, its devices and targets read at once, wave 1, 1,000 devices (batchTargetsQuery, custom plan)")
 print(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE carve (1, 0, 1, {e}, 1, false, 1, 3, -2147483648, 2147483647, 1000, now() - interval '1 hour');")
-print("\\echo == lease: a new batch's devices and targets, wave 2, 1,000 devices (the audience probes per device)")
+print("\\echo == lease: a new batch, its devices and targets read at once, wave 2, 1,000 devices (the audience probes per device)")
 print(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE carve (1, 0, 1, {e}, 2, false, 2, 3, -2147483648, 2147483647, 1000, now() - interval '1 hour');")
 print("SET plan_cache_mode = force_generic_plan;")
 print(f"PREPARE members (uuid, smallint, bigint, bigint, bigint) AS {members};")
@@ -91,6 +91,24 @@ print("\\echo == record: a batch of 1,000 ledger rows (ledgerQuery, generic plan
 print("BEGIN;")
 print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE ledger (md5('b1')::uuid, 1, 0, :'ids'::bigint[], array_fill(now(), ARRAY[1000]),"
       " array_fill('accepted'::text, ARRAY[1000]), array_fill(''::text, ARRAY[1000]), array_fill(true, ARRAY[1000]));")
+print("ROLLBACK;")
+def counters():
+    # countersQuery's text with each `\(Self.mergeCounts("column", "$n"))` written out as mergeCounts builds it.
+    text = open("Sources/PaperboyStore/Broadcasts/BroadcastRepository+Dispatch.swift").read()
+    update = re.search(r'func countersQuery\(.*?unsafeSQL: """\n(.*?)\n\s*"""', text, re.S).group(1)
+    merge = re.search(r'func mergeCounts\(.*?"""\n(.*?)\n\s*"""', text, re.S).group(1)
+    return re.sub(r'\\\(Self\.mergeCounts\("(\w+)", "(\$\d)"\)\)',
+                  lambda m: merge.replace("\\(column)", m.group(1)).replace("\\(parameter)", m.group(2)), update)
+print(f"PREPARE counters (bigint, bigint, text, text, uuid, smallint, bigint, text) AS {counters()};")
+print("\\echo == record: the counts of a batch added to the counters of its cohort (countersQuery, generic plan; rolled back)")
+print("BEGIN;")
+print("SET LOCAL session_replication_role = replica;")  # the cohort alone, without its wave's row
+print("INSERT INTO broadcast_cohorts (broadcast_id, wave, cohort, starts_at, ends_at, first_key, end_key, next_key, planned)"
+      " VALUES (md5('b0')::uuid, 1, 0, now(), now(), 0, 0, 0, 1000000);")
+print("UPDATE broadcast_cohorts SET rejected = '{\"BadDeviceToken\": 12}', providers = '{\"apns/sent\": 5000, \"apns/accepted\": 4988}'"
+      " WHERE broadcast_id = md5('b0')::uuid;")
+print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE counters (1000, 998, '{\"BadDeviceToken\": 2}', '{}', md5('b0')::uuid, 1, 0,"
+      " '{\"apns/sent\": 1000, \"apns/accepted\": 998, \"apns/BadDeviceToken\": 2}');")
 print("ROLLBACK;")
 print(f"PREPARE dormancy (uuid, bigint, uuid, bigint, bigint, uuid) AS {dormancy};")
 print("\\echo == after wave 1: 16 recorded batches of 1,000 devices counted towards dormancy, each counted before (countPushes, generic plan; rolled back)")

@@ -100,7 +100,8 @@ struct FaultRig {
         cohorts: Int = 4,
         publication: String = "morning",
         options given: BroadcastOptions? = nil,
-        minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval
+        minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval,
+        now: Date = Date()
     ) async throws -> UUID {
         let sha = String(repeating: "0f", count: 32)
         let manifest = EditionManifest(
@@ -118,7 +119,7 @@ struct FaultRig {
             environment: .production,
             options: options,
             origin: "fault-test",
-            now: Date(),
+            now: now,
             logger: logger
         )
         return started.broadcast.id
