@@ -89,6 +89,15 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         return configuration
     }
 
+    /// Settings of every session Paperboy opens, sent with the connection's startup message.
+    ///
+    /// - `jit=off`: PostgreSQL compiles a statement whose estimated cost passes `jit_above_cost` (100,000). Paperboy's
+    ///   statements run in milliseconds, but a batch's read estimates its hourly-budget probes from the ledger's
+    ///   statistics, which lag a wave that is filling the ledger; estimated at 805,000, an 8 ms read of 1,000 devices was
+    ///   compiled for 300 ms of CPU, every batch (issue 36, `auto_explain` during a 1,000,000-device wave 1). Nothing
+    ///   Paperboy runs is long enough for compiled expressions to pay back.
+    public static let sessionSettings: [(String, String)] = [("jit", "off")]
+
     /// A client for this database. Run it (`client.run()`) in a task or a `ServiceGroup`.
     public func makeClient(logger: Logger) -> PostgresClient {
         let tlsConfiguration: PostgresClient.Configuration.TLS
@@ -107,6 +116,7 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         )
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = connectTimeout
+        configuration.options.additionalStartupParameters = Self.sessionSettings
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 

@@ -176,7 +176,9 @@ struct MisconfigurationTests {
     /// stays outside Firebase's quarter-hour margins (``StaggerPlan/avoidingQuarterHours(_:margin:)``).
     static func outsideQuarterHourMargins(_ instant: Date) -> Date {
         var start = instant
-        while StaggerPlan.avoidingQuarterHours(start) != start || StaggerPlan.avoidingQuarterHours(start.addingTimeInterval(2)) != start.addingTimeInterval(2) {
+        while StaggerPlan.avoidingQuarterHours(start) != start
+            || StaggerPlan.avoidingQuarterHours(start.addingTimeInterval(2)) != start.addingTimeInterval(2)
+        {
             start = start.addingTimeInterval(-10)
         }
         return start

@@ -54,6 +54,16 @@ struct RequestPlanTests {
                 #expect(wholeHistory.isEmpty, "\(statement.name) reads a device's whole delivery history: \(wholeHistory)")
             }
 
+            // A new batch late in its cohort, the devices left in the range (a twentieth of the fleet) a few batches'
+            // worth: the carve takes the batch's devices from the index in key order and stops at its size. Had the
+            // planner taken the range for hardly larger than the batch (a bigint publication against the integer
+            // subscriptions: a fixed 5 % estimate), it read the whole range in a bitmap scan and sorted it, every batch.
+            let carve = try await Self.scans(RequestStatements.carveLateInCohort(samples), db).filter { $0.table == "devices" }
+            #expect(
+                carve.contains { $0.node == "Index Scan" } && !carve.contains { $0.node.hasPrefix("Bitmap") },
+                "the carve late in a cohort reads the range whole: \(carve)"
+            )
+
             // This morning's edition and its broadcast, newer than the statistics (autovacuum analyzes a big
             // receipts table after a tenth of it changed: hours, or never, in a morning). The planner then
             // thinks the edition has about one receipt, and a probe for one device's receipt may read all of

@@ -407,6 +407,12 @@ public enum RequestStatements {
         )
     }
 
+    /// The carve's read of a new batch of 1,000 late in its cohort of wave 1: the range left holds a twentieth of the key
+    /// space (a few batches of devices in the plan test's fleet).
+    public static func carveLateInCohort(_ s: Samples) -> PostgresQuery {
+        audience(s, wave: 1).batchTargetsQuery(from: Int64(Int32.max) - Int64(UInt32.max / 20), before: Int64(Int32.max), size: 1000, now: s.now)
+    }
+
     /// The carve's read of `lease` for a batch of 500 from `first` on (the start of the key space when nil).
     static func batchTargets(_ audience: WaveAudience, from first: Int64?, now: Date) -> PostgresQuery {
         audience.batchTargetsQuery(from: first ?? Int64(Int32.min), before: Int64(Int32.max), size: 500, now: now)
