@@ -186,7 +186,13 @@ struct AdminHostileNetworkTests {
                 try await PaperboyBinary.waitForPort(in: log, process: serve),
                 "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
             )
-            let publicPort = port == adminPort ? try #require(Self.secondPort(in: log, other: adminPort)) : port
+            // The first port logged may be the admin port; the public one follows it in the log, perhaps not yet written.
+            var logged: Int? = port == adminPort ? nil : port
+            for _ in 0..<100 where logged == nil {
+                logged = Self.secondPort(in: log, other: adminPort)
+                if logged == nil { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            let publicPort = try #require(logged, "serve logged no second port: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
             func status(_ port: Int, _ path: String) async throws -> (Int, String) {
                 let (body, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)\(path)")!)
                 return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: body, as: UTF8.self))
