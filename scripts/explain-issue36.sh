@@ -40,6 +40,9 @@ receipts = literal("Sources/PaperboyStore/Statements/RecordReceipts.swift", "sql
 condition = literal("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "condition")
 columns = re.search(r'let columns = "(.*?)"', open("Sources/PaperboyStore/Broadcasts/WaveAudience.swift").read()).group(1)
 carve = template("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "batchTargetsQuery").replace("{audience}", condition).replace("\\(columns)", columns)
+recent = re.search(r'func recentBackgroundPushes\(.*?\n\s*"(.*?)"\n', open("Sources/PaperboyStore/Broadcasts/WaveAudience.swift").read(), re.S).group(1)
+carve = re.sub(r'\\\(Self\.recentBackgroundPushes\(of: "([\w.]+)", since: "(\$\d+)"\)\)',
+               lambda m: recent.replace("\\(device)", m.group(1)).replace("\\(since)", m.group(2)), carve)
 members = template("Sources/PaperboyStore/Broadcasts/WaveAudience.swift", "memberExtentQuery")
 e = "'00000000-0000-0000-0000-00000000000a'"
 print("SET plan_cache_mode = force_generic_plan;")

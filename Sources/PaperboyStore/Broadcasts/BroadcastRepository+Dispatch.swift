@@ -513,7 +513,7 @@ extension BroadcastRepository {
             )
         return audience.query(
             """
-            SELECT d.id, d.token, d.provider, d.platform, d.tier, ARRAY(SELECT x.sent_at FROM deliveries x WHERE x.device_id = d.id AND x.background AND x.sent_at > $11 AND x.outcome <> 'notSent'),
+            SELECT d.id, d.token, d.provider, d.platform, d.tier, \(WaveAudience.recentBackgroundPushes(of: "d.id", since: "$11")),
                 d.notify_when_ready AND d.alerts_authorized
             FROM \(from) WHERE \(keyRange) AND {audience} \(delivered) ORDER BY \(order)
             """

@@ -133,6 +133,14 @@ public struct WaveAudience: Sendable, Equatable {
         return PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "{audience}", with: Self.condition), binds: binds)
     }
 
+    /// The times of device `device`'s background pushes after `since` (both SQL), across broadcasts, as the hourly budget
+    /// counts them (`notSent` is no push): a range of the `deliveries_recent_background` index, a few rows at most. A
+    /// batch's targets carry them whichever statement reads them (``batchTargetsQuery(from:before:size:now:)``, or
+    /// ``BroadcastRepository/targetsQuery(_:firstKey:lastKey:now:leavingOutDeliveredIn:members:)`` for a batch read again).
+    static func recentBackgroundPushes(of device: String, since: String) -> String {
+        "ARRAY(SELECT x.sent_at FROM deliveries x WHERE x.device_id = \(device) AND x.background AND x.sent_at > \(since) AND x.outcome <> 'notSent')"
+    }
+
     /// A new batch read in one statement, one pass over the index: at most `size` devices of the audience from key
     /// `from` on (before `before`), plus the devices sharing the last one's key (a batch holds every device up to and
     /// including its last key), each with what sending it needs, in send order (cohort key, then id): `id, cohort_key,
@@ -164,7 +172,7 @@ public struct WaveAudience: Sendable, Equatable {
                 WHERE {audience} AND NOT EXISTS (SELECT 1 FROM first f WHERE f.id = d.id)
             )
             SELECT b.id, b.cohort_key::bigint, b.token, b.provider, b.platform, b.tier,
-                ARRAY(SELECT x.sent_at FROM deliveries x WHERE x.device_id = b.id AND x.background AND x.sent_at > $12 AND x.outcome <> 'notSent'),
+                \(Self.recentBackgroundPushes(of: "b.id", since: "$12")),
                 b.notify
             FROM batch b ORDER BY b.cohort_key, b.id
             """
