@@ -20,7 +20,8 @@ $P devices seed --app 1 --count 1000000 --publication morning 2>&1 | tail -1
 psql -X -q -c "INSERT INTO editions (id, publication_id, issue_date, deadline, manifest) VALUES ('00000000-0000-0000-0000-00000000000a', 1, date '2026-11-23', now() + interval '1 day', '{}')" \
     -c "INSERT INTO device_pushes (device_id, pushed_edition) SELECT id, '00000000-0000-0000-0000-00000000000a' FROM devices" \
     -c "INSERT INTO wave_members (broadcast_id, wave, cohort_key, device_id) SELECT '00000000-0000-0000-0000-0000000000bb', 2, cohort_key, id FROM devices WHERE id % 3 = 0" \
-    -c "INSERT INTO broadcasts (id, edition_id, environment, state, plan) VALUES (md5('b0')::uuid, '00000000-0000-0000-0000-00000000000a', 0, 'completed', '{}')" \
+    -c "INSERT INTO broadcasts (id, edition_id, environment, state, plan, finished_at) VALUES (md5('b0')::uuid, '00000000-0000-0000-0000-00000000000a', 0, 'completed', '{}', now() - interval '90 minutes')" \
+    -c "INSERT INTO broadcasts (id, edition_id, environment, state, plan) VALUES ('00000000-0000-0000-0000-0000000000bb', '00000000-0000-0000-0000-00000000000a', 0, 'running', '{}')" \
     -c "INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome) SELECT id, md5('b0')::uuid, 1, 0, true, now() - interval '2 hours', 'accepted' FROM devices" \
     -c "INSERT INTO receipts (device_id, edition_id, result) SELECT id, '00000000-0000-0000-0000-00000000000a', 'newData' FROM devices WHERE id % 3 = 1" \
     -c 'VACUUM ANALYZE'

@@ -31,14 +31,30 @@ struct CarveTests {
                 logger: fixture.logger
             )
             ids = try await sendOrder()
-            // One device got a background push of another broadcast 10 minutes ago: its hourly budget reads it.
-            try await fixture.db.client.query(
-                """
-                INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome)
-                VALUES (\(ids[1]), \(UUID()), 1, 0, true, \(t0.addingTimeInterval(-600)), 'accepted')
-                """,
-                logger: fixture.logger
-            )
+            /// A background push to `device` at `sentAt` from another broadcast of the edition, ended at `finishedAt`.
+            func pushed(_ device: Int64, at sentAt: Date, by state: String, finishedAt: Date) async throws {
+                let other = UUID()
+                try await db.client.query(
+                    """
+                    INSERT INTO broadcasts (id, edition_id, environment, state, plan, finished_at)
+                    SELECT \(other), edition_id, environment, \(state), plan, \(finishedAt)
+                    FROM broadcasts WHERE id = \(started.broadcast.id)
+                    """,
+                    logger: logger
+                )
+                try await db.client.query(
+                    """
+                    INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome)
+                    VALUES (\(device), \(other), 1, 0, true, \(sentAt), 'accepted')
+                    """,
+                    logger: logger
+                )
+            }
+            // Pushes of the last hour from other broadcasts, which the hourly budget reads: one from a broadcast that
+            // finished since, and one sent within the hour by a batch in flight when its broadcast was cancelled, more
+            // than an hour ago.
+            try await pushed(ids[1], at: t0.addingTimeInterval(-600), by: "completed", finishedAt: t0.addingTimeInterval(-300))
+            try await pushed(ids[2], at: t0.addingTimeInterval(-3500), by: "cancelled", finishedAt: t0.addingTimeInterval(-3650))
             var carved: [[Int64]] = []
             while let lease = try await fixture.repository.leaseReading(
                 owner: "w",
@@ -54,8 +70,8 @@ struct CarveTests {
                 #expect(targets == read, "batch \(lease.batch.id)")
                 #expect(lease.batch.devices == targets.count)
                 carved.append(targets.map(\.deviceID))
-                if targets.contains(where: { $0.deviceID == ids[1] }) {
-                    #expect(targets.first { $0.deviceID == ids[1] }?.recentBackgroundPushes.count == 1)
+                for device in ids[1...2] where targets.contains(where: { $0.deviceID == device }) {
+                    #expect(targets.first { $0.deviceID == device }?.recentBackgroundPushes.count == 1, "device \(device)")
                 }
                 #expect(carved.count <= 21, "the carve ends")
                 if carved.count > 21 { break }

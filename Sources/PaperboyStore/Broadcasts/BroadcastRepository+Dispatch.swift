@@ -486,8 +486,8 @@ extension BroadcastRepository {
         )
     }
 
-    /// The hourly budget reads the times of a device's background pushes of the last hour, from the
-    /// `deliveries_recent_background` index (a few at most: the budget is 3). A batch given back before leaves out
+    /// The hourly budget reads the times of a device's background pushes of the last hour through the ledger's primary
+    /// key (``WaveAudience/recentBackgroundPushes(of:since:)``, a few at most: the budget is 3). A batch given back before leaves out
     /// the devices delivered in its wave (`leavingOutDeliveredIn`: the broadcast and wave), one probe of the
     /// deliveries primary key each.
     static func targetsQuery(

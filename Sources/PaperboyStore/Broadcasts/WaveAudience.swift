@@ -134,11 +134,23 @@ public struct WaveAudience: Sendable, Equatable {
     }
 
     /// The times of device `device`'s background pushes after `since` (both SQL), across broadcasts, as the hourly budget
-    /// counts them (`notSent` is no push): a range of the `deliveries_recent_background` index, a few rows at most. A
-    /// batch's targets carry them whichever statement reads them (``batchTargetsQuery(from:before:size:now:)``, or
+    /// counts them (`notSent` is no push): one probe of the ledger's primary key for each broadcast that may have sent
+    /// since then, a few rows at most. A batch's targets carry them whichever statement reads them
+    /// (``batchTargetsQuery(from:before:size:now:)``, or
     /// ``BroadcastRepository/targetsQuery(_:firstKey:lastKey:now:leavingOutDeliveredIn:members:)`` for a batch read again).
+    ///
+    /// The broadcasts that may have sent since `since` are read once per statement (an InitPlan), then probed one by one
+    /// (`OFFSET 0` keeps each probe on the key's two leading columns: with `broadcast_id = ANY (…)` the planner read
+    /// the device's whole history and filtered it). They are those planned or
+    /// running, and those that finished less than an hour before `since`. A batch in flight when its broadcast ends
+    /// (cancelled, expired) is recorded after the end with the times it was sent; the hour covers it (a lease lasts
+    /// seconds to minutes), and any difference between the clocks of the worker that sent and the one that ended it.
+    ///
+    /// The ledger kept an index of its own for this read, `deliveries_recent_background` on `(device_id, sent_at)` of
+    /// the background rows: one more random leaf page written for every push, about a quarter of the ledger's write
+    /// cost (issue 36, migration 0030).
     static func recentBackgroundPushes(of device: String, since: String) -> String {
-        "ARRAY(SELECT x.sent_at FROM deliveries x WHERE x.device_id = \(device) AND x.background AND x.sent_at > \(since) AND x.outcome <> 'notSent')"
+        "ARRAY(SELECT x.sent_at FROM unnest(ARRAY(SELECT s.id FROM broadcasts s WHERE s.state IN ('planned', 'running') UNION ALL SELECT s.id FROM broadcasts s WHERE s.finished_at > \(since) - interval '1 hour')) AS s(id) CROSS JOIN LATERAL (SELECT x.sent_at FROM deliveries x WHERE x.device_id = \(device) AND x.broadcast_id = s.id AND x.background AND x.sent_at > \(since) AND x.outcome <> 'notSent' OFFSET 0) x)"
     }
 
     /// A new batch read in one statement, one pass over the index: at most `size` devices of the audience from key
