@@ -141,8 +141,9 @@ public struct WaveAudience: Sendable, Equatable {
     ///
     /// The broadcasts that may have sent since `since` are read once per statement (an InitPlan), then probed one by one
     /// (`OFFSET 0` keeps each probe on the key's two leading columns: with `broadcast_id = ANY (…)` the planner read
-    /// the device's whole history and filtered it). They are those planned or
-    /// running, and those that finished less than an hour before `since`. A batch in flight when its broadcast ends
+    /// the device's whole history and filtered it). They are the broadcasts of the audience's app and environment (the
+    /// statement's `$1` and `$2`, ``bindings``) planned or running, or that finished less than an hour before `since`:
+    /// a probe per device each, so other apps' broadcasts on the same database cost nothing. A batch in flight when its broadcast ends
     /// (cancelled, expired) is recorded after the end with the times it was sent; the hour covers it (a lease lasts
     /// seconds to minutes), and any difference between the clocks of the worker that sent and the one that ended it.
     ///
@@ -150,7 +151,7 @@ public struct WaveAudience: Sendable, Equatable {
     /// the background rows: one more random leaf page written for every push, about a quarter of the ledger's write
     /// cost (issue 36, migration 0030).
     static func recentBackgroundPushes(of device: String, since: String) -> String {
-        "ARRAY(SELECT x.sent_at FROM unnest(ARRAY(SELECT s.id FROM broadcasts s WHERE s.state IN ('planned', 'running') UNION ALL SELECT s.id FROM broadcasts s WHERE s.finished_at > \(since) - interval '1 hour')) AS s(id) CROSS JOIN LATERAL (SELECT x.sent_at FROM deliveries x WHERE x.device_id = \(device) AND x.broadcast_id = s.id AND x.background AND x.sent_at > \(since) AND x.outcome <> 'notSent' OFFSET 0) x)"
+        "ARRAY(SELECT x.sent_at FROM unnest(ARRAY(SELECT s.id FROM (SELECT id, edition_id, environment FROM broadcasts WHERE state IN ('planned', 'running') UNION ALL SELECT id, edition_id, environment FROM broadcasts WHERE finished_at > \(since) - interval '1 hour') s JOIN editions e ON e.id = s.edition_id JOIN publications p ON p.id = e.publication_id WHERE p.app_id = $1 AND s.environment = $2)) AS s(id) CROSS JOIN LATERAL (SELECT x.sent_at FROM deliveries x WHERE x.device_id = \(device) AND x.broadcast_id = s.id AND x.background AND x.sent_at > \(since) AND x.outcome <> 'notSent' OFFSET 0) x)"
     }
 
     /// A new batch read in one statement, one pass over the index: at most `size` devices of the audience from key
