@@ -1,28 +1,37 @@
 #!/usr/bin/env bash
-# PostgreSQL's CPU per 1,000 deliveries recorded, with and without the delivery ledger's foreign keys (dropped
-# by migration 0022), on a database that already holds a fleet (e.g. the one scripts/bench-broadcast.sh left).
+# PostgreSQL's CPU per 1,000 deliveries recorded, with and without one of the delivery ledger's former parts: its
+# foreign keys (--compare foreign-keys, the default; dropped by migration 0022) or its index of background pushes by
+# device and time (--compare recent-index; dropped by migration 0030), on a database that already holds a fleet
+# (e.g. the one scripts/bench-broadcast.sh left).
 # pgbench runs the ledger's INSERT as the workers write it (1,000 rows a statement, devices spread over the table
 # as a batch's cohort keys spread them, ON CONFLICT DO NOTHING) from --clients connections for --seconds, rounds
-# alternating between "with foreign keys" (added back NOT VALID: checked for new rows only) and "without"; the
-# CPU is every PostgreSQL process's user + system time (/proc, the exited backends' through the postmaster) over
-# the round. Ends with the keys dropped, as
-# migration 0022 leaves them. A benchmark database only: it writes deliveries of waves 100 and above.
+# alternating between "with" (foreign keys added back NOT VALID: checked for new rows only; the index built again)
+# and "without"; the CPU is every PostgreSQL process's user + system time (/proc, the exited backends' through the
+# postmaster) over the round. Ends without them, as the migrations leave the ledger. A benchmark database only: it
+# writes deliveries of waves 100 and above.
 #
-# Usage: DATABASE_URL=… PG*=… scripts/bench-ledger-writes.sh [--rounds 3] [--seconds 30] [--clients 2] [--json]
+# Usage: DATABASE_URL=… PG*=… scripts/bench-ledger-writes.sh [--compare foreign-keys|recent-index] [--rounds 3]
+#            [--seconds 30] [--clients 2] [--json]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=3 seconds=30 clients=2 json=0
+rounds=3 seconds=30 clients=2 json=0 compare=foreign-keys
 while [ $# -gt 0 ]; do
     case "$1" in
+        --compare) compare=${2:?}; shift 2 ;;
         --rounds) rounds=${2:?}; shift 2 ;;
         --seconds) seconds=${2:?}; shift 2 ;;
         --clients) clients=${2:?}; shift 2 ;;
         --json) json=1; shift ;;
-        -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-ledger-writes: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
+case "$compare" in
+    foreign-keys) what="foreign keys" ;;
+    recent-index) what="deliveries_recent_background" ;;
+    *) echo "bench-ledger-writes: --compare: '$compare' is neither foreign-keys nor recent-index" >&2; exit 2 ;;
+esac
 for pair in "--rounds:$rounds" "--seconds:$seconds" "--clients:$clients"; do
     [[ "${pair#*:}" =~ ^[1-9][0-9]*$ ]] || { echo "bench-ledger-writes: ${pair%%:*}: '${pair#*:}' is not a positive integer" >&2; exit 2; }
 done
@@ -35,7 +44,7 @@ devices=$(q "SELECT count(*) FROM devices")
 max_id=$(q "SELECT max(id) FROM devices")
 broadcast=$(q "SELECT id FROM broadcasts ORDER BY created_at LIMIT 1")
 [ -n "$broadcast" ] && [ "$devices" -gt 0 ] || { echo "bench-ledger-writes: needs devices and a broadcast (run scripts/bench-broadcast.sh first)" >&2; exit 1; }
-say "$devices devices, broadcast $broadcast, $clients clients, $rounds rounds of $seconds s each way"
+say "$devices devices, broadcast $broadcast, $clients clients, $rounds rounds of $seconds s with and without $what"
 
 tmp=$(mktemp -d /tmp/bench-ledger-writes-XXXXXX)
 cat > "$tmp/insert.sql" <<SQL
@@ -63,7 +72,13 @@ pg_cpu() {
 hz=$(getconf CLK_TCK)
 
 keys() {
-    if [ "$1" = with ]; then
+    if [ "$compare" = recent-index ]; then
+        if [ "$1" = with ]; then
+            q "CREATE INDEX IF NOT EXISTS deliveries_recent_background ON deliveries (device_id, sent_at) WHERE background" >/dev/null
+        else
+            q "SET client_min_messages = warning; DROP INDEX IF EXISTS deliveries_recent_background" >/dev/null
+        fi
+    elif [ "$1" = with ]; then
         q "ALTER TABLE deliveries ADD CONSTRAINT deliveries_device_id_fkey FOREIGN KEY (device_id) REFERENCES devices (id) NOT VALID" >/dev/null
         q "ALTER TABLE deliveries ADD CONSTRAINT deliveries_broadcast_id_fkey FOREIGN KEY (broadcast_id) REFERENCES broadcasts (id) ON DELETE CASCADE NOT VALID" >/dev/null
     else
@@ -87,14 +102,15 @@ for round in $(seq 1 "$rounds"); do
         rows=$((after_rows - before_rows))
         cpu=$(python3 -c "print(($after_cpu - $before_cpu) / $hz)")
         echo "$round $variant $rows $cpu" >> "$results"
-        say "round $round, $variant foreign keys: $rows deliveries in $seconds s, PostgreSQL CPU $cpu s"
+        say "round $round, $variant $what: $rows deliveries in $seconds s, PostgreSQL CPU $cpu s"
     done
 done
 keys without
 
-python3 - "$results" "$seconds" "$json" "$devices" "$clients" <<'PY'
+python3 - "$results" "$seconds" "$json" "$devices" "$clients" "$compare" "$what" <<'PY'
 import json, statistics, sys
 path, seconds, as_json, devices, clients = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5])
+compare, what = sys.argv[6], sys.argv[7]
 rounds = {}
 for line in open(path):
     r, variant, rows, cpu = line.split()
@@ -103,14 +119,14 @@ for line in open(path):
 summary = {v: {"cpuMsPer1000Median": round(statistics.median(x["cpuMsPer1000"] for x in rs), 1),
                "rowsPerSecondMedian": round(statistics.median(x["rowsPerSecond"] for x in rs)), "rounds": rs} for v, rs in rounds.items()}
 ratios = [w["cpuMsPer1000"] / o["cpuMsPer1000"] for w, o in zip(rounds["with"], rounds["without"])]
-result = {"devices": devices, "clients": clients, "secondsPerRound": seconds, "variants": summary,
+result = {"compare": compare, "devices": devices, "clients": clients, "secondsPerRound": seconds, "variants": summary,
           "cpuWithOverWithoutMedian": round(statistics.median(ratios), 2)}
 if as_json:
     print(json.dumps(result, indent=2))
 else:
     for v in ("with", "without"):
         s = summary[v]
-        print(f"{v:>7} foreign keys: PostgreSQL CPU {s['cpuMsPer1000Median']} ms per 1,000 deliveries, {s['rowsPerSecondMedian']} deliveries/s"
+        print(f"{v:>7} {what}: PostgreSQL CPU {s['cpuMsPer1000Median']} ms per 1,000 deliveries, {s['rowsPerSecondMedian']} deliveries/s"
               f" (median of {len(s['rounds'])} rounds; {clients} clients)")
     print(f"CPU per delivery with / without, per round pair (median): {result['cpuWithOverWithoutMedian']}")
 PY
