@@ -143,13 +143,14 @@ public struct WaveAudience: Sendable, Equatable {
     /// (`OFFSET 0` keeps each probe on the key's two leading columns: with `broadcast_id = ANY (…)` the planner read
     /// the device's whole history and filtered it). They are the broadcasts of the audience's app and environment (the
     /// statement's `$1` and `$2`, ``bindings``) planned or running, or that finished less than an hour before `since`:
-    /// a probe per device each, so other apps' broadcasts on the same database cost nothing. A batch in flight when its broadcast ends
-    /// (cancelled, expired) is recorded after the end with the times it was sent; the hour covers it (a lease lasts
-    /// seconds to minutes), and any difference between the clocks of the worker that sent and the one that ended it.
+    /// a probe per device each, so other apps' broadcasts on the same database cost nothing. A batch in flight when its
+    /// broadcast ends (cancelled, expired) is recorded after the end with the times it was sent; the hour covers it (a
+    /// lease lasts seconds to minutes), and any difference between the clocks of the worker that sent and the one that
+    /// ended it.
     ///
     /// The ledger kept an index of its own for this read, `deliveries_recent_background` on `(device_id, sent_at)` of
-    /// the background rows: one more random leaf page written for every push, about a quarter of the ledger's write
-    /// cost (issue 36, migration 0030).
+    /// the background rows: one more random leaf page written for every push, a third of the ledger INSERT's time in
+    /// wave 1 at 1,000,000 devices and half of it at 10,000,000 (issue 36, migration 0030, BENCHMARKS.md).
     static func recentBackgroundPushes(of device: String, since: String) -> String {
         "ARRAY(SELECT x.sent_at FROM unnest(ARRAY(SELECT s.id FROM (SELECT id, edition_id, environment FROM broadcasts WHERE state IN ('planned', 'running') UNION ALL SELECT id, edition_id, environment FROM broadcasts WHERE finished_at > \(since) - interval '1 hour') s JOIN editions e ON e.id = s.edition_id JOIN publications p ON p.id = e.publication_id WHERE p.app_id = $1 AND s.environment = $2)) AS s(id) CROSS JOIN LATERAL (SELECT x.sent_at FROM deliveries x WHERE x.device_id = \(device) AND x.broadcast_id = s.id AND x.background AND x.sent_at > \(since) AND x.outcome <> 'notSent' OFFSET 0) x)"
     }
