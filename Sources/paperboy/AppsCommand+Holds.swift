@@ -127,6 +127,9 @@ extension AppsCommand {
                 try await ProviderHoldRepository(client: client).confirm(appID: app, provider: provider, logger: logger)
             }
             if output.json { return try printJSON(Confirmed(app: app, provider: provider, released: released, deactivated: deactivated)) }
+            guard released || deactivated > 0 else {
+                throw CommandError("--app, --provider: app \(app) \(provider.rawValue) is not held (see `paperboy apps holds`)")
+            }
             print("app \(app) \(provider.rawValue): \(deactivated) devices deactivated\(released ? "; the hold ended and sends resume" : "")")
         }
     }

@@ -133,4 +133,27 @@ struct AppsProvidersCommandTests {
             #expect(unknown.output.contains("--app"))
         }
     }
+
+    @Test(
+        "release and confirm-deactivations on a provider that is not held fail, naming --app, --provider and apps holds; --json says released false",
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests")
+    )
+    func notHeld() async throws {
+        try await TestDatabase.with { db in
+            let (app, _) = try await AppRepository(client: db.client).create(
+                try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
+                logger: db.logger
+            )
+            for command in ["release", "confirm-deactivations"] {
+                let arguments = ["apps", command, "--app", "\(app.id)", "--provider", "apns"]
+                let text = try await PaperboyBinary.run(arguments, database: db.configuration)
+                #expect(text.status != 0, "apps \(command): \(text.output)")
+                #expect(text.output.contains("--app, --provider") && text.output.contains("is not held"), "apps \(command): \(text.output)")
+                #expect(text.output.contains("paperboy apps holds"), "apps \(command): \(text.output)")
+                let json = try await PaperboyBinary.run(arguments + ["--json"], database: db.configuration)
+                #expect(json.status == 0, "apps \(command) --json: \(json.output)")
+                #expect((try Self.json(json.output) as? [String: Any])?["released"] as? Bool == false, "apps \(command) --json: \(json.output)")
+            }
+        }
+    }
 }
