@@ -87,10 +87,15 @@ extension AppsCommand {
             }
             if output.json { return try printJSON(Released(app: app, provider: provider, released: released, dropped: dropped)) }
             guard released || dropped > 0 else {
-                throw CommandError("--app, --provider: app \(app) \(provider.rawValue) is not held (see `paperboy apps holds`)")
+                throw AppsCommand.notHeld(app: app, provider: provider)
             }
             print("app \(app) \(provider.rawValue): released; \(dropped) held deactivations dropped, those devices stay active and are sent again")
         }
+    }
+
+    /// The error of `release` and `confirm-deactivations` for a provider of an app that no hold stops.
+    static func notHeld(app: Int, provider: PushProvider) -> CommandError {
+        CommandError("--app, --provider: app \(app) \(provider.rawValue) is not held (see `paperboy apps holds`)")
     }
 
     /// `paperboy apps confirm-deactivations`: the tokens really are dead.
@@ -128,7 +133,7 @@ extension AppsCommand {
             }
             if output.json { return try printJSON(Confirmed(app: app, provider: provider, released: released, deactivated: deactivated)) }
             guard released || deactivated > 0 else {
-                throw CommandError("--app, --provider: app \(app) \(provider.rawValue) is not held (see `paperboy apps holds`)")
+                throw AppsCommand.notHeld(app: app, provider: provider)
             }
             print("app \(app) \(provider.rawValue): \(deactivated) devices deactivated\(released ? "; the hold ended and sends resume" : "")")
         }

@@ -487,9 +487,9 @@ extension BroadcastRepository {
     }
 
     /// The hourly budget reads the times of a device's background pushes of the last hour through the ledger's primary
-    /// key (``WaveAudience/recentBackgroundPushes(of:since:)``, a few at most: the budget is 3). A batch given back before leaves out
-    /// the devices delivered in its wave (`leavingOutDeliveredIn`: the broadcast and wave), one probe of the
-    /// deliveries primary key each.
+    /// key (``WaveAudience/recentBackgroundPushes(of:since:)``, a few at most: the budget is 3). A batch given back
+    /// before leaves out the devices delivered in its wave (`leavingOutDeliveredIn`: the broadcast and wave), one probe
+    /// of the deliveries primary key each.
     static func targetsQuery(
         _ audience: WaveAudience,
         firstKey: Int64,
