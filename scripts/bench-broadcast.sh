@@ -11,7 +11,7 @@
 # Usage: scripts/with-postgres.sh scripts/bench-broadcast.sh [--devices N] [--window 5m] [--workers 1|2]
 #            [--capacity R] [--unpaced] [--reuse] [--json]
 #            [--wave2 [--wave-interval D] [--short-interval] [--second-devices N] [--second-window D]]
-#            [--morning [--receipt-connections N]]
+#            [--morning [--receipt-connections N]] [--watch]
 #            [--stall KIND [--stall-at D] [--stall-for D] [--stop-after D]]
 #   --devices N   seeded devices, all targets (default 100000)
 #   --window W    wave 1's window, e.g. 30s, 5m (default 5m); ignored with --unpaced
@@ -24,6 +24,14 @@
 #                 running are cancelled first (a benchmark database only). With --wave2 it also adds (once)
 #                 app com.example.second, its publication `second` and its devices, and leaves the receipts
 #   --json        print the result as one JSON object on standard output (progress goes to standard error)
+#   --watch       an operator watching the broadcast from its start until the workers stop: `GET /v1/broadcasts/{id}`
+#                 every 2 s (curl, admin token) through one `paperboy serve --no-dispatch` connecting as PostgreSQL
+#                 role bench_status, and one console left open on the broadcast's page (a viewer signed in, the page
+#                 loaded once, its live stream read all along) on another serve connecting as bench_console (the
+#                 console's sampler runs there). Both roles are created (SUPERUSER: a throwaway benchmark cluster).
+#                 Reported: the status's latency (p50, p95, p99, max; while wave 1 ran and over the run) and
+#                 failures, the live updates received, and each role's statement time per minute from
+#                 pg_stat_statements (needs postgresql-contrib) with its costliest statements
 #   --wave2       the broadcast gets --max-pushes 2 and a wave interval that puts wave 2 just after wave 1:
 #                 max(20m, the window + the receipts' estimated time + the workers' count-ahead + 2 min),
 #                 whole minutes. When wave 1 is sent (status: wave 1 finished), receipts (newData) for two
@@ -126,7 +134,7 @@ seconds_of() {
 
 devices=100000 window=5m workers="" unpaced=0 json=0 capacity="" reuse=0
 wave2=0 wave_interval="" short_interval=0 second_devices="" second_window="" morning=0 receipt_connections=32
-same_origin=0 second_after=""
+same_origin=0 second_after="" watch=0
 stall="" stall_at="" stall_for=10s stop_after=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -139,6 +147,7 @@ while [ $# -gt 0 ]; do
         --json) json=1; shift ;;
         --wave2) wave2=1; shift ;;
         --morning) morning=1; wave2=1; shift ;;
+        --watch) watch=1; shift ;;
         --receipt-connections) receipt_connections=${2:?--receipt-connections needs a number}; shift 2 ;;
         --same-origin) same_origin=1; shift ;;
         --second-after) second_after=${2:?--second-after needs a duration}; shift 2 ;;
@@ -290,6 +299,8 @@ meta morning "$morning"
 sim="" sim_runs=0 endpoint=""
 # --morning: `paperboy serve` and the status poller (stopped by cleanup when the run fails).
 serve_pid="" poller_pid="" api_url=""
+# --watch: the two serves, the status poller and the console's stream reader.
+watch_status_pid="" watch_console_pid="" watch_poller_pid="" watch_live_pid=""
 wpids=() wnames=() paused=() pg_down=0
 # Workers that exited during the run: "name pid peakRSSkB cputicks exitstatus".
 : > "$tmp/retired.txt"
@@ -297,8 +308,9 @@ cleanup() {
     local status=$? pid
     for pid in "${paused[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
     if [ "$pg_down" = 1 ]; then pg_start || say "could not start PostgreSQL again"; fi
-    for pid in "${wpids[@]}" $sim $serve_pid $poller_pid; do [ "$pid" = 0 ] || kill "$pid" 2>/dev/null || true; done
-    for pid in "${wpids[@]}" $sim $serve_pid $poller_pid; do
+    local watchers="$watch_status_pid $watch_console_pid $watch_poller_pid $watch_live_pid"
+    for pid in "${wpids[@]}" $sim $serve_pid $poller_pid $watchers; do [ "$pid" = 0 ] || kill "$pid" 2>/dev/null || true; done
+    for pid in "${wpids[@]}" $sim $serve_pid $poller_pid $watchers; do
         [ "$pid" != 0 ] || continue
         for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -9 "$pid" 2>/dev/null || true
@@ -461,6 +473,37 @@ if [ "$morning" = 1 ]; then
     curl -sf "$api_url/health/ready" >/dev/null 2>&1 || die "paperboy serve not ready within 30 s: $(tail -5 "$tmp/serve.log")"
     say "--morning: paperboy serve on $api_url"
 fi
+# --watch: two more `paperboy serve`, each connecting as a role of its own so that pg_stat_statements tells their
+# statements apart: bench_status answers the status polls, bench_console serves the console (and samples for it).
+if [ "$watch" = 1 ]; then
+    command -v curl >/dev/null || die "--watch needs curl"
+    admin_token=$(openssl rand -hex 16) viewer_token=$(openssl rand -hex 16)
+    watch_url() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); h = p.netloc.rsplit("@", 1)[-1]
+print(u.urlunsplit(p._replace(netloc=sys.argv[2] + "@" + h)))' "$DATABASE_URL" "$1"; }
+    start_watch_serve() { # role, log name; sets ws_pid and ws_url
+        local port
+        port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        ws_url="http://127.0.0.1:$port"
+        DATABASE_URL=$(watch_url "$1") PAPERBOY_ADMIN_TOKEN=$admin_token LOG_LEVEL=warning "$B" serve --port "$port" \
+            --no-dispatch --no-scheduler --rate-limit off > "$tmp/$2.log" 2>&1 &
+        ws_pid=$!
+        for _ in $(seq 300); do
+            curl -sf "$ws_url/health/ready" >/dev/null 2>&1 && break
+            kill -0 "$ws_pid" 2>/dev/null || die "paperboy serve ($1) exited: $(tail -5 "$tmp/$2.log")"
+            sleep 0.1
+        done
+        curl -sf "$ws_url/health/ready" >/dev/null 2>&1 || die "paperboy serve ($1) not ready within 30 s: $(tail -5 "$tmp/$2.log")"
+    }
+    for role in bench_status bench_console; do
+        q "DO \$\$ BEGIN CREATE ROLE $role LOGIN SUPERUSER; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$" >/dev/null \
+            || die "--watch: cannot create role $role"
+    done
+    start_watch_serve bench_status serve-status
+    watch_status_pid=$ws_pid status_url=$ws_url
+    PAPERBOY_CONSOLE_VIEWER_TOKEN=$viewer_token start_watch_serve bench_console serve-console
+    watch_console_pid=$ws_pid console_url=$ws_url
+    say "--watch: status through $status_url, the console on $console_url"
+fi
 [ "$reuse" = 1 ] || psql -X -q -c 'VACUUM ANALYZE' >/dev/null 2>&1 || true
 
 # 2. The simulator.
@@ -573,6 +616,43 @@ if [ "$morning" = 1 ]; then
         done
     ) &
     poller_pid=$!
+fi
+
+# --watch: the status every 2 s ("start http-code seconds" a line), and one console open on the broadcast's page.
+watch_roles() { # $1: the file; per role (bench_status, bench_console) its statements since the reset, costliest first
+    [ "$statements" = 1 ] || return 0
+    q "SELECT coalesce(json_object_agg(rolname, s), '{}') FROM (SELECT r.rolname, json_agg(json_build_object('calls', p.calls,
+            'ms', p.total_exec_time + p.total_plan_time, 'query', left(regexp_replace(p.query, '\s+', ' ', 'g'), 160))
+            ORDER BY p.total_exec_time + p.total_plan_time DESC) AS s
+        FROM pg_stat_statements p JOIN pg_roles r ON r.oid = p.userid
+        WHERE r.rolname IN ('bench_status', 'bench_console') AND p.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        GROUP BY r.rolname) x" > "$1" || die "--watch: cannot read pg_stat_statements by role"
+}
+if [ "$watch" = 1 ]; then
+    meta watchStart "$(now)"
+    : > "$tmp/watch-status.txt"
+    (
+        while :; do
+            a=$(now)
+            r=$(curl -s -o /dev/null -m 60 -w '%{http_code} %{time_total}' -H "Authorization: Bearer $admin_token" \
+                "$status_url/v1/broadcasts/$bid" 2>/dev/null) || true
+            echo "$a ${r:-000 0}" >> "$tmp/watch-status.txt"
+            sleep 2
+        done
+    ) &
+    watch_poller_pid=$!
+    curl -sf -c "$tmp/console-cookies.txt" -o /dev/null --data-urlencode "token=$viewer_token" --data-urlencode "name=bench" \
+        "$console_url/console/sign-in" || die "--watch: the console's sign-in failed"
+    curl -sf -b "$tmp/console-cookies.txt" -o "$tmp/console-page.html" "$console_url/console/broadcasts/$bid" \
+        || die "--watch: the console's broadcast page failed"
+    (
+        # The stream ends after its lifetime; the browser reconnects, and so does this loop.
+        while :; do
+            curl -sN -b "$tmp/console-cookies.txt" "$console_url/console/broadcasts/$bid/live" >> "$tmp/console-live.txt" 2>> "$tmp/console-live.err" || true
+            sleep 1
+        done
+    ) &
+    watch_live_pid=$!
 fi
 
 # 6. Stalls (--stall): injected from the polling loop below, which runs every 0.25 s.
@@ -823,6 +903,7 @@ sample
 if [ "$statements" = 1 ]; then
     meta pgTicksWave1 "$(pg_ticks)"
     dump_statements "$tmp/statements-wave1.json"
+    [ "$watch" = 0 ] || { meta watchWave1At "$(now)"; watch_roles "$tmp/watch-wave1.json"; }
     meta wave1Deliveries "$(q "SELECT count(*) FROM deliveries WHERE broadcast_id = '$bid' AND wave = 1")"
 fi
 status_of "$bid" "$tmp/status.json" || die "paperboy broadcast status failed: $(cat "$tmp/status.err")"
@@ -1000,6 +1081,16 @@ if [ "$morning" = 1 ]; then
     meta serveTicks "$(cpu_ticks "$serve_pid")"; meta serveRSS "$(peak_rss_kb "$serve_pid")"
     meta fleetTicks "$(cpu_ticks "$sim")"; meta fleetRSS "$(peak_rss_kb "$sim")"
     meta dbBytes "$(q "SELECT pg_database_size(current_database())")"
+fi
+# --watch: the watchers stop with the workers; each role's statements and the serves' CPU are read first.
+if [ "$watch" = 1 ]; then
+    for pid in $watch_poller_pid $watch_live_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+    watch_poller_pid="" watch_live_pid=""
+    meta watchEnd "$(now)"
+    watch_roles "$tmp/watch-end.json"
+    meta watchStatusTicks "$(cpu_ticks "$watch_status_pid")"; meta watchConsoleTicks "$(cpu_ticks "$watch_console_pid")"
+    for pid in $watch_status_pid $watch_console_pid; do kill -TERM "$pid" 2>/dev/null || true; wait_exit "$pid" 30 || true; done
+    watch_status_pid="" watch_console_pid=""
 fi
 worker_rcs=()
 for pid in "${wpids[@]}"; do [ "$pid" = 0 ] || kill -TERM "$pid" 2>/dev/null || true; done
@@ -1519,6 +1610,51 @@ if meta.get("morning") == "1" and meta.get("tEnd"):
     lines.append("  receipts per minute from wave 1's planned start: " + ", ".join(f"{m}: {n}" for m, n in mo["receiptsPerMinuteFromWave1Start"]))
     lines.append("  status polled every 10 s: " + "; ".join(f"{k} {v['polls']} polls, {v['failed']} failed, p50 {v['p50Seconds']} s p95 {v['p95Seconds']} s max {v['maxSeconds']} s"
                                                          for k, v in status_polls.items()))
+
+# --watch: the status's latency, the console's updates, each watcher's statement time per minute.
+if meta.get("watchStart") and meta.get("watchEnd"):
+    w_start, w_end, w_wave1 = num("watchStart"), num("watchEnd"), num("watchWave1At")
+    polls = [(float(a), code, float(sec)) for a, code, sec in (l.split() for l in open(f"{tmp}/watch-status.txt") if len(l.split()) == 3)]
+    def latency(items):
+        d = sorted(sec * 1000 for _, code, sec in items if code == "200")
+        pick = lambda q: round(d[min(len(d) - 1, math.ceil(q * len(d)) - 1)], 1) if d else None
+        return {"polls": len(items), "failed": sum(1 for _, code, _ in items if code != "200"),
+                "p50Ms": pick(0.5), "p95Ms": pick(0.95), "p99Ms": pick(0.99), "maxMs": pick(1.0)}
+    live = open(f"{tmp}/console-live.txt").read() if os.path.exists(f"{tmp}/console-live.txt") else ""
+    def roles(path, seconds):
+        data = json.load(open(path)) if os.path.exists(path) and os.path.getsize(path) else {}
+        out = {}
+        for role, rows in data.items():
+            ms = sum(r["ms"] for r in rows)
+            out[role] = {"statementMs": round(ms, 1), "calls": sum(r["calls"] for r in rows),
+                         "statementMsPerMinute": round(ms * 60 / seconds, 1) if seconds > 0 else None,
+                         "top": [{"calls": r["calls"], "ms": round(r["ms"], 1), "query": r["query"]} for r in rows[:4]]}
+        return out
+    watch = {
+        "seconds": round(w_end - w_start, 1),
+        "status": latency(polls),
+        "statusDuringWave1": latency([p for p in polls if w_wave1 is None or p[0] < w_wave1]),
+        "consoleUpdates": live.count("event: update"),
+        "consoleSignedOut": live.count("event: signed-out"),
+        "roles": roles(f"{tmp}/watch-end.json", w_end - w_start),
+        "rolesDuringWave1": roles(f"{tmp}/watch-wave1.json", (w_wave1 or w_end) - w_start),
+        "serveCpuSeconds": {"status": round(int(meta.get("watchStatusTicks") or 0) / hz, 1), "console": round(int(meta.get("watchConsoleTicks") or 0) / hz, 1)},
+    }
+    result["watch"] = watch
+    if watch["status"]["failed"]: failures.append(f"{watch['status']['failed']} of {watch['status']['polls']} status requests (--watch) did not answer 200")
+    if watch["consoleUpdates"] == 0: failures.append("the console's live stream (--watch) sent no update")
+    for key, title in (("statusDuringWave1", "while wave 1 ran"), ("status", "over the run")):
+        st = watch[key]
+        lines.append(f"  WATCH: GET /v1/broadcasts/{{id}} every 2 s {title}: {st['polls']} requests, {st['failed']} failed;"
+                     f" p50 {st['p50Ms']} ms, p95 {st['p95Ms']} ms, p99 {st['p99Ms']} ms, max {st['maxMs']} ms")
+    lines.append(f"  WATCH: one console open {watch['seconds']} s: {watch['consoleUpdates']} live updates; serve CPU: status {watch['serveCpuSeconds']['status']} s,"
+                 f" console {watch['serveCpuSeconds']['console']} s")
+    for key, title in (("rolesDuringWave1", "while wave 1 ran"), ("roles", "over the run")):
+        for role, rs in sorted(watch[key].items()):
+            lines.append(f"  WATCH: {role} {title}: {rs['statementMsPerMinute']} ms of statements a minute ({rs['calls']} calls, {rs['statementMs']} ms)")
+    for role, rs in sorted(watch["roles"].items()):
+        for t in rs["top"]:
+            lines.append(f"    {role}: {t['calls']} calls {t['ms']} ms: {t['query']}")
 
 # pg_stat_statements: PostgreSQL's work per 1,000 deliveries by statement family, wave 1 (and the whole morning).
 import subprocess
