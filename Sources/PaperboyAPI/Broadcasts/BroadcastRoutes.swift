@@ -123,20 +123,27 @@ struct BroadcastRoutes {
         return id
     }
 
+    /// Timestamps with milliseconds (truncated), `2026-11-23T05:00:00.123Z`.
+    static let timestamp = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
     static func json(_ value: some Encodable, status: HTTPResponse.Status) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            try container.encode(formatter.string(from: date))
-        }
-        let body = try encoder.encode(value)
-        return Response(
+        Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: body))
+            body: .init(byteBuffer: ByteBuffer(bytes: try encode(value)))
         )
+    }
+
+    /// A broadcast's JSON: keys sorted, timestamps as ``timestamp``.
+    static func encode(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // A format style, not an ISO8601DateFormatter per date: making one costs about 80 µs (an ICU formatter), and a
+        // status at 16 cohorts and two waves has over a hundred dates: most of serve's CPU for the request.
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(date.formatted(Self.timestamp))
+        }
+        return try encoder.encode(value)
     }
 }
