@@ -451,6 +451,22 @@ if [ "$morning" = 1 ] || [ "$same_origin" = 1 ]; then
     say "origins: morning on content-api (${origin_capacity}/s), second on $second_origin"
     meta originCapacity "$origin_capacity"; meta sameOrigin "$same_origin"
 fi
+# `paperboy serve` without dispatch, scheduler or rate limit on a free port, with the caller's DATABASE_URL,
+# PAPERBOY_ADMIN_TOKEN and console tokens; its log in $tmp/$1.log, its pid in the variable named $2 as soon as it
+# starts (cleanup stops it), its URL in started_url once it is ready (else the run stops).
+start_serve() {
+    local port
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    started_url="http://127.0.0.1:$port"
+    LOG_LEVEL=warning "$B" serve --port "$port" --no-dispatch --no-scheduler --rate-limit off > "$tmp/$1.log" 2>&1 &
+    printf -v "$2" '%s' "$!"
+    for _ in $(seq 300); do
+        curl -sf "$started_url/health/ready" >/dev/null 2>&1 && return 0
+        kill -0 "${!2}" 2>/dev/null || die "paperboy serve ($1.log) exited: $(tail -5 "$tmp/$1.log")"
+        sleep 0.1
+    done
+    die "paperboy serve ($1.log) not ready within 30 s: $(tail -5 "$tmp/$1.log")"
+}
 # --morning: the apps' device API keys and `paperboy serve` (the API only) on a free port.
 if [ "$morning" = 1 ]; then
     : > "$tmp/api-keys.txt"
@@ -460,17 +476,8 @@ if [ "$morning" = 1 ]; then
         echo "${pair#*:} $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["apiKey"])' "$tmp/key.json")" >> "$tmp/api-keys.txt"
         rm -f "$tmp/key.json"
     done
-    serve_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    api_url="http://127.0.0.1:$serve_port"
-    PAPERBOY_ADMIN_TOKEN=$(openssl rand -hex 16) LOG_LEVEL=warning "$B" serve --port "$serve_port" --no-dispatch --no-scheduler --rate-limit off \
-        > "$tmp/serve.log" 2>&1 &
-    serve_pid=$!
-    for _ in $(seq 300); do
-        curl -sf "$api_url/health/ready" >/dev/null 2>&1 && break
-        kill -0 "$serve_pid" 2>/dev/null || die "paperboy serve exited: $(tail -5 "$tmp/serve.log")"
-        sleep 0.1
-    done
-    curl -sf "$api_url/health/ready" >/dev/null 2>&1 || die "paperboy serve not ready within 30 s: $(tail -5 "$tmp/serve.log")"
+    PAPERBOY_ADMIN_TOKEN=$(openssl rand -hex 16) start_serve serve serve_pid
+    api_url=$started_url
     say "--morning: paperboy serve on $api_url"
 fi
 # --watch: two more `paperboy serve`, each connecting as a role of its own so that pg_stat_statements tells their
@@ -480,28 +487,15 @@ if [ "$watch" = 1 ]; then
     admin_token=$(openssl rand -hex 16) viewer_token=$(openssl rand -hex 16)
     watch_url() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); h = p.netloc.rsplit("@", 1)[-1]
 print(u.urlunsplit(p._replace(netloc=sys.argv[2] + "@" + h)))' "$DATABASE_URL" "$1"; }
-    start_watch_serve() { # role, log name; sets ws_pid and ws_url
-        local port
-        port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-        ws_url="http://127.0.0.1:$port"
-        DATABASE_URL=$(watch_url "$1") PAPERBOY_ADMIN_TOKEN=$admin_token LOG_LEVEL=warning "$B" serve --port "$port" \
-            --no-dispatch --no-scheduler --rate-limit off > "$tmp/$2.log" 2>&1 &
-        ws_pid=$!
-        for _ in $(seq 300); do
-            curl -sf "$ws_url/health/ready" >/dev/null 2>&1 && break
-            kill -0 "$ws_pid" 2>/dev/null || die "paperboy serve ($1) exited: $(tail -5 "$tmp/$2.log")"
-            sleep 0.1
-        done
-        curl -sf "$ws_url/health/ready" >/dev/null 2>&1 || die "paperboy serve ($1) not ready within 30 s: $(tail -5 "$tmp/$2.log")"
-    }
     for role in bench_status bench_console; do
         q "DO \$\$ BEGIN CREATE ROLE $role LOGIN SUPERUSER; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$" >/dev/null \
             || die "--watch: cannot create role $role"
     done
-    start_watch_serve bench_status serve-status
-    watch_status_pid=$ws_pid status_url=$ws_url
-    PAPERBOY_CONSOLE_VIEWER_TOKEN=$viewer_token start_watch_serve bench_console serve-console
-    watch_console_pid=$ws_pid console_url=$ws_url
+    DATABASE_URL=$(watch_url bench_status) PAPERBOY_ADMIN_TOKEN=$admin_token start_serve serve-status watch_status_pid
+    status_url=$started_url
+    DATABASE_URL=$(watch_url bench_console) PAPERBOY_ADMIN_TOKEN=$admin_token PAPERBOY_CONSOLE_VIEWER_TOKEN=$viewer_token \
+        start_serve serve-console watch_console_pid
+    console_url=$started_url
     say "--watch: status through $status_url, the console on $console_url"
 fi
 [ "$reuse" = 1 ] || psql -X -q -c 'VACUUM ANALYZE' >/dev/null 2>&1 || true
@@ -1188,12 +1182,13 @@ nonzero = [i for i, n in enumerate(w1_bins) if n]
 first, last = (nonzero[0], nonzero[-1]) if nonzero else (0, 0)
 inner = w1_bins[first + 1:last]  # full seconds only: the first and last partial seconds dropped
 if not inner: inner = w1_bins[first:last + 1]
+def rank(ordered, q):
+    """The nearest-rank q-quantile of a sorted, non-empty list."""
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
 def rate_stats(series):
     if not series: return {"seconds": 0, "mean": 0, "peak": 0, "p99": 0, "min": 0, "stdev": 0, "peakToMean": None}
     mean = sum(series) / len(series)
-    ordered = sorted(series)
-    return {"seconds": len(series), "mean": round(mean, 1), "peak": max(series),
-            "p99": ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)], "min": min(series),
+    return {"seconds": len(series), "mean": round(mean, 1), "peak": max(series), "p99": rank(sorted(series), 0.99), "min": min(series),
             "stdev": round(math.sqrt(sum((x - mean) ** 2 for x in series) / len(series)), 1),
             "peakToMean": round(max(series) / mean, 3) if mean else None}
 r = rate_stats(inner)
@@ -1574,7 +1569,7 @@ if meta.get("morning") == "1" and meta.get("tEnd"):
         polls.setdefault(bid_, []).append((float(b) - float(a), int(rc)))
     def poll_stats(items):
         d = sorted(x for x, _ in items)
-        pick = lambda q: round(d[min(len(d) - 1, math.ceil(q * len(d)) - 1)], 2) if d else None
+        pick = lambda q: round(rank(d, q), 2) if d else None
         return {"polls": len(items), "failed": sum(1 for _, rc in items if rc != 0), "p50Seconds": pick(0.5), "p95Seconds": pick(0.95), "maxSeconds": pick(1.0)}
     status_polls = {("morning" if k == meta["bid"] else "second"): poll_stats(v) for k, v in polls.items()}
     for name, p in status_polls.items():
@@ -1617,7 +1612,7 @@ if meta.get("watchStart") and meta.get("watchEnd"):
     polls = [(float(a), code, float(sec)) for a, code, sec in (l.split() for l in open(f"{tmp}/watch-status.txt") if len(l.split()) == 3)]
     def latency(items):
         d = sorted(sec * 1000 for _, code, sec in items if code == "200")
-        pick = lambda q: round(d[min(len(d) - 1, math.ceil(q * len(d)) - 1)], 1) if d else None
+        pick = lambda q: round(rank(d, q), 1) if d else None
         return {"polls": len(items), "failed": sum(1 for _, code, _ in items if code != "200"),
                 "p50Ms": pick(0.5), "p95Ms": pick(0.95), "p99Ms": pick(0.99), "maxMs": pick(1.0)}
     live = open(f"{tmp}/console-live.txt").read() if os.path.exists(f"{tmp}/console-live.txt") else ""
