@@ -48,10 +48,10 @@
 #                 ≤ 30 s; a follow-up's slots end where wave 1's did, so its first one starts after the wave's
 #                 planned start); the second broadcast's sends per second (deliveries.sent_at: the simulator
 #                 counts all topics together) and its longest gap between two sends from 20 s before the count
-#                 to 20 s after wave 2's first push (and, for comparison, before that); wave 2's peak/mean (its own, from
-#                 deliveries.sent_at, and at the simulator, the second broadcast included). Ends when wave 2 is
-#                 sent and 30 s have passed since its start: what is still running is cancelled. Fails when
-#                 wave 2's plan is not wave 1's targets minus the receipts, or the simulator's accepts differ
+#                 to 20 s after wave 2's first push (and, for comparison, before that); wave 2's peak/mean (its
+#                 own, from deliveries.sent_at, and at the simulator, the second broadcast included). Ends when
+#                 wave 2 is sent and 30 s have passed since its start: what is still running is cancelled. Fails
+#                 when wave 2's plan is not wave 1's targets minus the receipts, or the simulator's accepts differ
 #                 from the recorded ones. Small runs: add --short-interval and WORKER_ARGS="--count-ahead 30s"
 #   --morning     a whole morning, end to end (implies --wave2): instead of apns-sim, `paperboy-bench fleet`
 #                 (an APNs simulator whose devices answer as the demo's fleet model says: about two thirds run the
