@@ -64,8 +64,10 @@ public struct APNsRejection: Sendable, Equatable, CustomStringConvertible {
     ///   `TooManyProviderTokenUpdates`: APNs refused our provider token or key, never the device's fault.
     /// - ``PushVerdict/misconfigured``: `BadTopic`, `TopicDisallowed`, `MissingTopic` (the app's bundle id, or a key
     ///   of another team), `BadPath` and `MethodNotAllowed` (our endpoint or client).
-    /// - ``PushVerdict/dropped``: the rest, about this message (`PayloadTooLarge`, `BadPriority`, …) or APNs busy
-    ///   or failing beyond the retries (429 `TooManyRequests`, 500, 503).
+    /// - ``PushVerdict/unavailable``: APNs busy or failing beyond the retries (429 `TooManyRequests`, 500
+    ///   `InternalServerError`, 503 `ServiceUnavailable` and `Shutdown`, and an unknown reason with one of those
+    ///   statuses): not this message's fault, and not final.
+    /// - ``PushVerdict/dropped``: the rest, about this message (`PayloadTooLarge`, `BadPriority`, …).
     /// - A reason this build does not know is judged by its status, never as a dead token; an answer without
     ///   APNs's body by ``PushVerdict/foreignAnswer(status:)``.
     public var verdict: PushVerdict {
@@ -86,12 +88,15 @@ public struct APNsRejection: Sendable, Equatable, CustomStringConvertible {
         case .badTopic, .topicDisallowed, .missingTopic, .badPath, .methodNotAllowed:
             return .misconfigured
         case .badCollapseId, .badExpirationDate, .badMessageId, .badPriority, .duplicateHeaders, .idleTimeout, .invalidPushType,
-            .missingDeviceToken, .payloadEmpty, .payloadTooLarge, .tooManyRequests, .internalServerError, .serviceUnavailable, .shutdown:
+            .missingDeviceToken, .payloadEmpty, .payloadTooLarge:
             return .dropped
+        case .tooManyRequests, .internalServerError, .serviceUnavailable, .shutdown:
+            return .unavailable
         case .unknown:
             switch status {
             case 403: return .credentialsRejected
             case 404, 405: return .misconfigured
+            case 429, 500, 503: return .unavailable
             default: return .dropped
             }
         }

@@ -14,6 +14,15 @@ public struct APNsRetryPolicy: Sendable {
 
     public init() {}
 
+    /// One attempt: a busy or failing APNs is answered to the caller at once, for a sender that paces its own
+    /// retries (a broadcast worker pauses the provider and sends again at its plan's rate; retried here, every
+    /// request of an outage would go out together the moment APNs is back).
+    public static var senderPaced: Self {
+        var policy = Self()
+        policy.maximumAttempts = 1
+        return policy
+    }
+
     /// What to do after `attempt` (1 for the first send) failed with `status` and `reason`, `elapsed`
     /// after the first attempt.
     ///

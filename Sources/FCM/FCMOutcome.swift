@@ -92,8 +92,9 @@ public struct FCMRejection: Sendable, Equatable, CustomStringConvertible {
     ///   Google's `PERMISSION_DENIED` without an FCM code (the service account may not send for the project).
     /// - ``PushVerdict/misconfigured``: `THIRD_PARTY_AUTH_ERROR` (the app's APNs credentials at Firebase), and
     ///   Google's `NOT_FOUND` without an FCM code (no such project or method: the path we send to is wrong).
-    /// - ``PushVerdict/dropped``: the rest: a message FCM refuses (`INVALID_ARGUMENT` about the message), or FCM
-    ///   over quota or failing beyond the retries (429, 500, 503).
+    /// - ``PushVerdict/unavailable``: FCM over quota or failing beyond the retries (429 `QUOTA_EXCEEDED`, 500
+    ///   `INTERNAL`, 503 `UNAVAILABLE`): not this message's fault, and not final.
+    /// - ``PushVerdict/dropped``: the rest: a message FCM refuses (`INVALID_ARGUMENT` about the message).
     /// - An answer without Google's error body: ``PushVerdict/foreignAnswer(status:)``.
     public var verdict: PushVerdict {
         guard isFCMAnswer else { return .foreignAnswer(status: status) }
@@ -111,7 +112,7 @@ public struct FCMRejection: Sendable, Equatable, CustomStringConvertible {
             }
         case .refreshAccessToken: return .credentialsRejected
         case .fixConfiguration: return .misconfigured
-        case .retry: return .dropped
+        case .retry: return .unavailable
         case .drop:
             switch code {
             case .other("PERMISSION_DENIED"): return .credentialsRejected

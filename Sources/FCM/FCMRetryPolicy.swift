@@ -18,6 +18,15 @@ public struct FCMRetryPolicy: Sendable {
 
     public init() {}
 
+    /// One attempt: an FCM over quota or failing is answered to the caller at once, for a sender that paces its own
+    /// retries (a broadcast worker pauses the provider and sends again at its plan's rate; retried here, every
+    /// request of an outage would go out together the moment FCM is back).
+    public static var senderPaced: Self {
+        var policy = Self()
+        policy.maximumAttempts = 1
+        return policy
+    }
+
     /// What to do after `attempt` (1 for the first send) was rejected, `elapsed` after the first attempt.
     ///
     /// - Parameter random: a number in `0..<1` for the jitter; injected so that tests are deterministic.

@@ -20,6 +20,8 @@ import Synchronization
 ///   built), `data` (an app, edition or options that cannot be read), `unsendable` (no worker could send for the app).
 /// - `paperboy_worker_unable_to_send{app, provider, reason}` (``SenderHealth``): 1 while this worker cannot send for
 ///   the app through the provider (`load`: its credentials cannot be loaded here; `refused`: the provider refused them).
+/// - `paperboy_provider_unavailable_since_seconds{app, environment, provider}` (``WorkerHealth``): while this
+///   worker's batches find the provider busy or failing and pause their sends to it, when that began (Unix time).
 /// - `paperboy_dispatch_lateness_seconds`: how long after its planned instant each group of sends went out.
 /// - `paperboy_dispatch_batches_in_flight`, `paperboy_dispatch_send_rate` (this worker's pushes per second
 ///   over the last advance interval; `rate(paperboy_dispatch_pushes_total[1m])` sums the workers).

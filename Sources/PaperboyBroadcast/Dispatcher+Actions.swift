@@ -279,7 +279,8 @@ extension Dispatcher {
                         firstReturned: returned.first ?? 0,
                         returned: returned.count,
                         because: because.description,
-                        providers: because.providers.keys.sorted { $0.rawValue < $1.rawValue },
+                        providers: because.providerList,
+                        held: because.heldProviders,
                         owner: self.configuration.owner,
                         now: now,
                         logger: logger
@@ -415,7 +416,7 @@ extension Dispatcher {
             seenAt: clock.now(),
             draining: draining,
             batches: held,
-            problems: health.problems,
+            problems: health.problems + health.pauses,
             lastError: error?.message,
             lastErrorAt: error?.at
         )

@@ -312,6 +312,26 @@ public final class Dispatcher: Service {
     /// Keeps what the machine says of the worker where the readiness route and the gauges read it.
     func publish(_ machine: WorkerMachine) {
         health.update(machine.health.all)
+        let (began, ended) = health.update(machine.providerPauses)
+        for pause in began {
+            logger.warning(
+                "provider unavailable: sends paused, probing",
+                metadata: [
+                    LogKey.app: "\(pause.key.appID)", LogKey.provider: "\(pause.key.provider.rawValue)",
+                    LogKey.environment: "\(pause.key.environment.rawValue)",
+                ]
+            )
+        }
+        for pause in ended {
+            logger.notice(
+                "provider answers again: sends resume at the plan's rate",
+                metadata: [
+                    LogKey.app: "\(pause.key.appID)", LogKey.provider: "\(pause.key.provider.rawValue)",
+                    LogKey.environment: "\(pause.key.environment.rawValue)",
+                    LogKey.seconds: "\(Int(clock.now().timeIntervalSince(pause.since)))",
+                ]
+            )
+        }
         metrics.batchesInFlight(machine.batchesHeld)
         state.withLock {
             $0.draining = machine.isDraining
@@ -346,6 +366,7 @@ public final class Dispatcher: Service {
 /// and `paperboy_worker_unable_to_send`.
 public final class WorkerHealth: Sendable {
     private let current = Mutex<[SenderHealth.Problem]>([])
+    private let paused = Mutex<[ProviderPause]>([])
 
     public init() {}
 
@@ -361,6 +382,35 @@ public final class WorkerHealth: Sendable {
         }
         for problem in gone { Self.gauge(problem).record(0) }
         for problem in problems { Self.gauge(problem).record(1) }
+    }
+
+    /// The providers this worker's batches found busy or failing (`paperboy_provider_unavailable_since_seconds`, the
+    /// pause's start in Unix seconds while it lasts), one line each for the worker's status.
+    public var pauses: [String] {
+        paused.withLock { $0 }.map(\.description)
+    }
+
+    /// - Returns: the pauses that began and those that ended since the last update.
+    func update(_ pauses: [ProviderPause]) -> (began: [ProviderPause], ended: [ProviderPause]) {
+        let (began, ended) = paused.withLock { current -> ([ProviderPause], [ProviderPause]) in
+            defer { current = pauses }
+            return (
+                pauses.filter { new in !current.contains { $0.key == new.key } },
+                current.filter { old in !pauses.contains { $0.key == old.key } }
+            )
+        }
+        for pause in ended { Self.gauge(pause).destroy() }
+        for pause in pauses { Self.gauge(pause).record(pause.since.timeIntervalSince1970) }
+        return (began, ended)
+    }
+
+    private static func gauge(_ pause: ProviderPause) -> Gauge {
+        Gauge(
+            label: "paperboy_provider_unavailable_since_seconds",
+            dimensions: [
+                ("app", "\(pause.key.appID)"), ("environment", pause.key.environment.rawValue), ("provider", pause.key.provider.rawValue),
+            ]
+        )
     }
 
     private static func gauge(_ problem: SenderHealth.Problem) -> Gauge {

@@ -13,6 +13,10 @@ public enum SendRules {
     /// the registration; a worker's may disagree). ``PushVerdict/tokenInvalid(hint:)`` ("not valid for this app")
     /// defers the deactivation: every device hearing it at once is a misconfiguration, not a fleet's death
     /// (``MisconfigurationGuard``). A proxy's 404 page or a 410 without the provider's body deactivates nothing.
+    /// ``PushVerdict/misconfigured`` (the app's topic or project, or the endpoint) is never recorded either: the
+    /// provider stops for the batch and its targets go back (``BatchSendMachine/Unsendable/misconfigured(_:)``).
+    /// ``PushVerdict/unavailable`` (the provider busy or failing, beyond the client's retries) is never recorded: the
+    /// batch pauses the provider and sends the target again once it answers (``BatchSendMachine``).
     /// The recorded reason is the provider's own spelling (`Unregistered`, `UNREGISTERED`), so counts by reason keep
     /// the providers apart.
     public static func answer(_ outcome: some PushOutcome, position: Int, generation: Int) -> BatchSendMachine.Answer {
@@ -29,6 +33,8 @@ public enum SendRules {
             position: position,
             result: result,
             credentialsRejected: verdict == .credentialsRejected,
+            providerUnavailable: verdict == .unavailable,
+            appMisconfigured: verdict == .misconfigured,
             generation: generation,
             misconfigurationHint: verdict.misconfigurationHint
         )
@@ -40,7 +46,7 @@ public enum SendRules {
         switch verdict {
         case .tokenDead(let since): since.map { .at($0) } ?? .whenRecorded
         case .tokenInvalid: .deferred
-        case .accepted, .credentialsRejected, .misconfigured, .dropped, .fateUnknown, .notSent: nil
+        case .accepted, .credentialsRejected, .misconfigured, .dropped, .unavailable, .fateUnknown, .notSent: nil
         }
     }
 }

@@ -16,6 +16,7 @@ public enum LogKey {
     /// Devices that fell dormant (``BroadcastOptions/dormantAfter``).
     public static let dormant = "dormant"
     public static let edition = "edition"
+    public static let environment = "environment"
     public static let error = "error"
     public static let inserted = "inserted"
     public static let instant = "instant"
@@ -36,6 +37,7 @@ public enum LogKey {
     public static let schedule = "schedule"
     /// A service of a process (`paperboy serve`, `worker`), by name.
     public static let service = "service"
+    public static let seconds = "seconds"
     public static let slot = "slot"
     public static let start = "start"
     public static let timeZone = "time_zone"

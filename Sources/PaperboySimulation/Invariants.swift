@@ -12,6 +12,7 @@ struct Invariants {
         violations += exactlyOneOutcome()
         violations += countsEqualTheLedger()
         violations += pushedOncePerWave()
+        violations += transientNeverFinal()
         violations += deactivations()
         violations += failures()
         violations += drains()
@@ -42,6 +43,14 @@ struct Invariants {
             }
         }
         return violations
+    }
+
+    /// An answer the provider calls transient (busy, failing) is never a device's final outcome: the provider is paused
+    /// and the device sent again, until the deadline skips it.
+    func transientNeverFinal() -> [String] {
+        model.deliveries.values.filter { $0.outcome == "rejected" && SimulatedProvider.transientReasons.contains($0.reason ?? "") }
+            .sorted { ($0.broadcast.uuidString, $0.device) < ($1.broadcast.uuidString, $1.device) }.prefix(5)
+            .map { "device \($0.device) recorded rejected \($0.reason ?? "") in broadcast \($0.broadcast): the provider's answer was transient" }
     }
 
     /// The cohorts' counters equal the ledger.
@@ -145,7 +154,7 @@ struct Invariants {
                 let start = simulation.start.addingTimeInterval(revokeAt)
                 let end = simulation.start.addingTimeInterval(at)
                 if start < until && end > from { return false }
-            case .providerOutage(let at, let seconds):
+            case .providerOutage(let at, let seconds), .providerFailing(let at, let seconds):
                 let start = simulation.start.addingTimeInterval(at)
                 if start < until && start.addingTimeInterval(seconds) > from { return false }
             case .databaseOutage(let at, let seconds):

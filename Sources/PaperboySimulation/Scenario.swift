@@ -59,6 +59,9 @@ public struct Scenario: Sendable, CustomStringConvertible {
         case misconfigure(app: Int, provider: PushProvider, at: TimeInterval, fixAt: TimeInterval)
         /// The provider answers nothing and takes no connection.
         case providerOutage(at: TimeInterval, seconds: TimeInterval)
+        /// The provider takes every request and answers that it is unavailable (APNs' `503 ServiceUnavailable`,
+        /// FCM's `UNAVAILABLE`): Apple's and Google's outages last minutes.
+        case providerFailing(at: TimeInterval, seconds: TimeInterval)
         /// The database answers every call with an error.
         case databaseOutage(at: TimeInterval, seconds: TimeInterval)
         /// An operator cancels the broadcast.
@@ -75,6 +78,7 @@ public struct Scenario: Sendable, CustomStringConvertible {
             case .misconfigure(let app, let provider, let at, let fixAt):
                 "misconfigure app \(app) \(provider.rawValue) at \(Int(at))s, fix at \(Int(fixAt))s"
             case .providerOutage(let at, let seconds): "provider outage at \(Int(at))s for \(Int(seconds))s"
+            case .providerFailing(let at, let seconds): "provider answering 503 at \(Int(at))s for \(Int(seconds))s"
             case .databaseOutage(let at, let seconds): "database outage at \(Int(at))s for \(Int(seconds))s"
             case .cancel(let broadcast, let at): "cancel broadcast \(broadcast) at \(Int(at))s"
             }
@@ -90,6 +94,7 @@ public struct Scenario: Sendable, CustomStringConvertible {
             case .rotate: "rotate"
             case .misconfigure: "misconfigure"
             case .providerOutage: "providerOutage"
+            case .providerFailing: "providerFailing"
             case .databaseOutage: "databaseOutage"
             case .cancel: "cancel"
             }
@@ -162,7 +167,12 @@ public struct Scenario: Sendable, CustomStringConvertible {
             case 3: faults.append(.keyless(worker: worker, app: app.id))
             case 4: faults.append(.rotate(app: app.id, provider: provider, at: at, revokeAt: at + random.between(-20...120)))
             case 5: faults.append(.misconfigure(app: app.id, provider: provider, at: at, fixAt: at + random.between(20...400)))
-            case 6: faults.append(.providerOutage(at: at, seconds: random.between(2...90)))
+            case 6:
+                if random.chance(0.5) {
+                    faults.append(.providerOutage(at: at, seconds: random.between(2...90)))
+                } else {
+                    faults.append(.providerFailing(at: at, seconds: random.chance(0.7) ? random.between(2...120) : random.between(120...1200)))
+                }
             case 7: faults.append(.databaseOutage(at: at, seconds: random.between(1...40)))
             default: faults.append(.cancel(broadcast: random.int(0...(broadcasts.count - 1)), at: at))
             }

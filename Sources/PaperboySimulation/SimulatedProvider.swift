@@ -45,12 +45,29 @@ struct SimulatedProvider {
     var tokens: [Int64: Token] = [:]
     /// While set, the provider takes no connection and answers nothing.
     var outage: (from: Date, until: Date)?
+    /// While set, the provider takes every request and answers that it is unavailable.
+    var failing: (from: Date, until: Date)?
+    /// The reasons a failing provider answers with (APNs', FCM's): never a device's final outcome.
+    static let transientReasons: Set<String> = ["ServiceUnavailable", "UNAVAILABLE"]
     var log: [Push] = []
     var notSentChance: Double
     var fateUnknownChance: Double
     /// How long a request waits for a connection before it is not sent, and for its answer before its fate is unknown.
     static let connectWait: TimeInterval = 10
     static let requestTimeout: TimeInterval = 10
+
+    /// When a push is written, when (and what) it is answered, and what that says.
+    struct Decision {
+        var writtenAt: Date?
+        var answerAt: Date
+        var answer: BatchOutcome.Result
+        var refused = false
+        var hint: String?
+        var delivered = false
+        var misconfiguration = false
+        /// Answered as a provider busy or failing answers (503): ``BatchSendMachine/Answer/providerUnavailable``.
+        var unavailable = false
+    }
 
     /// When a push handed over at `now` is written, and when (and what) it is answered, for a push through `key` with
     /// credentials of `generation` to `device`.
@@ -62,42 +79,74 @@ struct SimulatedProvider {
         now: Date,
         latency: TimeInterval,
         random: inout SimulationRandom
-    ) -> (writtenAt: Date?, answerAt: Date, answer: BatchOutcome.Result, refused: Bool, hint: String?, delivered: Bool, misconfiguration: Bool) {
+    ) -> Decision {
         var written: Date? = now
         if let outage, now >= outage.from && now < outage.until {
             if outage.until.timeIntervalSince(now) > Self.connectWait {
-                return (nil, now.addingTimeInterval(Self.connectWait), .notSent, false, nil, false, false)
+                return Decision(writtenAt: nil, answerAt: now.addingTimeInterval(Self.connectWait), answer: .notSent)
             }
             written = outage.until
         }
-        if random.chance(notSentChance) { return (nil, written!.addingTimeInterval(latency), .notSent, false, nil, false, false) }
+        if random.chance(notSentChance) { return Decision(writtenAt: nil, answerAt: written!.addingTimeInterval(latency), answer: .notSent) }
+        if let failing, written! >= failing.from && written! < failing.until {
+            let reason = provider == .apns ? "ServiceUnavailable" : "UNAVAILABLE"
+            return Decision(
+                writtenAt: written,
+                answerAt: written!.addingTimeInterval(latency),
+                answer: .rejected(reason: reason, deactivates: nil),
+                unavailable: true
+            )
+        }
         var answerAt = written!.addingTimeInterval(latency)
         if let outage, answerAt >= outage.from && written! < outage.until {
             // Written before the provider went quiet: answered when it is back, or never (fate unknown) past the timeout.
             answerAt = max(answerAt, outage.until.addingTimeInterval(latency))
             if answerAt.timeIntervalSince(written!) > Self.requestTimeout {
-                return (written, written!.addingTimeInterval(Self.requestTimeout), .fateUnknown, false, nil, random.chance(0.5), false)
+                return Decision(
+                    writtenAt: written,
+                    answerAt: written!.addingTimeInterval(Self.requestTimeout),
+                    answer: .fateUnknown,
+                    delivered: random.chance(0.5)
+                )
             }
         }
         if random.chance(fateUnknownChance) {
-            return (written, written!.addingTimeInterval(Self.requestTimeout), .fateUnknown, false, nil, random.chance(0.5), false)
+            return Decision(
+                writtenAt: written,
+                answerAt: written!.addingTimeInterval(Self.requestTimeout),
+                answer: .fateUnknown,
+                delivered: random.chance(0.5)
+            )
         }
         guard accepted[key]?.contains(generation) == true else {
-            return (written, answerAt, .rejected(reason: "InvalidProviderToken", deactivates: nil), true, nil, false, false)
+            return Decision(
+                writtenAt: written,
+                answerAt: answerAt,
+                answer: .rejected(reason: "InvalidProviderToken", deactivates: nil),
+                refused: true
+            )
         }
         let reason = provider == .apns ? "DeviceTokenNotForTopic" : "SENDER_ID_MISMATCH"
         if misconfigured.contains(key) {
-            return (written, answerAt, .rejected(reason: reason, deactivates: .deferred), false, "the app's configuration", false, true)
+            return Decision(
+                writtenAt: written,
+                answerAt: answerAt,
+                answer: .rejected(reason: reason, deactivates: .deferred),
+                hint: "the app's configuration",
+                misconfiguration: true
+            )
         }
         switch tokens[device] ?? .valid {
         case .valid:
-            return (written, answerAt, .accepted, false, nil, true, false)
+            return Decision(writtenAt: written, answerAt: answerAt, answer: .accepted, delivered: true)
         case .uninstalled(let since):
-            return (written, answerAt, .rejected(reason: "Unregistered", deactivates: .at(since)), false, nil, false, false)
+            return Decision(writtenAt: written, answerAt: answerAt, answer: .rejected(reason: "Unregistered", deactivates: .at(since)))
         case .invalid:
-            return (
-                written, answerAt, .rejected(reason: provider == .apns ? "BadDeviceToken" : reason, deactivates: .deferred), false, "a stray token",
-                false, false
+            return Decision(
+                writtenAt: written,
+                answerAt: answerAt,
+                answer: .rejected(reason: provider == .apns ? "BadDeviceToken" : reason, deactivates: .deferred),
+                hint: "a stray token"
             )
         }
     }

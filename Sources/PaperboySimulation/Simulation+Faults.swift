@@ -40,6 +40,9 @@ extension Simulation {
             provider.outage = (now, now.addingTimeInterval(seconds))
             tellReachability(unreachable: true)
             schedule(.outageEnd, at: now.addingTimeInterval(seconds))
+        case .providerFailing(_, let seconds):
+            provider.failing = (now, now.addingTimeInterval(seconds))
+            note("provider: answering 503 for \(Int(seconds))s")
         case .databaseOutage(_, let seconds):
             databaseDown = (now, now.addingTimeInterval(seconds))
         case .cancel(let index, _):

@@ -60,7 +60,7 @@ extension Simulation {
                 workers[worker].keyless.insert(app)
                 covered.insert("keyless")
             case .kill(_, let at), .pause(_, let at, _), .deploy(_, let at, _), .rotate(_, _, let at, _), .misconfigure(_, _, let at, _),
-                .providerOutage(let at, _), .databaseOutage(let at, _), .cancel(_, let at):
+                .providerOutage(let at, _), .providerFailing(let at, _), .databaseOutage(let at, _), .cancel(_, let at):
                 schedule(.fault(index), at: start.addingTimeInterval(at))
             }
         }
@@ -232,7 +232,8 @@ extension Simulation {
                     firstReturned: returned.first ?? 0,
                     returned: returned.count,
                     because: because.description,
-                    providers: because.providers.keys.sorted { $0.rawValue < $1.rawValue },
+                    providers: because.providerList,
+                    held: because.heldProviders,
                     owner: owner,
                     now: now
                 )
@@ -362,6 +363,7 @@ extension Simulation {
                         position: push.position,
                         result: decided.answer,
                         credentialsRejected: decided.refused,
+                        providerUnavailable: decided.unavailable,
                         generation: send.generation,
                         misconfigurationHint: decided.hint
                     ),

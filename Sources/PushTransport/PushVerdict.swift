@@ -25,9 +25,13 @@ public enum PushVerdict: Sendable, Hashable {
     /// The app's configuration at the provider, or the endpoint we send to, is wrong: no message of this app can
     /// succeed until someone fixes it; the token is not at fault.
     case misconfigured
-    /// This message did not get through and will not as it is (a payload the provider refuses, or a provider busy
-    /// or failing beyond the retries the policy allows); the token is fine.
+    /// This message did not get through and will not as it is (a payload the provider refuses); the token is fine.
     case dropped
+    /// The provider is busy or failing (APNs' 429 `TooManyRequests`, 500, 503; FCM's `QUOTA_EXCEEDED`, `INTERNAL`,
+    /// `UNAVAILABLE`), beyond the retries the client's policy allows: it did not take the message, and may later.
+    /// Never a device's final outcome while its deadline allows another try: a sender pauses the provider and sends
+    /// again once it answers.
+    case unavailable
     /// It was written, and whether the provider has it cannot be told (the connection failed, no answer came, or
     /// something else answered in the provider's place). Never sent again by itself: that could wake a device twice.
     case fateUnknown
@@ -35,7 +39,7 @@ public enum PushVerdict: Sendable, Hashable {
     case notSent
 
     /// The case's name, for output lines and logs: `accepted`, `tokenDead`, `tokenInvalid`, `credentialsRejected`, `misconfigured`,
-    /// `dropped`, `fateUnknown`, `notSent`.
+    /// `dropped`, `unavailable`, `fateUnknown`, `notSent`.
     public var name: String {
         switch self {
         case .accepted: "accepted"
@@ -44,6 +48,7 @@ public enum PushVerdict: Sendable, Hashable {
         case .credentialsRejected: "credentialsRejected"
         case .misconfigured: "misconfigured"
         case .dropped: "dropped"
+        case .unavailable: "unavailable"
         case .fateUnknown: "fateUnknown"
         case .notSent: "notSent"
         }

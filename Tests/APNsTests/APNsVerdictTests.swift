@@ -39,8 +39,9 @@ struct APNsVerdictTests {
             (403, .badCertificate, .credentialsRejected), (403, .forbidden, .credentialsRejected),
             (429, .tooManyProviderTokenUpdates, .credentialsRejected), (400, .badTopic, .misconfigured), (400, .topicDisallowed, .misconfigured),
             (400, .missingTopic, .misconfigured), (404, .badPath, .misconfigured), (405, .methodNotAllowed, .misconfigured),
-            (413, .payloadTooLarge, .dropped), (400, .badPriority, .dropped), (429, .tooManyRequests, .dropped),
-            (503, .serviceUnavailable, .dropped), (500, .internalServerError, .dropped), (410, .unknown("GoneForNewReasons"), .dropped),
+            (413, .payloadTooLarge, .dropped), (400, .badPriority, .dropped), (429, .tooManyRequests, .unavailable),
+            (503, .serviceUnavailable, .unavailable), (500, .internalServerError, .unavailable), (503, .shutdown, .unavailable),
+            (410, .unknown("GoneForNewReasons"), .dropped),
             (403, .unknown("NewCredentialProblem"), .credentialsRejected),
         ]
     )

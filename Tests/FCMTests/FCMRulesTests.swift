@@ -83,8 +83,9 @@ struct FCMRulesTests {
         #expect(verdict(403, "PERMISSION_DENIED") == .credentialsRejected, "the service account may not send for this project")
         #expect(verdict(401, "UNAUTHENTICATED", fcmCode: "THIRD_PARTY_AUTH_ERROR") == .misconfigured)
         #expect(verdict(404, "NOT_FOUND") == .misconfigured, "no such project or method: the path is wrong, not the token")
-        #expect(verdict(503, "UNAVAILABLE", fcmCode: "UNAVAILABLE") == .dropped)
-        #expect(verdict(429, "RESOURCE_EXHAUSTED", fcmCode: "QUOTA_EXCEEDED") == .dropped)
+        #expect(verdict(503, "UNAVAILABLE", fcmCode: "UNAVAILABLE") == .unavailable, "busy or failing: a pause, never an outcome")
+        #expect(verdict(429, "RESOURCE_EXHAUSTED", fcmCode: "QUOTA_EXCEEDED") == .unavailable)
+        #expect(verdict(500, "INTERNAL", fcmCode: "INTERNAL") == .unavailable)
     }
 
     /// A provider whose answers are read without sending anything: its access token is fixed.

@@ -215,6 +215,71 @@ struct FaultTests {
         }
     }
 
+    /// APNs answers every request `503 ServiceUnavailable` for 20 s mid-broadcast (Apple's outages last minutes): the
+    /// worker pauses its sends to it, probes one at a time, and once it answers again sends what it held back in new
+    /// slots at the plan's rate. Measured before the pause (issue 47): 2,485 of 6,000 devices recorded
+    /// `rejected: ServiceUnavailable`, the broadcast "completed" with them unreached, and the return burst at 2.3 × the
+    /// plan (the client's own retries of the whole outage going out together).
+    @Test(
+        "APNs answering 503 for 20 s mid-broadcast: no device is recorded rejected for it, every device is accepted once, and the return is at the plan's rate",
+        .timeLimit(.minutes(3))
+    )
+    func apns503OutageIsAPause() async throws {
+        let devices = 2000
+        let window = 20.0
+        let port = try reserveLoopbackPort()
+        var failing = APNsSimulator.Faults()
+        failing.failureRates = [(APNsSimulator.Outcome(status: 503, reason: .serviceUnavailable), 1.0)]
+        try await FaultRig.with { rig in
+            let tokens = try await rig.seed(devices)
+            var accepted: [String: Int] = [:]
+            var worker: WorkerProcess?
+            defer { worker?.stop() }
+            var id: UUID?
+            try await Self.withSimulator(port: port) { simulator in
+                id = try await rig.startBroadcast(window: window, cohorts: 1)
+                worker = try rig.worker("apns-503", endpoint: simulator.url)
+                try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 4 }
+                try await simulator.shutdown()
+                accepted = simulator.acceptedCounts()
+            }
+            let broadcast = try #require(id)
+            var answered503 = 0
+            try await Self.withSimulator(faults: failing, port: port) { simulator in
+                try await Task.sleep(for: .seconds(20))
+                try await simulator.shutdown()
+                answered503 = simulator.stats().rejected["ServiceUnavailable", default: 0]
+                #expect(simulator.acceptedCounts().isEmpty)
+            }
+            #expect(answered503 > 0, "the worker tried APNs while it answered 503")
+            #expect(worker?.isRunning == true)
+            let during = try await rig.deliveries(broadcast)
+            #expect(during.count == accepted.values.reduce(0, +), "nothing recorded while APNs answered 503 but what it had accepted before")
+            try await Self.withSimulator(port: port) { simulator in
+                let progress = try await rig.waitForCompletion(broadcast, seconds: 90)
+                let exit = await worker?.terminate(within: 30)
+                #expect(exit != nil && worker?.process.terminationStatus == 0)
+                print(
+                    "[fault] APNs 503 for 20 s: accepted before \(accepted.count)/\(devices), 503 answers \(answered503); per second after \(simulator.stats().acceptsPerSecond)"
+                )
+                Self.expectPaced(simulator, rate: Double(devices) / window, "when APNs answered again")
+                let deliveries = try await rig.deliveries(broadcast)
+                let rejected = deliveries.filter { $0.value.outcome == "rejected" }
+                #expect(rejected.isEmpty, "recorded rejected: \(rejected.prefix(5).map { "\($0.value.reason ?? "")" })")
+                let counts = simulator.acceptedCounts().merging(accepted, uniquingKeysWith: +)
+                Self.expectSends(
+                    tokens: tokens,
+                    counts: counts,
+                    leases: try await rig.leasesByToken(broadcast),
+                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" },
+                    recorded: { deliveries[$0].map { "\($0.outcome) \($0.reason ?? "")" } }
+                )
+                #expect(progress.waves[0].counts.sent == devices)
+                #expect(progress.waves[0].counts.accepted >= devices - 10, "accepted \(progress.waves[0].counts.accepted) of \(devices)")
+            }
+        }
+    }
+
     /// APNs hangs for 10 s mid-broadcast (the simulator reads nothing, as a paused process would): its
     /// connections stay open and take in what is written, and process it all at once when it is back. The
     /// client sees the silence (``APNsClient/Configuration/stalledAfter``) and the worker holds its sends, so

@@ -191,6 +191,116 @@ struct BatchSendMachineTests {
         #expect(decision.action == .claimSlot(from: 0, remaining: 3, notBefore: Self.t0.addingTimeInterval(14)))
     }
 
+    static func unavailable(_ positions: [Int]) -> Machine.Event {
+        .answered(
+            positions.map {
+                Machine.Answer(
+                    position: $0,
+                    result: .rejected(reason: "ServiceUnavailable", deactivates: nil),
+                    providerUnavailable: true,
+                    generation: 1
+                )
+            }
+        )
+    }
+
+    @Test(
+        "a provider answering 503 is paused, not recorded: nothing more goes to it but one probe at a time, backing off; the first other answer ends the pause and the rest takes a new slot"
+    )
+    func providerOutageIsAPause() {
+        var machine = Self.machine((1...4).map { Self.apns($0) })
+        _ = machine.next(.started, at: Self.at(-0.1))
+        #expect(Self.positions(machine.next(.tick, at: Self.at(0))) == [0])
+        #expect(Self.positions(machine.next(.tick, at: Self.at(0.1))) == [1])
+        var decision = machine.next(Self.unavailable([0]), at: Self.at(0.15))
+        #expect(machine.pausedProviders == [.apns: Self.t0.addingTimeInterval(0.15)], "paused since its first transient answer")
+        decision = machine.next(.tick, at: Self.at(0.2))
+        #expect(decision.sends.isEmpty, "paused: the next target is deferred, not sent")
+        decision = machine.next(.tick, at: Self.at(0.3))
+        #expect(decision.sends.isEmpty)
+        decision = machine.next(Self.unavailable([1]), at: Self.at(0.35))
+        #expect(decision.action == .wait(until: Self.t0.addingTimeInterval(1.15)), "the probe one second after the pause began")
+        #expect(Self.recorded(decision) == nil && Self.givenBack(decision) == nil, "a transient answer is nobody's outcome")
+        decision = machine.next(.tick, at: Self.at(1.15))
+        #expect(Self.positions(decision) == [0], "one probe, alone")
+        decision = machine.next(Self.unavailable([0]), at: Self.at(1.2))
+        #expect(decision.action == .wait(until: Self.t0.addingTimeInterval(3.2)), "a failed probe doubles the wait")
+        decision = machine.next(.tick, at: Self.at(3.2))
+        #expect(Self.positions(decision) == [0])
+        decision = machine.next(Self.accepted([0]), at: Self.at(3.3))
+        #expect(machine.pausedProviders.isEmpty, "the provider answered: the pause is over")
+        #expect(decision.action == .claimSlot(from: 1, remaining: 3, notBefore: nil), "the rest goes at the plan's rate in a new slot")
+        decision = machine.next(.slotClaimed(Self.t0.addingTimeInterval(4)), at: Self.at(3.4))
+        #expect(Self.positions(machine.next(.tick, at: Self.at(4))) == [1])
+        #expect(Self.positions(machine.next(.tick, at: Self.at(4.1))) == [2])
+        #expect(Self.positions(machine.next(.tick, at: Self.at(4.2))) == [3])
+        decision = machine.next(Self.accepted([1, 2, 3]), at: Self.at(4.3))
+        #expect(Self.recorded(decision)?.map(\.result) == [.accepted, .accepted, .accepted, .accepted])
+    }
+
+    @Test("a provider still failing at the edition's deadline: what waited is skipped for the deadline, never recorded as the provider's answer")
+    func providerOutageUntilTheDeadline() {
+        let deadline = Self.t0.addingTimeInterval(10)
+        var batch = Self.batch()
+        batch.deadline = deadline
+        var machine = Self.machine([Self.apns(1), Self.apns(2)], batch: batch)
+        _ = machine.next(.started, at: Self.at(-0.1))
+        _ = machine.next(.tick, at: Self.at(0))
+        _ = machine.next(Self.unavailable([0]), at: Self.at(0.05))
+        var decision = machine.next(.tick, at: Self.at(0.1))
+        var now = 0.1
+        while case .wait(let until) = decision.action, until < deadline, now < 20 {
+            now = until.timeIntervalSince(Self.t0)
+            decision = machine.next(.tick, at: Self.at(now))
+            let probes = Self.positions(decision)
+            #expect(probes.count <= 1, "one probe at a time")
+            if !probes.isEmpty { decision = machine.next(Self.unavailable(probes), at: Self.at(now + 0.05)) }
+        }
+        #expect(decision.action == .wait(until: deadline), "the wait ends at the deadline")
+        decision = machine.next(.tick, at: Moment(deadline))
+        #expect(Self.recorded(decision)?.map(\.result) == [.skipped(.deadline), .skipped(.deadline)])
+    }
+
+    @Test("draining while a provider is paused: what it held back goes back to the cohort, unrecorded")
+    func providerOutageThenDrain() {
+        var machine = Self.machine([Self.apns(1), Self.apns(2), Self.fcm(3)])
+        _ = machine.next(.started, at: Self.at(-0.1))
+        _ = machine.next(.tick, at: Self.at(0))
+        _ = machine.next(Self.unavailable([0]), at: Self.at(0.05))
+        _ = machine.next(.tick, at: Self.at(0.1))
+        #expect(Self.positions(machine.next(.tick, at: Self.at(0.2))) == [2], "FCM's device goes out: only APNs is paused")
+        var decision = machine.next(Self.accepted([2]), at: Self.at(0.25))
+        decision = machine.next(.drainStarted(deadline: Self.t0.addingTimeInterval(5)), at: Self.at(0.5))
+        let back = Self.givenBack(decision)
+        #expect(back?.recorded.map(\.result) == [.accepted])
+        #expect(back?.returned == [0, 1])
+    }
+
+    @Test(
+        "TopicDisallowed (the app misconfigured at the provider) is no device's outcome: the provider stops for the batch and its unanswered targets go back, the other provider's are sent"
+    )
+    func appMisconfiguredGivesBack() {
+        var machine = Self.machine([Self.apns(1), Self.apns(2), Self.fcm(3), Self.apns(4)])
+        _ = machine.next(.started, at: Self.at(-0.1))
+        #expect(Self.positions(machine.next(.tick, at: Self.at(0))) == [0])
+        #expect(Self.positions(machine.next(.tick, at: Self.at(0.1))) == [1])
+        _ = machine.next(Self.accepted([0]), at: Self.at(0.12))
+        var decision = machine.next(
+            .answered([
+                Machine.Answer(position: 1, result: .rejected(reason: "TopicDisallowed", deactivates: nil), appMisconfigured: true, generation: 1)
+            ]),
+            at: Self.at(0.15)
+        )
+        #expect(Self.positions(machine.next(.tick, at: Self.at(0.2))) == [2], "FCM's device still goes out")
+        decision = machine.next(.tick, at: Self.at(0.3))
+        #expect(decision.sends.isEmpty, "nothing more through APNs")
+        decision = machine.next(Self.accepted([2]), at: Self.at(0.35))
+        let back = Self.givenBack(decision)
+        #expect(back?.recorded.map(\.result) == [.accepted, .accepted])
+        #expect(back?.returned == [1, 3], "the device answered TopicDisallowed is not recorded: it goes back with the unsent one")
+        #expect(back?.because.providers[.apns]?.code == "misconfigured")
+    }
+
     @Test("targets the provider never received go again in later slots, then are recorded as notSent")
     func notSentRounds() {
         var machine = Self.machine([Self.apns(1), Self.apns(2)], batch: Self.batch(rate: 1000), notSentRounds: 1)

@@ -386,6 +386,79 @@ struct ContractTests {
         }
     }
 
+    @Test(
+        "a batch given back for a provider held for a suspected misconfiguration: the wait is not counted towards --fail-after, and a later give-back by a keyless worker starts the count then"
+    )
+    func givenBackWhileHeld() async throws {
+        try await Self.with(devices: 10, cohorts: 1, window: 1) { pair in
+            let now = pair.firstDue
+            let (first, _) = try await Self.lease(&pair, "w", at: now)
+            let batch = try #require(first)
+            let targets = try await Self.targets(pair, batch, at: now)
+            #expect(
+                try await pair.repository.giveBack(
+                    batch,
+                    recorded: [],
+                    firstReturned: 0,
+                    returned: targets.count,
+                    because: "apns: held",
+                    providers: [.apns],
+                    held: [.apns],
+                    owner: "w",
+                    now: now,
+                    logger: pair.logger
+                )
+            )
+            let modelled = pair.model.giveBack(
+                batch,
+                recorded: [],
+                firstReturned: 0,
+                returned: targets.count,
+                because: "apns: held",
+                providers: [.apns],
+                held: [.apns],
+                owner: "w",
+                now: now
+            )
+            #expect(modelled)
+            let statuses = SenderStatusRepository(client: pair.db.client)
+            #expect(try await statuses.givenBackBroadcasts(logger: pair.logger).isEmpty, "held: no failure to send is counted")
+            #expect(pair.model.givenBackBroadcasts().isEmpty)
+            // After the operator's fix a keyless worker is the first to lease it: the count starts with its give-back.
+            let later = now.addingTimeInterval(600)
+            let (again, _) = try await Self.lease(&pair, "keyless", at: later)
+            let retaken = try #require(again)
+            #expect(retaken.id == batch.id)
+            #expect(
+                try await pair.repository.giveBack(
+                    retaken,
+                    recorded: [],
+                    firstReturned: 0,
+                    returned: targets.count,
+                    because: "apns: no key",
+                    providers: [.apns],
+                    owner: "keyless",
+                    now: later,
+                    logger: pair.logger
+                )
+            )
+            let modelledAgain = pair.model.giveBack(
+                retaken,
+                recorded: [],
+                firstReturned: 0,
+                returned: targets.count,
+                because: "apns: no key",
+                providers: [.apns],
+                owner: "keyless",
+                now: later
+            )
+            #expect(modelledAgain)
+            let since = try await statuses.givenBackBroadcasts(logger: pair.logger)
+            #expect(since.first?.givenBackSince[.apns].map(Pair.micro) == Pair.micro(later), "counted from the keyless give-back, not the hold")
+            #expect(since.map(\.givenBackSince) == pair.model.givenBackBroadcasts().map(\.givenBackSince))
+        }
+    }
+
     @Test("slots claimed again after a stall: the same starts, after the work claimed and no earlier than asked")
     func slots() async throws {
         try await Self.with(devices: 30, cohorts: 2, window: 2) { pair in

@@ -28,12 +28,25 @@ extension BatchSendMachine {
         }
 
         var sends: [Send] = []
+        if !deferred.isEmpty && now >= batch.deadline {
+            // The edition's deadline ended the pause for what waited on it: nothing is sent after it.
+            for position in deferred { outcomes[position] = skipped(position, .deadline, at: now) }
+            deferred = []
+            paused = [:]
+        }
+        if probeDue(now) {
+            if moment.monotonic > trustedUntil {
+                pending = .confirmLease
+                return Decision(action: .confirmLease)
+            }
+            sends += probes(now)
+        }
         while true {
             while cursor < pass.count && stopped[targets[pass[cursor]].provider] != nil { cursor += 1 }
             if cursor < pass.count {
                 let index = cursor
                 let instant = due(index)
-                if now < instant { return Decision(sends: sends, action: .wait(until: instant)) }
+                if now < instant { return Decision(sends: sends, action: .wait(until: min(instant, nextProbe ?? instant))) }
                 if let wait = waitForProvider(now) { return Decision(sends: sends, action: wait) }
                 if resumeNotBefore != nil || now.timeIntervalSince(instant) > configuration.catchUpTolerance {
                     let action = Action.claimSlot(from: pass[index], remaining: pass.count - index, notBefore: resumeNotBefore)
@@ -51,28 +64,70 @@ extension BatchSendMachine {
                 cursor = end
                 continue
             }
-            if !inFlight.isEmpty { return Decision(sends: sends, action: .wait(until: .distantFuture)) }
+            if !inFlight.isEmpty { return Decision(sends: sends, action: .wait(until: nextProbe ?? .distantFuture)) }
+            // What waits for a paused provider waits for its probe (or the deadline).
+            if let wake = nextProbe { return Decision(sends: sends, action: .wait(until: wake)) }
             resend.removeAll { stopped[targets[$0].provider] != nil }
+            deferred.removeAll { stopped[targets[$0].provider] != nil }
+            // Only what no pause holds goes again now (a probe's own answer clears its mark, so this is a safeguard).
+            var again = deferred.filter { paused[targets[$0].provider] == nil }
+            deferred.removeAll { paused[targets[$0].provider] == nil }
             if !resend.isEmpty && round < configuration.notSentRounds + extraRounds {
                 round += 1
-                pass = resend.sorted()
-                resend = []
+                again += resend
+            } else {
+                for position in resend {
+                    outcomes[position] = BatchOutcome(
+                        deviceID: targets[position].deviceID,
+                        sentAt: now,
+                        result: .notSent,
+                        provider: targets[position].provider
+                    )
+                }
+            }
+            resend = []
+            if !again.isEmpty {
+                // A new slot after the work claimed meanwhile: what a pause held back goes out at the plan's rate.
+                pass = again.sorted()
                 cursor = 0
                 let action = Action.claimSlot(from: pass[0], remaining: pass.count, notBefore: nil)
                 pending = action
                 return Decision(sends: sends, action: action)
             }
-            for position in resend {
-                outcomes[position] = BatchOutcome(
-                    deviceID: targets[position].deviceID,
-                    sentAt: now,
-                    result: .notSent,
-                    provider: targets[position].provider
-                )
-            }
-            resend = []
             return complete(sends: sends)
         }
+    }
+
+    /// Whether a paused provider's probe is due: its instant came, none is in flight, and a target waits for it.
+    func probeDue(_ now: Date) -> Bool {
+        paused.contains { provider, pause in
+            pause.probe == nil && now >= pause.probeAt && deferred.contains { targets[$0].provider == provider }
+        }
+    }
+
+    /// One probe to each paused provider whose probe is due: its deferred target first in the batch, sent alone (one the skip
+    /// rules take gets its outcome, and the next is tried).
+    mutating func probes(_ now: Date) -> [Send] {
+        var sends: [Send] = []
+        for provider in paused.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            guard let pause = paused[provider], pause.probe == nil, now >= pause.probeAt else { continue }
+            while paused[provider]?.probe == nil, let position = deferred.filter({ targets[$0].provider == provider }).min() {
+                deferred.removeAll { $0 == position }
+                sends += group([position], sentAt: now, late: 0, probe: true)
+                if inFlight[position] != nil { paused[provider]?.probe = position }
+            }
+        }
+        return sends
+    }
+
+    /// When the batch next has to look at a paused provider: its next probe, or the deadline that ends the wait.
+    /// Nil when nothing waits for a paused provider.
+    var nextProbe: Date? {
+        let probes = paused.compactMap { provider, pause -> Date? in
+            pause.probe == nil && deferred.contains { targets[$0].provider == provider } ? pause.probeAt : nil
+        }
+        guard let first = probes.min() else { return nil }
+        return min(first, batch.deadline)
     }
 
     /// Holding the sends while a provider of the batch cannot be reached: at most ``Configuration/unreachablePatience``,
@@ -148,8 +203,9 @@ extension BatchSendMachine {
         batch.sendRate > 0 ? slot.start.addingTimeInterval(Double(index - slot.position) / batch.sendRate) : slot.start
     }
 
-    /// The targets at `positions`, due at `sentAt`: skipped ones get their outcome, the rest are grouped by provider.
-    mutating func group(_ positions: ArraySlice<Int>, sentAt: Date, late: TimeInterval) -> [Send] {
+    /// The targets at `positions`, due at `sentAt`: skipped ones get their outcome, those of a paused provider are
+    /// deferred (unless this is its `probe`), the rest are grouped by provider.
+    mutating func group(_ positions: some Collection<Int>, sentAt: Date, late: TimeInterval, probe: Bool = false) -> [Send] {
         var byProvider: [PushProvider: [Push]] = [:]
         for position in positions {
             let target = targets[position]
@@ -167,6 +223,10 @@ extension BatchSendMachine {
                 }
             ) {
                 outcomes[position] = BatchOutcome(deviceID: target.deviceID, sentAt: sentAt, result: .skipped(reason), provider: target.provider)
+                continue
+            }
+            if paused[target.provider] != nil && !probe {
+                deferred.append(position)
                 continue
             }
             byProvider[target.provider, default: []].append(Push(position: position, readyAlert: readyAlert))
@@ -191,6 +251,8 @@ extension BatchSendMachine {
         }
         cursor = pass.count
         resend = []
+        deferred = []
+        paused = [:]
         refused = [:]
         reloadDue = nil
         retry = nil

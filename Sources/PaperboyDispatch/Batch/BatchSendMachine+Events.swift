@@ -17,7 +17,7 @@ extension BatchSendMachine {
         case .tick:
             break
         case .answered(let answers):
-            take(answers)
+            take(answers, at: moment.now)
         case .slotClaimed(let start):
             guard pending.isClaim else { break }
             pending = nil
@@ -77,13 +77,53 @@ extension BatchSendMachine {
 
     // MARK: Answers
 
-    mutating func take(_ answers: [Answer]) {
+    mutating func take(_ answers: [Answer], at now: Date) {
         for answer in answers {
             guard let sent = inFlight.removeValue(forKey: answer.position) else { continue }
             let provider = sent.provider
-            if lease == .cancelled && (answer.credentialsRejected || answer.result == .notSent) {
+            if lease == .cancelled
+                && (answer.credentialsRejected || answer.providerUnavailable || answer.appMisconfigured || answer.result == .notSent)
+            {
                 outcomes[answer.position] = skipped(answer.position, .cancelled, at: sent.sentAt)
                 continue
+            }
+            if answer.appMisconfigured {
+                // Not the device's outcome: every push of the app through this provider would answer the same.
+                let reason: String
+                if case .rejected(let said, _) = answer.result { reason = said } else { reason = "\(answer.result)" }
+                stop(
+                    provider,
+                    .misconfigured(
+                        "\(provider.displayName) answered \(reason): the app's configuration at \(provider.displayName), or the endpoint, is wrong"
+                    )
+                )
+                continue
+            }
+            if answer.providerUnavailable {
+                // Not the device's outcome: sent again once the provider answers, given back when stopping.
+                if stopped[provider] != nil || drainDeadline != nil { continue }
+                deferred.append(answer.position)
+                pause(provider, failedProbe: paused[provider]?.probe == answer.position, at: now)
+                continue
+            }
+            if paused[provider]?.probe == answer.position {
+                switch answer.result {
+                case .accepted, .rejected:
+                    break
+                case .notSent, .fateUnknown, .skipped:
+                    // The probe never reached the provider, or got no answer: the provider has not answered yet. A
+                    // probe never sent waits with the rest; one written is recorded (it may have been delivered).
+                    pause(provider, failedProbe: true, at: now)
+                    if answer.result == .notSent {
+                        deferred.append(answer.position)
+                        continue
+                    }
+                }
+            }
+            // Any answer from the provider itself (not one the client made up without reaching it) ends its pause.
+            switch answer.result {
+            case .accepted, .rejected: paused[provider] = nil
+            case .notSent, .fateUnknown, .skipped: break
             }
             if answer.credentialsRejected {
                 if stopped[provider] != nil { continue }
@@ -120,9 +160,25 @@ extension BatchSendMachine {
 
     // MARK: Helpers
 
+    /// The provider answered that it is busy or failing: paused from now, with a probe after ``Configuration/probe``'s
+    /// first step; a failed probe doubles the wait for the next.
+    mutating func pause(_ provider: PushProvider, failedProbe: Bool, at now: Date) {
+        guard var pause = paused[provider] else {
+            paused[provider] = Pause(since: now, probeAt: now.addingTimeInterval(configuration.probe.delay(after: 1)), failures: 1)
+            return
+        }
+        if failedProbe {
+            pause.probe = nil
+            pause.failures += 1
+            pause.probeAt = now.addingTimeInterval(configuration.probe.delay(after: pause.failures))
+        }
+        paused[provider] = pause
+    }
+
     mutating func stop(_ provider: PushProvider, _ why: Unsendable) {
         if stopped[provider] == nil { stopped[provider] = why }
         if reloadDue == provider { reloadDue = nil }
+        paused[provider] = nil
         refused[provider] = nil
         resend.removeAll { targets[$0].provider == provider }
     }

@@ -21,6 +21,13 @@ import PaperboyCore
 ///   out the moment the provider is back) for up to ``Configuration/unreachablePatience``; then the rest takes a new
 ///   slot that starts a silence limit later, so that what the provider processes at once on its return and the paced
 ///   sends do not fall in the same second.
+/// - **A provider that is down is a pause, never an outcome.** An answer the provider calls transient (429, 500,
+///   503, FCM's `UNAVAILABLE`, `INTERNAL`, `QUOTA_EXCEEDED`: ``Answer/providerUnavailable``) is never recorded: the
+///   target is deferred, the provider paused for the batch, and its other targets deferred as their instants come,
+///   untouched. One target at a time goes to it as a probe, ``Configuration/probe`` apart; the first answer that is
+///   not transient ends the pause, and the deferred targets take a new slot after the work claimed meanwhile, so the
+///   return is paced at the plan's rate, never a burst. The lease is renewed meanwhile; the edition's deadline skips
+///   what is still deferred then; a drain gives it back.
 /// - **Never received.** Targets the provider never received (`notSent`) are sent again in a later slot, up to
 ///   ``Configuration/notSentRounds`` more times; then they are recorded as `notSent`.
 /// - **Credentials, per provider.** A provider whose credentials cannot be loaded on this worker, or that is held for a
@@ -29,6 +36,10 @@ import PaperboyCore
 ///   are sent again with them; if not, that provider stops and its targets go back. Every send carries its
 ///   credentials' generation: a refusal of a send made with older credentials than the current ones is sent again,
 ///   never counted as a refusal of the new ones.
+/// - **The app misconfigured at the provider** (``Answer/appMisconfigured``: `TopicDisallowed`, `BadTopic`, FCM's
+///   `THIRD_PARTY_AUTH_ERROR`, a proxy's 404 in the provider's place): never a device's outcome. The provider stops
+///   for the batch and its unanswered targets go back, as for credentials this worker cannot use: the worker reports
+///   it (`misconfigured`), and the broadcast fails only if nobody can send for `--fail-after`.
 /// - **A suspected misconfiguration** (``MisconfigurationGuard``): the provider stops, and its targets answered "token
 ///   invalid" are given back, not recorded, so that no device is deactivated and each is sent again once fixed.
 /// - **The lease.** Nothing is written under a lease that may have expired: past its trusted time the lease is
@@ -55,6 +66,9 @@ public struct BatchSendMachine: Sendable {
         public var reachabilityPoll: TimeInterval = 0.05
         /// After a slot claim or a lease confirmation failed (the database), when it is tried again.
         public var retry = RetryBackoff()
+        /// While a provider answers that it is busy or failing, when the next single probe goes to it: after the
+        /// first such answer, doubling with each probe it fails, up to the limit.
+        public var probe = RetryBackoff(first: 1, limit: 30)
 
         public init() {}
     }
@@ -80,6 +94,13 @@ public struct BatchSendMachine: Sendable {
         /// The provider refused this worker's credentials: the target was not delivered, and nothing is wrong with
         /// its token.
         public var credentialsRejected: Bool
+        /// The provider is busy or failing (429, 500, 503, FCM's `UNAVAILABLE`): it did not take the message, and the
+        /// target is sent again once the provider answers. Never recorded.
+        public var providerUnavailable: Bool
+        /// The app's configuration at the provider, or the endpoint, is wrong (`TopicDisallowed`, `BadTopic`, FCM's
+        /// `THIRD_PARTY_AUTH_ERROR`, a proxy's 404): no push of the app can succeed through it, whatever the device.
+        /// Never recorded: the provider stops for the batch and its targets go back.
+        public var appMisconfigured: Bool
         /// The generation of the credentials it was sent with (``Send/generation``).
         public var generation: Int
         /// Set when the provider said the token is not valid for this app (its deactivation is then `deferred`):
@@ -91,12 +112,16 @@ public struct BatchSendMachine: Sendable {
             position: Int,
             result: BatchOutcome.Result,
             credentialsRejected: Bool = false,
+            providerUnavailable: Bool = false,
+            appMisconfigured: Bool = false,
             generation: Int = 0,
             misconfigurationHint: String? = nil
         ) {
             self.position = position
             self.result = result
             self.credentialsRejected = credentialsRejected
+            self.providerUnavailable = providerUnavailable
+            self.appMisconfigured = appMisconfigured
             self.generation = generation
             self.misconfigurationHint = misconfigurationHint
         }
@@ -185,19 +210,22 @@ public struct BatchSendMachine: Sendable {
         case refused(String)
         /// Held for a suspected misconfiguration of the app at the provider.
         case held(String)
+        /// The provider said the app's configuration, or the endpoint, is wrong for every push (`TopicDisallowed`).
+        case misconfigured(String)
 
         public var reason: String {
             switch self {
-            case .unavailable(let reason), .refused(let reason), .held(let reason): reason
+            case .unavailable(let reason), .refused(let reason), .held(let reason), .misconfigured(let reason): reason
             }
         }
 
-        /// `load`, `refused` or `held`: the `reason` dimension of `paperboy_worker_unable_to_send`.
+        /// `load`, `refused`, `held` or `misconfigured`: the `reason` dimension of `paperboy_worker_unable_to_send`.
         public var code: String {
             switch self {
             case .unavailable: "load"
             case .refused: "refused"
             case .held: "held"
+            case .misconfigured: "misconfigured"
             }
         }
     }
@@ -210,6 +238,17 @@ public struct BatchSendMachine: Sendable {
         public init(draining: Bool = false, providers: [PushProvider: Unsendable] = [:]) {
             self.draining = draining
             self.providers = providers
+        }
+
+        /// Every provider the targets go back for, in order: what the store keeps with the batch
+        /// (`given_back_providers`), so that a worker that cannot send through them either leaves it to others.
+        public var providerList: [PushProvider] { providers.keys.sorted { $0.rawValue < $1.rawValue } }
+
+        /// Those of ``providerList`` held for a suspected misconfiguration: they wait for an operator on every worker,
+        /// and time spent held is no failure to send, so it does not count towards `--fail-after` (counted, a keyless
+        /// pod reporting after the operator's fix failed the broadcast at once).
+        public var heldProviders: [PushProvider] {
+            providerList.filter { if case .held = providers[$0] { true } else { false } }
         }
 
         /// How `broadcast status` shows it: `draining`, or `<provider>: <reason>` per provider.
@@ -284,6 +323,11 @@ public struct BatchSendMachine: Sendable {
     var drainDeadline: Date?
     var withdrawn = false
     var cancelApplied = false
+    /// Providers answering that they are busy or failing: since when, when the next probe goes, how many probes
+    /// failed, and the probe in flight.
+    var paused: [PushProvider: Pause] = [:]
+    /// Targets not sent, or answered transiently, while their provider was paused: sent again once it answers.
+    var deferred: [Int] = []
     /// Providers that cannot be reached now, with their silence limits.
     var unreachable: [PushProvider: TimeInterval] = [:]
     /// Set while the batch waits for an unreachable provider: until when, and the silence limit read when it began.
@@ -291,6 +335,13 @@ public struct BatchSendMachine: Sendable {
     var waitedForProvider = false
     var resumeNotBefore: Date?
     var finished: Completion?
+
+    struct Pause: Sendable, Equatable {
+        var since: Date
+        var probeAt: Date
+        var failures: Int
+        var probe: Int?
+    }
 
     struct InFlight: Sendable {
         var provider: PushProvider
@@ -332,6 +383,9 @@ public struct BatchSendMachine: Sendable {
 
     /// What is left when the batch is over.
     public var completion: Completion? { finished }
+
+    /// The providers this batch found busy or failing, and since when: nothing but a probe goes to them.
+    public var pausedProviders: [PushProvider: Date] { paused.mapValues(\.since) }
 
     /// Whether the batch holds requests written to a provider and not answered yet.
     public var hasInFlight: Bool { !inFlight.isEmpty }

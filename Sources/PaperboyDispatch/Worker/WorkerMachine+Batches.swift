@@ -50,7 +50,8 @@ extension WorkerMachine {
     mutating func answered(_ id: Int64, _ answers: [BatchSendMachine.Answer], at moment: Moment, _ actions: inout [Action]) {
         guard let entry = held[id], case .sending(let machine, _) = entry.phase else { return }
         var byProvider: [PushProvider: [(reason: String, hint: String?)]] = [:]
-        for answer in answers where answer.position < machine.targets.count && !answer.credentialsRejected {
+        for answer in answers
+        where answer.position < machine.targets.count && !answer.credentialsRejected && !answer.providerUnavailable && !answer.appMisconfigured {
             switch answer.result {
             case .accepted:
                 byProvider[machine.targets[answer.position].provider, default: []].append(("accepted", nil))

@@ -238,6 +238,20 @@ public struct WorkerMachine: Sendable {
     /// The batches held now.
     public var batchesHeld: Int { held.count }
 
+    /// The providers that batches here found busy or failing (``BatchSendMachine``'s pause), per app and environment,
+    /// since the earliest batch's first transient answer: what the worker shows while it waits for them.
+    public var providerPauses: [ProviderPause] {
+        var since: [ProviderPause.Key: Date] = [:]
+        for entry in held.values {
+            guard case .sending(let machine, _) = entry.phase else { continue }
+            for (provider, start) in machine.pausedProviders {
+                let key = ProviderPause.Key(appID: entry.batch.appID, environment: entry.batch.environment, provider: provider)
+                since[key] = min(since[key] ?? start, start)
+            }
+        }
+        return since.map { ProviderPause(key: $0.key, since: $0.value) }.sorted { ($0.since, $0.key) < ($1.since, $1.key) }
+    }
+
     /// Keeps track of the database's failures and its return, for ``Configuration/recoveryGrace``.
     mutating func noteDatabase(_ event: Event, at moment: Moment) {
         switch event {
@@ -342,5 +356,28 @@ public struct WorkerMachine: Sendable {
         }
         due(at: moment, &actions)
         return actions
+    }
+}
+
+/// An app's provider, in one environment, that answers that it is busy or failing: nothing but a probe goes to it
+/// until it answers otherwise (``BatchSendMachine``).
+public struct ProviderPause: Sendable, Equatable {
+    public struct Key: Hashable, Sendable, Comparable {
+        public var appID: Int
+        public var environment: APNsEnvironment
+        public var provider: PushProvider
+
+        public static func < (lhs: Key, rhs: Key) -> Bool {
+            (lhs.appID, lhs.environment.rawValue, lhs.provider.rawValue) < (rhs.appID, rhs.environment.rawValue, rhs.provider.rawValue)
+        }
+    }
+
+    public var key: Key
+    public var since: Date
+
+    /// How a worker's status shows it.
+    public var description: String {
+        "app \(key.appID) \(key.provider.displayName) (\(key.environment.rawValue)): the provider answers that it is unavailable; "
+            + "sends paused since \(since.formatted(.iso8601)), probing until it answers"
     }
 }

@@ -44,6 +44,7 @@ extension DispatchModel {
         returned: Int,
         because reason: String,
         providers: [PushProvider],
+        held: [PushProvider] = [],
         owner: String,
         now: Date
     ) -> Bool {
@@ -57,7 +58,7 @@ extension DispatchModel {
         row.firstOrdinal += firstReturned
         row.slotStart = nil
         row.givenBackProviders = providers.sorted { $0.rawValue < $1.rawValue }
-        row.givenBackSince = providers.isEmpty ? nil : (row.givenBackSince ?? now)
+        row.givenBackSince = providers.allSatisfy(held.contains) ? nil : (row.givenBackSince ?? now)
         row.givenBackBy = row.leaseOwner
         row.givenBackLease = row.leases
         row.leaseOwner = ""

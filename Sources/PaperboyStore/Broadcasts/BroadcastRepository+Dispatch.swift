@@ -570,6 +570,9 @@ extension BroadcastRepository {
     ///   - reason: why, as `broadcast status` shows it.
     ///   - providers: the providers this worker could not send through (workers that cannot either leave the batch
     ///     to others); empty for a drain.
+    ///   - held: those of `providers` held for a suspected misconfiguration: the batch waits for an operator, and
+    ///     the wait does not count towards `--fail-after` (`given_back_since` starts only with a give-back for a
+    ///     provider not held).
     /// - Returns: false, recording nothing, when `owner` no longer holds this lease of the batch.
     @discardableResult
     public func giveBack(
@@ -579,12 +582,14 @@ extension BroadcastRepository {
         returned: Int,
         because reason: String,
         providers: [PushProvider] = [],
+        held: [PushProvider] = [],
         owner: String,
         now: Date,
         logger: Logger
     ) async throws -> Bool {
         let leaseNow = leaseNow(now)
         let codes = providers.map(\.storageCode)
+        let unsendable = providers.filter { !held.contains($0) }.map(\.storageCode)
         return try await write(batch, outcomes: recorded, now: now, logger: logger) { connection in
             let given = try await connection.query(
                 """
@@ -592,7 +597,7 @@ extension BroadcastRepository {
                 SET give_backs = give_backs + 1, given_back_for = \(reason), devices = \(max(1, returned)),
                     first_ordinal = first_ordinal + \(firstReturned), slot_start = NULL,
                     given_back_providers = \(codes)::smallint[],
-                    given_back_since = CASE WHEN cardinality(\(codes)::smallint[]) = 0 THEN NULL
+                    given_back_since = CASE WHEN cardinality(\(unsendable)::smallint[]) = 0 THEN NULL
                         ELSE coalesce(given_back_since, coalesce(\(leaseNow)::timestamptz, now())) END,
                     given_back_by = lease_owner, given_back_lease = leases, lease_owner = '',
                     lease_expires_at = coalesce(\(leaseNow)::timestamptz, now()) - interval '1 millisecond'

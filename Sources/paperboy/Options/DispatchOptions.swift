@@ -126,9 +126,13 @@ struct DispatchOptions: ParsableArguments {
     /// The dispatcher and the APNs and FCM clients it sends with: run all in the service group, the clients
     /// listed before the dispatcher so that they stop after it.
     func makeDispatcher(client: PostgresClient, logger: Logger) throws -> (Dispatcher, APNsClients, FCMClients) {
-        let clients = APNsClients(logger: Logger(label: "paperboy.apns"))
+        // The worker paces its own retries: a provider busy or failing is paused and probed by the batch, and what
+        // it held back goes out at the plan's rate once the provider answers (BatchSendMachine).
+        let clients = APNsClients(logger: Logger(label: "paperboy.apns")) { $0.retryPolicy = .senderPaced }
         let channels = APNsChannels(clients: clients, endpoints: try endpoints())
-        let fcmClients = FCMClients(endpoint: try FCMOptions.resolvedEndpoint(fcmEndpoint), logger: Logger(label: "paperboy.fcm"))
+        let fcmClients = FCMClients(endpoint: try FCMOptions.resolvedEndpoint(fcmEndpoint), logger: Logger(label: "paperboy.fcm")) {
+            $0.retryPolicy = .senderPaced
+        }
         let fcmChannels = FCMChannels(clients: fcmClients)
         var configuration = Dispatcher.Configuration(owner: workerName ?? Dispatcher.Configuration.defaultOwner())
         configuration.leaseDuration = .seconds(try leaseSeconds())
