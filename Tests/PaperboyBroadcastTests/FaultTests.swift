@@ -366,12 +366,16 @@ struct FaultTests {
 
     // MARK: - 429 and 503 storms
 
+    /// Half of APNs's answers busy or failing, at random: each is a pause of the provider for its batch, never an
+    /// outcome. Before issue 47 the client retried each up to 5 times and the worker recorded the give-ups as
+    /// `rejected: ServiceUnavailable` / `TooManyRequests`: devices never reached, in a broadcast called completed.
     @Test(
-        "APNs answering 30 % 503 and 20 % 429: retried with backoff within the policy's 5 attempts, each device accepted at most once, the rest recorded with the reason; no retry storm",
+        "APNs answering 30 % 503 and 20 % 429: no device recorded rejected for a transient answer, every device accepted once, no retry storm, no second above the plan",
         .timeLimit(.minutes(2))
     )
     func throttlingAndUnavailableStorm() async throws {
         let devices = 1000
+        let window = 10.0
         var faults = APNsSimulator.Faults()
         faults.failureRates = [
             (APNsSimulator.Outcome(status: 503, reason: .serviceUnavailable), 0.3),
@@ -380,11 +384,11 @@ struct FaultTests {
         try await FaultRig.with { rig in
             try await Self.withSimulator(faults: faults) { simulator in
                 let tokens = try await rig.seed(devices)
-                let id = try await rig.startBroadcast(window: 10)
+                let id = try await rig.startBroadcast(window: window)
                 let worker = try rig.worker("storm", endpoint: simulator.url)
                 defer { worker.stop() }
 
-                let progress = try await rig.waitForCompletion(id, seconds: 60)
+                let progress = try await rig.waitForCompletion(id, seconds: 90)
                 #expect(worker.isRunning)
                 let exit = await worker.terminate(within: 30)
                 #expect(exit != nil && worker.process.terminationStatus == 0)
@@ -396,36 +400,28 @@ struct FaultTests {
                 let requests = stats.accepted + stats.rejected.values.reduce(0, +)
                 let sends = tokens.reduce(0) { $0 + max(1, leases[$1.hex, default: 1]) }
                 print(
-                    "[fault] storm: \(requests) requests for \(devices) devices, accepted \(stats.accepted), rejected \(stats.rejected), peak streams \(stats.peakConcurrentStreams), connections \(stats.connectionsOpened), most leases \(leases.values.max() ?? 0)"
+                    "[fault] storm: \(requests) requests for \(devices) devices, accepted \(stats.accepted), rejected \(stats.rejected), peak streams \(stats.peakConcurrentStreams), connections \(stats.connectionsOpened), most leases \(leases.values.max() ?? 0); per second \(stats.acceptsPerSecond)"
                 )
-                #expect(requests > devices, "failures were retried")
-                #expect(requests <= sends * 5, "at most the policy's 5 attempts per send of a device: no retry storm")
+                #expect(requests > devices, "the busy answers were sent again")
+                // Half the answers fail, so a device takes two requests on average; three times the sends is a storm.
+                #expect(requests <= sends * 3, "no retry storm")
                 #expect(stats.peakConcurrentStreams <= 1000, "in-flight requests stay within the stream limit")
                 #expect(stats.streamLimitViolations == 0)
+                Self.expectPaced(simulator, rate: Double(devices) / window, "through the storm")
 
-                let retryable: Set<String> = ["ServiceUnavailable", "TooManyRequests"]
-                Self.expectSends(tokens: tokens, counts: counts, leases: leases, mayBeMissing: { deliveries[$0]?.outcome == "rejected" })
-                let tally = Self.expectRecorded(
+                Self.expectSends(
                     tokens: tokens,
                     counts: counts,
-                    deliveries: deliveries,
-                    allowed: ["accepted", "rejected", "fateUnknown"]
+                    leases: leases,
+                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" },
+                    recorded: { deliveries[$0].map { "\($0.outcome) \($0.reason ?? "")" } }
                 )
-                // Never accepted: the client gave up after its retries, and the reason is recorded.
-                let unaccepted = tokens.compactMap { counts[$0.hex, default: 0] == 0 ? deliveries[$0.hex] : nil }
-                #expect(
-                    unaccepted.allSatisfy { $0.outcome == "rejected" && retryable.contains($0.reason ?? "") },
-                    "\(unaccepted.filter { $0.outcome != "rejected" }.count) not rejected"
-                )
-                // Accepted, in a batch leased once: recorded accepted.
-                let onceAccepted = tokens.filter { counts[$0.hex, default: 0] == 1 && leases[$0.hex, default: 1] == 1 }
-                #expect(onceAccepted.allSatisfy { deliveries[$0.hex]?.outcome == "accepted" || deliveries[$0.hex]?.outcome == "fateUnknown" })
+                let rejected = deliveries.values.filter { $0.outcome == "rejected" }
+                #expect(rejected.isEmpty, "recorded rejected: \(rejected.prefix(5).map { $0.reason ?? "" })")
                 let wave = progress.waves[0].counts
                 #expect(wave.planned == devices)
                 #expect(wave.sent == devices)
-                #expect(wave.accepted == tally["accepted"] ?? 0)
-                let gaveUp = (wave.rejected["ServiceUnavailable"] ?? 0) + (wave.rejected["TooManyRequests"] ?? 0)
-                #expect(gaveUp == tally["rejected"] ?? 0, "rejections by reason: \(wave.rejected)")
+                #expect(wave.rejected.isEmpty || Set(wave.rejected.keys) == ["fateUnknown"], "rejections by reason: \(wave.rejected)")
             }
         }
     }

@@ -56,10 +56,12 @@ struct BatchSendMachineTests {
         providers: [PushProvider: Machine.ProviderState] = [.apns: .ready(generation: 1), .fcm: .ready(generation: 1)],
         readyAlerts: Bool = false,
         notSentRounds: Int = 2,
+        pauseAfter: Int = 1,
         trustedUntil: TimeInterval = .infinity
     ) -> Machine {
         var configuration = Machine.Configuration()
         configuration.notSentRounds = notSentRounds
+        configuration.pauseAfter = pauseAfter
         return Machine(
             batch: batch,
             targets: targets,
@@ -219,23 +221,46 @@ struct BatchSendMachineTests {
         decision = machine.next(.tick, at: Self.at(0.3))
         #expect(decision.sends.isEmpty)
         decision = machine.next(Self.unavailable([1]), at: Self.at(0.35))
-        #expect(decision.action == .wait(until: Self.t0.addingTimeInterval(1.15)), "the probe one second after the pause began")
+        #expect(decision.action == .wait(until: Self.t0.addingTimeInterval(1.15)), "the next probe one second after the pause began")
         #expect(Self.recorded(decision) == nil && Self.givenBack(decision) == nil, "a transient answer is nobody's outcome")
         decision = machine.next(.tick, at: Self.at(1.15))
-        #expect(Self.positions(decision) == [0], "one probe, alone")
-        decision = machine.next(Self.unavailable([0]), at: Self.at(1.2))
-        #expect(decision.action == .wait(until: Self.t0.addingTimeInterval(3.2)), "a failed probe doubles the wait")
-        decision = machine.next(.tick, at: Self.at(3.2))
-        #expect(Self.positions(decision) == [0])
-        decision = machine.next(Self.accepted([0]), at: Self.at(3.3))
+        #expect(decision.action == .claimSlot(from: 0, remaining: 4, notBefore: nil), "the probe goes in a slot of the plan, not on top of it")
+        // Ticks at the slot's instants as the machine computes them (the slot's start plus n / rate).
+        func inSlot(_ start: Date, _ n: Int) -> Moment { Moment(start.addingTimeInterval(Double(n) / 10)) }
+        let first = Self.t0.addingTimeInterval(1.2)
+        decision = machine.next(.slotClaimed(first), at: Self.at(1.16))
+        #expect(Self.positions(machine.next(.tick, at: inSlot(first, 0))) == [0], "the first due is the probe")
+        #expect(machine.next(.tick, at: inSlot(first, 1)).sends.isEmpty, "one probe at a time: the rest is deferred again")
+        #expect(machine.next(.tick, at: inSlot(first, 2)).sends.isEmpty)
+        #expect(machine.next(.tick, at: inSlot(first, 3)).sends.isEmpty)
+        decision = machine.next(Self.unavailable([0]), at: Self.at(1.55))
+        #expect(decision.action == .wait(until: Self.t0.addingTimeInterval(3.55)), "a failed probe doubles the wait")
+        decision = machine.next(.tick, at: Self.at(3.55))
+        #expect(decision.action == .claimSlot(from: 0, remaining: 4, notBefore: nil))
+        let second = Self.t0.addingTimeInterval(3.6)
+        decision = machine.next(.slotClaimed(second), at: Self.at(3.56))
+        #expect(Self.positions(machine.next(.tick, at: inSlot(second, 0))) == [0])
+        decision = machine.next(Self.accepted([0]), at: Self.at(3.65))
         #expect(machine.pausedProviders.isEmpty, "the provider answered: the pause is over")
-        #expect(decision.action == .claimSlot(from: 1, remaining: 3, notBefore: nil), "the rest goes at the plan's rate in a new slot")
-        decision = machine.next(.slotClaimed(Self.t0.addingTimeInterval(4)), at: Self.at(3.4))
-        #expect(Self.positions(machine.next(.tick, at: Self.at(4))) == [1])
-        #expect(Self.positions(machine.next(.tick, at: Self.at(4.1))) == [2])
-        #expect(Self.positions(machine.next(.tick, at: Self.at(4.2))) == [3])
-        decision = machine.next(Self.accepted([1, 2, 3]), at: Self.at(4.3))
+        #expect(decision.action == .wait(until: inSlot(second, 1).now), "the rest goes on at the plan's rate in the slot")
+        #expect(Self.positions(machine.next(.tick, at: inSlot(second, 1))) == [1])
+        #expect(Self.positions(machine.next(.tick, at: inSlot(second, 2))) == [2])
+        #expect(Self.positions(machine.next(.tick, at: inSlot(second, 3))) == [3])
+        decision = machine.next(Self.accepted([1, 2, 3]), at: Self.at(4))
         #expect(Self.recorded(decision)?.map(\.result) == [.accepted, .accepted, .accepted, .accepted])
+    }
+
+    @Test("a few transient answers among accepted ones pause nothing: they are sent again in a later slot at the plan's rate")
+    func transientAnswersWithoutAPause() {
+        var machine = Self.machine((1...3).map { Self.apns($0) }, pauseAfter: 10)
+        _ = machine.next(.started, at: Self.at(-0.1))
+        #expect(Self.positions(machine.next(.tick, at: Self.at(0))) == [0])
+        _ = machine.next(Self.unavailable([0]), at: Self.at(0.05))
+        #expect(machine.pausedProviders.isEmpty, "one 429 or 503 is not an outage")
+        #expect(Self.positions(machine.next(.tick, at: Self.at(0.1))) == [1])
+        #expect(Self.positions(machine.next(.tick, at: Self.at(0.2))) == [2])
+        let decision = machine.next(Self.accepted([1, 2]), at: Self.at(0.3))
+        #expect(decision.action == .claimSlot(from: 0, remaining: 1, notBefore: nil), "sent again in a new slot, never recorded")
     }
 
     @Test("a provider still failing at the edition's deadline: what waited is skipped for the deadline, never recorded as the provider's answer")
@@ -247,14 +272,22 @@ struct BatchSendMachineTests {
         _ = machine.next(.started, at: Self.at(-0.1))
         _ = machine.next(.tick, at: Self.at(0))
         _ = machine.next(Self.unavailable([0]), at: Self.at(0.05))
-        var decision = machine.next(.tick, at: Self.at(0.1))
         var now = 0.1
-        while case .wait(let until) = decision.action, until < deadline, now < 20 {
-            now = until.timeIntervalSince(Self.t0)
-            decision = machine.next(.tick, at: Self.at(now))
+        var decision = machine.next(.tick, at: Self.at(now))
+        for _ in 0..<500 {
+            if case .claimSlot = decision.action {
+                decision = machine.next(.slotClaimed(Self.t0.addingTimeInterval(now)), at: Self.at(now))
+            }
             let probes = Self.positions(decision)
             #expect(probes.count <= 1, "one probe at a time")
-            if !probes.isEmpty { decision = machine.next(Self.unavailable(probes), at: Self.at(now + 0.05)) }
+            if !probes.isEmpty {
+                now += 0.05
+                decision = machine.next(Self.unavailable(probes), at: Self.at(now))
+                continue
+            }
+            guard case .wait(let until) = decision.action, until < deadline, until != .distantFuture else { break }
+            now = until.timeIntervalSince(Self.t0)
+            decision = machine.next(.tick, at: Self.at(now))
         }
         #expect(decision.action == .wait(until: deadline), "the wait ends at the deadline")
         decision = machine.next(.tick, at: Moment(deadline))

@@ -34,19 +34,12 @@ extension BatchSendMachine {
             deferred = []
             paused = [:]
         }
-        if probeDue(now) {
-            if moment.monotonic > trustedUntil {
-                pending = .confirmLease
-                return Decision(action: .confirmLease)
-            }
-            sends += probes(now)
-        }
         while true {
             while cursor < pass.count && stopped[targets[pass[cursor]].provider] != nil { cursor += 1 }
             if cursor < pass.count {
                 let index = cursor
                 let instant = due(index)
-                if now < instant { return Decision(sends: sends, action: .wait(until: min(instant, nextProbe ?? instant))) }
+                if now < instant { return Decision(sends: sends, action: .wait(until: instant)) }
                 if let wait = waitForProvider(now) { return Decision(sends: sends, action: wait) }
                 if resumeNotBefore != nil || now.timeIntervalSince(instant) > configuration.catchUpTolerance {
                     let action = Action.claimSlot(from: pass[index], remaining: pass.count - index, notBefore: resumeNotBefore)
@@ -64,14 +57,15 @@ extension BatchSendMachine {
                 cursor = end
                 continue
             }
-            if !inFlight.isEmpty { return Decision(sends: sends, action: .wait(until: nextProbe ?? .distantFuture)) }
-            // What waits for a paused provider waits for its probe (or the deadline).
-            if let wake = nextProbe { return Decision(sends: sends, action: .wait(until: wake)) }
+            if !inFlight.isEmpty { return Decision(sends: sends, action: .wait(until: .distantFuture)) }
+            // What waits for a paused provider waits for its next probe (or the deadline); then it all takes a new
+            // slot, in which the first of it due is the probe and the rest is deferred again until the provider
+            // answers: probes go out in the plan's slots, never on top of them.
+            if let wake = nextProbe, now < wake { return Decision(sends: sends, action: .wait(until: wake)) }
             resend.removeAll { stopped[targets[$0].provider] != nil }
             deferred.removeAll { stopped[targets[$0].provider] != nil }
-            // Only what no pause holds goes again now (a probe's own answer clears its mark, so this is a safeguard).
-            var again = deferred.filter { paused[targets[$0].provider] == nil }
-            deferred.removeAll { paused[targets[$0].provider] == nil }
+            var again = deferred
+            deferred = []
             if !resend.isEmpty && round < configuration.notSentRounds + extraRounds {
                 round += 1
                 again += resend
@@ -96,28 +90,6 @@ extension BatchSendMachine {
             }
             return complete(sends: sends)
         }
-    }
-
-    /// Whether a paused provider's probe is due: its instant came, none is in flight, and a target waits for it.
-    func probeDue(_ now: Date) -> Bool {
-        paused.contains { provider, pause in
-            pause.probe == nil && now >= pause.probeAt && deferred.contains { targets[$0].provider == provider }
-        }
-    }
-
-    /// One probe to each paused provider whose probe is due: its deferred target first in the batch, sent alone (one the skip
-    /// rules take gets its outcome, and the next is tried).
-    mutating func probes(_ now: Date) -> [Send] {
-        var sends: [Send] = []
-        for provider in paused.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
-            guard let pause = paused[provider], pause.probe == nil, now >= pause.probeAt else { continue }
-            while paused[provider]?.probe == nil, let position = deferred.filter({ targets[$0].provider == provider }).min() {
-                deferred.removeAll { $0 == position }
-                sends += group([position], sentAt: now, late: 0, probe: true)
-                if inFlight[position] != nil { paused[provider]?.probe = position }
-            }
-        }
-        return sends
     }
 
     /// When the batch next has to look at a paused provider: its next probe, or the deadline that ends the wait.
@@ -204,8 +176,8 @@ extension BatchSendMachine {
     }
 
     /// The targets at `positions`, due at `sentAt`: skipped ones get their outcome, those of a paused provider are
-    /// deferred (unless this is its `probe`), the rest are grouped by provider.
-    mutating func group(_ positions: some Collection<Int>, sentAt: Date, late: TimeInterval, probe: Bool = false) -> [Send] {
+    /// deferred but for one probe once its instant came, the rest are grouped by provider.
+    mutating func group(_ positions: ArraySlice<Int>, sentAt: Date, late: TimeInterval) -> [Send] {
         var byProvider: [PushProvider: [Push]] = [:]
         for position in positions {
             let target = targets[position]
@@ -225,9 +197,12 @@ extension BatchSendMachine {
                 outcomes[position] = BatchOutcome(deviceID: target.deviceID, sentAt: sentAt, result: .skipped(reason), provider: target.provider)
                 continue
             }
-            if paused[target.provider] != nil && !probe {
-                deferred.append(position)
-                continue
+            if let pause = paused[target.provider] {
+                guard pause.probe == nil && sentAt >= pause.probeAt else {
+                    deferred.append(position)
+                    continue
+                }
+                paused[target.provider]?.probe = position
             }
             byProvider[target.provider, default: []].append(Push(position: position, readyAlert: readyAlert))
             inFlight[position] = InFlight(

@@ -103,7 +103,10 @@ extension BatchSendMachine {
                 // Not the device's outcome: sent again once the provider answers, given back when stopping.
                 if stopped[provider] != nil || drainDeadline != nil { continue }
                 deferred.append(answer.position)
-                pause(provider, failedProbe: paused[provider]?.probe == answer.position, at: now)
+                transientStreak[provider, default: 0] += 1
+                if paused[provider] != nil || transientStreak[provider, default: 0] >= configuration.pauseAfter {
+                    pause(provider, failedProbe: paused[provider]?.probe == answer.position, at: now)
+                }
                 continue
             }
             if paused[provider]?.probe == answer.position {
@@ -122,8 +125,11 @@ extension BatchSendMachine {
             }
             // Any answer from the provider itself (not one the client made up without reaching it) ends its pause.
             switch answer.result {
-            case .accepted, .rejected: paused[provider] = nil
-            case .notSent, .fateUnknown, .skipped: break
+            case .accepted, .rejected:
+                paused[provider] = nil
+                transientStreak[provider] = 0
+            case .notSent, .fateUnknown, .skipped:
+                break
             }
             if answer.credentialsRejected {
                 if stopped[provider] != nil { continue }

@@ -23,8 +23,8 @@ import PaperboyCore
 ///   sends do not fall in the same second.
 /// - **A provider that is down is a pause, never an outcome.** An answer the provider calls transient (429, 500,
 ///   503, FCM's `UNAVAILABLE`, `INTERNAL`, `QUOTA_EXCEEDED`: ``Answer/providerUnavailable``) is never recorded: the
-///   target is deferred, the provider paused for the batch, and its other targets deferred as their instants come,
-///   untouched. One target at a time goes to it as a probe, ``Configuration/probe`` apart; the first answer that is
+///   target is deferred and sent again in a later slot; ``Configuration/pauseAfter`` of them in a row pause the
+///   provider for the batch, and its other targets are deferred as their instants come, untouched. One target at a time goes to it as a probe, ``Configuration/probe`` apart; the first answer that is
 ///   not transient ends the pause, and the deferred targets take a new slot after the work claimed meanwhile, so the
 ///   return is paced at the plan's rate, never a burst. The lease is renewed meanwhile; the edition's deadline skips
 ///   what is still deferred then; a drain gives it back.
@@ -69,6 +69,10 @@ public struct BatchSendMachine: Sendable {
         /// While a provider answers that it is busy or failing, when the next single probe goes to it: after the
         /// first such answer, doubling with each probe it fails, up to the limit.
         public var probe = RetryBackoff(first: 1, limit: 30)
+        /// How many transient answers in a row, with no other answer between them, pause a provider. Fewer (a
+        /// device's own 429, a few 503s of a provider that mostly answers) are sent again in a later slot without
+        /// a pause: pausing on every one made a provider failing half its answers crawl at a probe a second.
+        public var pauseAfter = 10
 
         public init() {}
     }
@@ -326,6 +330,8 @@ public struct BatchSendMachine: Sendable {
     /// Providers answering that they are busy or failing: since when, when the next probe goes, how many probes
     /// failed, and the probe in flight.
     var paused: [PushProvider: Pause] = [:]
+    /// Transient answers in a row per provider, since its last other answer.
+    var transientStreak: [PushProvider: Int] = [:]
     /// Targets not sent, or answered transiently, while their provider was paused: sent again once it answers.
     var deferred: [Int] = []
     /// Providers that cannot be reached now, with their silence limits.
