@@ -309,28 +309,24 @@ public final class Dispatcher: Service {
         }
     }
 
+    static func metadata(_ pause: ProviderPause) -> Logger.Metadata {
+        [
+            LogKey.app: "\(pause.key.appID)", LogKey.provider: "\(pause.key.provider.rawValue)",
+            LogKey.environment: "\(pause.key.environment.rawValue)",
+        ]
+    }
+
     /// Keeps what the machine says of the worker where the readiness route and the gauges read it.
     func publish(_ machine: WorkerMachine) {
         health.update(machine.health.all)
         let (began, ended) = health.update(machine.providerPauses)
         for pause in began {
-            logger.warning(
-                "provider unavailable: sends paused, probing",
-                metadata: [
-                    LogKey.app: "\(pause.key.appID)", LogKey.provider: "\(pause.key.provider.rawValue)",
-                    LogKey.environment: "\(pause.key.environment.rawValue)",
-                ]
-            )
+            logger.warning("provider unavailable: sends paused, probing", metadata: Self.metadata(pause))
         }
         for pause in ended {
-            logger.notice(
-                "provider answers again: sends resume at the plan's rate",
-                metadata: [
-                    LogKey.app: "\(pause.key.appID)", LogKey.provider: "\(pause.key.provider.rawValue)",
-                    LogKey.environment: "\(pause.key.environment.rawValue)",
-                    LogKey.seconds: "\(Int(clock.now().timeIntervalSince(pause.since)))",
-                ]
-            )
+            var metadata = Self.metadata(pause)
+            metadata[LogKey.seconds] = "\(Int(clock.now().timeIntervalSince(pause.since)))"
+            logger.notice("provider answers again: sends resume at the plan's rate", metadata: metadata)
         }
         metrics.batchesInFlight(machine.batchesHeld)
         state.withLock {
@@ -399,8 +395,9 @@ public final class WorkerHealth: Sendable {
                 current.filter { old in !pauses.contains { $0.key == old.key } }
             )
         }
+        // The value is the pause's start, which does not change while it lasts: recorded once, not at every step.
         for pause in ended { Self.gauge(pause).destroy() }
-        for pause in pauses { Self.gauge(pause).record(pause.since.timeIntervalSince1970) }
+        for pause in began { Self.gauge(pause).record(pause.since.timeIntervalSince1970) }
         return (began, ended)
     }
 

@@ -39,6 +39,44 @@ struct ContractTests {
                 + "leases \(batch.leases) given back \(batch.givenBack)"
         }
 
+        /// `giveBack` on both stores, with the same arguments: whether each wrote it.
+        mutating func giveBack(
+            _ batch: LeasedBatch,
+            recorded: [BatchOutcome] = [],
+            firstReturned: Int,
+            returned: Int,
+            because reason: String,
+            providers: [PushProvider] = [],
+            held: [PushProvider] = [],
+            owner: String,
+            now: Date
+        ) async throws -> (stored: Bool, modelled: Bool) {
+            let stored = try await repository.giveBack(
+                batch,
+                recorded: recorded,
+                firstReturned: firstReturned,
+                returned: returned,
+                because: reason,
+                providers: providers,
+                held: held,
+                owner: owner,
+                now: now,
+                logger: logger
+            )
+            let modelled = model.giveBack(
+                batch,
+                recorded: recorded,
+                firstReturned: firstReturned,
+                returned: returned,
+                because: reason,
+                providers: providers,
+                held: held,
+                owner: owner,
+                now: now
+            )
+            return (stored, modelled)
+        }
+
         static func micro(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1e6).rounded()) }
 
         func cohortCounts() async throws -> [String] {
@@ -251,51 +289,27 @@ struct ContractTests {
                 outcomes.append(BatchOutcome(deviceID: target.deviceID, sentAt: now, result: result))
             }
             let recorded = Array(outcomes.prefix(4))
-            let storedGiven = try await pair.repository.giveBack(
+            let given = try await pair.giveBack(
                 batch,
                 recorded: recorded,
                 firstReturned: 4,
                 returned: targets.count - 4,
                 because: "draining",
-                owner: "w1",
-                now: now,
-                logger: pair.logger
-            )
-            let modelGiven = pair.model.giveBack(
-                batch,
-                recorded: recorded,
-                firstReturned: 4,
-                returned: targets.count - 4,
-                because: "draining",
-                providers: [],
                 owner: "w1",
                 now: now
             )
-            #expect(storedGiven && modelGiven)
+            #expect(given.stored && given.modelled)
             // The same give-back again (its COMMIT's answer lost): done, nothing counted twice.
-            #expect(
-                try await pair.repository.giveBack(
-                    batch,
-                    recorded: recorded,
-                    firstReturned: 4,
-                    returned: targets.count - 4,
-                    because: "draining",
-                    owner: "w1",
-                    now: now,
-                    logger: pair.logger
-                )
-            )
-            let modelled1 = pair.model.giveBack(
+            let again = try await pair.giveBack(
                 batch,
                 recorded: recorded,
                 firstReturned: 4,
                 returned: targets.count - 4,
                 because: "draining",
-                providers: [],
                 owner: "w1",
                 now: now
             )
-            #expect(modelled1)
+            #expect(again.stored && again.modelled)
             // Nobody renews a lease given back.
             let renewed = try await pair.repository.renew([batch], owner: "w1", duration: 30, now: now, logger: pair.logger)
             #expect(renewed == pair.model.renew([batch], owner: "w1", duration: 30, now: now))
@@ -332,22 +346,8 @@ struct ContractTests {
             let (first, _) = try await Self.lease(&pair, "keyless", at: now)
             let batch = try #require(first)
             let targets = try await Self.targets(pair, batch, at: now)
-            #expect(
-                try await pair.repository.giveBack(
-                    batch,
-                    recorded: [],
-                    firstReturned: 0,
-                    returned: targets.count,
-                    because: "apns: no key",
-                    providers: [.apns],
-                    owner: "keyless",
-                    now: now,
-                    logger: pair.logger
-                )
-            )
-            let modelled5 = pair.model.giveBack(
+            let given = try await pair.giveBack(
                 batch,
-                recorded: [],
                 firstReturned: 0,
                 returned: targets.count,
                 because: "apns: no key",
@@ -355,7 +355,7 @@ struct ContractTests {
                 owner: "keyless",
                 now: now
             )
-            #expect(modelled5)
+            #expect(given.stored && given.modelled)
             let later = now.addingTimeInterval(0.1)
             let apns = AppProvider(appID: pair.app, provider: .apns)
             let (left, _) = try await Self.lease(&pair, "keyless", at: later, excludingProviders: [apns])
@@ -395,23 +395,8 @@ struct ContractTests {
             let (first, _) = try await Self.lease(&pair, "w", at: now)
             let batch = try #require(first)
             let targets = try await Self.targets(pair, batch, at: now)
-            #expect(
-                try await pair.repository.giveBack(
-                    batch,
-                    recorded: [],
-                    firstReturned: 0,
-                    returned: targets.count,
-                    because: "apns: held",
-                    providers: [.apns],
-                    held: [.apns],
-                    owner: "w",
-                    now: now,
-                    logger: pair.logger
-                )
-            )
-            let modelled = pair.model.giveBack(
+            let given = try await pair.giveBack(
                 batch,
-                recorded: [],
                 firstReturned: 0,
                 returned: targets.count,
                 because: "apns: held",
@@ -420,7 +405,7 @@ struct ContractTests {
                 owner: "w",
                 now: now
             )
-            #expect(modelled)
+            #expect(given.stored && given.modelled)
             let statuses = SenderStatusRepository(client: pair.db.client)
             #expect(try await statuses.givenBackBroadcasts(logger: pair.logger).isEmpty, "held: no failure to send is counted")
             #expect(pair.model.givenBackBroadcasts().isEmpty)
@@ -429,22 +414,8 @@ struct ContractTests {
             let (again, _) = try await Self.lease(&pair, "keyless", at: later)
             let retaken = try #require(again)
             #expect(retaken.id == batch.id)
-            #expect(
-                try await pair.repository.giveBack(
-                    retaken,
-                    recorded: [],
-                    firstReturned: 0,
-                    returned: targets.count,
-                    because: "apns: no key",
-                    providers: [.apns],
-                    owner: "keyless",
-                    now: later,
-                    logger: pair.logger
-                )
-            )
-            let modelledAgain = pair.model.giveBack(
+            let givenAgain = try await pair.giveBack(
                 retaken,
-                recorded: [],
                 firstReturned: 0,
                 returned: targets.count,
                 because: "apns: no key",
@@ -452,7 +423,7 @@ struct ContractTests {
                 owner: "keyless",
                 now: later
             )
-            #expect(modelledAgain)
+            #expect(givenAgain.stored && givenAgain.modelled)
             let since = try await statuses.givenBackBroadcasts(logger: pair.logger)
             #expect(since.first?.givenBackSince[.apns].map(Pair.micro) == Pair.micro(later), "counted from the keyless give-back, not the hold")
             #expect(since.map(\.givenBackSince) == pair.model.givenBackBroadcasts().map(\.givenBackSince))
