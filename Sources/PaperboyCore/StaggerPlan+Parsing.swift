@@ -1,12 +1,17 @@
 import Foundation
 
 extension StaggerPlan.Pace {
-    /// Parses a window as operators write it: `30m`, `1h`, `90s`, `1h30m`, or plain seconds (`600`).
+    /// Parses a window as operators write it: `30m`, `1h`, `90s`, `1h30m`, or plain seconds (`600`), from 1 second to
+    /// ``BroadcastOptions/longestWindow``: bounded here, where it is read, so that no caller (the CLI, the console's
+    /// plan page) plans with `1e300`.
     public init(window text: String) throws(StaggerPlanInputError) {
-        self = .window(try StaggerPlan.seconds(parsing: text))
+        let seconds = try StaggerPlan.seconds(parsing: text)
+        guard seconds >= 1, seconds <= BroadcastOptions.longestWindow else { throw .windowOutOfRange(text) }
+        self = .window(seconds)
     }
 
-    /// Parses the content API's capacity in wake-ups per second: `2000/s`, `2000`, or `120000/m`.
+    /// Parses the content API's capacity in wake-ups per second: `2000/s`, `2000`, or `120000/m`, within
+    /// ``BroadcastOptions/capacityRange``.
     public init(capacity text: String) throws(StaggerPlanInputError) {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         var number = Substring(trimmed)
@@ -21,6 +26,7 @@ extension StaggerPlan.Pace {
             }
         }
         guard let value = Double(number), value.isFinite, value > 0 else { throw .badCapacity(text) }
+        guard BroadcastOptions.capacityRange.contains(value / divisor) else { throw .capacityOutOfRange(text) }
         self = .capacity(perSecond: value / divisor)
     }
 }
@@ -121,9 +127,13 @@ public enum StaggerPlanInputError: Error, Equatable, CustomStringConvertible {
     case badDuration(String)
     case badCapacity(String)
     case badStart(String)
+    case windowOutOfRange(String)
+    case capacityOutOfRange(String)
 
     public var description: String {
         switch self {
+        case .windowOutOfRange(let text): "'\(text)' is outside the windows a broadcast can have: from 1 second to 24 hours"
+        case .capacityOutOfRange(let text): "'\(text)' is outside the capacities a broadcast can have: from 0.01 to 10,000,000 wake-ups per second"
         case .badDuration(let text): "'\(text)' is not a duration; write it like 30m, 1h, 90s or 1h30m"
         case .badCapacity(let text): "'\(text)' is not a rate; write wake-ups per second like 2000/s or 2000 (or 120000/m)"
         case .badStart(let text): "'\(text)' is not a time; write 05:00, 05:00:30 or 2026-11-23T05:00:00+09:00"

@@ -246,6 +246,38 @@ struct ConsoleHostileNetworkTests {
         }
     }
 
+    @Test(
+        "a viewer's plan page with a window or capacity out of range gets 400 naming it, and serve answers the next request (issue 48: window=1e300 trapped, window=1e12 drew 11.5 million ticks)"
+    )
+    func planBoundsWhereParsed() async throws {
+        try await ConsoleFixture.with { fixture in
+            let cookie = try await fixture.signIn(ConsoleFixture.viewerToken)
+            let publication = try #require(
+                try await PublicationRepository(client: fixture.db.client).list(logger: fixture.db.logger).first { $0.slug == "morning" }
+            )
+            let base = "/console/plan?publication=\(publication.id)&environment=production&cohorts=4"
+            for (query, field) in [
+                ("window=1e300", "window"), ("window=1e12", "window"), ("window=0.001", "window"), ("capacity=1e-300", "capacity"),
+                ("capacity=1e300", "capacity"), ("window=nan", "window"), ("capacity=inf", "capacity"),
+            ] {
+                let response = try await fixture.get(base + "&" + query, cookie: cookie)
+                #expect(response.status == .badRequest, "\(query)")
+                #expect(String(buffer: response.body).contains(field + ":"), "\(query): the error names \(field)")
+            }
+            let fine = try await fixture.get(base + "&window=24h", cookie: cookie)
+            #expect(fine.status == .ok)
+            #expect(String(buffer: fine.body).contains("5 devices in 4 cohorts"))
+        }
+    }
+
+    @Test("the chart's time ticks stay a handful for any span, however long")
+    func chartTicksBounded() {
+        for span: TimeInterval in [60, 3600, 86400, 7 * 86400, 1e9, 1e12, 1e300] {
+            let step = TimeChart.timeStep(span: span)
+            #expect(span / step <= 7, "span \(span): \(span / step) ticks")
+        }
+    }
+
     @Test("the plan page's counts are kept for a minute per publication, environment and cohorts, with their age shown")
     func planCountsCached() async throws {
         let clock = ConsoleTestClock()

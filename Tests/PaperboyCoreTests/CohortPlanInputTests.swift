@@ -30,6 +30,23 @@ struct CohortPlanInputTests {
         }
     }
 
+    @Test(
+        "a window or capacity is bounded where it is parsed (1 s to 24 h; 0.01 to 10,000,000 a second): no plan from 1e300 or 1e-300 (issue 48: one such GET stopped serve)"
+    )
+    func bounds() throws {
+        #expect(try StaggerPlan.Pace(window: "24h") == .window(BroadcastOptions.longestWindow))
+        #expect(try StaggerPlan.Pace(window: "1") == .window(1))
+        for far in ["1e300", "24h1s", "25h", "86401", "0.5", "1e12"] {
+            #expect(throws: StaggerPlanInputError.windowOutOfRange(far)) { try StaggerPlan.Pace(window: far) }
+        }
+        #expect(try StaggerPlan.Pace(capacity: "0.01") == .capacity(perSecond: 0.01))
+        #expect(try StaggerPlan.Pace(capacity: "10000000/s") == .capacity(perSecond: 10_000_000))
+        for far in ["1e-300", "1e300", "0.001/s", "10000001", "1/h"] {
+            #expect(throws: StaggerPlanInputError.capacityOutOfRange(far)) { try StaggerPlan.Pace(capacity: far) }
+        }
+        #expect("\(StaggerPlanInputError.windowOutOfRange("1e300"))".contains("24 hours"))
+    }
+
     @Test("a clock time is its next occurrence in the time zone; an ISO 8601 time is itself")
     func starts() throws {
         let five = try StaggerPlan.requestedStart(parsing: "05:00", timeZone: Self.tokyo, now: Self.lateEvening)

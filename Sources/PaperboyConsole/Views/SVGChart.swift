@@ -123,7 +123,11 @@ struct TimeChart: Sendable {
     /// Seconds between time ticks: at most about 6 ticks over `span`.
     static func timeStep(span: TimeInterval) -> TimeInterval {
         let steps: [TimeInterval] = [10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400]
-        return steps.first { span / $0 <= 6 } ?? 86400
+        if let step = steps.first(where: { span / $0 <= 6 }) { return step }
+        // Longer than six days: whole days, still at most about six ticks, whatever the span (a fixed day for any span
+        // drew 11.5 million ticks for a 1e12 s window, issue 48).
+        guard span.isFinite else { return .infinity }
+        return (span / 6 / 86400).rounded(.up) * 86400
     }
 
     /// `1.2k`, `35`, `0.5`: an axis label.
