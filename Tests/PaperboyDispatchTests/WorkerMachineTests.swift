@@ -90,6 +90,31 @@ struct WorkerMachineTests {
         #expect(Self.leases(machine.handle(.tick, at: Self.at(0.22))).count == 1)
     }
 
+    @Test(
+        "expired leases are taken over only after the database has answered for a grace with no long silence: not at start, not on waking from SIGSTOP (paperboy-sim seed 9518)"
+    )
+    func takeOverAfterListening() {
+        var machine = Machine()
+        let grace = Machine.Configuration().takeOverGrace
+        #expect(Self.leases(machine.handle(.started, at: Self.at(0))).first?.takeOver == false, "nothing heard yet")
+        var now = 0.0
+        var request: Machine.LeaseRequest?
+        while now < grace + 1 {
+            _ = machine.handle(.leased(nil), at: Self.at(now + 0.01))
+            now += 0.21
+            request = Self.leases(machine.handle(.tick, at: Self.at(now))).first ?? request
+            if now < grace { #expect(request?.takeOver == false, "at \(now) s: listened less than a grace") }
+        }
+        #expect(request?.takeOver == true, "listened for a grace")
+        _ = machine.handle(.leased(nil), at: Self.at(now + 0.01))
+        // Stopped for a minute: woken, it asks at once, and may not take over until it has listened again.
+        let woken = Self.leases(machine.handle(.tick, at: Self.at(now + 60))).first
+        #expect(woken?.takeOver == false, "silent for longer than a grace")
+        _ = machine.handle(.leased(nil), at: Self.at(now + 60.01))
+        let next = Self.leases(machine.handle(.tick, at: Self.at(now + 60.22))).first
+        #expect(next?.takeOver == false, "heard again only just now")
+    }
+
     @Test("at most four batches are held; the fifth lease waits for one to end")
     func inFlight() {
         var machine = Machine()

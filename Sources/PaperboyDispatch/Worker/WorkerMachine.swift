@@ -228,6 +228,10 @@ public struct WorkerMachine: Sendable {
     /// The database failed a call and has not answered since; when it answered again after failing (monotonic).
     var databaseFailing = false
     var databaseBack: TimeInterval?
+    /// When the database last answered this worker, and since when it has answered with no silence longer than
+    /// ``Configuration/takeOverGrace`` (monotonic).
+    var databaseAnsweredAt: TimeInterval?
+    var databaseHeardSince: TimeInterval?
     public internal(set) var stopped = false
 
     public init(configuration: Configuration = Configuration()) {
@@ -262,14 +266,26 @@ public struct WorkerMachine: Sendable {
                 databaseFailing = false
                 databaseBack = moment.monotonic
             }
+            if databaseAnsweredAt.map({ moment.monotonic - $0 > configuration.takeOverGrace }) ?? true {
+                databaseHeardSince = moment.monotonic
+            }
+            databaseAnsweredAt = moment.monotonic
         default:
             break
         }
     }
 
-    /// Whether another worker's expired lease may be taken over now.
+    /// Whether another worker's expired lease may be taken over now: only by a worker that has heard the database
+    /// answer, with no silence longer than the grace, for a whole grace. One that heard nothing for a while (stopped
+    /// with SIGSTOP, starved, just started) cannot tell a dead holder from one that the database did not answer
+    /// meanwhile: a worker stopped through a database outage took a live holder's batch the moment it woke, the
+    /// holder's write of its accepted pushes still waiting for its next try, and sent it again (`paperboy-sim`, seed
+    /// 9518).
     func mayTakeOver(at moment: Moment) -> Bool {
-        !databaseFailing && (databaseBack.map { moment.monotonic >= $0 + configuration.takeOverGrace } ?? true)
+        let grace = configuration.takeOverGrace
+        guard !databaseFailing, let answered = databaseAnsweredAt, let heard = databaseHeardSince else { return false }
+        return moment.monotonic - answered <= grace && moment.monotonic >= heard + grace
+            && (databaseBack.map { moment.monotonic >= $0 + grace } ?? true)
     }
 
     /// Whether the worker drains.
