@@ -93,11 +93,13 @@ let package = Package(
         ),
         // The HTTP/2 machinery both push providers share: connections that keep under the server's stream limit,
         // a pool that sends again what a server did not process, spots stalls and reconnects with backoff; the one
-        // client (send, classify, retry, cancel) generic over a provider, and the provider-neutral verdict. No
+        // client (send, classify, retry, cancel) generic over a provider, reading answers as PaperboyCore's
+        // provider-neutral verdict (the one the worker's machines and the simulation apply). No
         // provider's rules: APNs and FCM build their requests, read their answers and decide their retries.
         .target(
             name: "PushTransport",
             dependencies: [
+                "PaperboyCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -117,6 +119,7 @@ let package = Package(
             name: "FCM",
             dependencies: [
                 "PushTransport",
+                "PaperboyCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -137,6 +140,7 @@ let package = Package(
             name: "APNs",
             dependencies: [
                 "PushTransport",
+                "PaperboyCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -426,6 +430,7 @@ let package = Package(
         .testTarget(
             name: "FCMTests",
             dependencies: [
+                "PaperboyCore",
                 "FCMSimulator",
                 "PaperboyTesting",
                 "FCM",
@@ -440,6 +445,7 @@ let package = Package(
         .testTarget(
             name: "PushTransportTests",
             dependencies: [
+                "PaperboyCore",
                 "PushTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -451,6 +457,7 @@ let package = Package(
         .testTarget(
             name: "APNsTests",
             dependencies: [
+                "PaperboyCore",
                 "PaperboyTesting",
                 "APNs",
                 "APNsSimulator",

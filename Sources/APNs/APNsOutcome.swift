@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 import PushTransport
 
 /// What became of one notification.

@@ -13,6 +13,7 @@ struct Invariants {
         violations += countsEqualTheLedger()
         violations += pushedOncePerWave()
         violations += transientNeverFinal()
+        violations += configurationNeverFinal()
         violations += deactivations()
         violations += failures()
         violations += drains()
@@ -51,6 +52,16 @@ struct Invariants {
         model.deliveries.values.filter { $0.outcome == "rejected" && SimulatedProvider.transientReasons.contains($0.reason ?? "") }
             .sorted { ($0.broadcast.uuidString, $0.device) < ($1.broadcast.uuidString, $1.device) }.prefix(5)
             .map { "device \($0.device) recorded rejected \($0.reason ?? "") in broadcast \($0.broadcast): the provider's answer was transient" }
+    }
+
+    /// An answer that the app's configuration is wrong (`TopicDisallowed`, `THIRD_PARTY_AUTH_ERROR`) is never a device's
+    /// outcome: the batch gives the provider's targets back, and they are sent once it is fixed.
+    func configurationNeverFinal() -> [String] {
+        model.deliveries.values.filter { $0.outcome == "rejected" && SimulatedProvider.configurationReasons.contains($0.reason ?? "") }
+            .sorted { ($0.broadcast.uuidString, $0.device) < ($1.broadcast.uuidString, $1.device) }.prefix(5)
+            .map {
+                "device \($0.device) recorded rejected \($0.reason ?? "") in broadcast \($0.broadcast): the app's configuration was wrong, not the device"
+            }
     }
 
     /// The cohorts' counters equal the ledger.
@@ -146,7 +157,8 @@ struct Invariants {
     func capable(app: Int, from: Date, until: Date) -> Bool {
         for fault in simulation.scenario.faults {
             switch fault {
-            case .misconfigure(let faulty, _, let at, let fixAt) where faulty == app:
+            case .misconfigure(let faulty, _, let at, let fixAt) where faulty == app,
+                .misconfigureTopic(let faulty, _, let at, let fixAt) where faulty == app:
                 let start = simulation.start.addingTimeInterval(at)
                 let end = simulation.start.addingTimeInterval(fixAt)
                 if start < until && end > from { return false }

@@ -57,6 +57,10 @@ public struct Scenario: Sendable, CustomStringConvertible {
         /// The app is misconfigured at the provider from `at` (a wrong bundle id, another project): every device
         /// answers "not valid for this app"; an operator fixes it and releases the hold at `fixAt`.
         case misconfigure(app: Int, provider: PushProvider, at: TimeInterval, fixAt: TimeInterval)
+        /// The app's topic is one its key may not send to (APNs' `TopicDisallowed`), or its APNs credentials at Firebase
+        /// are wrong (FCM's `THIRD_PARTY_AUTH_ERROR`), from `at`: every push of it answers so, whatever the device; an
+        /// operator fixes it at `fixAt`.
+        case misconfigureTopic(app: Int, provider: PushProvider, at: TimeInterval, fixAt: TimeInterval)
         /// The provider answers nothing and takes no connection.
         case providerOutage(at: TimeInterval, seconds: TimeInterval)
         /// The provider takes every request and answers that it is unavailable (APNs' `503 ServiceUnavailable`,
@@ -77,6 +81,8 @@ public struct Scenario: Sendable, CustomStringConvertible {
                 "rotate app \(app) \(provider.rawValue) at \(Int(at))s, revoke at \(Int(revokeAt))s"
             case .misconfigure(let app, let provider, let at, let fixAt):
                 "misconfigure app \(app) \(provider.rawValue) at \(Int(at))s, fix at \(Int(fixAt))s"
+            case .misconfigureTopic(let app, let provider, let at, let fixAt):
+                "topic disallowed for app \(app) \(provider.rawValue) at \(Int(at))s, fix at \(Int(fixAt))s"
             case .providerOutage(let at, let seconds): "provider outage at \(Int(at))s for \(Int(seconds))s"
             case .providerFailing(let at, let seconds): "provider answering 503 at \(Int(at))s for \(Int(seconds))s"
             case .databaseOutage(let at, let seconds): "database outage at \(Int(at))s for \(Int(seconds))s"
@@ -93,6 +99,7 @@ public struct Scenario: Sendable, CustomStringConvertible {
             case .keyless: "keyless"
             case .rotate: "rotate"
             case .misconfigure: "misconfigure"
+            case .misconfigureTopic: "misconfigureTopic"
             case .providerOutage: "providerOutage"
             case .providerFailing: "providerFailing"
             case .databaseOutage: "databaseOutage"
@@ -166,7 +173,12 @@ public struct Scenario: Sendable, CustomStringConvertible {
             case 2: faults.append(.deploy(worker: worker, at: at, restartAfter: random.between(1...20)))
             case 3: faults.append(.keyless(worker: worker, app: app.id))
             case 4: faults.append(.rotate(app: app.id, provider: provider, at: at, revokeAt: at + random.between(-20...120)))
-            case 5: faults.append(.misconfigure(app: app.id, provider: provider, at: at, fixAt: at + random.between(20...400)))
+            case 5:
+                if random.chance(0.7) {
+                    faults.append(.misconfigure(app: app.id, provider: provider, at: at, fixAt: at + random.between(20...400)))
+                } else {
+                    faults.append(.misconfigureTopic(app: app.id, provider: provider, at: at, fixAt: at + random.between(20...400)))
+                }
             case 6:
                 if random.chance(0.5) {
                     faults.append(.providerOutage(at: at, seconds: random.between(2...90)))

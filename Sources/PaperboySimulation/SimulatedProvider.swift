@@ -42,6 +42,10 @@ struct SimulatedProvider {
     var accepted: [AppProvider: Set<Int>] = [:]
     /// Apps misconfigured at a provider now.
     var misconfigured: Set<AppProvider> = []
+    /// Apps whose every push the provider refuses for the app's configuration now (`TopicDisallowed`).
+    var topicDisallowed: Set<AppProvider> = []
+    /// The reasons it answers then: never a device's outcome.
+    static let configurationReasons: Set<String> = ["TopicDisallowed", "THIRD_PARTY_AUTH_ERROR"]
     var tokens: [Int64: Token] = [:]
     /// While set, the provider takes no connection and answers nothing.
     var outage: (from: Date, until: Date)?
@@ -56,17 +60,17 @@ struct SimulatedProvider {
     static let connectWait: TimeInterval = 10
     static let requestTimeout: TimeInterval = 10
 
-    /// When a push is written, when (and what) it is answered, and what that says.
+    /// When a push is written, when (and what) it is answered, and what that says: the verdict and reason a
+    /// provider's answer reads as (an APNs or FCM module gives the worker the same), which ``AnswerRules`` turns into
+    /// the machine's answer here as in the worker.
     struct Decision {
         var writtenAt: Date?
         var answerAt: Date
-        var answer: BatchOutcome.Result
-        var refused = false
-        var hint: String?
+        var verdict: PushVerdict
+        /// The provider's reason when it answered with an error.
+        var reason: String?
         var delivered = false
         var misconfiguration = false
-        /// Answered as a provider busy or failing answers (503): ``BatchSendMachine/Answer/providerUnavailable``.
-        var unavailable = false
     }
 
     /// When a push handed over at `now` is written, and when (and what) it is answered, for a push through `key` with
@@ -83,18 +87,17 @@ struct SimulatedProvider {
         var written: Date? = now
         if let outage, now >= outage.from && now < outage.until {
             if outage.until.timeIntervalSince(now) > Self.connectWait {
-                return Decision(writtenAt: nil, answerAt: now.addingTimeInterval(Self.connectWait), answer: .notSent)
+                return Decision(writtenAt: nil, answerAt: now.addingTimeInterval(Self.connectWait), verdict: .notSent)
             }
             written = outage.until
         }
-        if random.chance(notSentChance) { return Decision(writtenAt: nil, answerAt: written!.addingTimeInterval(latency), answer: .notSent) }
+        if random.chance(notSentChance) { return Decision(writtenAt: nil, answerAt: written!.addingTimeInterval(latency), verdict: .notSent) }
         if let failing, written! >= failing.from && written! < failing.until {
-            let reason = provider == .apns ? "ServiceUnavailable" : "UNAVAILABLE"
             return Decision(
                 writtenAt: written,
                 answerAt: written!.addingTimeInterval(latency),
-                answer: .rejected(reason: reason, deactivates: nil),
-                unavailable: true
+                verdict: .unavailable,
+                reason: provider == .apns ? "ServiceUnavailable" : "UNAVAILABLE"
             )
         }
         var answerAt = written!.addingTimeInterval(latency)
@@ -105,7 +108,7 @@ struct SimulatedProvider {
                 return Decision(
                     writtenAt: written,
                     answerAt: written!.addingTimeInterval(Self.requestTimeout),
-                    answer: .fateUnknown,
+                    verdict: .fateUnknown,
                     delivered: random.chance(0.5)
                 )
             }
@@ -114,7 +117,7 @@ struct SimulatedProvider {
             return Decision(
                 writtenAt: written,
                 answerAt: written!.addingTimeInterval(Self.requestTimeout),
-                answer: .fateUnknown,
+                verdict: .fateUnknown,
                 delivered: random.chance(0.5)
             )
         }
@@ -122,8 +125,16 @@ struct SimulatedProvider {
             return Decision(
                 writtenAt: written,
                 answerAt: answerAt,
-                answer: .rejected(reason: "InvalidProviderToken", deactivates: nil),
-                refused: true
+                verdict: .credentialsRejected,
+                reason: provider == .apns ? "InvalidProviderToken" : "UNAUTHENTICATED"
+            )
+        }
+        if topicDisallowed.contains(key) {
+            return Decision(
+                writtenAt: written,
+                answerAt: answerAt,
+                verdict: .misconfigured,
+                reason: provider == .apns ? "TopicDisallowed" : "THIRD_PARTY_AUTH_ERROR"
             )
         }
         let reason = provider == .apns ? "DeviceTokenNotForTopic" : "SENDER_ID_MISMATCH"
@@ -131,22 +142,27 @@ struct SimulatedProvider {
             return Decision(
                 writtenAt: written,
                 answerAt: answerAt,
-                answer: .rejected(reason: reason, deactivates: .deferred),
-                hint: "the app's configuration",
+                verdict: .tokenInvalid(hint: "the app's configuration"),
+                reason: reason,
                 misconfiguration: true
             )
         }
         switch tokens[device] ?? .valid {
         case .valid:
-            return Decision(writtenAt: written, answerAt: answerAt, answer: .accepted, delivered: true)
+            return Decision(writtenAt: written, answerAt: answerAt, verdict: .accepted, delivered: true)
         case .uninstalled(let since):
-            return Decision(writtenAt: written, answerAt: answerAt, answer: .rejected(reason: "Unregistered", deactivates: .at(since)))
+            return Decision(
+                writtenAt: written,
+                answerAt: answerAt,
+                verdict: .tokenDead(since: since),
+                reason: provider == .apns ? "Unregistered" : "UNREGISTERED"
+            )
         case .invalid:
             return Decision(
                 writtenAt: written,
                 answerAt: answerAt,
-                answer: .rejected(reason: provider == .apns ? "BadDeviceToken" : reason, deactivates: .deferred),
-                hint: "a stray token"
+                verdict: .tokenInvalid(hint: "a stray token"),
+                reason: provider == .apns ? "BadDeviceToken" : reason
             )
         }
     }

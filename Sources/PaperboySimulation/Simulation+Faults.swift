@@ -36,6 +36,9 @@ extension Simulation {
         case .misconfigure(let app, let provider, _, let fixAt):
             provider_misconfigure(AppProvider(appID: app, provider: provider))
             schedule(.fix(app: app, provider: provider), at: start.addingTimeInterval(fixAt))
+        case .misconfigureTopic(let app, let provider, _, let fixAt):
+            self.provider.topicDisallowed.insert(AppProvider(appID: app, provider: provider))
+            schedule(.fix(app: app, provider: provider), at: start.addingTimeInterval(fixAt))
         case .providerOutage(_, let seconds):
             provider.outage = (now, now.addingTimeInterval(seconds))
             tellReachability(unreachable: true)

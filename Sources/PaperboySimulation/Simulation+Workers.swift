@@ -60,6 +60,7 @@ extension Simulation {
                 workers[worker].keyless.insert(app)
                 covered.insert("keyless")
             case .kill(_, let at), .pause(_, let at, _), .deploy(_, let at, _), .rotate(_, _, let at, _), .misconfigure(_, _, let at, _),
+                .misconfigureTopic(_, _, let at, _),
                 .providerOutage(let at, _), .providerFailing(let at, _), .databaseOutage(let at, _), .cancel(_, let at):
                 schedule(.fault(index), at: start.addingTimeInterval(at))
             }
@@ -359,13 +360,11 @@ extension Simulation {
                     issuedAt: now,
                     writtenAt: decided.writtenAt,
                     answerAt: decided.answerAt,
-                    answer: BatchSendMachine.Answer(
+                    answer: AnswerRules.answer(
+                        verdict: decided.verdict,
+                        reason: decided.reason,
                         position: push.position,
-                        result: decided.answer,
-                        credentialsRejected: decided.refused,
-                        providerUnavailable: decided.unavailable,
-                        generation: send.generation,
-                        misconfigurationHint: decided.hint
+                        generation: send.generation
                     ),
                     delivered: decided.delivered,
                     misconfiguration: decided.misconfiguration
@@ -428,11 +427,8 @@ extension Simulation {
             var answers: [BatchSendMachine.Answer] = []
             for push in send.pushes.indices where !send.pushes[push].done && (send.pushes[push].writtenAt.map { $0 > now } ?? true) {
                 send.pushes[push].done = true
-                var answer = send.pushes[push].answer
-                answer.result = .notSent
-                answer.credentialsRejected = false
-                answer.misconfigurationHint = nil
-                answers.append(answer)
+                let sent = send.pushes[push].answer
+                answers.append(AnswerRules.answer(verdict: .notSent, reason: nil, position: sent.position, generation: sent.generation))
             }
             sends[id] = send.pushes.allSatisfy(\.done) ? nil : send
             if !answers.isEmpty {

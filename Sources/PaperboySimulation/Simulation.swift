@@ -212,6 +212,7 @@ public final class Simulation {
         case .fix(let app, let provider):
             let key = AppProvider(appID: app, provider: provider)
             self.provider.misconfigured.remove(key)
+            self.provider.topicDisallowed.remove(key)
             let (released, dropped) = model.releaseHold(appID: app, provider: provider)
             if released, let index = holdTimes.lastIndex(where: { $0.key == key && $0.until == nil }) { holdTimes[index].until = now }
             note("operator: app \(app) \(provider.rawValue) fixed; hold released \(released), \(dropped) held deactivations dropped")

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHPACK
+import PaperboyCore
 
 /// A push service as ``PushClient`` sees it: where its credentials come from, how a delivery becomes a request,
 /// how an answer becomes the provider's outcome, and when a message is sent again. APNs and FCM are one

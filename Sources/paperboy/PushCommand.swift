@@ -15,10 +15,11 @@ struct PushCommand: AsyncParsableCommand {
         discussion: """
             Exit code 0 when the provider accepted every message, 1 otherwise. With --json, one JSON object per \
             token on standard output: {"token", "outcome": "accepted"|"rejected"|"fateUnknown"|"notSent", \
-            "verdict": "accepted"|"tokenDead"|"tokenInvalid"|"credentialsRejected"|"misconfigured"|"dropped"|"fateUnknown"|"notSent", \
-            "status", "message"}, with "apnsId", "reason", "timestamp" for APNs and "name", "code", "action" for FCM. \
+            "verdict": "accepted"|"tokenDead"|"tokenInvalid"|"credentialsRejected"|"misconfigured"|"dropped"|"unavailable"\
+            |"fateUnknown"|"notSent", "status", "message"}, with "apnsId", "reason", "timestamp" for APNs and "name", "code", "action" for FCM. \
             Only the provider's own answer makes a verdict tokenDead or tokenInvalid: an answer from a proxy or a wrong \
-            endpoint is misconfigured or fateUnknown.
+            endpoint is misconfigured or fateUnknown. unavailable: the provider was busy or failing (429, 500, 503) \
+            through this command's retries; send again later.
 
             With --provider fcm, the --data values that are not strings are sent as their JSON text (FCM data is \
             string to string).

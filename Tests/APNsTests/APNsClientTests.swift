@@ -6,6 +6,7 @@ import MetricsTestKit
 import NIOCore
 import NIOPosix
 import NIOSSL
+import PaperboyCore
 import PaperboyTesting
 import PushTransport
 import Synchronization

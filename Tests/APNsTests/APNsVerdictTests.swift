@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import NIOCore
 import NIOHPACK
+import PaperboyCore
 import PushTransport
 import Testing
 

@@ -1,6 +1,7 @@
 import FCM
 import FCMSimulator
 import Foundation
+import PaperboyCore
 import PushTransport
 import Synchronization
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHPACK
+import PaperboyCore
 import PushTransport
 import Testing
 

@@ -386,6 +386,13 @@ struct SendRulesTests {
         #expect(rejected(400, .invalidArgument, "Invalid JSON payload received.") == .rejected(reason: "INVALID_ARGUMENT", deactivates: nil))
         #expect(rejected(429, .quotaExceeded) == .rejected(reason: "QUOTA_EXCEEDED", deactivates: nil))
         #expect(rejected(401, .thirdPartyAuthError) == .rejected(reason: "THIRD_PARTY_AUTH_ERROR", deactivates: nil))
+        func answer(_ status: Int, _ code: FCMErrorCode) -> BatchSendMachine.Answer {
+            SendRules.answer(FCMOutcome.rejected(FCMRejection(status: status, code: code, message: "")), position: 0, generation: 1)
+        }
+        #expect(answer(429, .quotaExceeded).providerUnavailable, "over quota: sent again, never the device's outcome")
+        #expect(answer(503, .unavailable).providerUnavailable)
+        #expect(answer(401, .thirdPartyAuthError).appMisconfigured, "the app's APNs credentials at Firebase: the app's, not the device's")
+        #expect(!answer(404, .unregistered).providerUnavailable && !answer(404, .unregistered).appMisconfigured)
         #expect(Self.result(of: FCMOutcome.accepted(name: "projects/p/messages/1")) == .accepted)
     }
 
@@ -412,5 +419,9 @@ struct SendRulesTests {
                 == .rejected(reason: "ExpiredProviderToken", deactivates: nil)
         )
         #expect(Self.result(of: APNsOutcome.accepted(apnsID: "x")) == .accepted)
+        let busy = SendRules.answer(APNsOutcome.rejected(APNsRejection(status: 503, reason: .serviceUnavailable)), position: 0, generation: 1)
+        #expect(busy.providerUnavailable && busy.result == .rejected(reason: "ServiceUnavailable", deactivates: nil))
+        let topic = SendRules.answer(APNsOutcome.rejected(APNsRejection(status: 400, reason: .topicDisallowed)), position: 0, generation: 1)
+        #expect(topic.appMisconfigured && !topic.providerUnavailable)
     }
 }

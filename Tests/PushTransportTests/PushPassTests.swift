@@ -1,3 +1,4 @@
+import PaperboyCore
 import Synchronization
 import Testing
 

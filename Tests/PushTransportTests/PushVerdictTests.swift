@@ -1,3 +1,4 @@
+import PaperboyCore
 import Testing
 
 @testable import PushTransport
