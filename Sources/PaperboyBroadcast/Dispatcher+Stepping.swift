@@ -50,6 +50,10 @@ extension Dispatcher {
                 if wake <= clock.now(), let retry = machine.health.nextRetry(now: clock.monotonic()) {
                     // Work is due, but of an app this worker leaves to others for now: on when it tries again.
                     wake = clock.now().addingTimeInterval(retry - clock.monotonic())
+                } else if wake <= clock.now(), let next = machine.nextWake, next > clock.now() {
+                    // Work is due that the last lease did not take (an expired lease, which a worker that has just
+                    // listened to the database for less than the takeover grace leaves alone): on at its next poll.
+                    wake = next
                 }
                 wake = min(end, wake)
             }
