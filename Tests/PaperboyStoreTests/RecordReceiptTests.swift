@@ -12,9 +12,11 @@ import Testing
 struct RecordReceiptTests {
     /// A migration's `ALTER TABLE receipts …` holds the table (ACCESS EXCLUSIVE) for a moment, longer than the
     /// role's `lock_timeout` (or `statement_timeout`), just as a connection prepares the statement for the first time.
+    /// The limit is there to catch a hang; setting up its database under the parallel suite's load on two cores took
+    /// 88 s once (2026-12-02), so a minute was not enough.
     @Test(
         "a receipt whose PREPARE failed once (a migration held the table) fails alone; the next one on that connection is recorded",
-        .timeLimit(.minutes(1))
+        .timeLimit(.minutes(2))
     )
     func prepareFailedOnce() async throws {
         try await TestDatabase.with { db in
