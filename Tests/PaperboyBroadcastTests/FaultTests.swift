@@ -177,39 +177,26 @@ struct FaultTests {
         let port = try reserveLoopbackPort()
         try await FaultRig.with { rig in
             let tokens = try await rig.seed(devices)
-            var acceptedBefore: [String: Int] = [:]
-            var worker: WorkerProcess?
-            defer { worker?.stop() }
-            var id: UUID?
-            try await Self.withSimulator(port: port) { simulator in
-                id = try await rig.startBroadcast(window: window, cohorts: 1)
-                worker = try rig.worker("apns-outage", endpoint: simulator.url)
-                try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 4 }
-                // Read once it is down: what it accepted until the last moment counts (read before, the few it took
-                // in between were missing from the counts, and the test blamed the worker for 2 of them).
-                try await simulator.shutdown()
-                acceptedBefore = simulator.acceptedCounts()
-            }
-            let broadcast = try #require(id)
+            let (broadcast, worker, acceptedBefore) = try await Self.sendAQuarterThenStop(
+                rig,
+                devices: devices,
+                window: window,
+                port: port,
+                worker: "apns-outage"
+            )
+            defer { worker.stop() }
             try await Task.sleep(for: .seconds(10))
-            #expect(worker?.isRunning == true, "the worker survives APNs going away")
+            #expect(worker.isRunning, "the worker survives APNs going away")
             try await Self.withSimulator(port: port) { simulator in
                 let progress = try await rig.waitForCompletion(broadcast, seconds: 60)
-                let exit = await worker?.terminate(within: 30)
-                #expect(exit != nil && worker?.process.terminationStatus == 0)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
                 print(
                     "[fault] APNs away 10 s: accepted before \(acceptedBefore.count)/\(devices); per second after \(simulator.stats().acceptsPerSecond)"
                 )
                 Self.expectPaced(simulator, rate: Double(devices) / window, "when APNs was back")
                 let counts = simulator.acceptedCounts().merging(acceptedBefore, uniquingKeysWith: +)
-                let deliveries = try await rig.deliveries(broadcast)
-                Self.expectSends(
-                    tokens: tokens,
-                    counts: counts,
-                    leases: try await rig.leasesByToken(broadcast),
-                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" },
-                    recorded: { deliveries[$0].map { "\($0.outcome) \($0.reason ?? "")" } }
-                )
+                _ = try await Self.expectEveryDeviceOnce(rig, tokens: tokens, broadcast: broadcast, counts: counts)
                 #expect(progress.waves[0].counts.sent == devices)
             }
         }
@@ -232,18 +219,14 @@ struct FaultTests {
         failing.failureRates = [(APNsSimulator.Outcome(status: 503, reason: .serviceUnavailable), 1.0)]
         try await FaultRig.with { rig in
             let tokens = try await rig.seed(devices)
-            var accepted: [String: Int] = [:]
-            var worker: WorkerProcess?
-            defer { worker?.stop() }
-            var id: UUID?
-            try await Self.withSimulator(port: port) { simulator in
-                id = try await rig.startBroadcast(window: window, cohorts: 1)
-                worker = try rig.worker("apns-503", endpoint: simulator.url)
-                try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 4 }
-                try await simulator.shutdown()
-                accepted = simulator.acceptedCounts()
-            }
-            let broadcast = try #require(id)
+            let (broadcast, worker, accepted) = try await Self.sendAQuarterThenStop(
+                rig,
+                devices: devices,
+                window: window,
+                port: port,
+                worker: "apns-503"
+            )
+            defer { worker.stop() }
             var answered503 = 0
             try await Self.withSimulator(faults: failing, port: port) { simulator in
                 try await Task.sleep(for: .seconds(20))
@@ -252,30 +235,23 @@ struct FaultTests {
                 #expect(simulator.acceptedCounts().isEmpty)
             }
             #expect(answered503 > 0, "the worker tried APNs while it answered 503")
-            #expect(worker?.isRunning == true)
+            #expect(worker.isRunning)
             // A batch is recorded when it ends: one paused mid-way holds the few it got accepted before until then.
             let during = try await rig.deliveries(broadcast)
             #expect(during.count <= accepted.values.reduce(0, +), "nothing recorded while APNs answered 503 but what it had accepted before")
             #expect(during.values.allSatisfy { $0.outcome == "accepted" }, "recorded during the outage: \(Set(during.values.map(\.outcome)))")
             try await Self.withSimulator(port: port) { simulator in
                 let progress = try await rig.waitForCompletion(broadcast, seconds: 90)
-                let exit = await worker?.terminate(within: 30)
-                #expect(exit != nil && worker?.process.terminationStatus == 0)
+                let exit = await worker.terminate(within: 30)
+                #expect(exit != nil && worker.process.terminationStatus == 0)
                 print(
                     "[fault] APNs 503 for 20 s: accepted before \(accepted.count)/\(devices), 503 answers \(answered503); per second after \(simulator.stats().acceptsPerSecond)"
                 )
                 Self.expectPaced(simulator, rate: Double(devices) / window, "when APNs answered again")
-                let deliveries = try await rig.deliveries(broadcast)
+                let counts = simulator.acceptedCounts().merging(accepted, uniquingKeysWith: +)
+                let deliveries = try await Self.expectEveryDeviceOnce(rig, tokens: tokens, broadcast: broadcast, counts: counts)
                 let rejected = deliveries.filter { $0.value.outcome == "rejected" }
                 #expect(rejected.isEmpty, "recorded rejected: \(rejected.prefix(5).map { "\($0.value.reason ?? "")" })")
-                let counts = simulator.acceptedCounts().merging(accepted, uniquingKeysWith: +)
-                Self.expectSends(
-                    tokens: tokens,
-                    counts: counts,
-                    leases: try await rig.leasesByToken(broadcast),
-                    mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" },
-                    recorded: { deliveries[$0].map { "\($0.outcome) \($0.reason ?? "")" } }
-                )
                 #expect(progress.waves[0].counts.sent == devices)
                 #expect(progress.waves[0].counts.accepted >= devices - 10, "accepted \(progress.waves[0].counts.accepted) of \(devices)")
             }
@@ -746,6 +722,55 @@ struct FaultTests {
     }
 
     /// Runs `body` with a started simulator, shut down afterwards.
+    /// Starts the broadcast and one worker against a simulator on `port`, lets it accept a quarter of `devices`, and
+    /// stops that simulator. What it accepted is read once it is down: read before, the few it took in between were
+    /// missing from the counts, and a test blamed the worker for 2 of them.
+    static func sendAQuarterThenStop(
+        _ rig: FaultRig,
+        devices: Int,
+        window: Double,
+        port: Int,
+        worker name: String
+    ) async throws -> (broadcast: UUID, worker: WorkerProcess, accepted: [String: Int]) {
+        var started: (broadcast: UUID, worker: WorkerProcess)?
+        var accepted: [String: Int] = [:]
+        do {
+            try await withSimulator(port: port) { simulator in
+                let broadcast = try await rig.startBroadcast(window: window, cohorts: 1)
+                started = (broadcast, try rig.worker(name, endpoint: simulator.url))
+                try await WorkerProcessTests.waitUntil(seconds: 40) { simulator.stats().accepted >= devices / 4 }
+                try await simulator.shutdown()
+                accepted = simulator.acceptedCounts()
+            }
+        } catch {
+            started?.worker.stop()
+            throw error
+        }
+        let (broadcast, worker) = try #require(started)
+        return (broadcast, worker, accepted)
+    }
+
+    /// Every device accepted once in all (`counts`, merged over the simulators the run used), or recorded as fate
+    /// unknown; returns the wave's recorded deliveries.
+    static func expectEveryDeviceOnce(
+        _ rig: FaultRig,
+        tokens: [DeviceToken],
+        broadcast: UUID,
+        counts: [String: Int],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> [String: (outcome: String, reason: String?)] {
+        let deliveries = try await rig.deliveries(broadcast)
+        expectSends(
+            tokens: tokens,
+            counts: counts,
+            leases: try await rig.leasesByToken(broadcast),
+            mayBeMissing: { deliveries[$0]?.outcome == "fateUnknown" },
+            recorded: { deliveries[$0].map { "\($0.outcome) \($0.reason ?? "")" } },
+            sourceLocation: sourceLocation
+        )
+        return deliveries
+    }
+
     static func withSimulator(
         faults: APNsSimulator.Faults = .init(),
         port: Int = 0,
