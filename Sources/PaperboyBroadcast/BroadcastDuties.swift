@@ -4,6 +4,7 @@ import PaperboyCore
 import PaperboyDispatch
 import PaperboyStore
 import ServiceLifecycle
+import Synchronization
 
 /// The per-second duties beside the sending, on every worker: moves broadcasts along (``WaveAdvancer``: waves
 /// finished and started, deadlines), fails the broadcasts no worker can send (``UnsendablePolicy``), applies the
@@ -21,6 +22,8 @@ public final class BroadcastDuties: Service {
     let clock: BroadcastClock
     let metrics: DispatchMetrics
     let logger: Logger
+    /// When the fleet's old evidence was last deleted.
+    let evidencePruned = Mutex<Date?>(nil)
 
     init(repository: BroadcastRepository, configuration: Dispatcher.Configuration, clock: BroadcastClock, metrics: DispatchMetrics, logger: Logger) {
         self.repository = repository
@@ -61,13 +64,7 @@ public final class BroadcastDuties: Service {
             } ?? []
         log(events)
         await duty("could not check for broadcasts nobody can send") { try await self.failUnsendable(now: now) }
-        await duty("could not apply held deactivations") {
-            // Ten minutes by the database's clock, which stamped the answers.
-            let applied = try await self.holds.applyDue(logger: self.logger)
-            if applied > 0 {
-                self.logger.notice("applied held deactivations: no misconfiguration was suspected", metadata: [LogKey.devices: "\(applied)"])
-            }
-        }
+        await duty("could not apply held deactivations") { try await self.applyHeldDeactivations(now: now) }
         await duty("could not read the broadcasts' gauges") {
             let since = now.addingTimeInterval(-DispatchMetrics.endedShownFor)
             self.metrics.tick(now: now, broadcasts: try await self.repository.gauges(now: now, endedSince: since, logger: self.logger))
@@ -77,6 +74,54 @@ public final class BroadcastDuties: Service {
             try await self.tallier.run(now: now, logger: self.logger)
         }
         return events
+    }
+
+    /// Applies the held deactivations ten minutes old (by the database's clock, which stamped the answers) of the apps'
+    /// providers whose answers from every worker say no misconfiguration (``MisconfigurationGuard/judge(_:configuration:)``);
+    /// holds those whose answers do, as one worker's guard would have had it seen them all. Once a minute, forgets the
+    /// evidence older than a day.
+    func applyHeldDeactivations(now: Date) async throws {
+        let rules = MisconfigurationGuard.Configuration()
+        var clear: [(appID: Int, provider: PushProvider)] = []
+        for fleet in try await holds.fleetAnswers(smallFleet: rules.smallFleet, logger: logger) {
+            switch MisconfigurationGuard.judge(fleet, configuration: rules) {
+            case .apply:
+                if fleet.due > 0 { clear.append((fleet.appID, fleet.provider)) }
+            case .wait:
+                continue
+            case .hold(let suspicion):
+                let metadata: Logger.Metadata = [
+                    LogKey.app: "\(suspicion.appID)", LogKey.provider: "\(suspicion.provider.rawValue)", LogKey.reason: "\(suspicion.reason)",
+                ]
+                let raised = try await holds.raise(
+                    appID: suspicion.appID,
+                    provider: suspicion.provider,
+                    answer: suspicion.answer,
+                    likelyCause: suspicion.likelyCause,
+                    reason: suspicion.reason,
+                    by: configuration.owner,
+                    version: suspicion.version,
+                    logger: logger
+                )
+                if raised {
+                    logger.critical(
+                        "most of the app's answers from every worker say its tokens are not valid for it: a misconfiguration is likely, so its sends through the provider are held and no device is deactivated; fix the configuration, then run paperboy apps release (or confirm the deactivations with paperboy apps confirm-deactivations)",
+                        metadata: metadata
+                    )
+                }
+            }
+        }
+        let applied = try await holds.applyDue(only: clear, logger: logger)
+        if applied > 0 {
+            logger.notice("applied held deactivations: no misconfiguration was suspected", metadata: [LogKey.devices: "\(applied)"])
+        }
+        if evidencePruned.withLock({ last in
+            guard last.map({ now.timeIntervalSince($0) >= 60 }) ?? true else { return false }
+            last = now
+            return true
+        }) {
+            try await holds.pruneEvidence(logger: logger)
+        }
     }
 
     /// Runs one duty within `patience` (the database's otherwise); a failure is logged and left for the next round.

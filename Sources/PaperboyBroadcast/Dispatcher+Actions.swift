@@ -115,11 +115,13 @@ extension Dispatcher {
                 return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "edition \(batch.editionID) does not exist"))
             }
             let held = try await database { try await self.holds.holds(appID: app.id, logger: logger) }
+            let confirmed = try await database { try await self.holds.confirmed(appID: app.id, logger: logger) }
             var contents = WorkerMachine.BatchContents(
                 targets: targets,
                 providers: [:],
                 appProviders: Set(providers.values.filter { $0.isConfigured(for: app) }.map(\.provider)),
-                configuration: app.credentialsVersion
+                configuration: app.credentialsVersion,
+                confirmed: confirmed
             )
             var channels: [PushProvider: any BatchChannel] = [:]
             for provider in Set(targets.map(\.provider)) {
@@ -265,11 +267,20 @@ extension Dispatcher {
         let logger = batchLogger(batch)
         do {
             let now = moment().now
+            // The configuration the devices were sent under: "not valid" answers to one changed since are not the tokens'.
+            let version = state.withLock { $0.batches[batch.id]?.app.credentialsVersion }
             let written: Bool
             switch completion {
             case .record(let outcomes):
                 written = try await database {
-                    try await self.repository.record(batch, outcomes: outcomes, owner: self.configuration.owner, now: now, logger: logger)
+                    try await self.repository.record(
+                        batch,
+                        outcomes: outcomes,
+                        owner: self.configuration.owner,
+                        configuration: version,
+                        now: now,
+                        logger: logger
+                    )
                 }
             case .giveBack(let recorded, let returned, let because):
                 written = try await database {
@@ -282,6 +293,7 @@ extension Dispatcher {
                         providers: because.providerList,
                         held: because.heldProviders,
                         owner: self.configuration.owner,
+                        configuration: version,
                         now: now,
                         logger: logger
                     )

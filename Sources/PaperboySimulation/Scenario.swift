@@ -174,10 +174,13 @@ public struct Scenario: Sendable, CustomStringConvertible {
             case 3: faults.append(.keyless(worker: worker, app: app.id))
             case 4: faults.append(.rotate(app: app.id, provider: provider, at: at, revokeAt: at + random.between(-20...120)))
             case 5:
+                // Fixed within minutes, or noticed only after the held deactivations' ten minutes (a small or slowly
+                // paced app that tripped no worker's guard raises no hold and no alert: nobody is told).
+                let fixAt = at + (random.chance(0.3) ? random.between(700...1400) : random.between(20...400))
                 if random.chance(0.7) {
-                    faults.append(.misconfigure(app: app.id, provider: provider, at: at, fixAt: at + random.between(20...400)))
+                    faults.append(.misconfigure(app: app.id, provider: provider, at: at, fixAt: fixAt))
                 } else {
-                    faults.append(.misconfigureTopic(app: app.id, provider: provider, at: at, fixAt: at + random.between(20...400)))
+                    faults.append(.misconfigureTopic(app: app.id, provider: provider, at: at, fixAt: fixAt))
                 }
             case 6:
                 if random.chance(0.5) {

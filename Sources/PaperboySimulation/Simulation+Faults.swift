@@ -120,7 +120,33 @@ extension Simulation {
                 note("broadcast \(failure.broadcastID) failed: \(failure.reason)")
             }
         }
-        let applied = model.applyHeldDeactivations(before: now.addingTimeInterval(-600))
+        // `BroadcastDuties.applyHeldDeactivations`: every worker's answers judged by the guard's fleet rule first.
+        let cutoff = now.addingTimeInterval(-600)
+        var clear: Set<AppProvider> = []
+        waiting = []
+        for fleet in model.fleetAnswers(before: cutoff, now: now) {
+            switch MisconfigurationGuard.judge(fleet) {
+            case .apply:
+                clear.insert(AppProvider(appID: fleet.appID, provider: fleet.provider))
+            case .wait:
+                covered.insert("fleetWait")
+                waiting.insert(AppProvider(appID: fleet.appID, provider: fleet.provider))
+            case .hold(let suspicion):
+                if model.raiseHold(
+                    appID: suspicion.appID,
+                    provider: suspicion.provider,
+                    answer: suspicion.answer,
+                    reason: suspicion.reason,
+                    by: "duties",
+                    version: suspicion.version
+                ) {
+                    covered.insert("fleetHold")
+                    holdTimes.append((AppProvider(appID: suspicion.appID, provider: suspicion.provider), now, nil))
+                    note("hold raised from every worker's answers: app \(suspicion.appID) \(suspicion.provider.rawValue): \(suspicion.reason)")
+                }
+            }
+        }
+        let applied = model.applyHeldDeactivations(before: cutoff, only: clear)
         if applied > 0 {
             covered.insert("heldApplied")
             note("\(applied) held deactivations applied")

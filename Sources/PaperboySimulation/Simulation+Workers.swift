@@ -132,6 +132,7 @@ extension Simulation {
             workers[index].sends[batch.id] = nil
             workers[index].batches[batch.id] = nil
             workers[index].targets[batch.id] = nil
+            workers[index].versions[batch.id] = nil
             if case .givenBack(_, _, let because) = end {
                 covered.insert(because.draining ? "givenBack.draining" : "givenBack.provider")
             }
@@ -225,7 +226,7 @@ extension Simulation {
             let written: Bool
             switch completion {
             case .record(let outcomes):
-                written = model.record(batch, outcomes: outcomes, owner: owner, now: now)
+                written = model.record(batch, outcomes: outcomes, owner: owner, configuration: workers[index].versions[batch.id], now: now)
             case .giveBack(let recorded, let returned, let because):
                 written = model.giveBack(
                     batch,
@@ -236,6 +237,7 @@ extension Simulation {
                     providers: because.providerList,
                     held: because.heldProviders,
                     owner: owner,
+                    configuration: workers[index].versions[batch.id],
                     now: now
                 )
             case .abandon:
@@ -312,11 +314,13 @@ extension Simulation {
                 )
             }
         }
+        workers[index].versions[batch.id] = model.appVersions[app, default: 0]
         return WorkerMachine.BatchContents(
             targets: targets,
             providers: providers,
             appProviders: appProviders,
-            configuration: model.appVersions[app, default: 0]
+            configuration: model.appVersions[app, default: 0],
+            confirmed: model.confirmed(appID: app, now: now)
         )
     }
 

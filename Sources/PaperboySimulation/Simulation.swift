@@ -64,6 +64,8 @@ public final class Simulation {
         /// The batches it leased, and the devices of each as it read them (a send names positions).
         var batches: [Int64: LeasedBatch] = [:]
         var targets: [Int64: [Int64]] = [:]
+        /// The app's configuration version each batch was read under (`BatchWays.app` in the dispatcher).
+        var versions: [Int64: Int] = [:]
         var held: Set<Int64> = []
         var startedAt: Date
         /// When it ran (not paused, not dead), as intervals: for the unsendable invariant.
@@ -127,6 +129,8 @@ public final class Simulation {
     /// The generation of each app's current key file: rotation writes a new one and removes the old.
     var keyFiles: [AppProvider: Int] = [:]
     var databaseDown: (from: Date, until: Date)?
+    /// The apps' providers whose held deactivations the last duties left waiting for more answers.
+    var waiting: Set<AppProvider> = []
     /// When each hold was raised and released, for the invariants.
     var holdTimes: [(key: AppProvider, from: Date, until: Date?)] = []
     /// When pushes were handed to a provider, per second, per broadcast: the pace the plan promises.
@@ -173,10 +177,16 @@ public final class Simulation {
         )
     }
 
-    /// Every broadcast has ended and no worker holds a batch or waits for an answer.
+    /// Every broadcast has ended, no worker holds a batch or waits for an answer, and every held deactivation is under a
+    /// hold or waits for more answers (the morning goes on after the broadcasts: the duties apply them ten minutes after
+    /// their answers, or an operator's fix drops them).
     func finished() -> Bool {
         model.broadcasts.count == scenario.broadcasts.count && model.broadcasts.values.allSatisfy { $0.state != .running }
             && workers.allSatisfy { $0.life != .running || $0.machine.batchesHeld == 0 } && sends.isEmpty
+            && model.heldDeactivations.values.allSatisfy {
+                let pair = AppProvider(appID: $0.app, provider: $0.provider)
+                return model.holds[pair] != nil || waiting.contains(pair)
+            }
     }
 
     func note(_ line: @autoclosure () -> String) {

@@ -48,4 +48,65 @@ struct MisconfigurationGuardTests {
         #expect(guarding.observe(appID: 1, provider: .apns, Self.answers(invalid: 1, accepted: 0)) != nil)
         #expect(guarding.observe(appID: 1, provider: .apns, Self.answers(invalid: 9, accepted: 0)) == nil, "counted from scratch")
     }
+
+    static func fleet(held: Int, answers: Int, invalid: Int, active: Int = 20, confirmed: Bool = false) -> FleetAnswers {
+        FleetAnswers(
+            appID: 1,
+            provider: .apns,
+            version: 4,
+            held: held,
+            due: held,
+            answers: answers,
+            invalid: invalid,
+            reason: "DeviceTokenNotForTopic",
+            hint: "the bundle id",
+            activeDevices: active,
+            confirmed: confirmed
+        )
+    }
+
+    @Test(
+        "the fleet rule: 150 devices spread over four workers, each seeing too few to trip its own guard, are held together; the hold names every worker's answers"
+    )
+    func fleetHolds() {
+        // Four workers with 37 or 38 "not valid" answers each and nothing else: no worker's guard saw ten in a row
+        // within its window at 0.08 a second, but the fleet's 150 of 150 are plain.
+        var perWorker = MisconfigurationGuard()
+        for second in 0..<38 {
+            #expect(perWorker.observe(appID: 1, provider: .apns, Self.answers(invalid: 1, accepted: 0), now: Double(second) * 48) == nil)
+        }
+        let verdict = MisconfigurationGuard.judge(Self.fleet(held: 150, answers: 150, invalid: 150))
+        guard case .hold(let suspicion) = verdict else {
+            Issue.record("expected a hold, got \(verdict)")
+            return
+        }
+        #expect(suspicion.version == 4)
+        #expect(suspicion.reason == "150 of 150 APNs answers from every worker said DeviceTokenNotForTopic: the bundle id")
+    }
+
+    @Test("the fleet rule: a healthy fleet's stray tokens are applied; a few 'not valid' answers with nothing after them wait for more")
+    func fleetApplies() {
+        #expect(MisconfigurationGuard.judge(Self.fleet(held: 300, answers: 10_000, invalid: 300)) == .apply)
+        #expect(MisconfigurationGuard.judge(Self.fleet(held: 4, answers: 4, invalid: 4)) == .wait, "4 of 4: too few to tell")
+        #expect(MisconfigurationGuard.judge(Self.fleet(held: 4, answers: 9, invalid: 4)) == .apply, "4 of 9: not most")
+        #expect(MisconfigurationGuard.judge(Self.fleet(held: 10, answers: 19, invalid: 10)) != .apply, "10 of 19: most, and enough")
+        #expect(MisconfigurationGuard.judge(Self.fleet(held: 0, answers: 50, invalid: 50)) == .apply, "nothing held: nothing to judge")
+    }
+
+    @Test("the fleet rule: the evidence lost (kept a day) counts the held deactivations themselves; a small fleet mostly held is held")
+    func fleetFloorAndSmall() {
+        #expect(MisconfigurationGuard.judge(Self.fleet(held: 12, answers: 0, invalid: 0)) != .apply)
+        #expect(MisconfigurationGuard.judge(Self.fleet(held: 3, answers: 0, invalid: 0)) == .wait)
+        guard case .hold(let small) = MisconfigurationGuard.judge(Self.fleet(held: 4, answers: 30, invalid: 4, active: 6)) else {
+            Issue.record("a six-device fleet with four held: expected a hold")
+            return
+        }
+        #expect(small.invalid == 4 && small.answers == 6)
+        #expect(MisconfigurationGuard.judge(Self.fleet(held: 2, answers: 30, invalid: 2, active: 3)) == .apply, "fewer than three held")
+    }
+
+    @Test("the fleet rule: once an operator confirmed the tokens are invalid, everything held is applied")
+    func fleetConfirmed() {
+        #expect(MisconfigurationGuard.judge(Self.fleet(held: 500, answers: 500, invalid: 500, confirmed: true)) == .apply)
+    }
 }

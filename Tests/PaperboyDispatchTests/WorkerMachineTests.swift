@@ -229,6 +229,35 @@ struct WorkerMachineTests {
     }
 
     @Test(
+        "after an operator confirmed the deactivations (the tokens really are invalid), the same answers raise no hold again: they are recorded, held for ten minutes, with their hint"
+    )
+    func confirmedAnswersRaiseNoHold() {
+        var machine = Machine()
+        _ = machine.handle(.started, at: Self.at(0))
+        _ = machine.handle(.leased(Self.batch(1, devices: 12)), at: Self.at(0))
+        var contents = Self.contents((1...12).map { Self.apns($0) })
+        contents.confirmed = [.apns]
+        _ = machine.handle(.batchRead(1, contents), at: Self.at(0))
+        _ = machine.handle(.tick, at: Self.at(0.05))
+        let invalid = (0..<12).map {
+            BatchSendMachine.Answer(
+                position: $0,
+                result: .rejected(reason: "BadDeviceToken", deactivates: .deferred),
+                generation: 1,
+                misconfigurationHint: "tokens of another app"
+            )
+        }
+        let actions = machine.handle(.answered(1, invalid), at: Self.at(0.1)) + machine.handle(.tick, at: Self.at(2))
+        #expect(!actions.contains { if case .raiseHold = $0 { true } else { false } }, "confirmed: no hold")
+        let written: [[BatchOutcome]] = actions.compactMap { if case .write(_, .record(let outcomes)) = $0 { outcomes } else { nil } }
+        let recorded = written.first ?? []
+        #expect(recorded.count == 12)
+        #expect(
+            recorded.allSatisfy { $0.result == .rejected(reason: "BadDeviceToken", deactivates: .deferred) && $0.hint == "tokens of another app" }
+        )
+    }
+
+    @Test(
         "most answers of an app say 'token not valid': the provider is held once, every batch of the app here stops sending through it, nothing is recorded for them"
     )
     func misconfiguration() {

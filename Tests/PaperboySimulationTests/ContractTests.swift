@@ -515,4 +515,171 @@ struct ContractTests {
             #expect(try await pair.activeDevices().count == 6, "released: every device stays active")
         }
     }
+
+    /// The fleet's evidence of both stores, without the version (the model keeps its own) and with the database's `due`
+    /// counted against a cutoff after every answer.
+    static func evidence(_ pair: Pair) async throws -> (stored: [FleetAnswers], modelled: [FleetAnswers]) {
+        let stored = try await ProviderHoldRepository(client: pair.db.client).fleetAnswers(before: Date().addingTimeInterval(60), logger: pair.logger)
+        let modelled = pair.model.fleetAnswers(before: .distantFuture, now: Date())
+        return (stored, modelled)
+    }
+
+    @Test(
+        "the fleet's evidence: a batch's answers kept by when they were sent, only those after the first 'not valid' one in its ten seconds; the same on both stores, and the fleet rule holds on it"
+    )
+    func fleetEvidence() async throws {
+        try await Self.with(devices: 14, cohorts: 1, window: 1) { pair in
+            let now = pair.firstDue
+            // Sent at the start of a ten-second period by two workers: two accepted, then the bundle id went wrong.
+            let sentAt = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 10).rounded(.up) * 10)
+            for (index, owner) in ["w1", "w2"].enumerated() {
+                let at = now.addingTimeInterval(Double(index) * 0.5)
+                let (leased, _) = try await Self.lease(&pair, owner, at: at)
+                let batch = try #require(leased)
+                let targets = try await Self.targets(pair, batch, at: at)
+                #expect(targets.count == 7)
+                let outcomes = targets.enumerated().map { position, target in
+                    let accepted = index == 0 && position < 2
+                    return BatchOutcome(
+                        deviceID: target.deviceID,
+                        sentAt: sentAt.addingTimeInterval(Double(index * 7 + position) * 0.1),
+                        result: accepted ? .accepted : .rejected(reason: "DeviceTokenNotForTopic", deactivates: .deferred),
+                        hint: accepted ? nil : "the bundle id"
+                    )
+                }
+                #expect(
+                    try await pair.repository.record(
+                        batch,
+                        outcomes: outcomes,
+                        owner: owner,
+                        configuration: pair.version,
+                        now: at,
+                        logger: pair.logger
+                    )
+                )
+                let modelled = pair.model.record(batch, outcomes: outcomes, owner: owner, configuration: pair.version, now: at)
+                #expect(modelled)
+            }
+            let (stored, model) = try await Self.evidence(pair)
+            let fleet = try #require(stored.first)
+            #expect(stored.count == 1)
+            #expect(
+                fleet.held == 12 && fleet.due == 12 && fleet.answers == 12 && fleet.invalid == 12,
+                "the two accepted before the first 'not valid' one do not count"
+            )
+            #expect(fleet.reason == "DeviceTokenNotForTopic" && fleet.hint == "the bundle id" && fleet.activeDevices == 14 && !fleet.confirmed)
+            #expect(fleet.version == pair.version)
+            var same = fleet
+            same.version = model.first?.version ?? -1
+            #expect(model == [same])
+            guard case .hold = MisconfigurationGuard.judge(fleet) else {
+                Issue.record("twelve of twelve after the first 'not valid' one, over two workers: expected a hold")
+                return
+            }
+        }
+    }
+
+    @Test(
+        "confirm-deactivations ends the hold for good: what was held is applied, the provider is confirmed for the new configuration, and later 'not valid' answers are held and then applied without a new hold"
+    )
+    func confirmEndsTheHold() async throws {
+        try await Self.with(devices: 7, cohorts: 1, window: 1) { pair in
+            let now = pair.firstDue
+            let (first, _) = try await Self.lease(&pair, "w1", at: now)
+            let batch = try #require(first)
+            let targets = try await Self.targets(pair, batch, at: now)
+            let invalid = BatchOutcome.Result.rejected(reason: "BadDeviceToken", deactivates: .deferred)
+            let answered = targets.prefix(3).map { BatchOutcome(deviceID: $0.deviceID, sentAt: now, result: invalid) }
+            let holds = ProviderHoldRepository(client: pair.db.client)
+            // Three answered and held, then the hold (a worker's guard tripped); the other four given back.
+            let given = try await pair.giveBack(
+                batch,
+                recorded: answered,
+                firstReturned: 3,
+                returned: 4,
+                because: "held",
+                providers: [.apns],
+                held: [.apns],
+                owner: "w1",
+                now: now
+            )
+            #expect(given.stored && given.modelled)
+            try await holds.raise(
+                appID: pair.app,
+                provider: .apns,
+                answer: "BadDeviceToken",
+                likelyCause: "c",
+                reason: "r",
+                by: "w1",
+                version: pair.version,
+                logger: pair.logger
+            )
+            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "BadDeviceToken", reason: "r", by: "w1", version: pair.version)
+            let confirmed = try await holds.confirm(appID: pair.app, provider: .apns, logger: pair.logger)
+            let modelConfirmed = pair.model.confirm(appID: pair.app, provider: .apns, now: now)
+            #expect(confirmed.released && confirmed.deactivated == 3)
+            #expect(modelConfirmed.released && modelConfirmed.deactivated == 3)
+            #expect(try await holds.confirmed(appID: pair.app, logger: pair.logger) == [.apns])
+            #expect(pair.model.confirmed(appID: pair.app, now: now) == [.apns])
+            // The rest, sent after the confirm under the new configuration: held, and the fleet rule lets them through.
+            let app = try #require(try await AppRepository(client: pair.db.client).find(id: pair.app, logger: pair.logger))
+            #expect(app.credentialsVersion == pair.version + 1)
+            let later = now.addingTimeInterval(1)
+            let (second, _) = try await Self.lease(&pair, "w2", at: later)
+            let rest = try #require(second)
+            let restTargets = try await Self.targets(pair, rest, at: later)
+            #expect(restTargets.count == 4)
+            let outcomes = restTargets.map { BatchOutcome(deviceID: $0.deviceID, sentAt: later, result: invalid) }
+            #expect(
+                try await pair.repository.record(
+                    rest,
+                    outcomes: outcomes,
+                    owner: "w2",
+                    configuration: app.credentialsVersion,
+                    now: later,
+                    logger: pair.logger
+                )
+            )
+            let modelled = pair.model.record(rest, outcomes: outcomes, owner: "w2", configuration: app.credentialsVersion, now: later)
+            #expect(modelled)
+            let (stored, model) = try await Self.evidence(pair)
+            #expect(stored.map(\.confirmed) == [true] && model.map(\.confirmed) == [true])
+            #expect(stored.map(\.held) == [4] && model.map(\.held) == [4])
+            #expect(stored.map { MisconfigurationGuard.judge($0) } == [.apply])
+            #expect(try await holds.applyDue(before: Date().addingTimeInterval(60), only: [(pair.app, .apns)], logger: pair.logger) == 4)
+            let applied = pair.model.applyHeldDeactivations(before: .distantFuture, only: [AppProvider(appID: pair.app, provider: .apns)])
+            #expect(applied == 4)
+            #expect(try await pair.activeDevices().isEmpty, "every token was invalid, as the operator said")
+            #expect(try await holds.all(logger: pair.logger).isEmpty)
+        }
+    }
+
+    @Test(
+        "'not valid' answers to a configuration changed since (a fix made while the batch was out) are neither held nor counted: on both stores"
+    )
+    func staleAnswers() async throws {
+        try await Self.with(devices: 4, cohorts: 1, window: 1) { pair in
+            let now = pair.firstDue
+            let (first, _) = try await Self.lease(&pair, "w1", at: now)
+            let batch = try #require(first)
+            let targets = try await Self.targets(pair, batch, at: now)
+            _ = try await ProviderHoldRepository(client: pair.db.client).release(appID: pair.app, provider: .apns, logger: pair.logger)
+            pair.model.releaseHold(appID: pair.app, provider: .apns)
+            let outcomes = targets.map {
+                BatchOutcome(deviceID: $0.deviceID, sentAt: now, result: .rejected(reason: "DeviceTokenNotForTopic", deactivates: .deferred))
+            }
+            #expect(
+                try await pair.repository.record(batch, outcomes: outcomes, owner: "w1", configuration: pair.version, now: now, logger: pair.logger)
+            )
+            let modelled = pair.model.record(batch, outcomes: outcomes, owner: "w1", configuration: pair.version, now: now)
+            #expect(modelled)
+            #expect(try await pair.heldDeactivations().isEmpty)
+            #expect(pair.model.heldDeactivations.isEmpty)
+            let (stored, model) = try await Self.evidence(pair)
+            #expect(stored.isEmpty && model.isEmpty)
+            let tallies = try await pair.db.client.query("SELECT count(*)::integer FROM answer_tallies", logger: pair.logger)
+            for try await count in tallies.decode(Int.self) { #expect(count == 0) }
+            #expect(try await pair.activeDevices().count == 4)
+        }
+    }
 }

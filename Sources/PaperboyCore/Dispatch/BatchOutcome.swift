@@ -33,13 +33,17 @@ public struct BatchOutcome: Sendable, Equatable {
     public var provider: PushProvider
     /// An alert sent in a background wave (the ready alert), recorded as no background push.
     public var alert: Bool
+    /// For a "not valid for this app" answer (``Deactivation/deferred``): what it would mean from every device (the
+    /// provider's own words, ``PushVerdict/misconfigurationHint``), kept with the fleet's evidence for the hold's reason.
+    public var hint: String?
 
-    public init(deviceID: Int64, sentAt: Date, result: Result, provider: PushProvider = .apns, alert: Bool = false) {
+    public init(deviceID: Int64, sentAt: Date, result: Result, provider: PushProvider = .apns, alert: Bool = false, hint: String? = nil) {
         self.deviceID = deviceID
         self.sentAt = sentAt
         self.result = result
         self.provider = provider
         self.alert = alert
+        self.hint = hint
     }
 }
 

@@ -159,7 +159,8 @@ extension BatchSendMachine {
                 sentAt: sent.sentAt,
                 result: answer.result,
                 provider: provider,
-                alert: sent.readyAlert
+                alert: sent.readyAlert,
+                hint: answer.misconfigurationHint
             )
         }
     }

@@ -25,6 +25,10 @@ public struct MisconfigurationGuard: Sendable, Equatable {
         /// since must not be judged by what the old one earned.
         public var share: Double = 0.5
         public var maxAge: TimeInterval = 300
+        /// The fleet rule (``judge(_:)``): an app with fewer active devices than this through a provider is a small
+        /// fleet, held when more than ``share`` of it, and at least ``smallFleetMinimum``, answered "not valid".
+        public var smallFleet: Int = 20
+        public var smallFleetMinimum: Int = 3
 
         public init(window: Int = 200, minimumInvalid: Int = 10, share: Double = 0.5, maxAge: TimeInterval = 300) {
             self.window = window
@@ -48,9 +52,14 @@ public struct MisconfigurationGuard: Sendable, Equatable {
         /// changed the configuration since, and answers to sends made before say nothing of the new one).
         public var version: Int = 0
 
+        /// Judged from every worker's answers (``MisconfigurationGuard/judge(_:configuration:)``), not one worker's.
+        public var fleet = false
+
         /// The one-line reason shown in status, the console, logs and `apps holds`.
         public var reason: String {
-            "\(invalid) of the last \(answers) \(provider.displayName) answers said \(answer): \(likelyCause)"
+            fleet
+                ? "\(invalid) of \(answers) \(provider.displayName) answers from every worker said \(answer): \(likelyCause)"
+                : "\(invalid) of the last \(answers) \(provider.displayName) answers said \(answer): \(likelyCause)"
         }
     }
 
@@ -136,5 +145,57 @@ public struct MisconfigurationGuard: Sendable, Equatable {
         }
         tallies[key] = tally
         return nil
+    }
+}
+
+extension MisconfigurationGuard {
+    /// What the fleet's answers say of an app's provider (``judge(_:configuration:)``).
+    public enum FleetVerdict: Sendable, Equatable {
+        /// No misconfiguration suspected: the due held deactivations may be applied.
+        case apply
+        /// Most answers since the oldest held one said "not valid", but too few to tell a misconfiguration from a few
+        /// stray tokens: nothing applied, nothing held; the next answers decide (accepted ones clear the tokens, more
+        /// "not valid" ones raise a hold). The devices stay active and are sent again meanwhile.
+        case wait
+        /// The fleet's answers say misconfiguration: hold the provider, apply nothing.
+        case hold(Suspicion)
+    }
+
+    /// The rule every worker's per-second duty applies before any held deactivation of `fleet`'s app and provider,
+    /// over every worker's answers since the oldest held one (``FleetAnswers``):
+    ///
+    /// - more than ``Configuration/share`` of them said "not valid", and at least ``Configuration/minimumInvalid``: a
+    ///   hold, as one worker's guard raises for its own answers;
+    /// - a fleet smaller than ``Configuration/smallFleet`` with more than that share of its devices held (at least
+    ///   ``Configuration/smallFleetMinimum``): a hold;
+    /// - more than that share said "not valid", but fewer: wait for more answers;
+    /// - else, or once an operator confirmed (``FleetAnswers/confirmed``): apply.
+    ///
+    /// One worker's guard trips within seconds on a big fleet; this catches what it cannot see: a small or slowly paced
+    /// app whose answers are spread over several workers, or a misconfiguration that began after most devices were
+    /// answered. The held deactivations count as "not valid" answers where the evidence has fewer (it is kept a day).
+    public static func judge(_ fleet: FleetAnswers, configuration: Configuration = Configuration()) -> FleetVerdict {
+        guard !fleet.confirmed, fleet.held > 0 else { return .apply }
+        let invalid = max(fleet.invalid, fleet.held)
+        let answers = max(fleet.answers, invalid)
+        let mostlyInvalid = Double(invalid) > configuration.share * Double(answers)
+        let byShare = mostlyInvalid && invalid >= configuration.minimumInvalid
+        let smallFleet =
+            fleet.activeDevices < configuration.smallFleet && fleet.held >= configuration.smallFleetMinimum
+            && Double(fleet.held) > configuration.share * Double(fleet.activeDevices)
+        guard byShare || smallFleet else { return mostlyInvalid ? .wait : .apply }
+        let counted = byShare ? (invalid, answers) : (fleet.held, fleet.activeDevices)
+        return .hold(
+            Suspicion(
+                appID: fleet.appID,
+                provider: fleet.provider,
+                answer: fleet.reason,
+                likelyCause: fleet.hint,
+                invalid: counted.0,
+                answers: counted.1,
+                version: fleet.version,
+                fleet: true
+            )
+        )
     }
 }

@@ -29,6 +29,7 @@ extension WorkerMachine {
         )
         held[id]?.phase = .sending(machine, wake: nil)
         held[id]?.configuration = contents.configuration
+        held[id]?.confirmed = contents.confirmed
         forward(.started, to: id, at: moment, &actions)
         if entry.cancelled { forward(.broadcastCancelled, to: id, at: moment, &actions) }
         if let drainDeadline { forward(.drainStarted(deadline: drainDeadline), to: id, at: moment, &actions) }
@@ -63,7 +64,9 @@ extension WorkerMachine {
         }
         var suspicions: [MisconfigurationGuard.Suspicion] = []
         for provider in PushProvider.allCases {
-            guard let tallied = byProvider[provider], raisedHolds[AppProvider(appID: entry.batch.appID, provider: provider)] == nil else { continue }
+            guard let tallied = byProvider[provider], !entry.confirmed.contains(provider),
+                raisedHolds[AppProvider(appID: entry.batch.appID, provider: provider)] == nil
+            else { continue }
             if let suspicion = misconfigurations.observe(
                 appID: entry.batch.appID,
                 provider: provider,

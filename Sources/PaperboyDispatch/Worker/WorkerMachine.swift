@@ -65,19 +65,25 @@ public struct WorkerMachine: Sendable {
         /// The version of the app's configuration read with the batch (`apps.credentials_version`): a hold is raised
         /// only for answers to the current one.
         public var configuration: Int
+        /// Providers whose "not valid" answers an operator confirmed as the tokens' truth for this configuration
+        /// (`paperboy apps confirm-deactivations`): the guard does not count them, so the hold it ended is not raised
+        /// again by the devices answered after it.
+        public var confirmed: Set<PushProvider>
 
         public init(
             targets: [BatchTarget],
             providers: [PushProvider: BatchSendMachine.ProviderState],
             readyAlertProviders: Set<PushProvider> = [],
             appProviders: Set<PushProvider>,
-            configuration: Int = 0
+            configuration: Int = 0,
+            confirmed: Set<PushProvider> = []
         ) {
             self.targets = targets
             self.providers = providers
             self.readyAlertProviders = readyAlertProviders
             self.appProviders = appProviders
             self.configuration = configuration
+            self.confirmed = confirmed
         }
     }
 
@@ -194,6 +200,8 @@ public struct WorkerMachine: Sendable {
         var confirmAskedAt: TimeInterval?
         /// The app's configuration version read with the batch.
         var configuration = 0
+        /// The providers whose "not valid" answers an operator confirmed for that version.
+        var confirmed: Set<PushProvider> = []
     }
 
     enum Phase: Sendable {

@@ -24,11 +24,11 @@ extension DispatchModel {
 
     /// `record`: the outcomes written and the batch done, under its lease; done by this lease before, nothing again.
     /// - Returns: false when the lease is another's.
-    public mutating func record(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, now: Date) -> Bool {
+    public mutating func record(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, configuration: Int? = nil, now: Date) -> Bool {
         guard let row = batches[batch.id] else { return false }
         if row.done == nil && row.leaseOwner == owner && row.leases == batch.leases {
             batches[batch.id]!.done = now
-            write(batch, outcomes: outcomes, now: now)
+            write(batch, outcomes: outcomes, owner: owner, configuration: configuration, now: now)
             return true
         }
         return row.done != nil && row.leaseOwner == owner && row.leases == batch.leases
@@ -46,6 +46,7 @@ extension DispatchModel {
         providers: [PushProvider],
         held: [PushProvider] = [],
         owner: String,
+        configuration: Int? = nil,
         now: Date
     ) -> Bool {
         guard var row = batches[batch.id] else { return false }
@@ -64,14 +65,17 @@ extension DispatchModel {
         row.leaseOwner = ""
         row.expires = now.addingTimeInterval(-0.001)
         batches[batch.id] = row
-        write(batch, outcomes: recorded, now: now)
+        write(batch, outcomes: recorded, owner: owner, configuration: configuration, now: now)
         return true
     }
 
-    /// The ledger (a device once per wave), the cohort's counters, deactivations and held deactivations.
-    mutating func write(_ batch: LeasedBatch, outcomes: [BatchOutcome], now: Date) {
+    /// The ledger (a device once per wave), the cohort's counters, deactivations, held deactivations and the fleet's
+    /// evidence; the last two only for answers to the app's configuration now (`configuration`, nil: any).
+    mutating func write(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, configuration: Int?, now: Date) {
         guard let index = cohorts.firstIndex(where: { $0.broadcast == batch.broadcastID && $0.wave == batch.wave && $0.cohort == batch.cohort })
         else { return }
+        let current = configuration.map { $0 == appVersions[batch.appID, default: 0] } ?? true
+        if current { tally(outcomes, appID: batch.appID, worker: owner, now: now) }
         for outcome in outcomes {
             let result: String
             var reason: String?
@@ -91,12 +95,13 @@ extension DispatchModel {
                 case .at(let time): deactivate(outcome.deviceID, at: time)
                 case .whenRecorded: deactivate(outcome.deviceID, at: now)
                 case .deferred:
-                    if heldDeactivations[outcome.deviceID] == nil, let device = devices[outcome.deviceID] {
+                    if current, heldDeactivations[outcome.deviceID] == nil, let device = devices[outcome.deviceID] {
                         heldDeactivations[outcome.deviceID] = HeldDeactivation(
                             app: device.app,
                             provider: outcome.provider,
                             reason: why,
-                            answeredAt: now
+                            answeredAt: now,
+                            sentAt: outcome.sentAt
                         )
                     }
                 case nil: break
@@ -135,5 +140,15 @@ extension DispatchModel {
         devices[id]!.unregisteredAt = max(device.unregisteredAt ?? .distantPast, time)
         devices[id]!.active = device.active && device.registeredAt > time
         if device.active && !devices[id]!.active { deactivations.append((id, time)) }
+    }
+}
+
+extension DispatchModel {
+    /// The statement `AnswerEvidence.tallyQuery` runs: this worker's rows of the ten seconds the answers were sent in gain them.
+    mutating func tally(_ outcomes: [BatchOutcome], appID: Int, worker: String, now: Date) {
+        for (evidence, counts) in AnswerEvidence(outcomes).counts {
+            let key = TallyKey(app: appID, provider: evidence.provider, period: evidence.period, worker: worker)
+            tallies[key] = AnswerEvidence.merged(tallies[key] ?? AnswerEvidence.Counts(), counts)
+        }
     }
 }

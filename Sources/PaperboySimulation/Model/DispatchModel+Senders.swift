@@ -68,21 +68,82 @@ extension DispatchModel {
         releaseHold(appID: appID, provider: provider)
     }
 
-    /// `ProviderHoldRepository.release`: the hold ends and its held deactivations are dropped.
+    /// `ProviderHoldRepository.release`: the hold ends, its held deactivations are dropped and its evidence forgotten.
     @discardableResult
     public mutating func releaseHold(appID: Int, provider: PushProvider) -> (released: Bool, dropped: Int) {
         appVersions[appID, default: 0] += 1
+        tallies = tallies.filter { $0.key.app != appID || $0.key.provider != provider }
         let released = holds.removeValue(forKey: AppProvider(appID: appID, provider: provider)) != nil
         let dropped = heldDeactivations.filter { $0.value.app == appID && $0.value.provider == provider }.map(\.key)
         for id in dropped { heldDeactivations[id] = nil }
         return (released, dropped.count)
     }
 
-    /// `ProviderHoldRepository.applyDue`: held deactivations older than `cutoff` of providers not held, oldest first.
+    /// `ProviderHoldRepository.confirm`: the held deactivations applied, the hold ended, a new configuration version,
+    /// and "not valid" answers to it confirmed as the tokens' truth from `now`.
+    /// - Returns: whether there was a hold, and how many devices were deactivated.
     @discardableResult
-    public mutating func applyHeldDeactivations(before cutoff: Date, limit: Int = 1000) -> Int {
+    public mutating func confirm(appID: Int, provider: PushProvider, now: Date) -> (released: Bool, deactivated: Int) {
+        appVersions[appID, default: 0] += 1
+        tallies = tallies.filter { $0.key.app != appID || $0.key.provider != provider }
+        let key = AppProvider(appID: appID, provider: provider)
+        confirmations[key] = (appVersions[appID, default: 0], now)
+        let released = holds.removeValue(forKey: key) != nil
+        var deactivated = 0
+        for (id, held) in heldDeactivations where held.app == appID && held.provider == provider {
+            heldDeactivations[id] = nil
+            if let device = devices[id], device.active, device.registeredAt <= held.answeredAt { deactivated += 1 }
+            deactivate(id, at: held.answeredAt)
+        }
+        return (released, deactivated)
+    }
+
+    /// `ProviderHoldRepository.confirmed`: the app's providers confirmed for its configuration now, within 24 hours.
+    public func confirmed(appID: Int, now: Date) -> Set<PushProvider> {
+        Set(
+            confirmations.filter {
+                $0.key.appID == appID && $0.value.version == appVersions[appID, default: 0] && $0.value.at > now.addingTimeInterval(-86_400)
+            }.map(\.key.provider)
+        )
+    }
+
+    /// `ProviderHoldRepository.fleetAnswers`: the evidence of each app's provider with held deactivations and no hold.
+    public func fleetAnswers(before cutoff: Date, now: Date, smallFleet: Int = 20) -> [FleetAnswers] {
+        var fleets: [FleetAnswers] = []
+        let pairs = Set(heldDeactivations.values.map { AppProvider(appID: $0.app, provider: $0.provider) }).filter { holds[$0] == nil }
+        for pair in pairs.sorted() {
+            let held = heldDeactivations.values.filter { $0.app == pair.appID && $0.provider == pair.provider }
+            let from = AnswerEvidence.period(of: held.map(\.sentAt).min()!)
+            let rows = tallies.filter { $0.key.app == pair.appID && $0.key.provider == pair.provider && $0.key.period >= from }
+            let top = rows.filter { $0.value.invalid > 0 }.max { ($0.value.invalid, $0.key.period) < ($1.value.invalid, $1.key.period) }
+            let version = appVersions[pair.appID, default: 0]
+            let confirmation = confirmations[pair]
+            fleets.append(
+                FleetAnswers(
+                    appID: pair.appID,
+                    provider: pair.provider,
+                    version: version,
+                    held: held.count,
+                    due: held.count { $0.answeredAt < cutoff },
+                    answers: rows.map { $0.key.period == from ? $0.value.sinceInvalid : $0.value.answers }.reduce(0, +),
+                    invalid: rows.values.map(\.invalid).reduce(0, +),
+                    reason: top?.value.reason ?? "",
+                    hint: top?.value.hint ?? "",
+                    activeDevices: min(smallFleet, devices.values.count { $0.app == pair.appID && $0.token.provider == pair.provider && $0.active }),
+                    confirmed: confirmation.map { $0.version == version && $0.at > now.addingTimeInterval(-86_400) } ?? false
+                )
+            )
+        }
+        return fleets
+    }
+
+    /// `ProviderHoldRepository.applyDue`: held deactivations older than `cutoff` of providers not held, oldest first,
+    /// of the apps' providers in `only` (nil: any).
+    @discardableResult
+    public mutating func applyHeldDeactivations(before cutoff: Date, limit: Int = 1000, only pairs: Set<AppProvider>? = nil) -> Int {
         let due = heldDeactivations.filter {
-            $0.value.answeredAt < cutoff && holds[AppProvider(appID: $0.value.app, provider: $0.value.provider)] == nil
+            let pair = AppProvider(appID: $0.value.app, provider: $0.value.provider)
+            return $0.value.answeredAt < cutoff && holds[pair] == nil && (pairs?.contains(pair) ?? true)
         }
         .sorted {
             ($0.value.app, $0.value.provider.rawValue, $0.value.answeredAt, $0.key) < (

@@ -112,11 +112,22 @@ public struct DispatchModel: Sendable {
         public var raisedBy: String
     }
 
+    /// A row of `answer_tallies`: one worker's answers through an app's provider in ten seconds (the store's clock).
+    struct TallyKey: Hashable, Sendable {
+        var app: Int
+        var provider: PushProvider
+        /// Seconds since 1970, a multiple of ten.
+        var period: Int
+        var worker: String
+    }
+
     public struct HeldDeactivation: Sendable, Equatable {
         public var app: Int
         public var provider: PushProvider
         public var reason: String
         public var answeredAt: Date
+        /// When the push it answered went out: the fleet's evidence starts there (migration 0031).
+        public var sentAt: Date
     }
 
     struct WaveKey: Hashable, Sendable {
@@ -153,6 +164,10 @@ public struct DispatchModel: Sendable {
     var statuses: [StatusKey: SenderStatus] = [:]
     public internal(set) var holds: [AppProvider: Hold] = [:]
     public internal(set) var heldDeactivations: [Int64: HeldDeactivation] = [:]
+    /// `answer_tallies` and `provider_confirmations` (migration 0031): the fleet's evidence for the breaker, and the
+    /// configuration versions whose "not valid" answers an operator confirmed, with when.
+    var tallies: [TallyKey: AnswerEvidence.Counts] = [:]
+    public internal(set) var confirmations: [AppProvider: (version: Int, at: Date)] = [:]
     /// Each device's background pushes in the ledger that were not `notSent`: the hourly budget's reading.
     var recentPushes: [Int64: [Date]] = [:]
     /// What the simulation's invariants read, which the tables do not keep: every device counted into a batch per

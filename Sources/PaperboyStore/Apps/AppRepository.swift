@@ -202,6 +202,7 @@ public struct AppRepository: Sendable {
                     "DELETE FROM held_deactivations WHERE app_id = \(appID) AND provider = \(provider.storageCode)",
                     logger: logger
                 )
+                try await ProviderHoldRepository.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
             }
             if let audit { try await AuditRepository.insert(audit, on: connection, logger: logger) }
             return app

@@ -534,15 +534,26 @@ extension BroadcastRepository {
 
     /// Records what became of a batch's devices, in one transaction: the delivery ledger, the cohort's
     /// counters, 410s deactivating devices (with the timestamp rule), deactivations held for answers that say the
-    /// token is not valid for the app, and the batch done.
+    /// token is not valid for the app, the fleet's evidence for the misconfiguration breaker (`answer_tallies`: how
+    /// many answers through each provider, how many "not valid"), and the batch done.
     ///
     /// Idempotent: a record retried after its COMMIT's answer was lost finds the batch done by this lease and
     /// writes nothing again.
+    /// - Parameter configuration: the app's configuration version (``App/credentialsVersion``) the devices were sent
+    ///   under, nil for the app's now: when the app's configuration changed since (a fix, a release, a confirm), the
+    ///   "not valid" answers to the old one say nothing of the tokens and are neither held nor counted as evidence.
     /// - Returns: false, recording nothing, when `owner` no longer holds this lease of the batch (it expired
     ///   and was taken over, by another worker or this one; the new lease records it).
     @discardableResult
-    public func record(_ batch: LeasedBatch, outcomes: [BatchOutcome], owner: String, now: Date, logger: Logger) async throws -> Bool {
-        try await write(batch, outcomes: outcomes, now: now, logger: logger) { connection in
+    public func record(
+        _ batch: LeasedBatch,
+        outcomes: [BatchOutcome],
+        owner: String,
+        configuration: Int? = nil,
+        now: Date,
+        logger: Logger
+    ) async throws -> Bool {
+        try await write(batch, outcomes: outcomes, owner: owner, configuration: configuration, now: now, logger: logger) { connection in
             let done = try await connection.query(
                 """
                 UPDATE broadcast_batches SET done_at = \(now)
@@ -573,6 +584,8 @@ extension BroadcastRepository {
     ///   - held: those of `providers` held for a suspected misconfiguration: the batch waits for an operator, and
     ///     the wait does not count towards `--fail-after` (`given_back_since` starts only with a give-back for a
     ///     provider not held).
+    ///   - configuration: the app's configuration version the recorded devices were sent under (nil: the app's now):
+    ///     "not valid" answers to an older one are neither held nor counted as evidence (``record(_:outcomes:owner:configuration:now:logger:)``).
     /// - Returns: false, recording nothing, when `owner` no longer holds this lease of the batch.
     @discardableResult
     public func giveBack(
@@ -584,13 +597,14 @@ extension BroadcastRepository {
         providers: [PushProvider] = [],
         held: [PushProvider] = [],
         owner: String,
+        configuration: Int? = nil,
         now: Date,
         logger: Logger
     ) async throws -> Bool {
         let leaseNow = leaseNow(now)
         let codes = providers.map(\.storageCode)
         let unsendable = providers.filter { !held.contains($0) }.map(\.storageCode)
-        return try await write(batch, outcomes: recorded, now: now, logger: logger) { connection in
+        return try await write(batch, outcomes: recorded, owner: owner, configuration: configuration, now: now, logger: logger) { connection in
             let given = try await connection.query(
                 """
                 UPDATE broadcast_batches
@@ -646,6 +660,8 @@ extension BroadcastRepository {
     private func write(
         _ batch: LeasedBatch,
         outcomes: [BatchOutcome],
+        owner: String,
+        configuration: Int?,
         now: Date,
         logger: Logger,
         fence: @escaping @Sendable (PostgresConnection) async throws -> Fence
@@ -666,6 +682,8 @@ extension BroadcastRepository {
         var heldIDs: [Int64] = []
         var heldProviders: [Int16] = []
         var heldReasons: [String] = []
+        var heldSentAt: [Date] = []
+        let evidence = AnswerEvidence(outcomes)
         for outcome in outcomes {
             let (result, reason): (String, String)
             switch outcome.result {
@@ -688,6 +706,7 @@ extension BroadcastRepository {
                     heldIDs.append(outcome.deviceID)
                     heldProviders.append(outcome.provider.storageCode)
                     heldReasons.append(why)
+                    heldSentAt.append(outcome.sentAt)
                 case nil:
                     break
                 }
@@ -766,9 +785,19 @@ extension BroadcastRepository {
             }
             if !heldIDs.isEmpty {
                 try await connection.query(
-                    RequestStatements.holdDeactivations(deviceIDs: heldIDs, appID: batch.appID, providers: heldProviders, reasons: heldReasons),
+                    RequestStatements.holdDeactivations(
+                        deviceIDs: heldIDs,
+                        appID: batch.appID,
+                        providers: heldProviders,
+                        reasons: heldReasons,
+                        sentAt: heldSentAt,
+                        configuration: configuration
+                    ),
                     logger: logger
                 )
+            }
+            if !evidence.isEmpty {
+                try await connection.query(evidence.tallyQuery(appID: batch.appID, worker: owner, configuration: configuration), logger: logger)
             }
             return true
         }

@@ -112,13 +112,31 @@ public struct ProviderHoldRepository: Sendable {
         return holds
     }
 
+    /// The app's providers whose "not valid" answers an operator confirmed as the tokens' truth for the app's
+    /// configuration now, within the last 24 hours (``confirm(appID:provider:logger:)``): no worker suspects a
+    /// misconfiguration from them.
+    public func confirmed(appID: Int, logger: Logger) async throws -> Set<PushProvider> {
+        let rows = try await client.query(
+            """
+            SELECT c.provider FROM provider_confirmations c JOIN apps a ON a.id = c.app_id AND a.credentials_version = c.version
+            WHERE c.app_id = \(appID) AND c.confirmed_at > now() - interval '24 hours'
+            """,
+            logger: logger
+        )
+        var providers: Set<PushProvider> = []
+        for try await code in rows.decode(Int16.self) { providers.insert(PushProvider(storageCode: code)) }
+        return providers
+    }
+
     /// The configuration was at fault and is fixed: the hold ends, and the deactivations it held are dropped (the
     /// devices stay active and are sent again). The app's configuration version goes up, as for any change of it:
-    /// answers to sends made before say nothing of the fixed one, and raise no hold again.
+    /// answers to sends made before say nothing of the fixed one, and raise no hold again; the fleet's evidence
+    /// starts afresh.
     /// - Returns: whether there was a hold, and how many deactivations were dropped.
     public func release(appID: Int, provider: PushProvider, logger: Logger) async throws -> (released: Bool, dropped: Int) {
         try await client.transaction(logger: logger) { connection in
             try await Self.newConfiguration(appID: appID, on: connection, logger: logger)
+            try await Self.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
             let released =
                 try await connection.query(
                     "DELETE FROM provider_holds WHERE app_id = \(appID) AND provider = \(provider.storageCode) RETURNING 1",
@@ -132,12 +150,25 @@ public struct ProviderHoldRepository: Sendable {
         }
     }
 
-    /// The tokens really are dead: the held deactivations of the app's provider are applied now and the hold ends
-    /// (the configuration version goes up, as for ``release(appID:provider:logger:)``).
+    /// The tokens really are dead: the held deactivations of the app's provider are applied now, the hold ends (the
+    /// configuration version goes up, as for ``release(appID:provider:logger:)``), and for the new version, 24 hours at
+    /// most, "not valid" answers through the provider are taken as the tokens' truth: no worker holds the provider
+    /// for them, and their deactivations are applied after the usual ten minutes. Without that, the devices answered
+    /// after the hold (given back, not held) tripped the breaker again within seconds: a fleet with many invalid tokens
+    /// (a Firebase project migration, an import of another app's tokens) could not get out of the hold.
     /// - Returns: whether there was a hold, and how many devices were deactivated.
     public func confirm(appID: Int, provider: PushProvider, logger: Logger) async throws -> (released: Bool, deactivated: Int) {
         try await client.transaction(logger: logger) { connection in
             try await Self.newConfiguration(appID: appID, on: connection, logger: logger)
+            try await Self.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO provider_confirmations (app_id, provider, version, confirmed_at)
+                SELECT id, \(provider.storageCode), credentials_version, now() FROM apps WHERE id = \(appID)
+                ON CONFLICT (app_id, provider) DO UPDATE SET version = excluded.version, confirmed_at = excluded.confirmed_at
+                """,
+                logger: logger
+            )
             let released =
                 try await connection.query(
                     "DELETE FROM provider_holds WHERE app_id = \(appID) AND provider = \(provider.storageCode) RETURNING 1",
@@ -159,14 +190,117 @@ public struct ProviderHoldRepository: Sendable {
     }
 
     /// Applies held deactivations older than `cutoff` (ten minutes by the database's clock when nil) whose app's
-    /// provider is not held, `limit` at most: the per-second step of the workers.
+    /// provider is not held, `limit` at most: the per-second step of the workers, for the apps' providers the fleet's
+    /// evidence clears (`only`: those of ``fleetAnswers(before:smallFleet:logger:)`` that
+    /// ``MisconfigurationGuard``'s fleet rule lets through; nil: any).
     /// - Returns: how many were applied.
     @discardableResult
-    public func applyDue(before cutoff: Date? = nil, limit: Int = 1000, logger: Logger) async throws -> Int {
-        let rows = try await client.query(RequestStatements.applyHeldDeactivations(before: cutoff, limit: limit), logger: logger)
+    public func applyDue(
+        before cutoff: Date? = nil,
+        limit: Int = 1000,
+        only pairs: [(appID: Int, provider: PushProvider)]? = nil,
+        logger: Logger
+    ) async throws -> Int {
+        if let pairs, pairs.isEmpty { return 0 }
+        let rows = try await client.query(RequestStatements.applyHeldDeactivations(before: cutoff, limit: limit, only: pairs), logger: logger)
         var applied = 0
         for try await count in rows.decode(Int.self) { applied = count }
         return applied
+    }
+
+    /// The evidence of every app's provider that has held deactivations and no hold: every worker's answers through
+    /// it from the ten seconds the oldest held one was sent in on (in those ten seconds, those after a "not valid" one:
+    /// `answer_tallies`, by when they were sent), how many are due (answered before
+    /// `cutoff`, ten minutes ago by the database's clock when nil), the app's active devices through it up to
+    /// `smallFleet`, and whether an operator confirmed. One index probe per app and provider for the oldest, a few
+    /// rows of tallies each; the held deactivations counted up to ``countedUpTo`` (the rule needs no more).
+    public func fleetAnswers(
+        before cutoff: Date? = nil,
+        smallFleet: Int = 20,
+        logger: Logger
+    ) async throws -> [FleetAnswers] {
+        let codes = PushProvider.allCases.map(\.storageCode)
+        let rows = try await client.query(
+            """
+            WITH pairs AS (
+                SELECT a.id AS app_id, g.provider, a.credentials_version AS version,
+                    (SELECT min(h.sent_at) FROM held_deactivations h WHERE h.app_id = a.id AND h.provider = g.provider) AS oldest
+                FROM apps a CROSS JOIN unnest(\(codes)::smallint[]) AS g(provider)
+                WHERE NOT EXISTS (SELECT 1 FROM provider_holds p WHERE p.app_id = a.id AND p.provider = g.provider)
+            )
+            SELECT x.app_id, x.provider, x.version,
+                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h WHERE h.app_id = x.app_id AND h.provider = x.provider
+                    LIMIT \(Self.countedUpTo)) c),
+                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h WHERE h.app_id = x.app_id AND h.provider = x.provider
+                    AND h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes') LIMIT \(Self.countedUpTo)) c),
+                coalesce(t.answers, 0)::integer, coalesce(t.invalid, 0)::integer, coalesce(r.reason, ''), coalesce(r.hint, ''),
+                (SELECT count(*)::integer FROM (SELECT 1 FROM devices d WHERE d.app_id = x.app_id AND d.provider = x.provider AND d.active
+                    LIMIT \(smallFleet)) f),
+                EXISTS (SELECT 1 FROM provider_confirmations c WHERE c.app_id = x.app_id AND c.provider = x.provider AND c.version = x.version
+                    AND c.confirmed_at > now() - interval '24 hours')
+            FROM pairs x
+            LEFT JOIN LATERAL (
+                SELECT sum(CASE WHEN s.period = date_bin('10 seconds', x.oldest, 'epoch') THEN s.since_invalid ELSE s.answers END) AS answers,
+                    sum(s.invalid) AS invalid
+                FROM answer_tallies s
+                WHERE s.app_id = x.app_id AND s.provider = x.provider
+                    AND s.period >= date_bin('10 seconds', x.oldest, 'epoch')
+            ) t ON true
+            LEFT JOIN LATERAL (
+                SELECT s.reason, s.hint FROM answer_tallies s
+                WHERE s.app_id = x.app_id AND s.provider = x.provider AND s.invalid > 0
+                    AND s.period >= date_bin('10 seconds', x.oldest, 'epoch')
+                ORDER BY s.invalid DESC, s.period DESC LIMIT 1
+            ) r ON true
+            WHERE x.oldest IS NOT NULL
+            ORDER BY x.app_id, x.provider
+            """,
+            logger: logger
+        )
+        var fleets: [FleetAnswers] = []
+        for try await (app, provider, version, held, due, answers, invalid, reason, hint, active, confirmed) in rows.decode(
+            (Int, Int16, Int, Int, Int, Int, Int, String, String, Int, Bool).self
+        ) {
+            fleets.append(
+                FleetAnswers(
+                    appID: app,
+                    provider: PushProvider(storageCode: provider),
+                    version: version,
+                    held: held,
+                    due: due,
+                    answers: answers,
+                    invalid: invalid,
+                    reason: reason,
+                    hint: hint,
+                    activeDevices: active,
+                    confirmed: confirmed
+                )
+            )
+        }
+        return fleets
+    }
+
+    /// Held deactivations are counted up to this many per app and provider each second: at 10 million devices a
+    /// healthy fleet's few per cent of stray tokens are hundreds of thousands.
+    static let countedUpTo = 10_000
+
+    /// Deletes the fleet's evidence older than `cutoff` (a day ago by the database's clock when nil).
+    /// - Returns: how many rows.
+    @discardableResult
+    public func pruneEvidence(before cutoff: Date? = nil, logger: Logger) async throws -> Int {
+        let rows = try await client.query(
+            "DELETE FROM answer_tallies WHERE period < coalesce(\(cutoff)::timestamptz, now() - interval '1 day') RETURNING 1",
+            logger: logger
+        )
+        return try await rows.collect().count
+    }
+
+    /// The fleet's evidence of the app's provider is forgotten: its configuration changed.
+    static func forgetEvidence(appID: Int, provider: PushProvider, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query(
+            "DELETE FROM answer_tallies WHERE app_id = \(appID) AND provider = \(provider.storageCode)",
+            logger: logger
+        )
     }
 
     /// A new version of the app's configuration: workers load its credentials again and count answers afresh.

@@ -386,7 +386,7 @@ public enum RequestStatements {
         Statement("dispatch: record APNs 410s (record)") { s in unregister(deviceIDs: [s.deviceID], at: [s.now], atDatabaseNow: [false], now: s.now)
         },
         Statement("dispatch: hold the deactivations of tokens a provider called not valid for the app (record)") { s in
-            holdDeactivations(deviceIDs: [s.deviceID], appID: s.appID, providers: [0], reasons: ["BadDeviceToken"])
+            holdDeactivations(deviceIDs: [s.deviceID], appID: s.appID, providers: [0], reasons: ["BadDeviceToken"], sentAt: [s.now])
         },
         Statement("dispatch: apply held deactivations nobody suspects a misconfiguration of (each second)") { _ in
             applyHeldDeactivations(before: nil, limit: 1000)
@@ -525,24 +525,41 @@ public enum RequestStatements {
 
     /// Deactivations held for answers that said the token is not valid for the app (migration 0023): the database's
     /// clock, which writes `registered_at`, is the answer's time (a worker's may disagree); a device answered again
-    /// keeps its first.
-    static func holdDeactivations(deviceIDs: [Int64], appID: Int, providers: [Int16], reasons: [String]) -> PostgresQuery {
+    /// keeps its first. None when the app's configuration is no longer `configuration` (nil: any): the change that
+    /// made a new one (a fix, a release) dropped the old one's held deactivations, and answers to sends made under the
+    /// old one, recorded after it, say nothing of the tokens (found by the simulation: `paperboy-sim`, seed 830). The
+    /// app's row is locked for share: a change of the configuration waits for this transaction, and its delete sees
+    /// these rows.
+    static func holdDeactivations(
+        deviceIDs: [Int64],
+        appID: Int,
+        providers: [Int16],
+        reasons: [String],
+        sentAt: [Date],
+        configuration: Int? = nil
+    ) -> PostgresQuery {
         """
-        INSERT INTO held_deactivations (device_id, app_id, provider, reason, answered_at)
-        SELECT u.id, \(appID), u.provider, u.reason, now()
-        FROM unnest(\(deviceIDs)::bigint[], \(providers)::smallint[], \(reasons)::text[]) AS u(id, provider, reason)
+        INSERT INTO held_deactivations (device_id, app_id, provider, reason, answered_at, sent_at)
+        SELECT u.id, \(appID), u.provider, u.reason, now(), u.sent_at
+        FROM unnest(\(deviceIDs)::bigint[], \(providers)::smallint[], \(reasons)::text[], \(sentAt)::timestamptz[])
+            AS u(id, provider, reason, sent_at)
+        WHERE EXISTS (SELECT 1 FROM apps a WHERE a.id = \(appID)
+            AND a.credentials_version = coalesce(\(configuration)::integer, a.credentials_version) FOR SHARE)
         ON CONFLICT (device_id) DO NOTHING
         """
     }
 
     /// Applies held deactivations answered before `cutoff` whose app's provider is not held, at most `limit` of them,
-    /// oldest first; a device registered again after its answer stays active. Returns how many were applied.
-    static func applyHeldDeactivations(before cutoff: Date?, limit: Int) -> PostgresQuery {
+    /// oldest first, of the apps' providers given (those the fleet's evidence clears, ``ProviderHoldRepository/fleetAnswers(before:logger:)``;
+    /// nil: any); a device registered again after its answer stays active. Returns how many were applied.
+    static func applyHeldDeactivations(before cutoff: Date?, limit: Int, only pairs: [(appID: Int, provider: PushProvider)]? = nil) -> PostgresQuery {
         """
         WITH due AS (
             DELETE FROM held_deactivations x WHERE x.device_id IN (
                 SELECT h.device_id FROM held_deactivations h
                 WHERE h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes')
+                    AND (\(pairs == nil) OR (h.app_id, h.provider) IN (
+                        SELECT * FROM unnest(\((pairs ?? []).map(\.appID))::integer[], \((pairs ?? []).map { $0.provider.storageCode })::smallint[])))
                     AND NOT EXISTS (SELECT 1 FROM provider_holds p WHERE p.app_id = h.app_id AND p.provider = h.provider)
                 ORDER BY h.app_id, h.provider, h.answered_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
             RETURNING x.device_id, x.answered_at
