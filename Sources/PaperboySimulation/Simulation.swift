@@ -259,14 +259,18 @@ public final class Simulation {
     }
 }
 
-/// The simulation's events in time order; events at the same instant in the order they were scheduled.
+/// The simulation's events in time order; events at the same instant in the order they were scheduled. The heap holds
+/// only each event's instant and sequence number, its item beside it: sifting moves two words, not an event's payload
+/// (copying payloads through the heap was most of the simulation's time).
 struct EventQueue<Item> {
-    private var heap: [(time: Date, sequence: Int, item: Item)] = []
+    private var heap: [(time: Date, sequence: Int)] = []
+    private var items: [Int: Item] = [:]
     private var sequence = 0
 
     mutating func push(_ item: Item, at time: Date) {
         sequence += 1
-        heap.append((time, sequence, item))
+        items[sequence] = item
+        heap.append((time, sequence))
         var child = heap.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
@@ -291,10 +295,10 @@ struct EventQueue<Item> {
             heap.swapAt(parent, first)
             parent = first
         }
-        return (top.time, top.item)
+        return (top.time, items.removeValue(forKey: top.sequence)!)
     }
 
-    private static func before(_ a: (time: Date, sequence: Int, item: Item), _ b: (time: Date, sequence: Int, item: Item)) -> Bool {
+    private static func before(_ a: (time: Date, sequence: Int), _ b: (time: Date, sequence: Int)) -> Bool {
         (a.time, a.sequence) < (b.time, b.sequence)
     }
 }
