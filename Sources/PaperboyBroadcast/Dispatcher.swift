@@ -72,6 +72,9 @@ public final class Dispatcher: Service {
         /// not written by then goes back to the cohort (`--drain-timeout`). The worker exits within this and the time
         /// to record, well inside Kubernetes' 30 s grace period.
         public var drainTimeout: Duration = .seconds(10)
+        /// After the drain's deadline, how long the last outcomes may take to be written before the worker stops
+        /// without them (``WorkerMachine/Configuration/drainWriteGrace``).
+        public var drainWriteGrace: Duration = .seconds(8)
         /// A running broadcast fails when no worker could send for its app through a provider this long, with
         /// problems reported (`--fail-after`; ``UnsendablePolicy``).
         public var failAfter: Duration = .seconds(300)
@@ -95,6 +98,7 @@ public final class Dispatcher: Service {
             scaled.unreachablePatience = scaled.unreachablePatience * factor
             scaled.countAhead = scaled.countAhead * factor
             scaled.drainTimeout = scaled.drainTimeout * factor
+            scaled.drainWriteGrace = scaled.drainWriteGrace * factor
             scaled.failAfter = scaled.failAfter * factor
             return scaled
         }
@@ -113,6 +117,7 @@ public final class Dispatcher: Service {
             machine.maxBatchesInFlight = maxBatchesInFlight
             machine.pollInterval = pollInterval.seconds
             machine.drainTimeout = drainTimeout.seconds
+            machine.drainWriteGrace = drainWriteGrace.seconds
             machine.recordPatience = recordPatience.seconds
             machine.batch.tick = tick.seconds
             machine.batch.catchUpTolerance = catchUpTolerance.seconds

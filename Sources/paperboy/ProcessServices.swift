@@ -16,7 +16,7 @@ import UnixSignals
 /// dispatcher finishing the batches it holds) takes a few seconds.
 enum ProcessServices {
     /// How long the services together may take to stop gracefully before what is left is cancelled, in a process
-    /// without a dispatcher; with one, its drain timeout plus 2 s (``DispatchOptions/gracefulStop()``).
+    /// without a dispatcher; with one, its drain timeout plus 8.5 s (``DispatchOptions/gracefulStop()``).
     static let gracefulStop: Duration = .seconds(10)
     /// How long cancelled services may take to end; past it ServiceLifecycle ends the process with a
     /// fatal error (a bug in a service: something ignores cancellation), which is still an exit.

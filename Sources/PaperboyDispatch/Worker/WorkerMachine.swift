@@ -38,8 +38,11 @@ public struct WorkerMachine: Sendable {
         public var pollInterval: TimeInterval = 0.2
         public var drainTimeout: TimeInterval = 10
         public var recordPatience: TimeInterval = 300
-        /// After a drain's deadline, how long writing outcomes may still take before the worker stops without them.
-        public var drainWriteGrace: TimeInterval = 1.5
+        /// After a drain's deadline, how long writing outcomes may still take before the worker stops without them:
+        /// what is not written by then is sent again by another worker. Eight seconds, so that a slow database (a
+        /// failover, a checkpoint) still records what was sent (1.5 s left accepted devices to be sent twice, issue 47);
+        /// with the 10 s drain and the process's 5 s of cancellation, 23.5 s: inside Kubernetes' 30 s grace period.
+        public var drainWriteGrace: TimeInterval = 8
         public var batch = BatchSendMachine.Configuration()
         public var retry = RetryBackoff()
         public var misconfiguration = MisconfigurationGuard.Configuration()

@@ -6,6 +6,7 @@ import Logging
 import PaperboyBroadcast
 import PaperboyCore
 import PaperboyStore
+import PaperboyText
 import PostgresNIO
 import ServiceLifecycle
 
@@ -56,7 +57,7 @@ struct DispatchOptions: ParsableArguments {
     @Option(
         name: .customLong("drain-timeout"),
         help: ArgumentHelp(
-            "On SIGTERM, how long pushes already sent may take to be answered; every device not sent by then goes back to its cohort for another worker (at least 1s; keep it under the orchestrator's grace period, 30 s in Kubernetes).",
+            "On SIGTERM, how long pushes already sent may take to be answered; every device not sent by then goes back to its cohort for another worker (1s to 1h). The worker then has 8 s to record what it sent and 5 s more to close: keep it 14 s under the orchestrator's grace period (10s fits Kubernetes' 30 s).",
             valueName: "duration"
         )
     )
@@ -90,37 +91,42 @@ struct DispatchOptions: ParsableArguments {
         }
     }
 
-    private func leaseSeconds() throws -> TimeInterval {
+    /// `text` as seconds within `range`, or an error naming `flag` (a duration is bounded where it is parsed: `1e300s`
+    /// would trap converting to a `Duration`).
+    private static func seconds(_ text: String, flag: String, _ range: ClosedRange<TimeInterval>, why: String = "") throws -> TimeInterval {
         let seconds: TimeInterval
-        do { seconds = try StaggerPlan.seconds(parsing: lease) } catch { throw ValidationError("--lease: \(error)") }
-        guard seconds >= 3 else { throw ValidationError("--lease: at least 3s, so that heartbeats (every third of it) keep up") }
+        do { seconds = try StaggerPlan.seconds(parsing: text, allowingZero: true) } catch { throw ValidationError("\(flag): \(error)") }
+        guard range.contains(seconds) else {
+            let bounds =
+                range.lowerBound == 0
+                ? "at most \(TerminalText.duration(range.upperBound))"
+                : "between \(TerminalText.duration(range.lowerBound)) and \(TerminalText.duration(range.upperBound))"
+            throw ValidationError("\(flag): \(bounds)\(why), got \(text)")
+        }
         return seconds
+    }
+
+    private func leaseSeconds() throws -> TimeInterval {
+        try Self.seconds(lease, flag: "--lease", 3...3600, why: " (at least 3s, so that heartbeats, every third of it, keep up)")
     }
 
     private func drainSeconds() throws -> TimeInterval {
-        let seconds: TimeInterval
-        do { seconds = try StaggerPlan.seconds(parsing: drainTimeout, allowingZero: true) } catch {
-            throw ValidationError("--drain-timeout: \(error)")
-        }
-        guard seconds >= 1 else { throw ValidationError("--drain-timeout: at least 1s, so that pushes already sent can be answered") }
-        return seconds
+        try Self.seconds(drainTimeout, flag: "--drain-timeout", 1...3600, why: " (at least 1s, so that pushes already sent can be answered)")
     }
 
-    /// How long `serve` and `worker` wait for their services to stop on SIGTERM: the drain, plus 2 s to record what
-    /// it gave back and close connections; then what is left is cancelled (``ProcessServices``).
+    /// How long `serve` and `worker` wait for their services to stop on SIGTERM: the drain, the dispatcher's write
+    /// grace to record what it sent (``Dispatcher/Configuration/drainWriteGrace``), and half a second to close
+    /// connections; then what is left is cancelled (``ProcessServices``, 5 s at most). 23.5 s by default.
     func gracefulStop() throws -> Duration {
-        .seconds(try drainSeconds() + 2)
+        .seconds(try drainSeconds()) + Dispatcher.Configuration().drainWriteGrace + .milliseconds(500)
     }
 
     private func failAfterSeconds() throws -> TimeInterval {
-        let seconds: TimeInterval
-        do { seconds = try StaggerPlan.seconds(parsing: failAfter) } catch { throw ValidationError("--fail-after: \(error)") }
-        guard seconds >= 10 else { throw ValidationError("--fail-after: at least 10s") }
-        return seconds
+        try Self.seconds(failAfter, flag: "--fail-after", 10...86_400)
     }
 
     private func countAheadSeconds() throws -> TimeInterval {
-        do { return try StaggerPlan.seconds(parsing: countAhead, allowingZero: true) } catch { throw ValidationError("--count-ahead: \(error)") }
+        try Self.seconds(countAhead, flag: "--count-ahead", 0...86_400)
     }
 
     /// The dispatcher and the APNs and FCM clients it sends with: run all in the service group, the clients
