@@ -82,6 +82,63 @@ struct MisconfigurationTests {
     }
 
     @Test(
+        "a small app spread over three workers (20 devices at one a second, the wrong bundle id): no worker sees ten 'not valid' answers, the fleet rule holds the provider from every worker's answers, 0 deactivated; fixed, then completed with none sent twice (issue 47, finding 1)",
+        .timeLimit(.minutes(3))
+    )
+    func smallFleetOverThreeWorkers() async throws {
+        var validation = APNsRequestValidator.Configuration(
+            teamID: "TEAM123456",
+            keys: ["KEY1234567": BroadcastFixture.privateKey.publicKey],
+            topics: [BroadcastFixture.topic, "com.example.news.beta"]
+        )
+        validation.maximumTokenAge = 3600 * 24
+        validation.deviceTopic = BroadcastFixture.topic
+        var configuration = APNsSimulator.Configuration(validation: validation, faults: .init(), port: 0)
+        configuration.eventLoopThreads = 1
+        let simulator = APNsSimulator(configuration: configuration)
+        try await simulator.start()
+        defer { Task { try? await simulator.shutdown() } }
+        try await FaultRig.with { rig in
+            _ = try await AppRepository(client: rig.client).setBundleID(appID: rig.app.id, "com.example.news.beta", logger: rig.logger)
+            let devices = 20
+            let tokens = try await rig.seed(devices)
+            let workers = try (1...3).map { try rig.worker("small-\($0)", endpoint: simulator.url) }
+            defer { for worker in workers { worker.stop() } }
+            let id = try await rig.startBroadcast(window: 20, cohorts: 1)
+            try await WorkerProcessTests.waitUntil(seconds: 60) { (try? await Self.holds(rig).isEmpty) == false }
+            let hold = try #require(try await Self.holds(rig).first)
+            #expect(hold.provider == .apns && hold.answer == "DeviceTokenNotForTopic", "\(hold)")
+            #expect(hold.reason.contains("from every worker"), "the fleet rule raised it, not one worker's guard: \(hold.reason)")
+            #expect(hold.likelyCause.contains("bundle id"), "\(hold.likelyCause)")
+            #expect(try await Self.activeDevices(rig) == devices, "0 devices deactivated")
+            #expect(workers.contains { $0.output.contains("from every worker say its tokens are not valid") }, "a log line names it")
+            let answered = simulator.stats().rejected.values.reduce(0, +)
+            #expect(answered >= 10 && answered < devices, "the hold stopped the sends: \(answered) answered")
+
+            try await Self.run(["apps", "set-bundle-id", "--app", "\(rig.app.id)", "--bundle-id", BroadcastFixture.topic], rig: rig)
+            let done = try await rig.waitForCompletion(id, seconds: 90)
+            #expect(done.state == .completed)
+            // The devices answered before the hold keep their rejection in this broadcast (sent once, with the wrong
+            // topic); every other device is accepted once; none is sent twice or deactivated.
+            let rows = try await rig.client.query(
+                "SELECT outcome, count(*)::integer, count(DISTINCT device_id)::integer FROM deliveries WHERE broadcast_id = \(id) GROUP BY outcome",
+                logger: rig.logger
+            )
+            var outcomes: [String: Int] = [:]
+            for try await (outcome, count, distinct) in rows.decode((String, Int, Int).self) {
+                outcomes[outcome] = count
+                #expect(count == distinct, "\(outcome): a device recorded twice")
+            }
+            #expect(outcomes["accepted", default: 0] + outcomes["rejected", default: 0] == devices, "\(outcomes)")
+            #expect(simulator.stats().accepted == outcomes["accepted", default: 0])
+            let counts = simulator.acceptedCounts()
+            #expect(tokens.filter { counts[$0.hex, default: 0] > 1 }.isEmpty, "none accepted twice")
+            #expect(try await Self.activeDevices(rig) == devices)
+            #expect(try await ProviderHoldRepository(client: rig.client).heldCount(logger: rig.logger) == 0, "the held deactivations were dropped")
+        }
+    }
+
+    @Test(
         "workers pointed at the other APNs environment: BadDeviceToken for every device; held, 0 deactivated; restarted on the right endpoint and released, then every device once",
         .timeLimit(.minutes(3))
     )
