@@ -82,19 +82,21 @@ public final class BroadcastDuties: Service {
     /// evidence older than a day.
     func applyHeldDeactivations(now: Date) async throws {
         let rules = MisconfigurationGuard.Configuration()
-        var clear: [(appID: Int, provider: PushProvider)] = []
+        var clear: [HoldKey] = []
         for fleet in try await holds.fleetAnswers(smallFleet: rules.smallFleet, logger: logger) {
             switch MisconfigurationGuard.judge(fleet, configuration: rules) {
             case .apply:
-                if fleet.due > 0 { clear.append((fleet.appID, fleet.provider)) }
+                if fleet.due > 0 { clear.append(HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider)) }
             case .wait:
                 continue
             case .hold(let suspicion):
                 let metadata: Logger.Metadata = [
-                    LogKey.app: "\(suspicion.appID)", LogKey.provider: "\(suspicion.provider.rawValue)", LogKey.reason: "\(suspicion.reason)",
+                    LogKey.app: "\(suspicion.appID)", LogKey.environment: "\(suspicion.environment.rawValue)",
+                    LogKey.provider: "\(suspicion.provider.rawValue)", LogKey.reason: "\(suspicion.reason)",
                 ]
                 let raised = try await holds.raise(
                     appID: suspicion.appID,
+                    environment: suspicion.environment,
                     provider: suspicion.provider,
                     answer: suspicion.answer,
                     likelyCause: suspicion.likelyCause,

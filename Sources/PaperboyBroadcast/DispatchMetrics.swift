@@ -166,7 +166,7 @@ final class DispatchMetrics: Sendable {
     func holds(_ holds: [ProviderHold]) {
         var series: [Series: Double] = [:]
         for hold in holds {
-            let labels = [("app", "\(hold.appID)"), ("provider", hold.provider.rawValue)]
+            let labels = [("app", "\(hold.appID)"), ("environment", hold.environment.rawValue), ("provider", hold.provider.rawValue)]
             series[Series("paperboy_provider_held", labels + [("answer", hold.answer)])] = 1
             series[Series("paperboy_deactivations_held", labels)] = Double(hold.heldDeactivations)
         }

@@ -114,8 +114,10 @@ extension Dispatcher {
             guard let edition = try await database({ try await self.editions.find(id: batch.editionID, logger: logger) }) else {
                 return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "edition \(batch.editionID) does not exist"))
             }
-            let held = try await database { try await self.holds.holds(appID: app.id, logger: logger) }
-            let confirmed = try await database { try await self.holds.confirmed(appID: app.id, logger: logger) }
+            let held = try await database { try await self.holds.holds(appID: app.id, environment: batch.environment, logger: logger) }
+            let confirmed = try await database {
+                try await self.holds.confirmed(appID: app.id, environment: batch.environment, logger: logger)
+            }
             var contents = WorkerMachine.BatchContents(
                 targets: targets,
                 providers: [:],
@@ -385,6 +387,7 @@ extension Dispatcher {
             let raised = try await database {
                 try await self.holds.raise(
                     appID: suspicion.appID,
+                    environment: suspicion.environment,
                     provider: suspicion.provider,
                     answer: suspicion.answer,
                     likelyCause: suspicion.likelyCause,
@@ -407,14 +410,14 @@ extension Dispatcher {
                     metadata: metadata
                 )
             }
-            return .holdRaised(AppProvider(appID: suspicion.appID, provider: suspicion.provider))
+            return .holdRaised(suspicion.key)
         } catch {
             logger.error(
                 "could not hold the app's provider: asked again at the next heartbeat; this worker leaves its sends held meanwhile",
                 metadata: [LogKey.error: "\(String(reflecting: error))"]
             )
             noteError("could not hold the app's provider", error)
-            return .holdNotRaised(AppProvider(appID: suspicion.appID, provider: suspicion.provider), "\(error)")
+            return .holdNotRaised(suspicion.key, "\(error)")
         }
     }
 

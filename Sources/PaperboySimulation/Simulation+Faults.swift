@@ -122,18 +122,19 @@ extension Simulation {
         }
         // `BroadcastDuties.applyHeldDeactivations`: every worker's answers judged by the guard's fleet rule first.
         let cutoff = now.addingTimeInterval(-600)
-        var clear: Set<AppProvider> = []
+        var clear: Set<HoldKey> = []
         waiting = []
         for fleet in model.fleetAnswers(before: cutoff, now: now) {
             switch MisconfigurationGuard.judge(fleet) {
             case .apply:
-                clear.insert(AppProvider(appID: fleet.appID, provider: fleet.provider))
+                clear.insert(HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider))
             case .wait:
                 covered.insert("fleetWait")
-                waiting.insert(AppProvider(appID: fleet.appID, provider: fleet.provider))
+                waiting.insert(HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider))
             case .hold(let suspicion):
                 if model.raiseHold(
                     appID: suspicion.appID,
+                    environment: suspicion.environment,
                     provider: suspicion.provider,
                     answer: suspicion.answer,
                     reason: suspicion.reason,

@@ -27,7 +27,7 @@ extension Simulation {
         case .credentialsReloaded(let id, let provider, let reload): "batch \(id) \(provider.rawValue) credentials read again: \(reload)"
         case .written(let id): "batch \(id) written"
         case .writeFailed(let id, let error): "batch \(id) write failed: \(error)"
-        case .holdRaised(let key): "hold raised for app \(key.appID) \(key.provider.rawValue)"
+        case .holdRaised(let key): "hold raised for app \(key.appID) \(key.environment) \(key.provider.rawValue)"
         case .holdNotRaised(let key, let error): "hold for app \(key.appID) \(key.provider.rawValue) not raised: \(error)"
         case .drainStarted(let timeout): "drain (\(Int(timeout)) s)"
         }

@@ -175,7 +175,7 @@ extension Simulation {
             case .renew: .renewFailed("database down")
             case .confirmLease(let batch): .leaseConfirmFailed(batch.id, "database down")
             case .write(let batch, _): .writeFailed(batch.id, "database down")
-            case .raiseHold(let suspicion): .holdNotRaised(AppProvider(appID: suspicion.appID, provider: suspicion.provider), "database down")
+            case .raiseHold(let suspicion): .holdNotRaised(suspicion.key, "database down")
             default: nil
             }
         }
@@ -261,6 +261,7 @@ extension Simulation {
             covered.insert("hold")
             if model.raiseHold(
                 appID: suspicion.appID,
+                environment: suspicion.environment,
                 provider: suspicion.provider,
                 answer: suspicion.answer,
                 reason: suspicion.reason,
@@ -270,7 +271,7 @@ extension Simulation {
                 holdTimes.append((AppProvider(appID: suspicion.appID, provider: suspicion.provider), now, nil))
                 note("hold raised by \(owner): app \(suspicion.appID) \(suspicion.provider.rawValue): \(suspicion.reason)")
             }
-            return .holdRaised(AppProvider(appID: suspicion.appID, provider: suspicion.provider))
+            return .holdRaised(suspicion.key)
         case .reportStatus:
             // The status's answer carries the database's clock: the worker paces on it.
             workers[index].offset = -workers[index].skew + random.between(-0.01...0.01)
@@ -288,7 +289,7 @@ extension Simulation {
         var providers: [PushProvider: BatchSendMachine.ProviderState] = [:]
         for provider in Set(targets.map(\.provider)) {
             let key = AppProvider(appID: app, provider: provider)
-            if let hold = model.holds[key] {
+            if let hold = model.holds[HoldKey(appID: app, environment: batch.environment, provider: provider)] {
                 providers[provider] = .held(hold.reason)
             } else if !appProviders.contains(provider) {
                 providers[provider] = .notConfigured
@@ -320,7 +321,7 @@ extension Simulation {
             providers: providers,
             appProviders: appProviders,
             configuration: model.appVersions[app, default: 0],
-            confirmed: model.confirmed(appID: app, now: now)
+            confirmed: model.confirmed(appID: app, environment: batch.environment, now: now)
         )
     }
 

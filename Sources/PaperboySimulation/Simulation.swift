@@ -130,7 +130,7 @@ public final class Simulation {
     var keyFiles: [AppProvider: Int] = [:]
     var databaseDown: (from: Date, until: Date)?
     /// The apps' providers whose held deactivations the last duties left waiting for more answers.
-    var waiting: Set<AppProvider> = []
+    var waiting: Set<HoldKey> = []
     /// When each hold was raised and released, for the invariants.
     var holdTimes: [(key: AppProvider, from: Date, until: Date?)] = []
     /// When pushes were handed to a provider, per second, per broadcast: the pace the plan promises.
@@ -184,8 +184,7 @@ public final class Simulation {
         model.broadcasts.count == scenario.broadcasts.count && model.broadcasts.values.allSatisfy { $0.state != .running }
             && workers.allSatisfy { $0.life != .running || $0.machine.batchesHeld == 0 } && sends.isEmpty
             && model.heldDeactivations.values.allSatisfy {
-                let pair = AppProvider(appID: $0.app, provider: $0.provider)
-                return model.holds[pair] != nil || waiting.contains(pair)
+                model.holds[$0.key] != nil || waiting.contains($0.key)
             }
     }
 

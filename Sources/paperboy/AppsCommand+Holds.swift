@@ -13,11 +13,12 @@ extension AppsCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the apps' providers held for a suspected misconfiguration, and the deactivations each holds.",
             discussion: """
-                A provider is held when more than half of a worker's latest answers through it for the app said the \
-                device's token is not valid for the app (DeviceTokenNotForTopic, BadDeviceToken, SENDER_ID_MISMATCH, \
-                an invalid registration token): a wrong bundle id, tokens of the other APNs environment, or a service \
-                account of another Firebase project, not a fleet of dead tokens. Its sends wait (given back, not \
-                failed) and no device is deactivated. Fix the configuration (`apps set-apns`, `set-fcm`, \
+                A provider is held, in one environment, when most answers through it for the app's broadcasts in \
+                that environment said the device's token is not valid for the app (DeviceTokenNotForTopic, \
+                BadDeviceToken, SENDER_ID_MISMATCH, an invalid registration token): more than half of one worker's \
+                latest, or of every worker's since the oldest held one. A wrong bundle id, tokens of the other APNs \
+                environment, or a service account of another Firebase project, not a fleet of dead tokens. Its sends \
+                wait (given back, not failed) and no device is deactivated. Fix the configuration (`apps set-apns`, `set-fcm`, \
                 `set-bundle-id`, or `apps release` once fixed otherwise), or, if the tokens really are dead, \
                 `apps confirm-deactivations`.
                 """
@@ -36,12 +37,13 @@ extension AppsCommand {
                 print("no app's provider is held")
                 return
             }
-            print(TerminalText.row([("APP", 5), ("PROVIDER", 9), ("SINCE", 22), ("HELD", 7)], last: "WHY"))
+            print(TerminalText.row([("APP", 5), ("ENVIRONMENT", 12), ("PROVIDER", 9), ("SINCE", 22), ("HELD", 7)], last: "WHY"))
             for hold in holds {
                 print(
                     TerminalText.row(
                         [
-                            ("\(hold.appID)", 5), (hold.provider.rawValue, 9), (hold.raisedAt.formatted(.iso8601), 22),
+                            ("\(hold.appID)", 5), (hold.environment.rawValue, 12), (hold.provider.rawValue, 9),
+                            (hold.raisedAt.formatted(.iso8601), 22),
                             ("\(hold.heldDeactivations)", 7),
                         ],
                         last: hold.reason
@@ -71,7 +73,12 @@ extension AppsCommand {
         @Option(help: "The provider held: apns or fcm (see `paperboy apps holds`).")
         var provider: PushProvider
 
+        @Option(help: "The environment held: production or sandbox (default: both; see `paperboy apps holds`).")
+        var environment: String?
+
         @OptionGroup var output: OutputOptions
+
+        func validate() throws { _ = try environment.map(APNsEnvironment.init(flag:)) }
 
         struct Released: Encodable {
             var app: Int
@@ -83,7 +90,12 @@ extension AppsCommand {
         func run() async throws {
             let logger = Logger(label: "paperboy.apps")
             let (released, dropped) = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
-                try await ProviderHoldRepository(client: client).release(appID: app, provider: provider, logger: logger)
+                try await ProviderHoldRepository(client: client).release(
+                    appID: app,
+                    provider: provider,
+                    environment: try environment.map(APNsEnvironment.init(flag:)),
+                    logger: logger
+                )
             }
             if output.json { return try printJSON(Released(app: app, provider: provider, released: released, dropped: dropped)) }
             guard released || dropped > 0 else {
@@ -117,7 +129,12 @@ extension AppsCommand {
         @Option(help: "The provider held: apns or fcm (see `paperboy apps holds`).")
         var provider: PushProvider
 
+        @Option(help: "The environment held: production or sandbox (default: both; see `paperboy apps holds`).")
+        var environment: String?
+
         @OptionGroup var output: OutputOptions
+
+        func validate() throws { _ = try environment.map(APNsEnvironment.init(flag:)) }
 
         struct Confirmed: Encodable {
             var app: Int
@@ -129,7 +146,12 @@ extension AppsCommand {
         func run() async throws {
             let logger = Logger(label: "paperboy.apps")
             let (released, deactivated) = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
-                try await ProviderHoldRepository(client: client).confirm(appID: app, provider: provider, logger: logger)
+                try await ProviderHoldRepository(client: client).confirm(
+                    appID: app,
+                    provider: provider,
+                    environment: try environment.map(APNsEnvironment.init(flag:)),
+                    logger: logger
+                )
             }
             if output.json { return try printJSON(Confirmed(app: app, provider: provider, released: released, deactivated: deactivated)) }
             guard released || deactivated > 0 else {

@@ -229,6 +229,33 @@ struct WorkerMachineTests {
     }
 
     @Test(
+        "a sandbox broadcast's 'not valid' answers hold the app's sandbox sends only: a production batch of the same app on this worker goes on sending (issue 47, finding 5)"
+    )
+    func holdPerEnvironment() {
+        var machine = Machine()
+        _ = machine.handle(.started, at: Self.at(0))
+        var sandbox = Self.batch(1, devices: 12)
+        sandbox.environment = .sandbox
+        _ = machine.handle(.leased(sandbox), at: Self.at(0))
+        _ = machine.handle(.leased(Self.batch(2, devices: 2, rate: 1)), at: Self.at(0))
+        _ = machine.handle(.batchRead(1, Self.contents((1...12).map { Self.apns($0) })), at: Self.at(0))
+        _ = machine.handle(.batchRead(2, Self.contents([Self.apns(20), Self.apns(21)])), at: Self.at(0))
+        let invalid = (0..<12).map {
+            BatchSendMachine.Answer(
+                position: $0,
+                result: .rejected(reason: "BadDeviceToken", deactivates: .deferred),
+                generation: 1,
+                misconfigurationHint: "tokens of the other APNs environment"
+            )
+        }
+        let actions = machine.handle(.answered(1, invalid), at: Self.at(0.1))
+        let raised = actions.compactMap { if case .raiseHold(let suspicion) = $0 { suspicion } else { nil } }
+        #expect(raised.map(\.key) == [HoldKey(appID: 1, environment: .sandbox, provider: .apns)])
+        // The production batch's second device is still sent at its instant (held, it would not be: `misconfiguration`).
+        #expect(!Self.sends(machine.handle(.tick, at: Self.at(1))).isEmpty, "production is not held")
+    }
+
+    @Test(
         "after an operator confirmed the deactivations (the tokens really are invalid), the same answers raise no hold again: they are recorded, held for ten minutes, with their hint"
     )
     func confirmedAnswersRaiseNoHold() {
@@ -301,7 +328,7 @@ struct WorkerMachineTests {
         }
         let first = machine.handle(.answered(1, invalid), at: Self.at(0.1))
         let suspicion = try? #require(first.compactMap { if case .raiseHold(let suspicion) = $0 { suspicion } else { nil } }.first)
-        let key = AppProvider(appID: 1, provider: .apns)
+        let key = HoldKey(appID: 1, environment: .production, provider: .apns)
         var retried: [Machine.Action] = machine.handle(.holdNotRaised(key, "database down"), at: Self.at(0.2))
         #expect(!retried.contains { if case .raiseHold = $0 { true } else { false } }, "not at once: at the heartbeat")
         // A batch of the app read meanwhile still treats the provider as held: nothing is sent through it.

@@ -646,8 +646,17 @@ struct ContractTests {
             #expect(stored.map(\.confirmed) == [true] && model.map(\.confirmed) == [true])
             #expect(stored.map(\.held) == [4] && model.map(\.held) == [4])
             #expect(stored.map { MisconfigurationGuard.judge($0) } == [.apply])
-            #expect(try await holds.applyDue(before: Date().addingTimeInterval(60), only: [(pair.app, .apns)], logger: pair.logger) == 4)
-            let applied = pair.model.applyHeldDeactivations(before: .distantFuture, only: [AppProvider(appID: pair.app, provider: .apns)])
+            #expect(
+                try await holds.applyDue(
+                    before: Date().addingTimeInterval(60),
+                    only: [HoldKey(appID: pair.app, environment: .production, provider: .apns)],
+                    logger: pair.logger
+                ) == 4
+            )
+            let applied = pair.model.applyHeldDeactivations(
+                before: .distantFuture,
+                only: [HoldKey(appID: pair.app, environment: .production, provider: .apns)]
+            )
             #expect(applied == 4)
             #expect(try await pair.activeDevices().isEmpty, "every token was invalid, as the operator said")
             #expect(try await holds.all(logger: pair.logger).isEmpty)
@@ -680,6 +689,61 @@ struct ContractTests {
             let tallies = try await pair.db.client.query("SELECT count(*)::integer FROM answer_tallies", logger: pair.logger)
             for try await count in tallies.decode(Int.self) { #expect(count == 0) }
             #expect(try await pair.activeDevices().count == 4)
+        }
+    }
+
+    @Test(
+        "a hold covers one environment: a sandbox hold leaves the production broadcast's batches leased and its held deactivations judged and applied, on both stores (issue 47, finding 5)"
+    )
+    func holdPerEnvironment() async throws {
+        try await Self.with(devices: 4, cohorts: 1, window: 1) { pair in
+            let now = pair.firstDue
+            let holds = ProviderHoldRepository(client: pair.db.client)
+            #expect(
+                try await holds.raise(
+                    appID: pair.app,
+                    environment: .sandbox,
+                    provider: .apns,
+                    answer: "BadDeviceToken",
+                    likelyCause: "c",
+                    reason: "r",
+                    by: "w",
+                    version: pair.version,
+                    logger: pair.logger
+                )
+            )
+            let modelled = pair.model.raiseHold(
+                appID: pair.app,
+                environment: .sandbox,
+                provider: .apns,
+                answer: "BadDeviceToken",
+                reason: "r",
+                by: "w",
+                version: pair.version
+            )
+            #expect(modelled)
+            #expect(try await holds.holds(appID: pair.app, environment: .production, logger: pair.logger).isEmpty)
+            #expect(try await holds.holds(appID: pair.app, environment: .sandbox, logger: pair.logger).map(\.environment) == [.sandbox])
+            let (leased, _) = try await Self.lease(&pair, "w1", at: now)
+            let batch = try #require(leased, "the production broadcast is not held by a sandbox hold")
+            let targets = try await Self.targets(pair, batch, at: now)
+            let outcomes = targets.map {
+                BatchOutcome(deviceID: $0.deviceID, sentAt: now, result: .rejected(reason: "BadDeviceToken", deactivates: .deferred))
+            }
+            #expect(
+                try await pair.repository.record(batch, outcomes: outcomes, owner: "w1", configuration: pair.version, now: now, logger: pair.logger)
+            )
+            let recorded = pair.model.record(batch, outcomes: outcomes, owner: "w1", configuration: pair.version, now: now)
+            #expect(recorded)
+            let (stored, model) = try await Self.evidence(pair)
+            #expect(stored.map(\.environment) == [.production] && model.map(\.environment) == [.production])
+            #expect(stored.map(\.held) == [4] && model.map(\.held) == [4])
+            // Releasing the sandbox hold leaves production's held deactivations alone.
+            let released = try await holds.release(appID: pair.app, provider: .apns, environment: .sandbox, logger: pair.logger)
+            let modelReleased = pair.model.releaseHold(appID: pair.app, provider: .apns, environment: .sandbox)
+            #expect(released.released && released.dropped == 0)
+            #expect(modelReleased.released && modelReleased.dropped == 0)
+            #expect(try await pair.heldDeactivations().count == 4)
         }
     }
 }

@@ -5,6 +5,8 @@ import Foundation
 /// judges, so that a misconfiguration spread thin over many workers is caught as surely as one a single worker sees.
 public struct FleetAnswers: Sendable, Equatable {
     public var appID: Int
+    /// The environment of the broadcasts the answers were to: each is judged, and held, on its own.
+    public var environment: APNsEnvironment
     public var provider: PushProvider
     /// The app's configuration version now (`apps.credentials_version`): a hold raised from this evidence is for it.
     public var version: Int
@@ -27,6 +29,7 @@ public struct FleetAnswers: Sendable, Equatable {
 
     public init(
         appID: Int,
+        environment: APNsEnvironment = .production,
         provider: PushProvider,
         version: Int,
         held: Int,
@@ -39,6 +42,7 @@ public struct FleetAnswers: Sendable, Equatable {
         confirmed: Bool
     ) {
         self.appID = appID
+        self.environment = environment
         self.provider = provider
         self.version = version
         self.held = held

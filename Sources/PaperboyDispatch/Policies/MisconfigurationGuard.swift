@@ -41,6 +41,8 @@ public struct MisconfigurationGuard: Sendable, Equatable {
     /// A suspected misconfiguration: what to hold and what to tell the operator.
     public struct Suspicion: Sendable, Equatable {
         public var appID: Int
+        /// The environment of the broadcasts whose answers these were: the hold covers that one only.
+        public var environment: APNsEnvironment = .production
         public var provider: PushProvider
         /// The most frequent answer, as the provider spells it (`DeviceTokenNotForTopic`).
         public var answer: String
@@ -54,6 +56,9 @@ public struct MisconfigurationGuard: Sendable, Equatable {
 
         /// Judged from every worker's answers (``MisconfigurationGuard/judge(_:configuration:)``), not one worker's.
         public var fleet = false
+
+        /// What the hold covers.
+        public var key: HoldKey { HoldKey(appID: appID, environment: environment, provider: provider) }
 
         /// The one-line reason shown in status, the console, logs and `apps holds`.
         public var reason: String {
@@ -77,15 +82,15 @@ public struct MisconfigurationGuard: Sendable, Equatable {
     }
 
     public let configuration: Configuration
-    var tallies: [AppProvider: Tally] = [:]
+    var tallies: [HoldKey: Tally] = [:]
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
-    /// Forgets the tally of `appID` through `provider`: a hold covers it, or its configuration changed.
-    public mutating func reset(appID: Int, provider: PushProvider) {
-        tallies[AppProvider(appID: appID, provider: provider)] = nil
+    /// Forgets the tally of `appID` through `provider` in `environment`: a hold covers it, or its configuration changed.
+    public mutating func reset(appID: Int, environment: APNsEnvironment = .production, provider: PushProvider) {
+        tallies[HoldKey(appID: appID, environment: environment, provider: provider)] = nil
     }
 
     /// Takes in answers of `appID` through `provider` that came at `now` (monotonic), to sends made under the app's
@@ -94,13 +99,14 @@ public struct MisconfigurationGuard: Sendable, Equatable {
     /// ignored; a newer one starts the tally again.
     public mutating func observe(
         appID: Int,
+        environment: APNsEnvironment = .production,
         provider: PushProvider,
         _ answers: [(reason: String, hint: String?)],
         now: TimeInterval = 0,
         version: Int = 0
     ) -> Suspicion? {
         guard !answers.isEmpty else { return nil }
-        let key = AppProvider(appID: appID, provider: provider)
+        let key = HoldKey(appID: appID, environment: environment, provider: provider)
         var tally = tallies[key] ?? Tally()
         if version < tally.version { return nil }
         if version > tally.version { tally = Tally(version: version) }
@@ -135,6 +141,7 @@ public struct MisconfigurationGuard: Sendable, Equatable {
             let answer = tally.reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }!.key
             return Suspicion(
                 appID: appID,
+                environment: environment,
                 provider: provider,
                 answer: answer,
                 likelyCause: tally.hints[answer] ?? "",
@@ -188,6 +195,7 @@ extension MisconfigurationGuard {
         return .hold(
             Suspicion(
                 appID: fleet.appID,
+                environment: fleet.environment,
                 provider: fleet.provider,
                 answer: fleet.reason,
                 likelyCause: fleet.hint,

@@ -13,10 +13,10 @@ extension WorkerMachine {
         health.saw(appID: entry.batch.appID, providers: contents.appProviders)
         for (provider, state) in contents.providers {
             // Held: the hold covers what this worker tallied; it starts again once the hold ends.
-            if case .held = state { misconfigurations.reset(appID: entry.batch.appID, provider: provider) }
+            if case .held = state { misconfigurations.reset(appID: entry.batch.appID, environment: entry.batch.environment, provider: provider) }
         }
         var providers = contents.providers
-        for (key, suspicion) in raisedHolds where key.appID == entry.batch.appID {
+        for (key, suspicion) in raisedHolds where key.appID == entry.batch.appID && key.environment == entry.batch.environment {
             if case .ready = providers[key.provider] { providers[key.provider] = .held(suspicion.reason) }
         }
         let machine = BatchSendMachine(
@@ -65,10 +65,11 @@ extension WorkerMachine {
         var suspicions: [MisconfigurationGuard.Suspicion] = []
         for provider in PushProvider.allCases {
             guard let tallied = byProvider[provider], !entry.confirmed.contains(provider),
-                raisedHolds[AppProvider(appID: entry.batch.appID, provider: provider)] == nil
+                raisedHolds[HoldKey(appID: entry.batch.appID, environment: entry.batch.environment, provider: provider)] == nil
             else { continue }
             if let suspicion = misconfigurations.observe(
                 appID: entry.batch.appID,
+                environment: entry.batch.environment,
                 provider: provider,
                 tallied,
                 now: moment.monotonic,
@@ -79,10 +80,10 @@ extension WorkerMachine {
         }
         // The hold first: the answers that made it are then taken as the configuration's, not the tokens'.
         for suspicion in suspicions {
-            raisedHolds[AppProvider(appID: suspicion.appID, provider: suspicion.provider)] = suspicion
+            raisedHolds[suspicion.key] = suspicion
             actions.append(.raiseHold(suspicion))
             for other in order {
-                guard let batch = held[other]?.batch, batch.appID == suspicion.appID else { continue }
+                guard let batch = held[other]?.batch, batch.appID == suspicion.appID, batch.environment == suspicion.environment else { continue }
                 forward(.misconfigured(suspicion.provider, suspicion.reason), to: other, at: moment, &actions)
             }
         }

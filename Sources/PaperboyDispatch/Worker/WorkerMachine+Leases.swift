@@ -29,7 +29,7 @@ extension WorkerMachine {
             actions.append(.reportStatus)
             // A hold the store could not be asked for is asked again: until it is there, no operator can see or
             // release it, and this worker would give the app's batches back for ever.
-            for key in holdsToRaiseAgain.sorted(by: { ($0.appID, $0.provider.rawValue) < ($1.appID, $1.provider.rawValue) }) {
+            for key in holdsToRaiseAgain.sorted() {
                 if let suspicion = raisedHolds[key] { actions.append(.raiseHold(suspicion)) }
             }
             holdsToRaiseAgain = []

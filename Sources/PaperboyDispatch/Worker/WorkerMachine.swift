@@ -140,10 +140,10 @@ public struct WorkerMachine: Sendable {
         case writeFailed(Int64, String)
         /// The store holds the app's provider now (``Action/raiseHold(_:)``), or refused it as stale (already held, or
         /// the configuration changed since the answers' sends).
-        case holdRaised(AppProvider)
+        case holdRaised(HoldKey)
         /// The store could not be asked (``Action/raiseHold(_:)`` failed): the suspicion stands and is raised again at
         /// the next heartbeat; meanwhile this worker's batches keep treating the provider as held.
-        case holdNotRaised(AppProvider, String)
+        case holdNotRaised(HoldKey, String)
         /// SIGTERM (or the worker was cancelled): written requests may take `timeout` to be answered.
         case drainStarted(timeout: TimeInterval)
     }
@@ -223,9 +223,9 @@ public struct WorkerMachine: Sendable {
     public internal(set) var health = SenderHealth()
     var misconfigurations: MisconfigurationGuard
     /// Holds this worker raised that the store has not confirmed yet: its batches treat them as held meanwhile.
-    var raisedHolds: [AppProvider: MisconfigurationGuard.Suspicion] = [:]
+    var raisedHolds: [HoldKey: MisconfigurationGuard.Suspicion] = [:]
     /// Of those, the ones the store could not be asked for: raised again at the next heartbeat.
-    var holdsToRaiseAgain: Set<AppProvider> = []
+    var holdsToRaiseAgain: Set<HoldKey> = []
     var leasing = false
     /// When the lease in flight was asked for (monotonic): a batch it brings is trusted from then.
     var leaseAskedAt: TimeInterval?

@@ -99,7 +99,7 @@ extension DispatchModel {
             if batch.givenBackProviders.isEmpty { return true }
             return !batch.givenBackProviders.allSatisfy { provider in
                 let key = AppProvider(appID: broadcast.app, provider: provider)
-                return holds[key] != nil || excluded.contains(key)
+                return holds[HoldKey(appID: broadcast.app, environment: .production, provider: provider)] != nil || excluded.contains(key)
             }
         }.map(\.id).min()
     }
@@ -110,7 +110,9 @@ extension DispatchModel {
         for (index, cohort) in cohorts.enumerated() where cohort.nextKey < cohort.endKey {
             guard let broadcast = broadcasts[cohort.broadcast], broadcast.state == .running, !apps.contains(broadcast.app) else { continue }
             let providers = appProviders[broadcast.app] ?? []
-            if !providers.isEmpty && providers.allSatisfy({ holds[AppProvider(appID: broadcast.app, provider: $0)] != nil }) { continue }
+            if !providers.isEmpty && providers.allSatisfy({ holds[HoldKey(appID: broadcast.app, environment: .production, provider: $0)] != nil }) {
+                continue
+            }
             guard let wave = waves[WaveKey(broadcast: cohort.broadcast, wave: cohort.wave)], wave.finishedAt == nil, wave.rate > 0 else { continue }
             let planned = cohort.startsAt.addingTimeInterval(Double(cohort.nextOrdinal) / wave.rate)
             let due = max(planned, wave.nextSlot ?? .distantPast, broadcast.origin.flatMap { origins[$0]?.nextSlot } ?? .distantPast)

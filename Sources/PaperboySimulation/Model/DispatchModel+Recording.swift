@@ -75,7 +75,7 @@ extension DispatchModel {
         guard let index = cohorts.firstIndex(where: { $0.broadcast == batch.broadcastID && $0.wave == batch.wave && $0.cohort == batch.cohort })
         else { return }
         let current = configuration.map { $0 == appVersions[batch.appID, default: 0] } ?? true
-        if current { tally(outcomes, appID: batch.appID, worker: owner, now: now) }
+        if current { tally(outcomes, appID: batch.appID, environment: batch.environment, worker: owner) }
         for outcome in outcomes {
             let result: String
             var reason: String?
@@ -99,6 +99,7 @@ extension DispatchModel {
                         heldDeactivations[outcome.deviceID] = HeldDeactivation(
                             app: device.app,
                             provider: outcome.provider,
+                            environment: batch.environment,
                             reason: why,
                             answeredAt: now,
                             sentAt: outcome.sentAt
@@ -145,9 +146,9 @@ extension DispatchModel {
 
 extension DispatchModel {
     /// The statement `AnswerEvidence.tallyQuery` runs: this worker's rows of the ten seconds the answers were sent in gain them.
-    mutating func tally(_ outcomes: [BatchOutcome], appID: Int, worker: String, now: Date) {
+    mutating func tally(_ outcomes: [BatchOutcome], appID: Int, environment: APNsEnvironment, worker: String) {
         for (evidence, counts) in AnswerEvidence(outcomes).counts {
-            let key = TallyKey(app: appID, provider: evidence.provider, period: evidence.period, worker: worker)
+            let key = TallyKey(app: appID, environment: environment, provider: evidence.provider, period: evidence.period, worker: worker)
             tallies[key] = AnswerEvidence.merged(tallies[key] ?? AnswerEvidence.Counts(), counts)
         }
     }

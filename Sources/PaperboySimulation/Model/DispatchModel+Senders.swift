@@ -30,7 +30,7 @@ extension DispatchModel {
         var found: [UUID: GivenBackBroadcast] = [:]
         for batch in batches.values where batch.done == nil {
             guard let since = batch.givenBackSince, let broadcast = broadcasts[batch.broadcast], broadcast.state == .running else { continue }
-            for provider in batch.givenBackProviders where holds[AppProvider(appID: broadcast.app, provider: provider)] == nil {
+            for provider in batch.givenBackProviders where holds[HoldKey(appID: broadcast.app, environment: .production, provider: provider)] == nil {
                 var entry = found[broadcast.id] ?? GivenBackBroadcast(broadcastID: broadcast.id, appID: broadcast.app, statuses: [])
                 entry.givenBackSince[provider] = min(entry.givenBackSince[provider] ?? since, since)
                 found[broadcast.id] = entry
@@ -55,73 +55,103 @@ extension DispatchModel {
 
     /// `ProviderHoldRepository.raise`: kept as it was when held already; none for an older configuration.
     @discardableResult
-    public mutating func raiseHold(appID: Int, provider: PushProvider, answer: String, reason: String, by worker: String, version: Int) -> Bool {
-        let key = AppProvider(appID: appID, provider: provider)
+    public mutating func raiseHold(
+        appID: Int,
+        environment: APNsEnvironment = .production,
+        provider: PushProvider,
+        answer: String,
+        reason: String,
+        by worker: String,
+        version: Int
+    ) -> Bool {
+        let key = HoldKey(appID: appID, environment: environment, provider: provider)
         guard holds[key] == nil, appVersions[appID, default: 0] == version else { return false }
         holds[key] = Hold(answer: answer, reason: reason, raisedBy: worker)
         return true
     }
 
     /// `AppRepository.setAPNs` / `setFCM` (a rotation): a new configuration version, the provider's hold ended and its
-    /// held deactivations dropped.
+    /// held deactivations dropped, in every environment.
     public mutating func setCredentials(appID: Int, provider: PushProvider) {
         releaseHold(appID: appID, provider: provider)
     }
 
+    /// The holds and held deactivations of `appID`'s `provider` in `environment` (every one when nil).
+    private func covers(_ appID: Int, _ provider: PushProvider, _ environment: APNsEnvironment?) -> (HoldKey) -> Bool {
+        { $0.appID == appID && $0.provider == provider && (environment == nil || $0.environment == environment) }
+    }
+
     /// `ProviderHoldRepository.release`: the hold ends, its held deactivations are dropped and its evidence forgotten.
     @discardableResult
-    public mutating func releaseHold(appID: Int, provider: PushProvider) -> (released: Bool, dropped: Int) {
+    public mutating func releaseHold(appID: Int, provider: PushProvider, environment: APNsEnvironment? = nil) -> (released: Bool, dropped: Int) {
         appVersions[appID, default: 0] += 1
         tallies = tallies.filter { $0.key.app != appID || $0.key.provider != provider }
-        let released = holds.removeValue(forKey: AppProvider(appID: appID, provider: provider)) != nil
-        let dropped = heldDeactivations.filter { $0.value.app == appID && $0.value.provider == provider }.map(\.key)
+        let covered = covers(appID, provider, environment)
+        let released = holds.keys.filter(covered)
+        for key in released { holds[key] = nil }
+        let dropped = heldDeactivations.filter { covered($0.value.key) }.map(\.key)
         for id in dropped { heldDeactivations[id] = nil }
-        return (released, dropped.count)
+        return (!released.isEmpty, dropped.count)
     }
 
     /// `ProviderHoldRepository.confirm`: the held deactivations applied, the hold ended, a new configuration version,
     /// and "not valid" answers to it confirmed as the tokens' truth from `now`.
     /// - Returns: whether there was a hold, and how many devices were deactivated.
     @discardableResult
-    public mutating func confirm(appID: Int, provider: PushProvider, now: Date) -> (released: Bool, deactivated: Int) {
+    public mutating func confirm(
+        appID: Int,
+        provider: PushProvider,
+        environment: APNsEnvironment? = nil,
+        now: Date
+    ) -> (released: Bool, deactivated: Int) {
         appVersions[appID, default: 0] += 1
         tallies = tallies.filter { $0.key.app != appID || $0.key.provider != provider }
-        let key = AppProvider(appID: appID, provider: provider)
-        confirmations[key] = (appVersions[appID, default: 0], now)
-        let released = holds.removeValue(forKey: key) != nil
+        for confirmed in environment.map({ [$0] }) ?? APNsEnvironment.allCases {
+            confirmations[HoldKey(appID: appID, environment: confirmed, provider: provider)] = (appVersions[appID, default: 0], now)
+        }
+        let covered = covers(appID, provider, environment)
+        let released = holds.keys.filter(covered)
+        for key in released { holds[key] = nil }
         var deactivated = 0
-        for (id, held) in heldDeactivations where held.app == appID && held.provider == provider {
+        for (id, held) in heldDeactivations where covered(held.key) {
             heldDeactivations[id] = nil
             if let device = devices[id], device.active, device.registeredAt <= held.answeredAt { deactivated += 1 }
             deactivate(id, at: held.answeredAt)
         }
-        return (released, deactivated)
+        return (!released.isEmpty, deactivated)
     }
 
     /// `ProviderHoldRepository.confirmed`: the app's providers confirmed for its configuration now, within 24 hours.
-    public func confirmed(appID: Int, now: Date) -> Set<PushProvider> {
+    public func confirmed(appID: Int, environment: APNsEnvironment = .production, now: Date) -> Set<PushProvider> {
         Set(
             confirmations.filter {
-                $0.key.appID == appID && $0.value.version == appVersions[appID, default: 0] && $0.value.at > now.addingTimeInterval(-86_400)
+                $0.key.appID == appID && $0.key.environment == environment && $0.value.version == appVersions[appID, default: 0]
+                    && $0.value.at > now.addingTimeInterval(-86_400)
             }.map(\.key.provider)
         )
     }
 
-    /// `ProviderHoldRepository.fleetAnswers`: the evidence of each app's provider with held deactivations and no hold.
+    /// `ProviderHoldRepository.fleetAnswers`: the evidence of each app's provider and environment with held
+    /// deactivations and no hold.
     public func fleetAnswers(before cutoff: Date, now: Date, smallFleet: Int = 20) -> [FleetAnswers] {
         var fleets: [FleetAnswers] = []
-        let pairs = Set(heldDeactivations.values.map { AppProvider(appID: $0.app, provider: $0.provider) }).filter { holds[$0] == nil }
-        for pair in pairs.sorted() {
-            let held = heldDeactivations.values.filter { $0.app == pair.appID && $0.provider == pair.provider }
+        for key in Set(heldDeactivations.values.map(\.key)).filter({ holds[$0] == nil }).sorted() {
+            let held = heldDeactivations.values.filter { $0.key == key }
             let from = AnswerEvidence.period(of: held.map(\.sentAt).min()!)
-            let rows = tallies.filter { $0.key.app == pair.appID && $0.key.provider == pair.provider && $0.key.period >= from }
+            let rows = tallies.filter {
+                $0.key.app == key.appID && $0.key.environment == key.environment && $0.key.provider == key.provider && $0.key.period >= from
+            }
             let top = rows.filter { $0.value.invalid > 0 }.max { ($0.value.invalid, $0.key.period) < ($1.value.invalid, $1.key.period) }
-            let version = appVersions[pair.appID, default: 0]
-            let confirmation = confirmations[pair]
+            let version = appVersions[key.appID, default: 0]
+            let confirmation = confirmations[key]
+            // The model's devices are production.
+            let active =
+                key.environment == .production ? devices.values.count { $0.app == key.appID && $0.token.provider == key.provider && $0.active } : 0
             fleets.append(
                 FleetAnswers(
-                    appID: pair.appID,
-                    provider: pair.provider,
+                    appID: key.appID,
+                    environment: key.environment,
+                    provider: key.provider,
                     version: version,
                     held: held.count,
                     due: held.count { $0.answeredAt < cutoff },
@@ -129,7 +159,7 @@ extension DispatchModel {
                     invalid: rows.values.map(\.invalid).reduce(0, +),
                     reason: top?.value.reason ?? "",
                     hint: top?.value.hint ?? "",
-                    activeDevices: min(smallFleet, devices.values.count { $0.app == pair.appID && $0.token.provider == pair.provider && $0.active }),
+                    activeDevices: min(smallFleet, active),
                     confirmed: confirmation.map { $0.version == version && $0.at > now.addingTimeInterval(-86_400) } ?? false
                 )
             )
@@ -138,12 +168,11 @@ extension DispatchModel {
     }
 
     /// `ProviderHoldRepository.applyDue`: held deactivations older than `cutoff` of providers not held, oldest first,
-    /// of the apps' providers in `only` (nil: any).
+    /// of the apps' providers and environments in `only` (nil: any).
     @discardableResult
-    public mutating func applyHeldDeactivations(before cutoff: Date, limit: Int = 1000, only pairs: Set<AppProvider>? = nil) -> Int {
+    public mutating func applyHeldDeactivations(before cutoff: Date, limit: Int = 1000, only keys: Set<HoldKey>? = nil) -> Int {
         let due = heldDeactivations.filter {
-            let pair = AppProvider(appID: $0.value.app, provider: $0.value.provider)
-            return $0.value.answeredAt < cutoff && holds[pair] == nil && (pairs?.contains(pair) ?? true)
+            $0.value.answeredAt < cutoff && holds[$0.value.key] == nil && (keys?.contains($0.value.key) ?? true)
         }
         .sorted {
             ($0.value.app, $0.value.provider.rawValue, $0.value.answeredAt, $0.key) < (

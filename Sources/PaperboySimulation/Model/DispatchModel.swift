@@ -115,6 +115,7 @@ public struct DispatchModel: Sendable {
     /// A row of `answer_tallies`: one worker's answers through an app's provider in ten seconds (the store's clock).
     struct TallyKey: Hashable, Sendable {
         var app: Int
+        var environment: APNsEnvironment
         var provider: PushProvider
         /// Seconds since 1970, a multiple of ten.
         var period: Int
@@ -124,10 +125,14 @@ public struct DispatchModel: Sendable {
     public struct HeldDeactivation: Sendable, Equatable {
         public var app: Int
         public var provider: PushProvider
+        public var environment: APNsEnvironment
         public var reason: String
         public var answeredAt: Date
         /// When the push it answered went out: the fleet's evidence starts there (migration 0031).
         public var sentAt: Date
+
+        /// The hold that would cover it.
+        public var key: HoldKey { HoldKey(appID: app, environment: environment, provider: provider) }
     }
 
     struct WaveKey: Hashable, Sendable {
@@ -162,12 +167,14 @@ public struct DispatchModel: Sendable {
     var deliveries: [DeliveryKey: Delivery] = [:]
     public internal(set) var origins: [Int: (capacity: Double, nextSlot: Date?)] = [:]
     var statuses: [StatusKey: SenderStatus] = [:]
-    public internal(set) var holds: [AppProvider: Hold] = [:]
+    /// Keyed by app, environment and provider, as `provider_holds` is (migration 0032); the model's broadcasts and
+    /// devices are production.
+    public internal(set) var holds: [HoldKey: Hold] = [:]
     public internal(set) var heldDeactivations: [Int64: HeldDeactivation] = [:]
     /// `answer_tallies` and `provider_confirmations` (migration 0031): the fleet's evidence for the breaker, and the
     /// configuration versions whose "not valid" answers an operator confirmed, with when.
     var tallies: [TallyKey: AnswerEvidence.Counts] = [:]
-    public internal(set) var confirmations: [AppProvider: (version: Int, at: Date)] = [:]
+    public internal(set) var confirmations: [HoldKey: (version: Int, at: Date)] = [:]
     /// Each device's background pushes in the ledger that were not `notSent`: the hourly budget's reading.
     var recentPushes: [Int64: [Date]] = [:]
     /// What the simulation's invariants read, which the tables do not keep: every device counted into a batch per

@@ -237,7 +237,8 @@ extension BroadcastRepository {
                 AND p.app_id <> ALL (\(apps)::integer[])
                 AND NOT (cardinality(bb.given_back_providers) > 0 AND NOT EXISTS (
                     SELECT 1 FROM unnest(bb.given_back_providers) AS gp(provider)
-                    WHERE NOT EXISTS (SELECT 1 FROM provider_holds h WHERE h.app_id = p.app_id AND h.provider = gp.provider)
+                    WHERE NOT EXISTS (SELECT 1 FROM provider_holds h
+                        WHERE h.app_id = p.app_id AND h.environment = b.environment AND h.provider = gp.provider)
                         AND NOT EXISTS (SELECT 1 FROM unnest(\(providers.map(\.appID))::integer[], \(providers.map { $0.provider.storageCode })::smallint[])
                             AS x(app_id, provider) WHERE x.app_id = p.app_id AND x.provider = gp.provider)))
             ORDER BY bb.id LIMIT 1 FOR UPDATE OF bb SKIP LOCKED)
@@ -258,10 +259,12 @@ extension BroadcastRepository {
             AND greatest(c.starts_at + make_interval(secs => c.next_ordinal / w.rate), coalesce(w.next_slot, '-infinity'),
                 coalesce((SELECT o.next_slot FROM editions e JOIN publications p ON p.id = e.publication_id JOIN origins o ON o.id = p.origin_id
                     WHERE e.id = b.edition_id), '-infinity')) <= \(dueBy)
-            AND NOT b.edition_id IN (SELECT e.id FROM editions e JOIN publications p ON p.id = e.publication_id JOIN apps a ON a.id = p.app_id
-                WHERE p.app_id = ANY (\(apps)::integer[])
-                    OR ((a.key_id IS NULL OR EXISTS (SELECT 1 FROM provider_holds h WHERE h.app_id = a.id AND h.provider = 0))
-                        AND (a.fcm_project_id IS NULL OR EXISTS (SELECT 1 FROM provider_holds h WHERE h.app_id = a.id AND h.provider = 1))))
+            AND NOT EXISTS (SELECT 1 FROM editions e JOIN publications p ON p.id = e.publication_id JOIN apps a ON a.id = p.app_id
+                WHERE e.id = b.edition_id AND (p.app_id = ANY (\(apps)::integer[])
+                    OR ((a.key_id IS NULL OR EXISTS (SELECT 1 FROM provider_holds h
+                            WHERE h.app_id = a.id AND h.environment = b.environment AND h.provider = 0))
+                        AND (a.fcm_project_id IS NULL OR EXISTS (SELECT 1 FROM provider_holds h
+                            WHERE h.app_id = a.id AND h.environment = b.environment AND h.provider = 1)))))
         ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
         LIMIT 1 FOR UPDATE OF c SKIP LOCKED
         """
@@ -791,13 +794,17 @@ extension BroadcastRepository {
                         providers: heldProviders,
                         reasons: heldReasons,
                         sentAt: heldSentAt,
+                        environment: batch.environment,
                         configuration: configuration
                     ),
                     logger: logger
                 )
             }
             if !evidence.isEmpty {
-                try await connection.query(evidence.tallyQuery(appID: batch.appID, worker: owner, configuration: configuration), logger: logger)
+                try await connection.query(
+                    evidence.tallyQuery(appID: batch.appID, environment: batch.environment, worker: owner, configuration: configuration),
+                    logger: logger
+                )
             }
             return true
         }

@@ -258,7 +258,11 @@ public struct BroadcastRepository: Sendable {
             receiptsCountedThrough: tallied.countedThrough
         )
         if broadcast.state == .running {
-            let holds = try await ProviderHoldRepository(client: client).holds(appID: broadcast.appID, logger: logger)
+            let holds = try await ProviderHoldRepository(client: client).holds(
+                appID: broadcast.appID,
+                environment: broadcast.environment,
+                logger: logger
+            )
             if !holds.isEmpty {
                 progress.held = holds.map {
                     BroadcastProgress.Hold(provider: $0.provider, reason: $0.reason, since: $0.raisedAt, heldDeactivations: $0.heldDeactivations)

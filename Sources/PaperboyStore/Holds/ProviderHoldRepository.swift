@@ -3,9 +3,11 @@ import Logging
 import PaperboyCore
 import PostgresNIO
 
-/// An app's provider held for a suspected misconfiguration (`provider_holds`, migration 0023).
+/// An app's provider held for a suspected misconfiguration in one environment (`provider_holds`, migrations 0023, 0032).
 public struct ProviderHold: Sendable, Equatable, Codable {
     public var appID: Int
+    /// The environment of the broadcasts held: a sandbox test's answers never hold production.
+    public var environment: APNsEnvironment
     public var provider: PushProvider
     /// The answer most devices got, as the provider spells it.
     public var answer: String
@@ -18,6 +20,7 @@ public struct ProviderHold: Sendable, Equatable, Codable {
 
     public init(
         appID: Int,
+        environment: APNsEnvironment = .production,
         provider: PushProvider,
         answer: String,
         likelyCause: String,
@@ -27,6 +30,7 @@ public struct ProviderHold: Sendable, Equatable, Codable {
         heldDeactivations: Int = 0
     ) {
         self.appID = appID
+        self.environment = environment
         self.provider = provider
         self.answer = answer
         self.likelyCause = likelyCause
@@ -46,13 +50,14 @@ public struct ProviderHoldRepository: Sendable {
         self.client = client
     }
 
-    /// Holds the app's provider, for answers to sends made under its configuration `version`
+    /// Holds the app's provider in `environment`, for answers to sends made under its configuration `version`
     /// (``App/credentialsVersion``); a hold already there stays as it was, and none is raised for an older
     /// configuration than the app's now (the operator changed it since: those answers say nothing of the new one).
     /// - Returns: whether this call raised it.
     @discardableResult
     public func raise(
         appID: Int,
+        environment: APNsEnvironment = .production,
         provider: PushProvider,
         answer: String,
         likelyCause: String,
@@ -63,10 +68,10 @@ public struct ProviderHoldRepository: Sendable {
     ) async throws -> Bool {
         let rows = try await client.query(
             """
-            INSERT INTO provider_holds (app_id, provider, answer, likely_cause, reason, raised_by)
-            SELECT \(appID), \(provider.storageCode), \(answer), \(likelyCause), \(reason), \(worker)
+            INSERT INTO provider_holds (app_id, environment, provider, answer, likely_cause, reason, raised_by)
+            SELECT \(appID), \(environment.storageCode), \(provider.storageCode), \(answer), \(likelyCause), \(reason), \(worker)
             FROM apps WHERE id = \(appID) AND credentials_version = \(version)
-            ON CONFLICT (app_id, provider) DO NOTHING RETURNING 1
+            ON CONFLICT (app_id, environment, provider) DO NOTHING RETURNING 1
             """,
             logger: logger
         )
@@ -78,27 +83,32 @@ public struct ProviderHoldRepository: Sendable {
         try await select("", logger: logger)
     }
 
-    /// The app's holds.
-    public func holds(appID: Int, logger: Logger) async throws -> [ProviderHold] {
-        try await select("WHERE h.app_id = \(appID)", logger: logger)
+    /// The app's holds, of `environment` only when given.
+    public func holds(appID: Int, environment: APNsEnvironment? = nil, logger: Logger) async throws -> [ProviderHold] {
+        try await select(
+            "WHERE h.app_id = \(appID) AND (\(environment?.storageCode)::smallint IS NULL OR h.environment = \(environment?.storageCode))",
+            logger: logger
+        )
     }
 
     private func select(_ condition: PostgresQuery, logger: Logger) async throws -> [ProviderHold] {
         var query: PostgresQuery = """
-            SELECT h.app_id, h.provider, h.answer, h.likely_cause, h.reason, h.raised_by, h.raised_at,
-                (SELECT count(*)::integer FROM held_deactivations d WHERE d.app_id = h.app_id AND d.provider = h.provider)
+            SELECT h.app_id, h.environment, h.provider, h.answer, h.likely_cause, h.reason, h.raised_by, h.raised_at,
+                (SELECT count(*)::integer FROM held_deactivations d
+                 WHERE d.app_id = h.app_id AND d.environment = h.environment AND d.provider = h.provider)
             FROM provider_holds h
             """
-        query.sql += " " + condition.sql + " ORDER BY h.app_id, h.provider"
+        query.sql += " " + condition.sql + " ORDER BY h.app_id, h.environment, h.provider"
         query.binds = condition.binds
         let rows = try await client.query(query, logger: logger)
         var holds: [ProviderHold] = []
-        for try await (app, provider, answer, cause, reason, by, at, held) in rows.decode(
-            (Int, Int16, String, String, String, String, Date, Int).self
+        for try await (app, environment, provider, answer, cause, reason, by, at, held) in rows.decode(
+            (Int, Int16, Int16, String, String, String, String, Date, Int).self
         ) {
             holds.append(
                 ProviderHold(
                     appID: app,
+                    environment: APNsEnvironment(storageCode: environment),
                     provider: PushProvider(storageCode: provider),
                     answer: answer,
                     likelyCause: cause,
@@ -115,11 +125,11 @@ public struct ProviderHoldRepository: Sendable {
     /// The app's providers whose "not valid" answers an operator confirmed as the tokens' truth for the app's
     /// configuration now, within the last 24 hours (``confirm(appID:provider:logger:)``): no worker suspects a
     /// misconfiguration from them.
-    public func confirmed(appID: Int, logger: Logger) async throws -> Set<PushProvider> {
+    public func confirmed(appID: Int, environment: APNsEnvironment = .production, logger: Logger) async throws -> Set<PushProvider> {
         let rows = try await client.query(
             """
             SELECT c.provider FROM provider_confirmations c JOIN apps a ON a.id = c.app_id AND a.credentials_version = c.version
-            WHERE c.app_id = \(appID) AND c.confirmed_at > now() - interval '24 hours'
+            WHERE c.app_id = \(appID) AND c.environment = \(environment.storageCode) AND c.confirmed_at > now() - interval '24 hours'
             """,
             logger: logger
         )
@@ -133,17 +143,23 @@ public struct ProviderHoldRepository: Sendable {
     /// answers to sends made before say nothing of the fixed one, and raise no hold again; the fleet's evidence
     /// starts afresh.
     /// - Returns: whether there was a hold, and how many deactivations were dropped.
-    public func release(appID: Int, provider: PushProvider, logger: Logger) async throws -> (released: Bool, dropped: Int) {
-        try await client.transaction(logger: logger) { connection in
+    public func release(
+        appID: Int,
+        provider: PushProvider,
+        environment: APNsEnvironment? = nil,
+        logger: Logger
+    ) async throws -> (released: Bool, dropped: Int) {
+        let code = environment?.storageCode
+        return try await client.transaction(logger: logger) { connection in
             try await Self.newConfiguration(appID: appID, on: connection, logger: logger)
             try await Self.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
             let released =
-                try await connection.query(
-                    "DELETE FROM provider_holds WHERE app_id = \(appID) AND provider = \(provider.storageCode) RETURNING 1",
-                    logger: logger
-                ).collect().count == 1
+                try await connection.query(Self.deleteHolds(appID: appID, provider: provider, environment: code), logger: logger).collect().count > 0
             let dropped = try await connection.query(
-                "DELETE FROM held_deactivations WHERE app_id = \(appID) AND provider = \(provider.storageCode) RETURNING 1",
+                """
+                DELETE FROM held_deactivations WHERE app_id = \(appID) AND provider = \(provider.storageCode)
+                    AND (\(code)::smallint IS NULL OR environment = \(code)) RETURNING 1
+                """,
                 logger: logger
             ).collect().count
             return (released, dropped)
@@ -157,27 +173,34 @@ public struct ProviderHoldRepository: Sendable {
     /// after the hold (given back, not held) tripped the breaker again within seconds: a fleet with many invalid tokens
     /// (a Firebase project migration, an import of another app's tokens) could not get out of the hold.
     /// - Returns: whether there was a hold, and how many devices were deactivated.
-    public func confirm(appID: Int, provider: PushProvider, logger: Logger) async throws -> (released: Bool, deactivated: Int) {
-        try await client.transaction(logger: logger) { connection in
+    public func confirm(
+        appID: Int,
+        provider: PushProvider,
+        environment: APNsEnvironment? = nil,
+        logger: Logger
+    ) async throws -> (released: Bool, deactivated: Int) {
+        let code = environment?.storageCode
+        return try await client.transaction(logger: logger) { connection in
             try await Self.newConfiguration(appID: appID, on: connection, logger: logger)
             try await Self.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
             try await connection.query(
                 """
-                INSERT INTO provider_confirmations (app_id, provider, version, confirmed_at)
-                SELECT id, \(provider.storageCode), credentials_version, now() FROM apps WHERE id = \(appID)
-                ON CONFLICT (app_id, provider) DO UPDATE SET version = excluded.version, confirmed_at = excluded.confirmed_at
+                INSERT INTO provider_confirmations (app_id, environment, provider, version, confirmed_at)
+                SELECT a.id, e.environment, \(provider.storageCode), a.credentials_version, now()
+                FROM apps a CROSS JOIN unnest(ARRAY[0, 1]::smallint[]) AS e(environment)
+                WHERE a.id = \(appID) AND (\(code)::smallint IS NULL OR e.environment = \(code))
+                ON CONFLICT (app_id, environment, provider) DO UPDATE SET version = excluded.version, confirmed_at = excluded.confirmed_at
                 """,
                 logger: logger
             )
             let released =
-                try await connection.query(
-                    "DELETE FROM provider_holds WHERE app_id = \(appID) AND provider = \(provider.storageCode) RETURNING 1",
-                    logger: logger
-                ).collect().count == 1
+                try await connection.query(Self.deleteHolds(appID: appID, provider: provider, environment: code), logger: logger).collect().count > 0
             let rows = try await connection.query(
                 """
                 WITH due AS (
-                    DELETE FROM held_deactivations WHERE app_id = \(appID) AND provider = \(provider.storageCode) RETURNING device_id, answered_at
+                    DELETE FROM held_deactivations WHERE app_id = \(appID) AND provider = \(provider.storageCode)
+                        AND (\(code)::smallint IS NULL OR environment = \(code))
+                    RETURNING device_id, answered_at
                 )
                 UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, due.answered_at),
                     active = devices.active AND devices.registered_at > due.answered_at, updated_at = now()
@@ -198,7 +221,7 @@ public struct ProviderHoldRepository: Sendable {
     public func applyDue(
         before cutoff: Date? = nil,
         limit: Int = 1000,
-        only pairs: [(appID: Int, provider: PushProvider)]? = nil,
+        only pairs: [HoldKey]? = nil,
         logger: Logger
     ) async throws -> Int {
         if let pairs, pairs.isEmpty { return 0 }
@@ -223,47 +246,51 @@ public struct ProviderHoldRepository: Sendable {
         let rows = try await client.query(
             """
             WITH pairs AS (
-                SELECT a.id AS app_id, g.provider, a.credentials_version AS version,
-                    (SELECT min(h.sent_at) FROM held_deactivations h WHERE h.app_id = a.id AND h.provider = g.provider) AS oldest
-                FROM apps a CROSS JOIN unnest(\(codes)::smallint[]) AS g(provider)
-                WHERE NOT EXISTS (SELECT 1 FROM provider_holds p WHERE p.app_id = a.id AND p.provider = g.provider)
+                SELECT a.id AS app_id, v.environment, g.provider, a.credentials_version AS version,
+                    (SELECT min(h.sent_at) FROM held_deactivations h
+                     WHERE h.app_id = a.id AND h.environment = v.environment AND h.provider = g.provider) AS oldest
+                FROM apps a CROSS JOIN unnest(\(codes)::smallint[]) AS g(provider) CROSS JOIN unnest(ARRAY[0, 1]::smallint[]) AS v(environment)
+                WHERE NOT EXISTS (SELECT 1 FROM provider_holds p WHERE p.app_id = a.id AND p.environment = v.environment AND p.provider = g.provider)
             )
-            SELECT x.app_id, x.provider, x.version,
-                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h WHERE h.app_id = x.app_id AND h.provider = x.provider
-                    LIMIT \(Self.countedUpTo)) c),
-                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h WHERE h.app_id = x.app_id AND h.provider = x.provider
-                    AND h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes') LIMIT \(Self.countedUpTo)) c),
+            SELECT x.app_id, x.environment, x.provider, x.version,
+                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h
+                    WHERE h.app_id = x.app_id AND h.environment = x.environment AND h.provider = x.provider LIMIT \(Self.countedUpTo)) c),
+                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h
+                    WHERE h.app_id = x.app_id AND h.environment = x.environment AND h.provider = x.provider
+                        AND h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes') LIMIT \(Self.countedUpTo)) c),
                 coalesce(t.answers, 0)::integer, coalesce(t.invalid, 0)::integer, coalesce(r.reason, ''), coalesce(r.hint, ''),
-                (SELECT count(*)::integer FROM (SELECT 1 FROM devices d WHERE d.app_id = x.app_id AND d.provider = x.provider AND d.active
-                    LIMIT \(smallFleet)) f),
-                EXISTS (SELECT 1 FROM provider_confirmations c WHERE c.app_id = x.app_id AND c.provider = x.provider AND c.version = x.version
-                    AND c.confirmed_at > now() - interval '24 hours')
+                (SELECT count(*)::integer FROM (SELECT 1 FROM devices d
+                    WHERE d.app_id = x.app_id AND d.environment = x.environment AND d.provider = x.provider AND d.active LIMIT \(smallFleet)) f),
+                EXISTS (SELECT 1 FROM provider_confirmations c
+                    WHERE c.app_id = x.app_id AND c.environment = x.environment AND c.provider = x.provider AND c.version = x.version
+                        AND c.confirmed_at > now() - interval '24 hours')
             FROM pairs x
             LEFT JOIN LATERAL (
                 SELECT sum(CASE WHEN s.period = date_bin('10 seconds', x.oldest, 'epoch') THEN s.since_invalid ELSE s.answers END) AS answers,
                     sum(s.invalid) AS invalid
                 FROM answer_tallies s
-                WHERE s.app_id = x.app_id AND s.provider = x.provider
+                WHERE s.app_id = x.app_id AND s.environment = x.environment AND s.provider = x.provider
                     AND s.period >= date_bin('10 seconds', x.oldest, 'epoch')
             ) t ON true
             LEFT JOIN LATERAL (
                 SELECT s.reason, s.hint FROM answer_tallies s
-                WHERE s.app_id = x.app_id AND s.provider = x.provider AND s.invalid > 0
+                WHERE s.app_id = x.app_id AND s.environment = x.environment AND s.provider = x.provider AND s.invalid > 0
                     AND s.period >= date_bin('10 seconds', x.oldest, 'epoch')
                 ORDER BY s.invalid DESC, s.period DESC LIMIT 1
             ) r ON true
             WHERE x.oldest IS NOT NULL
-            ORDER BY x.app_id, x.provider
+            ORDER BY x.app_id, x.environment, x.provider
             """,
             logger: logger
         )
         var fleets: [FleetAnswers] = []
-        for try await (app, provider, version, held, due, answers, invalid, reason, hint, active, confirmed) in rows.decode(
-            (Int, Int16, Int, Int, Int, Int, Int, String, String, Int, Bool).self
+        for try await (app, environment, provider, version, held, due, answers, invalid, reason, hint, active, confirmed) in rows.decode(
+            (Int, Int16, Int16, Int, Int, Int, Int, Int, String, String, Int, Bool).self
         ) {
             fleets.append(
                 FleetAnswers(
                     appID: app,
+                    environment: APNsEnvironment(storageCode: environment),
                     provider: PushProvider(storageCode: provider),
                     version: version,
                     held: held,
@@ -301,6 +328,14 @@ public struct ProviderHoldRepository: Sendable {
             "DELETE FROM answer_tallies WHERE app_id = \(appID) AND provider = \(provider.storageCode)",
             logger: logger
         )
+    }
+
+    /// Ends the app's holds of `provider` in the environment of `code` (both when nil).
+    static func deleteHolds(appID: Int, provider: PushProvider, environment code: Int16?) -> PostgresQuery {
+        """
+        DELETE FROM provider_holds WHERE app_id = \(appID) AND provider = \(provider.storageCode)
+            AND (\(code)::smallint IS NULL OR environment = \(code)) RETURNING 1
+        """
     }
 
     /// A new version of the app's configuration: workers load its credentials again and count answers afresh.

@@ -536,11 +536,12 @@ public enum RequestStatements {
         providers: [Int16],
         reasons: [String],
         sentAt: [Date],
+        environment: APNsEnvironment = .production,
         configuration: Int? = nil
     ) -> PostgresQuery {
         """
-        INSERT INTO held_deactivations (device_id, app_id, provider, reason, answered_at, sent_at)
-        SELECT u.id, \(appID), u.provider, u.reason, now(), u.sent_at
+        INSERT INTO held_deactivations (device_id, app_id, environment, provider, reason, answered_at, sent_at)
+        SELECT u.id, \(appID), \(environment.storageCode), u.provider, u.reason, now(), u.sent_at
         FROM unnest(\(deviceIDs)::bigint[], \(providers)::smallint[], \(reasons)::text[], \(sentAt)::timestamptz[])
             AS u(id, provider, reason, sent_at)
         WHERE EXISTS (SELECT 1 FROM apps a WHERE a.id = \(appID)
@@ -552,15 +553,17 @@ public enum RequestStatements {
     /// Applies held deactivations answered before `cutoff` whose app's provider is not held, at most `limit` of them,
     /// oldest first, of the apps' providers given (those the fleet's evidence clears, ``ProviderHoldRepository/fleetAnswers(before:logger:)``;
     /// nil: any); a device registered again after its answer stays active. Returns how many were applied.
-    static func applyHeldDeactivations(before cutoff: Date?, limit: Int, only pairs: [(appID: Int, provider: PushProvider)]? = nil) -> PostgresQuery {
+    static func applyHeldDeactivations(before cutoff: Date?, limit: Int, only pairs: [HoldKey]? = nil) -> PostgresQuery {
         """
         WITH due AS (
             DELETE FROM held_deactivations x WHERE x.device_id IN (
                 SELECT h.device_id FROM held_deactivations h
                 WHERE h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes')
-                    AND (\(pairs == nil) OR (h.app_id, h.provider) IN (
-                        SELECT * FROM unnest(\((pairs ?? []).map(\.appID))::integer[], \((pairs ?? []).map { $0.provider.storageCode })::smallint[])))
-                    AND NOT EXISTS (SELECT 1 FROM provider_holds p WHERE p.app_id = h.app_id AND p.provider = h.provider)
+                    AND (\(pairs == nil) OR (h.app_id, h.environment, h.provider) IN (
+                        SELECT * FROM unnest(\((pairs ?? []).map(\.appID))::integer[], \((pairs ?? []).map(\.environment.storageCode))::smallint[],
+                            \((pairs ?? []).map(\.provider.storageCode))::smallint[])))
+                    AND NOT EXISTS (SELECT 1 FROM provider_holds p
+                        WHERE p.app_id = h.app_id AND p.environment = h.environment AND p.provider = h.provider)
                 ORDER BY h.app_id, h.provider, h.answered_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
             RETURNING x.device_id, x.answered_at
         ), gone AS (

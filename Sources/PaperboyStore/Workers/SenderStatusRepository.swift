@@ -83,7 +83,7 @@ public struct SenderStatusRepository: Sendable {
         FROM waiting w JOIN broadcasts b ON b.id = w.broadcast_id
         JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
         LEFT JOIN sender_status s ON s.app_id = p.app_id AND s.provider = w.provider
-        WHERE NOT EXISTS (SELECT 1 FROM provider_holds h WHERE h.app_id = p.app_id AND h.provider = w.provider)
+        WHERE NOT EXISTS (SELECT 1 FROM provider_holds h WHERE h.app_id = p.app_id AND h.environment = b.environment AND h.provider = w.provider)
         ORDER BY w.broadcast_id, w.provider
         """
 
