@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PaperboyCore
 import PaperboyStore
 import PaperboyTesting
 import PostgresNIO
@@ -23,6 +24,62 @@ struct MigratorTests {
             var checksums: [String] = []
             for try await checksum in rows.decode(String.self) { checksums.append(checksum) }
             #expect(checksums == Migration.bundled.map(\.checksum))
+        }
+    }
+
+    @Test(
+        "0032 keeps a hold standing at the migration for both environments, and each held deactivation under its device's environment"
+    )
+    func holdsPerEnvironmentMigration() async throws {
+        try await TestDatabase.with(migrated: false) { db in
+            let before = Migration.bundled.filter { $0.name < "0032" }
+            _ = try await Migrator(migrations: before).migrate(client: db.client, logger: db.logger)
+            let key = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-migration-0032.p8").path
+            try "not read by this test".write(toFile: key, atomically: true, encoding: .utf8)
+            let app = try await AppRepository(client: db.client).create(
+                try NewApp(bundleID: "com.example.migrated", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: key),
+                logger: db.logger
+            ).app
+            for (index, environment) in [APNsEnvironment.sandbox, .production].enumerated() {
+                _ = try await DeviceRepository(client: db.client).register(
+                    appID: app.id,
+                    token: .apns(try DeviceToken(hex: String(format: "%064x", index + 1))),
+                    DeviceRegistration(
+                        environment: environment,
+                        subscriptions: [],
+                        timeZone: "Asia/Tokyo",
+                        tier: .large,
+                        autoDownload: true,
+                        alertsAuthorized: false
+                    ),
+                    logger: db.logger
+                )
+            }
+            try await db.client.query(
+                """
+                INSERT INTO provider_holds (app_id, provider, answer, likely_cause, reason, raised_by)
+                VALUES (\(app.id), 0, 'BadDeviceToken', 'c', 'r', 'w')
+                """,
+                logger: db.logger
+            )
+            try await db.client.query(
+                """
+                INSERT INTO held_deactivations (device_id, app_id, provider, reason, sent_at)
+                SELECT id, app_id, 0, 'BadDeviceToken', now() FROM devices WHERE app_id = \(app.id)
+                """,
+                logger: db.logger
+            )
+            try await db.client.query("INSERT INTO provider_confirmations (app_id, provider, version) VALUES (\(app.id), 1, 3)", logger: db.logger)
+            #expect(try await Migrator().migrate(client: db.client, logger: db.logger).contains("0032_holds_per_environment.sql"))
+            let holds = try await db.client.query("SELECT environment FROM provider_holds ORDER BY environment", logger: db.logger)
+            #expect(try await holds.collect().map { try $0.decode(Int16.self) } == [0, 1])
+            let held = try await db.client.query(
+                "SELECT h.environment = d.environment FROM held_deactivations h JOIN devices d ON d.id = h.device_id",
+                logger: db.logger
+            )
+            #expect(try await held.collect().map { try $0.decode(Bool.self) } == [true, true], "each under its device's environment")
+            let confirmed = try await db.client.query("SELECT count(*)::integer FROM provider_confirmations", logger: db.logger)
+            for try await count in confirmed.decode(Int.self) { #expect(count == 2) }
         }
     }
 

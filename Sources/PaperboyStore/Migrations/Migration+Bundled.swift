@@ -1058,9 +1058,9 @@ extension Migration {
                 -- A hold standing when this runs covered both environments: it is kept for both. The tables are small (a few rows;
                 -- held_deactivations a few per cent of a morning's answers at most): rewriting them takes a moment.
                 ALTER TABLE provider_holds ADD COLUMN environment smallint NOT NULL DEFAULT 0 CHECK (environment IN (0, 1));
+                ALTER TABLE provider_holds DROP CONSTRAINT provider_holds_pkey, ADD PRIMARY KEY (app_id, environment, provider);
                 INSERT INTO provider_holds (app_id, environment, provider, answer, likely_cause, reason, raised_by, raised_at)
                 SELECT app_id, 1, provider, answer, likely_cause, reason, raised_by, raised_at FROM provider_holds;
-                ALTER TABLE provider_holds DROP CONSTRAINT provider_holds_pkey, ADD PRIMARY KEY (app_id, environment, provider);
                 ALTER TABLE provider_holds ALTER COLUMN environment DROP DEFAULT;
 
                 ALTER TABLE held_deactivations ADD COLUMN environment smallint NOT NULL DEFAULT 0;
@@ -1076,9 +1076,9 @@ extension Migration {
                 ALTER TABLE answer_tallies ALTER COLUMN environment DROP DEFAULT;
 
                 ALTER TABLE provider_confirmations ADD COLUMN environment smallint NOT NULL DEFAULT 0;
+                ALTER TABLE provider_confirmations DROP CONSTRAINT provider_confirmations_pkey, ADD PRIMARY KEY (app_id, environment, provider);
                 INSERT INTO provider_confirmations (app_id, environment, provider, version, confirmed_at)
                 SELECT app_id, 1, provider, version, confirmed_at FROM provider_confirmations;
-                ALTER TABLE provider_confirmations DROP CONSTRAINT provider_confirmations_pkey, ADD PRIMARY KEY (app_id, environment, provider);
                 ALTER TABLE provider_confirmations ALTER COLUMN environment DROP DEFAULT;
 
                 """###
