@@ -130,7 +130,7 @@ struct AdminHostileNetworkTests {
     @Test(
         "serve refuses an admin token under 16 characters naming the variable, and reads PAPERBOY_ADMIN_TOKEN_FILE itself",
         .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests"),
-        .timeLimit(.minutes(2))
+        .timeLimit(.minutes(3))
     )
     func adminTokenAtStart() async throws {
         try await TestDatabase.with { db in
@@ -170,7 +170,7 @@ struct AdminHostileNetworkTests {
     @Test(
         "with --admin-port, /metrics is on the admin port only, and the admin port's /health/ready says why",
         .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests"),
-        .timeLimit(.minutes(2))
+        .timeLimit(.minutes(3))
     )
     func metricsOnTheAdminPort() async throws {
         try await TestDatabase.with { db in

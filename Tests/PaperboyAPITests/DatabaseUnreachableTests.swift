@@ -8,7 +8,7 @@ import Testing
 /// PostgreSQL down used to hang).
 @Suite("Commands against a database that cannot be reached")
 struct DatabaseUnreachableTests {
-    @Test("nothing listening: the command fails after trying for 15 s, naming the database and the refusal", .timeLimit(.minutes(1)))
+    @Test("nothing listening: the command fails after trying for 15 s, naming the database and the refusal", .timeLimit(.minutes(2)))
     func nothingListening() async throws {
         try #require(PaperboyBinary.isBuilt)
         let clock = ContinuousClock()

@@ -75,6 +75,7 @@ struct TokenStrengthTests {
         for token in [
             "short", "passwordpassword", "Password12345678", "changeme-changeme", "1234567890123456", "abcdefghijklmnopqrstuvwxyz",
             "aaaaaaaaaaaaaaaaaaaa", "abababababababababab", "admin-admin-admin-2024", "paperboy-console-token", "operator-token-0123456789",
+            "Newspaper2024!!!", "MorningEdition2026", "DailyHerald-Winter-2025",
         ] {
             let reason = try #require(TokenStrength.weakness(of: token), "\(token) is refused")
             #expect(!reason.contains(token))

@@ -240,6 +240,26 @@ struct ConsoleRoutesTests {
         }
     }
 
+    @Test(
+        "Origin: null (a sandboxed frame, a data: page) is refused even with a session and a token, in a browser too old to send Sec-Fetch-Site; the console's pages ask for Referrer-Policy: same-origin, under which its own forms send their origin (issue 48)"
+    )
+    func nullOrigin() async throws {
+        try await ConsoleFixture.with { fixture in
+            let cookie = try await fixture.signIn(ConsoleFixture.operatorToken)
+            let csrf = try await fixture.csrf(cookie: cookie)
+            let page = try await fixture.get("/console/broadcasts/\(fixture.id)", cookie: cookie)
+            #expect(page.headers[HTTPField.Name("Referrer-Policy")!] == "same-origin")
+            let response = try await fixture.client.execute(
+                uri: "/console/broadcasts/\(fixture.id)/cancel",
+                method: .post,
+                headers: [.contentType: "application/x-www-form-urlencoded", .cookie: cookie, .origin: "null"],
+                body: ByteBuffer(string: "csrf=\(csrf)")
+            )
+            #expect(response.status == .forbidden)
+            #expect(try await fixture.state() == .running)
+        }
+    }
+
     @Test("the sampler records a running broadcast once per interval, one process at a time, and the page draws it")
     func sampler() async throws {
         try await ConsoleFixture.with { fixture in

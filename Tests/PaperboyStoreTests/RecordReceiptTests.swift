@@ -16,7 +16,7 @@ struct RecordReceiptTests {
     /// 88 s once (2026-12-02), so a minute was not enough.
     @Test(
         "a receipt whose PREPARE failed once (a migration held the table) fails alone; the next one on that connection is recorded",
-        .timeLimit(.minutes(2))
+        .timeLimit(.minutes(3))
     )
     func prepareFailedOnce() async throws {
         try await TestDatabase.with { db in

@@ -15,7 +15,7 @@ struct TransactionTests {
     /// stopped leasing for good.
     @Test(
         "a transaction whose connection the server closed ends with the body's error at once, and the client goes on",
-        .timeLimit(.minutes(1))
+        .timeLimit(.minutes(3))
     )
     func connectionClosedMidTransaction() async throws {
         try await TestDatabase.with { db in
@@ -50,7 +50,7 @@ struct TransactionTests {
     // child process block one), not because the limit was late.
     @Test(
         "a call that is never answered is given up after its limit; one that is answered returns its value or error",
-        .timeLimit(.minutes(1))
+        .timeLimit(.minutes(3))
     )
     func answeredWithin() async throws {
         let never: @Sendable () async throws -> Int = {
@@ -86,7 +86,7 @@ struct TransactionTests {
     /// ends at once with `CancellationError`, unsent). PostgresNIO's pool takes the connection back as it is, inside
     /// the open transaction: the next user's `BEGIN` is only a warning there, and its `COMMIT` commits the cancelled
     /// body's writes with its own.
-    @Test("a ROLLBACK that fails (the task was cancelled) leaves no connection inside the transaction in the pool", .timeLimit(.minutes(1)))
+    @Test("a ROLLBACK that fails (the task was cancelled) leaves no connection inside the transaction in the pool", .timeLimit(.minutes(3)))
     func rollbackFailed() async throws {
         try await TestDatabase.with { db in
             try await db.client.query("CREATE TABLE t (x int)", logger: db.logger)

@@ -12,6 +12,9 @@ public enum TokenStrength {
         "password", "passwd", "changeme", "change", "admin", "administrator", "secret", "letmein", "qwerty", "asdf",
         "welcome", "paperboy", "token", "iloveyou", "default", "test", "operator", "viewer", "console", "root", "login",
         "master", "monkey", "dragon", "abc", "xyz", "example", "trustno",
+        // What a newspaper's staff reach for first: the trade, the product, the seasons (issue 48: `Newspaper2024!!!`).
+        "newspaper", "news", "paper", "edition", "morning", "evening", "daily", "press", "times", "herald", "journal",
+        "gazette", "tribune", "post", "digital", "media", "spring", "summer", "autumn", "winter",
     ]
 
     /// Why `token` is refused, in words that never quote it; nil when it will do.

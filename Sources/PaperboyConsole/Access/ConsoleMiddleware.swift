@@ -33,7 +33,9 @@ struct ConsoleHeadersMiddleware: RouterMiddleware {
         response.headers[.contentSecurityPolicy] = Self.contentSecurityPolicy.description
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        // `same-origin`, not `no-referrer`: under `no-referrer` browsers send `Origin: null` with the console's own
+        // forms, and `null` is also what a sandboxed frame or a `data:` page sends; it is refused (issue 48).
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
         response.headers[HTTPField.Name("Cross-Origin-Opener-Policy")!] = "same-origin"
         if publicURL?.scheme == "https" {
             response.headers[HTTPField.Name("Strict-Transport-Security")!] = Self.strictTransportSecurity

@@ -248,7 +248,7 @@ extension ConsoleAssets {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="referrer" content="no-referrer">
+        <meta name="referrer" content="same-origin">
         <title>{{$title}}Paperboy{{/title}} · Paperboy console</title>
         <link rel="icon" href="data:,">
         <link rel="stylesheet" href="{{frame.css}}">

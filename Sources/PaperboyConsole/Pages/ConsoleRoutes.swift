@@ -114,7 +114,9 @@ struct ConsoleRoutes: Sendable {
             refused("cross-site", request: request, context: context)
             throw ConsolePageError.forbidden("The request came from another site (Sec-Fetch-Site: \(site)).")
         }
-        if let origin = request.headers[.origin], origin != "null", !context.origin.accepts(origin: origin) {
+        // `Origin: null` is an opaque origin (a sandboxed frame, a `data:` page, a redirect across sites): never this
+        // console's, whose pages send their own origin (`Referrer-Policy: same-origin`).
+        if let origin = request.headers[.origin], !context.origin.accepts(origin: origin) {
             refused("origin", request: request, context: context)
             throw ConsolePageError.forbidden(
                 "The request came from another origin (\(origin)) than this console's (\(context.origin.origin)). Behind a proxy, forward Host and X-Forwarded-Proto, or start serve with --public-url."
