@@ -90,25 +90,11 @@ public final class BroadcastDuties: Service {
             case .wait:
                 continue
             case .hold(let suspicion):
-                let metadata: Logger.Metadata = [
-                    LogKey.app: "\(suspicion.appID)", LogKey.environment: "\(suspicion.environment.rawValue)",
-                    LogKey.provider: "\(suspicion.provider.rawValue)", LogKey.reason: "\(suspicion.reason)",
-                ]
-                let raised = try await holds.raise(
-                    appID: suspicion.appID,
-                    environment: suspicion.environment,
-                    provider: suspicion.provider,
-                    answer: suspicion.answer,
-                    likelyCause: suspicion.likelyCause,
-                    reason: suspicion.reason,
-                    by: configuration.owner,
-                    version: suspicion.version,
-                    logger: logger
-                )
+                let raised = try await holds.raise(suspicion, by: configuration.owner, logger: logger)
                 if raised {
                     logger.critical(
                         "most of the app's answers from every worker say its tokens are not valid for it: a misconfiguration is likely, so its sends through the provider are held and no device is deactivated; fix the configuration, then run paperboy apps release (or confirm the deactivations with paperboy apps confirm-deactivations)",
-                        metadata: metadata
+                        metadata: suspicion.metadata
                     )
                 }
             }

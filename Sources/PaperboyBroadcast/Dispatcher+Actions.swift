@@ -380,23 +380,9 @@ extension Dispatcher {
     /// Holds the app's provider for a suspected misconfiguration: sending through it stops on every worker and no
     /// device is deactivated, until an operator fixes the configuration or confirms the deactivations.
     func raise(_ suspicion: MisconfigurationGuard.Suspicion) async -> WorkerMachine.Event? {
-        let metadata: Logger.Metadata = [
-            LogKey.app: "\(suspicion.appID)", LogKey.provider: "\(suspicion.provider.rawValue)", LogKey.reason: "\(suspicion.reason)",
-        ]
+        let metadata = suspicion.metadata
         do {
-            let raised = try await database {
-                try await self.holds.raise(
-                    appID: suspicion.appID,
-                    environment: suspicion.environment,
-                    provider: suspicion.provider,
-                    answer: suspicion.answer,
-                    likelyCause: suspicion.likelyCause,
-                    reason: suspicion.reason,
-                    by: self.configuration.owner,
-                    version: suspicion.version,
-                    logger: self.logger
-                )
-            }
+            let raised = try await database { try await self.holds.raise(suspicion, by: self.configuration.owner, logger: self.logger) }
             if raised {
                 logger.critical(
                     "most devices of the app answer that their tokens are not valid for it: a misconfiguration is likely, so its sends through the provider are held and no device is deactivated; fix the configuration, then run paperboy apps release (or confirm the deactivations with paperboy apps confirm-deactivations)",

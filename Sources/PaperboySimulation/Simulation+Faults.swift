@@ -132,19 +132,7 @@ extension Simulation {
                 covered.insert("fleetWait")
                 waiting.insert(HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider))
             case .hold(let suspicion):
-                if model.raiseHold(
-                    appID: suspicion.appID,
-                    environment: suspicion.environment,
-                    provider: suspicion.provider,
-                    answer: suspicion.answer,
-                    reason: suspicion.reason,
-                    by: "duties",
-                    version: suspicion.version
-                ) {
-                    covered.insert("fleetHold")
-                    holdTimes.append((AppProvider(appID: suspicion.appID, provider: suspicion.provider), now, nil))
-                    note("hold raised from every worker's answers: app \(suspicion.appID) \(suspicion.provider.rawValue): \(suspicion.reason)")
-                }
+                if raiseHold(suspicion, by: "every worker's answers") { covered.insert("fleetHold") }
             }
         }
         let applied = model.applyHeldDeactivations(before: cutoff, only: clear)
@@ -152,5 +140,27 @@ extension Simulation {
             covered.insert("heldApplied")
             note("\(applied) held deactivations applied")
         }
+    }
+}
+
+extension Simulation {
+    /// `ProviderHoldRepository.raise` on the model, for `suspicion`, noted with when it began.
+    /// - Returns: whether it raised the hold.
+    @discardableResult
+    func raiseHold(_ suspicion: MisconfigurationGuard.Suspicion, by raiser: String) -> Bool {
+        let raised = model.raiseHold(
+            appID: suspicion.appID,
+            environment: suspicion.environment,
+            provider: suspicion.provider,
+            answer: suspicion.answer,
+            reason: suspicion.reason,
+            by: raiser,
+            version: suspicion.version
+        )
+        if raised {
+            holdTimes.append((AppProvider(appID: suspicion.appID, provider: suspicion.provider), now, nil))
+            note("hold raised by \(raiser): app \(suspicion.appID) \(suspicion.environment) \(suspicion.provider.rawValue): \(suspicion.reason)")
+        }
+        return raised
     }
 }

@@ -259,18 +259,7 @@ extension Simulation {
             return nil
         case .raiseHold(let suspicion):
             covered.insert("hold")
-            if model.raiseHold(
-                appID: suspicion.appID,
-                environment: suspicion.environment,
-                provider: suspicion.provider,
-                answer: suspicion.answer,
-                reason: suspicion.reason,
-                by: owner,
-                version: suspicion.version
-            ) {
-                holdTimes.append((AppProvider(appID: suspicion.appID, provider: suspicion.provider), now, nil))
-                note("hold raised by \(owner): app \(suspicion.appID) \(suspicion.provider.rawValue): \(suspicion.reason)")
-            }
+            raiseHold(suspicion, by: owner)
             return .holdRaised(suspicion.key)
         case .reportStatus:
             // The status's answer carries the database's clock: the worker paces on it.

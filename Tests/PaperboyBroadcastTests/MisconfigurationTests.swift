@@ -31,6 +31,23 @@ struct MisconfigurationTests {
         try await ProviderHoldRepository(client: rig.client).all(logger: rig.logger)
     }
 
+    /// An APNs simulator whose key may push to the real app's topic and the beta app's, and whose devices' tokens were
+    /// issued to the real app: pushed with the beta topic, every device answers DeviceTokenNotForTopic.
+    static func betaTopicSimulator() async throws -> APNsSimulator {
+        var validation = APNsRequestValidator.Configuration(
+            teamID: "TEAM123456",
+            keys: ["KEY1234567": BroadcastFixture.privateKey.publicKey],
+            topics: [BroadcastFixture.topic, "com.example.news.beta"]
+        )
+        validation.maximumTokenAge = 3600 * 24
+        validation.deviceTopic = BroadcastFixture.topic
+        var configuration = APNsSimulator.Configuration(validation: validation, faults: .init(), port: 0)
+        configuration.eventLoopThreads = 1
+        let simulator = APNsSimulator(configuration: configuration)
+        try await simulator.start()
+        return simulator
+    }
+
     static func run(_ arguments: [String], rig: FaultRig) async throws {
         let run = try await PaperboyBinary.run(arguments, environment: ["DATABASE_URL": rig.databaseURL])
         #expect(run.status == 0, "paperboy \(arguments.joined(separator: " ")): \(run.output)")
@@ -41,18 +58,7 @@ struct MisconfigurationTests {
         .timeLimit(.minutes(3))
     )
     func wrongBundleID() async throws {
-        var validation = APNsRequestValidator.Configuration(
-            teamID: "TEAM123456",
-            keys: ["KEY1234567": BroadcastFixture.privateKey.publicKey],
-            topics: [BroadcastFixture.topic, "com.example.news.beta"]
-        )
-        validation.maximumTokenAge = 3600 * 24
-        // The devices' tokens were issued to the real app; the key may also push to the beta app's topic.
-        validation.deviceTopic = BroadcastFixture.topic
-        var configuration = APNsSimulator.Configuration(validation: validation, faults: .init(), port: 0)
-        configuration.eventLoopThreads = 1
-        let simulator = APNsSimulator(configuration: configuration)
-        try await simulator.start()
+        let simulator = try await Self.betaTopicSimulator()
         defer { Task { try? await simulator.shutdown() } }
         try await FaultRig.with { rig in
             _ = try await AppRepository(client: rig.client).setBundleID(appID: rig.app.id, "com.example.news.beta", logger: rig.logger)
@@ -86,17 +92,7 @@ struct MisconfigurationTests {
         .timeLimit(.minutes(3))
     )
     func smallFleetOverThreeWorkers() async throws {
-        var validation = APNsRequestValidator.Configuration(
-            teamID: "TEAM123456",
-            keys: ["KEY1234567": BroadcastFixture.privateKey.publicKey],
-            topics: [BroadcastFixture.topic, "com.example.news.beta"]
-        )
-        validation.maximumTokenAge = 3600 * 24
-        validation.deviceTopic = BroadcastFixture.topic
-        var configuration = APNsSimulator.Configuration(validation: validation, faults: .init(), port: 0)
-        configuration.eventLoopThreads = 1
-        let simulator = APNsSimulator(configuration: configuration)
-        try await simulator.start()
+        let simulator = try await Self.betaTopicSimulator()
         defer { Task { try? await simulator.shutdown() } }
         try await FaultRig.with { rig in
             _ = try await AppRepository(client: rig.client).setBundleID(appID: rig.app.id, "com.example.news.beta", logger: rig.logger)
