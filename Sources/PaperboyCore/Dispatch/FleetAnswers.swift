@@ -20,7 +20,8 @@ public struct FleetAnswers: Sendable, Equatable {
     /// The "not valid" answer most of them were, as the provider spells it, and what it means from every device.
     public var reason: String
     public var hint: String
-    /// The app's active devices through the provider, counted up to ``MisconfigurationGuard/Configuration/smallFleet``
+    /// The app's devices its broadcasts reach through the provider in the environment (active, downloading editions by
+    /// themselves: the broadcast scan's index, one probe), counted up to ``MisconfigurationGuard/Configuration/smallFleet``
     /// (a larger fleet counts as that many): a fleet so small that its held answers are most of it.
     public var activeDevices: Int
     /// An operator confirmed that "not valid" answers to this configuration are the tokens' truth

@@ -242,47 +242,7 @@ public struct ProviderHoldRepository: Sendable {
         smallFleet: Int = 20,
         logger: Logger
     ) async throws -> [FleetAnswers] {
-        let codes = PushProvider.allCases.map(\.storageCode)
-        let rows = try await client.query(
-            """
-            WITH pairs AS (
-                SELECT a.id AS app_id, v.environment, g.provider, a.credentials_version AS version,
-                    (SELECT min(h.sent_at) FROM held_deactivations h
-                     WHERE h.app_id = a.id AND h.environment = v.environment AND h.provider = g.provider) AS oldest
-                FROM apps a CROSS JOIN unnest(\(codes)::smallint[]) AS g(provider) CROSS JOIN unnest(ARRAY[0, 1]::smallint[]) AS v(environment)
-                WHERE NOT EXISTS (SELECT 1 FROM provider_holds p WHERE p.app_id = a.id AND p.environment = v.environment AND p.provider = g.provider)
-            )
-            SELECT x.app_id, x.environment, x.provider, x.version,
-                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h
-                    WHERE h.app_id = x.app_id AND h.environment = x.environment AND h.provider = x.provider LIMIT \(Self.countedUpTo)) c),
-                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h
-                    WHERE h.app_id = x.app_id AND h.environment = x.environment AND h.provider = x.provider
-                        AND h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes') LIMIT \(Self.countedUpTo)) c),
-                coalesce(t.answers, 0)::integer, coalesce(t.invalid, 0)::integer, coalesce(r.reason, ''), coalesce(r.hint, ''),
-                (SELECT count(*)::integer FROM (SELECT 1 FROM devices d
-                    WHERE d.app_id = x.app_id AND d.environment = x.environment AND d.provider = x.provider AND d.active LIMIT \(smallFleet)) f),
-                EXISTS (SELECT 1 FROM provider_confirmations c
-                    WHERE c.app_id = x.app_id AND c.environment = x.environment AND c.provider = x.provider AND c.version = x.version
-                        AND c.confirmed_at > now() - interval '24 hours')
-            FROM pairs x
-            LEFT JOIN LATERAL (
-                SELECT sum(CASE WHEN s.period = date_bin('10 seconds', x.oldest, 'epoch') THEN s.since_invalid ELSE s.answers END) AS answers,
-                    sum(s.invalid) AS invalid
-                FROM answer_tallies s
-                WHERE s.app_id = x.app_id AND s.environment = x.environment AND s.provider = x.provider
-                    AND s.period >= date_bin('10 seconds', x.oldest, 'epoch')
-            ) t ON true
-            LEFT JOIN LATERAL (
-                SELECT s.reason, s.hint FROM answer_tallies s
-                WHERE s.app_id = x.app_id AND s.environment = x.environment AND s.provider = x.provider AND s.invalid > 0
-                    AND s.period >= date_bin('10 seconds', x.oldest, 'epoch')
-                ORDER BY s.invalid DESC, s.period DESC LIMIT 1
-            ) r ON true
-            WHERE x.oldest IS NOT NULL
-            ORDER BY x.app_id, x.environment, x.provider
-            """,
-            logger: logger
-        )
+        let rows = try await client.query(Self.fleetAnswersQuery(before: cutoff, smallFleet: smallFleet), logger: logger)
         var fleets: [FleetAnswers] = []
         for try await (app, environment, provider, version, held, due, answers, invalid, reason, hint, active, confirmed) in rows.decode(
             (Int, Int16, Int16, Int, Int, Int, Int, Int, String, String, Int, Bool).self
@@ -305,6 +265,49 @@ public struct ProviderHoldRepository: Sendable {
             )
         }
         return fleets
+    }
+
+    /// The statement of ``fleetAnswers(before:smallFleet:logger:)``.
+    static func fleetAnswersQuery(before cutoff: Date?, smallFleet: Int) -> PostgresQuery {
+        let codes = PushProvider.allCases.map(\.storageCode)
+        return """
+            WITH pairs AS (
+                SELECT a.id AS app_id, v.environment, g.provider, a.credentials_version AS version,
+                    (SELECT min(h.sent_at) FROM held_deactivations h
+                     WHERE h.app_id = a.id AND h.environment = v.environment AND h.provider = g.provider) AS oldest
+                FROM apps a CROSS JOIN unnest(\(codes)::smallint[]) AS g(provider) CROSS JOIN unnest(ARRAY[0, 1]::smallint[]) AS v(environment)
+                WHERE NOT EXISTS (SELECT 1 FROM provider_holds p WHERE p.app_id = a.id AND p.environment = v.environment AND p.provider = g.provider)
+            )
+            SELECT x.app_id, x.environment, x.provider, x.version,
+                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h
+                    WHERE h.app_id = x.app_id AND h.environment = x.environment AND h.provider = x.provider LIMIT \(Self.countedUpTo)) c),
+                (SELECT count(*)::integer FROM (SELECT 1 FROM held_deactivations h
+                    WHERE h.app_id = x.app_id AND h.environment = x.environment AND h.provider = x.provider
+                        AND h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes') LIMIT \(Self.countedUpTo)) c),
+                coalesce(t.answers, 0)::integer, coalesce(t.invalid, 0)::integer, coalesce(r.reason, ''), coalesce(r.hint, ''),
+                (SELECT count(*)::integer FROM (SELECT 1 FROM devices d
+                    WHERE d.app_id = x.app_id AND d.environment = x.environment AND d.active AND d.auto_download AND d.provider = x.provider
+                    ORDER BY d.cohort_key LIMIT \(smallFleet)) f),
+                EXISTS (SELECT 1 FROM provider_confirmations c
+                    WHERE c.app_id = x.app_id AND c.environment = x.environment AND c.provider = x.provider AND c.version = x.version
+                        AND c.confirmed_at > now() - interval '24 hours')
+            FROM pairs x
+            LEFT JOIN LATERAL (
+                SELECT sum(CASE WHEN s.period = date_bin('10 seconds', x.oldest, 'epoch') THEN s.since_invalid ELSE s.answers END) AS answers,
+                    sum(s.invalid) AS invalid
+                FROM answer_tallies s
+                WHERE s.app_id = x.app_id AND s.environment = x.environment AND s.provider = x.provider
+                    AND s.period >= date_bin('10 seconds', x.oldest, 'epoch')
+            ) t ON true
+            LEFT JOIN LATERAL (
+                SELECT s.reason, s.hint FROM answer_tallies s
+                WHERE s.app_id = x.app_id AND s.environment = x.environment AND s.provider = x.provider AND s.invalid > 0
+                    AND s.period >= date_bin('10 seconds', x.oldest, 'epoch')
+                ORDER BY s.invalid DESC, s.period DESC LIMIT 1
+            ) r ON true
+            WHERE x.oldest IS NOT NULL
+            ORDER BY x.app_id, x.environment, x.provider
+            """
     }
 
     /// Held deactivations are counted up to this many per app and provider each second: at 10 million devices a

@@ -391,6 +391,15 @@ public enum RequestStatements {
         Statement("dispatch: apply held deactivations nobody suspects a misconfiguration of (each second)") { _ in
             applyHeldDeactivations(before: nil, limit: 1000)
         },
+        Statement("dispatch: every worker's answers since the oldest held deactivation, per app, environment and provider (each second)") { _ in
+            ProviderHoldRepository.fleetAnswersQuery(before: nil, smallFleet: 20)
+        },
+        Statement("dispatch: a recorded batch's answers added to the fleet's evidence (record)") { s in
+            AnswerEvidence([
+                BatchOutcome(deviceID: s.deviceID, sentAt: s.now, result: .accepted),
+                BatchOutcome(deviceID: s.deviceID, sentAt: s.now, result: .rejected(reason: "BadDeviceToken", deactivates: .deferred)),
+            ]).tallyQuery(appID: s.appID, environment: s.environment, worker: "w", configuration: nil)
+        },
     ]
 
     /// The wave audience of the sample broadcast, as the dispatcher builds it.
