@@ -114,9 +114,8 @@ extension Dispatcher {
             guard let edition = try await database({ try await self.editions.find(id: batch.editionID, logger: logger) }) else {
                 return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "edition \(batch.editionID) does not exist"))
             }
-            let held = try await database { try await self.holds.holds(appID: app.id, environment: batch.environment, logger: logger) }
-            let confirmed = try await database {
-                try await self.holds.confirmed(appID: app.id, environment: batch.environment, logger: logger)
+            let (held, confirmed) = try await database {
+                try await self.holds.standing(appID: app.id, environment: batch.environment, logger: logger)
             }
             var contents = WorkerMachine.BatchContents(
                 targets: targets,

@@ -123,19 +123,57 @@ public struct ProviderHoldRepository: Sendable {
     }
 
     /// The app's providers whose "not valid" answers an operator confirmed as the tokens' truth for the app's
-    /// configuration now, within the last 24 hours (``confirm(appID:provider:logger:)``): no worker suspects a
-    /// misconfiguration from them.
+    /// configuration now, within the last 24 hours (``confirm(appID:provider:environment:logger:)``): no worker
+    /// suspects a misconfiguration from them.
     public func confirmed(appID: Int, environment: APNsEnvironment = .production, logger: Logger) async throws -> Set<PushProvider> {
+        try await standing(appID: appID, environment: environment, logger: logger).confirmed
+    }
+
+    /// The app's holds in `environment` and its confirmed providers there, in one statement: what a worker reads with
+    /// every batch.
+    public func standing(
+        appID: Int,
+        environment: APNsEnvironment,
+        logger: Logger
+    ) async throws -> (holds: [ProviderHold], confirmed: Set<PushProvider>) {
         let rows = try await client.query(
             """
-            SELECT c.provider FROM provider_confirmations c JOIN apps a ON a.id = c.app_id AND a.credentials_version = c.version
+            SELECT false, h.provider, h.answer, h.likely_cause, h.reason, h.raised_by, h.raised_at,
+                (SELECT count(*)::integer FROM held_deactivations d
+                 WHERE d.app_id = h.app_id AND d.environment = h.environment AND d.provider = h.provider)
+            FROM provider_holds h WHERE h.app_id = \(appID) AND h.environment = \(environment.storageCode)
+            UNION ALL
+            SELECT true, c.provider, '', '', '', '', c.confirmed_at, 0
+            FROM provider_confirmations c JOIN apps a ON a.id = c.app_id AND a.credentials_version = c.version
             WHERE c.app_id = \(appID) AND c.environment = \(environment.storageCode) AND c.confirmed_at > now() - interval '24 hours'
             """,
             logger: logger
         )
-        var providers: Set<PushProvider> = []
-        for try await code in rows.decode(Int16.self) { providers.insert(PushProvider(storageCode: code)) }
-        return providers
+        var holds: [ProviderHold] = []
+        var confirmed: Set<PushProvider> = []
+        for try await (isConfirmation, code, answer, cause, reason, by, at, held) in rows.decode(
+            (Bool, Int16, String, String, String, String, Date, Int).self
+        ) {
+            let provider = PushProvider(storageCode: code)
+            if isConfirmation {
+                confirmed.insert(provider)
+                continue
+            }
+            holds.append(
+                ProviderHold(
+                    appID: appID,
+                    environment: environment,
+                    provider: provider,
+                    answer: answer,
+                    likelyCause: cause,
+                    reason: reason,
+                    raisedBy: by,
+                    raisedAt: at,
+                    heldDeactivations: held
+                )
+            )
+        }
+        return (holds.sorted { $0.provider.rawValue < $1.provider.rawValue }, confirmed)
     }
 
     /// The configuration was at fault and is fixed: the hold ends, and the deactivations it held are dropped (the
