@@ -18,8 +18,16 @@ extension Dispatcher {
         var queue: [WorkerMachine.Event] = []
         if machine.nextWake == nil && machine.batchesHeld == 0 { queue.append(.started) }
         var lastDuties: Date?
+        var stall = StallWatch(from: clock.now())
         while true {
+            try Task.checkCancellation()
             let now = clock.now()
+            try stall.check(
+                now: now,
+                sent: report.sent + report.skipped,
+                state:
+                    "\(machine.batchesHeld) batches held, next wake \(machine.nextWake.map { "\($0.timeIntervalSince(now)) s from now" } ?? "none")"
+            )
             if lastDuties.map({ now.timeIntervalSince($0) >= configuration.advanceInterval.seconds }) ?? true || machine.batchesHeld == 0 {
                 report.events += await duties.once(now: now)
                 lastDuties = now
@@ -104,6 +112,42 @@ extension Dispatcher {
             }
         }
         return events
+    }
+}
+
+/// Stepping that has stopped moving: many rounds in which the clock moved less than a second and nothing was sent or
+/// skipped. A round costs several statements, so a loop stuck on an instant that never passes (a batch the machine
+/// holds and wakes for at once) would otherwise creep forward a millisecond a round, for hours of real time: it is
+/// thrown as an error that says where it stood.
+struct StallWatch {
+    static let rounds = 2_000
+    private var since: Date
+    private var sent = 0
+    private var count = 0
+
+    init(from start: Date) {
+        since = start
+    }
+
+    mutating func check(now: Date, sent: Int, state: @autoclosure () -> String) throws {
+        if now.timeIntervalSince(since) >= 1 || sent != self.sent {
+            (since, self.sent, count) = (now, sent, 0)
+            return
+        }
+        count += 1
+        if count >= Self.rounds { throw SteppingStalled(rounds: count, at: now, state: state()) }
+    }
+}
+
+/// ``Dispatcher/step(until:)`` went round ``StallWatch/rounds`` times without the clock moving a second or a device
+/// being sent.
+public struct SteppingStalled: Error, CustomStringConvertible {
+    public var rounds: Int
+    public var at: Date
+    public var state: String
+
+    public var description: String {
+        "stepping stalled: \(rounds) rounds at \(at.formatted(.iso8601)) moved the clock less than a second and sent nothing; \(state)"
     }
 }
 
