@@ -417,6 +417,7 @@ extension Dispatcher {
             draining: draining,
             batches: held,
             problems: health.problems + health.pauses,
+            pauses: health.pausedProviders,
             lastError: error?.message,
             lastErrorAt: error?.at
         )

@@ -388,7 +388,12 @@ public final class WorkerHealth: Sendable {
     /// The providers this worker's batches found busy or failing (`paperboy_provider_unavailable_since_seconds`, the
     /// pause's start in Unix seconds while it lasts), one line each for the worker's status.
     public var pauses: [String] {
-        paused.withLock { $0 }.map(\.description)
+        pausedProviders.map(\.description)
+    }
+
+    /// The providers this worker has paused, as its status stores them (`workers.pauses`).
+    public var pausedProviders: [ProviderPause] {
+        paused.withLock { $0 }
     }
 
     /// - Returns: the pauses that began and those that ended since the last update.

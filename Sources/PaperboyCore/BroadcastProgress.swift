@@ -205,6 +205,10 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     /// The app's providers held for a suspected misconfiguration while it runs: their devices wait, none is
     /// deactivated, until an operator fixes the configuration or confirms the deactivations. Nil when none is.
     public var held: [Hold]?
+    /// The app's providers that workers have paused while it runs because they answer that they are unavailable
+    /// (5xx, 429, timeouts): their devices wait unrecorded, a probe goes out with backoff, and sending resumes at the
+    /// plan's rate once the provider answers. Nil when none is.
+    public var paused: [Pause]?
     public var waves: [Wave]
     /// Receipts for the edition from all devices, by result (also those that reported without a push).
     public var receipts: [String: Int]
@@ -230,6 +234,23 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
             self.reason = reason
             self.since = since
             self.heldDeactivations = heldDeactivations
+        }
+    }
+
+    /// A provider of the broadcast's app that workers have paused (`paperboy_provider_unavailable_since_seconds`).
+    public struct Pause: Codable, Sendable, Equatable {
+        public var provider: PushProvider
+        /// When the first of the workers that paused it did so.
+        public var since: Date
+        /// How many of the workers seen in the last minute have paused it, of how many.
+        public var workers: Int
+        public var ofWorkers: Int
+
+        public init(provider: PushProvider, since: Date, workers: Int, ofWorkers: Int) {
+            self.provider = provider
+            self.since = since
+            self.workers = workers
+            self.ofWorkers = ofWorkers
         }
     }
 

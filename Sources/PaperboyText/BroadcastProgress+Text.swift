@@ -111,6 +111,16 @@ extension BroadcastProgress {
                 )
             )
         }
+        for pause in paused ?? [] {
+            lines.append(
+                field(
+                    "paused",
+                    "\(pause.provider.displayName) since \(Self.dateTime(pause.since, timeZone: timeZone)) by \(pause.workers) of "
+                        + "\(pause.ofWorkers) worker\(pause.ofWorkers == 1 ? "" : "s"): the provider answers that it is unavailable; its devices "
+                        + "wait, none is recorded, a probe goes out with backoff, and sending resumes at the plan's rate when it answers"
+                )
+            )
+        }
         lines += Self.wrap(label: TerminalText.pad("options", labelWidth), items: optionsSummary, width: width)
 
         lines.append("")

@@ -228,13 +228,27 @@ struct FaultTests {
             )
             defer { worker.stop() }
             var answered503 = 0
+            var statusDuring = ""
             try await Self.withSimulator(faults: failing, port: port) { simulator in
-                try await Task.sleep(for: .seconds(20))
+                // What an operator sees meanwhile: `broadcast status` says APNs is paused, by the one worker, since when.
+                try await Task.sleep(for: .seconds(12))
+                let status = try await PaperboyBinary.run(
+                    ["broadcast", "status", broadcast.uuidString.lowercased(), "--once"],
+                    environment: ["DATABASE_URL": rig.databaseURL]
+                )
+                #expect(status.status == 0, "\(status.output)")
+                statusDuring = status.output
+                try await Task.sleep(for: .seconds(8))
                 try await simulator.shutdown()
                 answered503 = simulator.stats().rejected["ServiceUnavailable", default: 0]
                 #expect(simulator.acceptedCounts().isEmpty)
             }
             #expect(answered503 > 0, "the worker tried APNs while it answered 503")
+            #expect(
+                statusDuring.contains("paused      APNs since")
+                    && statusDuring.contains("by 1 of 1 worker: the provider answers that it is unavailable"),
+                "broadcast status during the outage: \(statusDuring)"
+            )
             #expect(worker.isRunning)
             // A batch is recorded when it ends: one paused mid-way holds the few it got accepted before until then.
             let during = try await rig.deliveries(broadcast)
@@ -242,6 +256,12 @@ struct FaultTests {
             #expect(during.values.allSatisfy { $0.outcome == "accepted" }, "recorded during the outage: \(Set(during.values.map(\.outcome)))")
             try await Self.withSimulator(port: port) { simulator in
                 let progress = try await rig.waitForCompletion(broadcast, seconds: 90)
+                // The pause ended with the outage: the worker's status (read by `broadcast status` and the console) no
+                // longer names it once its next heartbeat has been written.
+                try await WorkerProcessTests.waitUntil(seconds: 10) {
+                    let workers = (try? await WorkerRepository(client: rig.client).list(seenSince: .distantPast, logger: rig.logger)) ?? []
+                    return workers.contains { $0.name == "apns-503" && $0.pauses.isEmpty }
+                }
                 let exit = await worker.terminate(within: 30)
                 #expect(exit != nil && worker.process.terminationStatus == 0)
                 print(

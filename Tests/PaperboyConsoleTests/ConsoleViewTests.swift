@@ -40,6 +40,22 @@ struct ConsoleViewTests {
         )
     }
 
+    @Test("a provider paused for an outage is an alert on the broadcast's page: which, since when, by how many workers; none, no alert")
+    func paused() throws {
+        var progress = Self.progress(done: 90)
+        progress.paused = [BroadcastProgress.Pause(provider: .apns, since: Self.start.addingTimeInterval(65), workers: 1, ofWorkers: 1)]
+        let utc = TimeZone(identifier: "UTC")!
+        let model = LiveModel(progress: progress, samples: [], asOf: Self.start, now: Self.start, timeZone: utc)
+        #expect(
+            model.paused == [
+                "APNs sends are paused since \(TimeText.clock(Self.start.addingTimeInterval(65), timeZone: utc)) by 1 of 1 worker: the provider "
+                    + "answers that it is unavailable. Its devices wait, none is recorded; a probe goes out with backoff and sending resumes at "
+                    + "the plan's rate when it answers."
+            ]
+        )
+        #expect(LiveModel(progress: Self.progress(done: 90), samples: [], asOf: Self.start, now: Self.start, timeZone: utc).paused.isEmpty)
+    }
+
     @Test("the plan's due devices, its rate as steps, and how far behind the broadcast is")
     func timeline() {
         let timeline = BroadcastTimeline(progress: Self.progress(done: 90))

@@ -57,6 +57,46 @@ struct WorkerRepositoryTests {
         }
     }
 
+    @Test(
+        "a worker's paused providers are stored with its heartbeat and read per app and environment: the earliest start, how many of the live workers, never a silent worker's"
+    )
+    func pauses() async throws {
+        try await TestDatabase.with { db in
+            let workers = WorkerRepository(client: db.client)
+            // Heartbeats on the database's clock: `pauses` counts the workers seen in the last minute by it.
+            let now = Date()
+            let apns = ProviderPause(key: .init(appID: 7, environment: .production, provider: .apns), since: now.addingTimeInterval(-40.125))
+            let later = ProviderPause(key: apns.key, since: now.addingTimeInterval(-12))
+            let sandbox = ProviderPause(key: .init(appID: 7, environment: .sandbox, provider: .fcm), since: now.addingTimeInterval(-5))
+            let other = ProviderPause(key: .init(appID: 8, environment: .production, provider: .fcm), since: now.addingTimeInterval(-5))
+            try await workers.report(WorkerStatus(name: "a", startedAt: now, seenAt: now, pauses: [later, sandbox]), logger: db.logger)
+            try await workers.report(WorkerStatus(name: "b", startedAt: now, seenAt: now, pauses: [apns, other]), logger: db.logger)
+            try await workers.report(WorkerStatus(name: "c", startedAt: now, seenAt: now), logger: db.logger)
+            // Silent for two minutes: its pause is not believed any more.
+            let stale = ProviderPause(key: .init(appID: 7, environment: .production, provider: .fcm), since: now.addingTimeInterval(-300))
+            try await workers.report(
+                WorkerStatus(name: "gone", startedAt: now, seenAt: now.addingTimeInterval(-120), pauses: [stale]),
+                logger: db.logger
+            )
+
+            let production = try await workers.pauses(appID: 7, environment: .production, logger: db.logger)
+            #expect(production.count == 1)
+            #expect(production.first?.provider == .apns)
+            #expect(production.first?.workers == 2 && production.first?.ofWorkers == 3, "2 of the 3 live workers: \(production)")
+            let since = try #require(production.first?.since)
+            #expect(abs(since.timeIntervalSince(apns.since)) < 0.001, "the earliest start, to the millisecond")
+            #expect(try await workers.pauses(appID: 7, environment: .sandbox, logger: db.logger).map(\.provider) == [.fcm])
+            #expect(try await workers.pauses(appID: 9, environment: .production, logger: db.logger).isEmpty)
+
+            // The list carries them back as they were said; the next heartbeat without them ends them.
+            let listed = try await workers.list(seenSince: now.addingTimeInterval(-60), logger: db.logger)
+            #expect(listed.first { $0.name == "a" }?.pauses.map(\.key) == [later.key, sandbox.key])
+            try await workers.report(WorkerStatus(name: "b", startedAt: now, seenAt: now), logger: db.logger)
+            try await workers.report(WorkerStatus(name: "a", startedAt: now, seenAt: now, pauses: [sandbox]), logger: db.logger)
+            #expect(try await workers.pauses(appID: 7, environment: .production, logger: db.logger).isEmpty)
+        }
+    }
+
     @Test("a problem keeps its start while it lasts; a send clears it")
     func senderStatus() async throws {
         try await TestDatabase.with { db in

@@ -239,6 +239,21 @@ struct BroadcastProgressTextTests {
         #expect(!Self.sample().report(timeZone: Self.tokyo).contains("failure"))
     }
 
+    @Test("a provider paused for an outage is said in the report: which, since when, by how many of the workers, and what happens next")
+    func paused() {
+        var progress = Self.sample()
+        progress.paused = [BroadcastProgress.Pause(provider: .fcm, since: Self.minutes(3), workers: 2, ofWorkers: 3)]
+        let report = progress.report(timeZone: Self.tokyo)
+        #expect(
+            report.contains(
+                "paused      FCM since 2026-11-23 05:03:00 Asia/Tokyo by 2 of 3 workers: the provider answers that it is unavailable; "
+                    + "its devices wait, none is recorded, a probe goes out with backoff, and sending resumes at the plan's rate when it answers"
+            ),
+            "\(report)"
+        )
+        #expect(!Self.sample().report(timeZone: Self.tokyo).contains("paused"))
+    }
+
     @Test("the report has the header, the waves with totals, reasons by count, and the edition's receipts, in order")
     func report() throws {
         let report = Self.sample().report(timeZone: Self.tokyo)

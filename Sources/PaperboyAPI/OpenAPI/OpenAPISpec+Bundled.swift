@@ -2328,6 +2328,30 @@ extension OpenAPISpec {
                       heldDeactivations:
                         type: integer
                         minimum: 0
+                paused:
+                  type: array
+                  description: |
+                    While it runs: the app's providers that workers have paused because they answer that they are unavailable
+                    (5xx, 429, timeouts). Their devices wait and none is recorded; a probe goes out with backoff and sending
+                    resumes at the plan's rate once the provider answers (`paperboy_provider_unavailable_since_seconds`).
+                    Absent when none is paused.
+                  items:
+                    type: object
+                    additionalProperties: false
+                    required: [provider, since, workers, ofWorkers]
+                    properties:
+                      provider:
+                        type: string
+                        enum: [apns, fcm]
+                      since:
+                        $ref: "#/components/schemas/Timestamp"
+                      workers:
+                        type: integer
+                        minimum: 1
+                        description: How many of the workers seen in the last minute have paused it.
+                      ofWorkers:
+                        type: integer
+                        minimum: 1
                 waves:
                   type: array
                   items:

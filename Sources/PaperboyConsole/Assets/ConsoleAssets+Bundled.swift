@@ -288,6 +288,7 @@ extension ConsoleAssets {
         <p class="status"><span class="state {{live.state}}" data-state="{{live.state}}">{{live.state}}</span> {{live.waveText}} <span class="{{live.offPlanClass}}">{{live.offPlan}}</span></p>
         {{#live.failure}}<p class="message error" role="alert">Failed: {{live.failure}}</p>{{/live.failure}}
         {{#live.held}}<p class="message error" role="alert">{{.}}</p>{{/live.held}}
+        {{#live.paused}}<p class="message error" role="alert">{{.}}</p>{{/live.paused}}
         {{#live.expiredNote}}<p class="message">{{live.expiredNote}}</p>{{/live.expiredNote}}
         <progress class="meter" max="100" value="{{live.percentValue}}" aria-label="current wave done">{{live.percentValue}}%</progress>
         <dl class="numbers">

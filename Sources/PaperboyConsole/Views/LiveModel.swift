@@ -57,6 +57,8 @@ struct LiveModel: Sendable {
     var failure: String?
     /// A provider of the app held for a suspected misconfiguration: the banner that says why and what to do.
     var held: [String]
+    /// The app's providers that workers have paused for an outage (``BroadcastProgress/paused``).
+    var paused: [String]
     var expiredNote: String?
     var percentValue: Int
     var sent: String
@@ -98,6 +100,11 @@ struct LiveModel: Sendable {
             "\($0.provider.displayName) sends are held for a suspected misconfiguration: \($0.reason). No device is deactivated "
                 + "(\(Numbers.grouped($0.heldDeactivations)) deactivations held). Fix the configuration (paperboy apps set-bundle-id, set-apns, "
                 + "set-fcm or release), or confirm the deactivations (paperboy apps confirm-deactivations)."
+        }
+        paused = (progress.paused ?? []).map {
+            "\($0.provider.displayName) sends are paused since \(TimeText.clock($0.since, timeZone: timeZone)) by \($0.workers) of \($0.ofWorkers) "
+                + "worker\($0.ofWorkers == 1 ? "" : "s"): the provider answers that it is unavailable. Its devices wait, none is recorded; "
+                + "a probe goes out with backoff and sending resumes at the plan's rate when it answers."
         }
         if progress.state == .expired {
             let notSent = progress.waves.reduce(0) { $0 + max(0, $1.counts.planned - $1.counts.done) }

@@ -1,8 +1,9 @@
 import Foundation
 
 /// An app's provider in one APNs environment: what a hold for a suspected misconfiguration covers (`provider_holds`,
-/// migration 0032). A sandbox build's wrong tokens hold the app's sandbox broadcasts, never its production ones.
-public struct HoldKey: Hashable, Sendable, Comparable {
+/// migration 0032), and what a provider's outage pauses (``ProviderPause``). A sandbox build's wrong tokens hold the
+/// app's sandbox broadcasts, never its production ones.
+public struct HoldKey: Hashable, Sendable, Comparable, Codable {
     public var appID: Int
     public var environment: APNsEnvironment
     public var provider: PushProvider

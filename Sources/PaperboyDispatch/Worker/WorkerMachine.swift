@@ -385,26 +385,3 @@ public struct WorkerMachine: Sendable {
         return actions
     }
 }
-
-/// An app's provider, in one environment, that answers that it is busy or failing: nothing but a probe goes to it
-/// until it answers otherwise (``BatchSendMachine``).
-public struct ProviderPause: Sendable, Equatable {
-    public struct Key: Hashable, Sendable, Comparable {
-        public var appID: Int
-        public var environment: APNsEnvironment
-        public var provider: PushProvider
-
-        public static func < (lhs: Key, rhs: Key) -> Bool {
-            (lhs.appID, lhs.environment.rawValue, lhs.provider.rawValue) < (rhs.appID, rhs.environment.rawValue, rhs.provider.rawValue)
-        }
-    }
-
-    public var key: Key
-    public var since: Date
-
-    /// How a worker's status shows it.
-    public var description: String {
-        "app \(key.appID) \(key.provider.displayName) (\(key.environment.rawValue)): the provider answers that it is unavailable; "
-            + "sends paused since \(since.formatted(.iso8601)), probing until it answers"
-    }
-}

@@ -246,6 +246,14 @@ extension BroadcastRepository {
         """
     }
 
+    /// True of an app (`a`) in a broadcast's environment (`b`) when none of its providers can send: each is either not
+    /// configured or held for a suspected misconfiguration. Written from ``PushProvider``'s cases, so that a provider
+    /// is added in one place.
+    static let noProviderCanSend = PushProvider.allCases.map { provider in
+        "(a.\(provider.configuredColumn) IS NULL OR EXISTS (SELECT 1 FROM provider_holds h "
+            + "WHERE h.app_id = a.id AND h.environment = b.environment AND h.provider = \(provider.storageCode)))"
+    }.joined(separator: " AND ")
+
     /// The cohort whose next device is due soonest, if that is by `dueBy` (its planned instant, or the wave's
     /// next free slot when the wave is behind), locked for carving a batch; never one of `apps`' broadcasts.
     static func dueCohortQuery(dueBy: Date, excludingApps apps: [Int] = []) -> PostgresQuery {
@@ -260,11 +268,7 @@ extension BroadcastRepository {
                 coalesce((SELECT o.next_slot FROM editions e JOIN publications p ON p.id = e.publication_id JOIN origins o ON o.id = p.origin_id
                     WHERE e.id = b.edition_id), '-infinity')) <= \(dueBy)
             AND NOT EXISTS (SELECT 1 FROM editions e JOIN publications p ON p.id = e.publication_id JOIN apps a ON a.id = p.app_id
-                WHERE e.id = b.edition_id AND (p.app_id = ANY (\(apps)::integer[])
-                    OR ((a.key_id IS NULL OR EXISTS (SELECT 1 FROM provider_holds h
-                            WHERE h.app_id = a.id AND h.environment = b.environment AND h.provider = 0))
-                        AND (a.fcm_project_id IS NULL OR EXISTS (SELECT 1 FROM provider_holds h
-                            WHERE h.app_id = a.id AND h.environment = b.environment AND h.provider = 1)))))
+                WHERE e.id = b.edition_id AND (p.app_id = ANY (\(apps)::integer[]) OR (\(unescaped: noProviderCanSend))))
         ORDER BY c.starts_at + make_interval(secs => c.next_ordinal / w.rate), c.cohort
         LIMIT 1 FOR UPDATE OF c SKIP LOCKED
         """

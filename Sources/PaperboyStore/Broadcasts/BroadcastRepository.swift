@@ -268,6 +268,8 @@ public struct BroadcastRepository: Sendable {
                     BroadcastProgress.Hold(provider: $0.provider, reason: $0.reason, since: $0.raisedAt, heldDeactivations: $0.heldDeactivations)
                 }
             }
+            let pauses = try await WorkerRepository(client: client).pauses(appID: broadcast.appID, environment: broadcast.environment, logger: logger)
+            if !pauses.isEmpty { progress.paused = pauses }
         }
         progress.readyAtOpen = try await HabitRepository(client: client).readyAtOpen(broadcastID: id, editionID: broadcast.editionID, logger: logger)
         return progress

@@ -123,6 +123,14 @@ extension PushProvider {
     init(storageCode: Int16) {
         self = storageCode == 0 ? .apns : .fcm
     }
+
+    /// The `apps` column that is set when the app has this provider's credentials.
+    var configuredColumn: String {
+        switch self {
+        case .apns: "key_id"
+        case .fcm: "fcm_project_id"
+        }
+    }
 }
 
 extension DevicePlatform {

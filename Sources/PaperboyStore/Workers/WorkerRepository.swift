@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PaperboyCore
 import PostgresNIO
 
 /// A worker as it last said of itself (`workers`, migration 0014).
@@ -12,6 +13,8 @@ public struct WorkerStatus: Sendable, Equatable, Codable {
     public var batches: Int
     /// What it cannot send, one line per app and provider.
     public var problems: [String]
+    /// The providers it has paused because they answer that they are unavailable (also among ``problems``, as text).
+    public var pauses: [ProviderPause]
     public var lastError: String?
     public var lastErrorAt: Date?
 
@@ -22,9 +25,11 @@ public struct WorkerStatus: Sendable, Equatable, Codable {
         draining: Bool = false,
         batches: Int = 0,
         problems: [String] = [],
+        pauses: [ProviderPause] = [],
         lastError: String? = nil,
         lastErrorAt: Date? = nil
     ) {
+        self.pauses = pauses
         self.name = name
         self.startedAt = startedAt
         self.seenAt = seenAt
@@ -50,11 +55,11 @@ public struct WorkerRepository: Sendable {
     public func report(_ status: WorkerStatus, logger: Logger) async throws -> Date? {
         let rows = try await client.query(
             """
-            INSERT INTO workers (name, started_at, seen_at, draining, batches, problems, last_error, last_error_at)
+            INSERT INTO workers (name, started_at, seen_at, draining, batches, problems, pauses, last_error, last_error_at)
             VALUES (\(status.name), \(status.startedAt), \(status.seenAt), \(status.draining), \(status.batches), \(status.problems),
-                \(status.lastError), \(status.lastErrorAt))
+                \(try StoredPause.json(status.pauses))::jsonb, \(status.lastError), \(status.lastErrorAt))
             ON CONFLICT (name) DO UPDATE SET started_at = excluded.started_at, seen_at = excluded.seen_at, draining = excluded.draining,
-                batches = excluded.batches, problems = excluded.problems, last_error = excluded.last_error,
+                batches = excluded.batches, problems = excluded.problems, pauses = excluded.pauses, last_error = excluded.last_error,
                 last_error_at = excluded.last_error_at
             RETURNING clock_timestamp()
             """,
@@ -69,14 +74,14 @@ public struct WorkerRepository: Sendable {
     public func list(seenSince since: Date, logger: Logger) async throws -> [WorkerStatus] {
         let rows = try await client.query(
             """
-            SELECT name, started_at, seen_at, draining, batches, problems, last_error, last_error_at
+            SELECT name, started_at, seen_at, draining, batches, problems, pauses::text, last_error, last_error_at
             FROM workers WHERE seen_at >= \(since) ORDER BY started_at DESC, name
             """,
             logger: logger
         )
         var workers: [WorkerStatus] = []
-        for try await (name, started, seen, draining, batches, problems, error, errorAt) in rows.decode(
-            (String, Date, Date, Bool, Int, [String], String?, Date?).self
+        for try await (name, started, seen, draining, batches, problems, pauses, error, errorAt) in rows.decode(
+            (String, Date, Date, Bool, Int, [String], String, String?, Date?).self
         ) {
             workers.append(
                 WorkerStatus(
@@ -86,12 +91,40 @@ public struct WorkerRepository: Sendable {
                     draining: draining,
                     batches: batches,
                     problems: problems,
+                    pauses: try StoredPause.pauses(pauses),
                     lastError: error,
                     lastErrorAt: errorAt
                 )
             )
         }
         return workers
+    }
+
+    /// The providers of `appID` in `environment` that workers seen in the last `seenWithin` seconds (by the database's
+    /// clock) have paused, one per provider: since the earliest of them, and how many of those workers paused it.
+    public func pauses(
+        appID: Int,
+        environment: APNsEnvironment,
+        seenWithin: TimeInterval = 60,
+        logger: Logger
+    ) async throws -> [BroadcastProgress.Pause] {
+        let rows = try await client.query(
+            """
+            SELECT p->>'provider', min((p->>'since')::timestamptz), count(DISTINCT w.name)::integer,
+                (SELECT count(*) FROM workers WHERE seen_at >= now() - make_interval(secs => \(seenWithin)))::integer
+            FROM workers w CROSS JOIN LATERAL jsonb_array_elements(w.pauses) AS p
+            WHERE w.seen_at >= now() - make_interval(secs => \(seenWithin))
+                AND (p->>'app')::integer = \(appID) AND p->>'environment' = \(environment.rawValue)
+            GROUP BY 1 ORDER BY 1
+            """,
+            logger: logger
+        )
+        var pauses: [BroadcastProgress.Pause] = []
+        for try await (provider, since, workers, live) in rows.decode((String, Date, Int, Int).self) {
+            guard let provider = PushProvider(rawValue: provider) else { continue }
+            pauses.append(BroadcastProgress.Pause(provider: provider, since: since, workers: workers, ofWorkers: max(live, workers)))
+        }
+        return pauses
     }
 
     /// Deletes workers not seen since `cutoff`, and the sender statuses of those long gone.
@@ -101,5 +134,37 @@ public struct WorkerRepository: Sendable {
         let workers = try await rows.collect().count
         try await SenderStatusRepository(client: client).prune(before: cutoff, logger: logger)
         return workers
+    }
+}
+
+/// A pause as `workers.pauses` keeps it: flat, with the names the status's readers select on.
+private struct StoredPause: Codable {
+    var app: Int
+    var environment: APNsEnvironment
+    var provider: PushProvider
+    var since: Date
+
+    /// UTC with milliseconds, which PostgreSQL's `timestamptz` reads.
+    private static let since = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    static func json(_ pauses: [ProviderPause]) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(date.formatted(since))
+        }
+        let stored = pauses.map { StoredPause(app: $0.key.appID, environment: $0.key.environment, provider: $0.key.provider, since: $0.since) }
+        return String(decoding: try encoder.encode(stored), as: UTF8.self)
+    }
+
+    /// PostgreSQL's text of the column (its own spacing; `since` as written).
+    static func pauses(_ json: String) throws -> [ProviderPause] {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            try Date(try decoder.singleValueContainer().decode(String.self), strategy: since)
+        }
+        return try decoder.decode([StoredPause].self, from: Data(json.utf8)).map {
+            ProviderPause(key: .init(appID: $0.app, environment: $0.environment, provider: $0.provider), since: $0.since)
+        }
     }
 }
