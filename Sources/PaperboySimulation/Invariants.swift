@@ -166,7 +166,7 @@ struct Invariants {
                 let start = simulation.start.addingTimeInterval(revokeAt)
                 let end = simulation.start.addingTimeInterval(at)
                 if start < until && end > from { return false }
-            case .providerOutage(let at, let seconds), .providerFailing(let at, let seconds):
+            case .providerOutage(let at, let seconds), .providerFailing(let at, let seconds), .providerThrottling(let at, let seconds, _):
                 let start = simulation.start.addingTimeInterval(at)
                 if start < until && start.addingTimeInterval(seconds) > from { return false }
             case .databaseOutage(let at, let seconds):

@@ -66,6 +66,9 @@ public struct Scenario: Sendable, CustomStringConvertible {
         /// The provider takes every request and answers that it is unavailable (APNs' `503 ServiceUnavailable`,
         /// FCM's `UNAVAILABLE`): Apple's and Google's outages last minutes.
         case providerFailing(at: TimeInterval, seconds: TimeInterval)
+        /// The provider answers a `share` of the requests that it is overloaded (APNs' `429 TooManyRequests`, FCM's
+        /// `QUOTA_EXCEEDED`: another sender of the same project, a storm of retries): the rest go through.
+        case providerThrottling(at: TimeInterval, seconds: TimeInterval, share: Double)
         /// The database answers every call with an error.
         case databaseOutage(at: TimeInterval, seconds: TimeInterval)
         /// An operator cancels the broadcast.
@@ -85,6 +88,8 @@ public struct Scenario: Sendable, CustomStringConvertible {
                 "topic disallowed for app \(app) \(provider.rawValue) at \(Int(at))s, fix at \(Int(fixAt))s"
             case .providerOutage(let at, let seconds): "provider outage at \(Int(at))s for \(Int(seconds))s"
             case .providerFailing(let at, let seconds): "provider answering 503 at \(Int(at))s for \(Int(seconds))s"
+            case .providerThrottling(let at, let seconds, let share):
+                "provider answering 429 to \(Int(share * 100)) % at \(Int(at))s for \(Int(seconds))s"
             case .databaseOutage(let at, let seconds): "database outage at \(Int(at))s for \(Int(seconds))s"
             case .cancel(let broadcast, let at): "cancel broadcast \(broadcast) at \(Int(at))s"
             }
@@ -102,6 +107,7 @@ public struct Scenario: Sendable, CustomStringConvertible {
             case .misconfigureTopic: "misconfigureTopic"
             case .providerOutage: "providerOutage"
             case .providerFailing: "providerFailing"
+            case .providerThrottling: "providerThrottling"
             case .databaseOutage: "databaseOutage"
             case .cancel: "cancel"
             }
@@ -183,10 +189,12 @@ public struct Scenario: Sendable, CustomStringConvertible {
                     faults.append(.misconfigureTopic(app: app.id, provider: provider, at: at, fixAt: fixAt))
                 }
             case 6:
-                if random.chance(0.5) {
-                    faults.append(.providerOutage(at: at, seconds: random.between(2...90)))
-                } else {
+                switch random.int(0...2) {
+                case 0: faults.append(.providerOutage(at: at, seconds: random.between(2...90)))
+                case 1:
                     faults.append(.providerFailing(at: at, seconds: random.chance(0.7) ? random.between(2...120) : random.between(120...1200)))
+                default:
+                    faults.append(.providerThrottling(at: at, seconds: random.between(5...300), share: random.between(0.2...1)))
                 }
             case 7: faults.append(.databaseOutage(at: at, seconds: random.between(1...40)))
             default: faults.append(.cancel(broadcast: random.int(0...(broadcasts.count - 1)), at: at))

@@ -51,8 +51,10 @@ struct SimulatedProvider {
     var outage: (from: Date, until: Date)?
     /// While set, the provider takes every request and answers that it is unavailable.
     var failing: (from: Date, until: Date)?
-    /// The reasons a failing provider answers with (APNs', FCM's): never a device's final outcome.
-    static let transientReasons: Set<String> = ["ServiceUnavailable", "UNAVAILABLE"]
+    /// While set, the provider answers that share of the requests that it is overloaded.
+    var throttling: (from: Date, until: Date, share: Double)?
+    /// The reasons a failing or overloaded provider answers with (APNs', FCM's): never a device's final outcome.
+    static let transientReasons: Set<String> = ["ServiceUnavailable", "UNAVAILABLE", "TooManyRequests", "QUOTA_EXCEEDED"]
     var log: [Push] = []
     var notSentChance: Double
     var fateUnknownChance: Double
@@ -98,6 +100,14 @@ struct SimulatedProvider {
                 answerAt: written!.addingTimeInterval(latency),
                 verdict: .unavailable,
                 reason: provider == .apns ? "ServiceUnavailable" : "UNAVAILABLE"
+            )
+        }
+        if let throttling, written! >= throttling.from && written! < throttling.until, random.chance(throttling.share) {
+            return Decision(
+                writtenAt: written,
+                answerAt: written!.addingTimeInterval(latency),
+                verdict: .unavailable,
+                reason: provider == .apns ? "TooManyRequests" : "QUOTA_EXCEEDED"
             )
         }
         var answerAt = written!.addingTimeInterval(latency)

@@ -46,6 +46,9 @@ extension Simulation {
         case .providerFailing(_, let seconds):
             provider.failing = (now, now.addingTimeInterval(seconds))
             note("provider: answering 503 for \(Int(seconds))s")
+        case .providerThrottling(_, let seconds, let share):
+            provider.throttling = (now, now.addingTimeInterval(seconds), share)
+            note("provider: answering 429 to \(Int(share * 100)) % for \(Int(seconds))s")
         case .databaseOutage(_, let seconds):
             databaseDown = (now, now.addingTimeInterval(seconds))
         case .cancel(let index, _):

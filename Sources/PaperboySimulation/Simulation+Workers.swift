@@ -61,7 +61,8 @@ extension Simulation {
                 covered.insert("keyless")
             case .kill(_, let at), .pause(_, let at, _), .deploy(_, let at, _), .rotate(_, _, let at, _), .misconfigure(_, _, let at, _),
                 .misconfigureTopic(_, _, let at, _),
-                .providerOutage(let at, _), .providerFailing(let at, _), .databaseOutage(let at, _), .cancel(_, let at):
+                .providerOutage(let at, _), .providerFailing(let at, _), .providerThrottling(let at, _, _), .databaseOutage(let at, _),
+                .cancel(_, let at):
                 schedule(.fault(index), at: start.addingTimeInterval(at))
             }
         }

@@ -50,12 +50,12 @@ public enum PaperboyBinary {
         return process
     }
 
-    /// Polls a `paperboy serve` or `worker` log for its `address=http://127.0.0.1:PORT` line, every 50 ms
+    /// Polls a `paperboy serve` or `worker` log for its `address=http://127.0.0.1:PORT` line (or `https`), every 50 ms
     /// for `seconds` at most; nil when the process exits first or the time runs out.
     public static func waitForPort(in log: URL, process: Process, seconds: Double = 20) async throws -> Int? {
         for _ in 0..<Int(seconds * 20) {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: #"address=http://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+            if let range = text.range(of: #"address=https?://127\.0\.0\.1:(\d+)"#, options: .regularExpression),
                 let port = Int(text[range].split(separator: ":").last ?? "")
             {
                 return port

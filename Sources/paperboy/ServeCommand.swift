@@ -41,11 +41,20 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("admin-port"),
         help: ArgumentHelp(
-            "Serve the admin routes (apps, publishing editions, broadcasts), the console and /metrics on this port of --host only, not on --port.",
+            "Serve the admin routes (apps, publishing editions, broadcasts), the console and /metrics on this port of --admin-host only, not on --port.",
             discussion: "Its /health/ready also says why the process is not ready; --port's says only up or down."
         )
     )
     var adminPort: Int?
+
+    @Option(
+        name: .customLong("admin-host"),
+        help: ArgumentHelp(
+            "The address --admin-port listens on (default: --host): an internal interface, or 127.0.0.1 for operators on the host only.",
+            valueName: "host"
+        )
+    )
+    var adminHost: String?
 
     @Option(
         name: .customLong("public-url"),
@@ -80,7 +89,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("rate-burst"), help: "Requests a client address may make at once before --rate-limit applies.")
     var rateBurst = DeviceRateLimit.standard.burst
 
-    @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this PEM certificate chain (needs --tls-key).")
+    @Option(name: .customLong("tls-cert"), help: "Serve HTTPS (TLS 1.2 or later) with this PEM certificate chain (needs --tls-key).")
     var tlsCert: String?
 
     @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert.")
@@ -110,6 +119,12 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--admin-port: \(adminPort) is not a TCP port other than --port")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is not a TCP port (0-65535)") }
+        if let adminHost {
+            guard adminPort != nil else { throw ValidationError("--admin-host needs --admin-port, the port it listens on") }
+            guard !adminHost.isEmpty, !adminHost.contains(where: \.isWhitespace) else {
+                throw ValidationError("--admin-host: '\(adminHost)' is not an address to listen on")
+            }
+        }
         _ = try PruneCommand.retention(retention)
         _ = try deviceRateLimit()
         _ = try consolePublicURL()
@@ -186,7 +201,10 @@ struct ServeCommand: AsyncParsableCommand {
             // Not the error's text: it could quote the key file.
             throw ValidationError("--tls-key: \(tlsKey) is not a PEM private key")
         }
-        return TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        // NIOSSL's default minimum is TLS 1.0: TLS 1.0 and 1.1 are deprecated (RFC 8996) and no client of ours needs them.
+        configuration.minimumTLSVersion = .tlsv12
+        return configuration
     }
 
     func run() async throws {
@@ -295,6 +313,7 @@ struct ServeCommand: AsyncParsableCommand {
             // With /metrics (app and broadcast ids) and the reasons of /health/ready: nothing for strangers.
             var admin = api
             admin.port = adminPort
+            if let adminHost { admin.host = adminHost }
             admin.surfaces = [.admin, .operations, .metrics]
             admin.readinessReasons = true
             api.surfaces = [.devices, .operations]

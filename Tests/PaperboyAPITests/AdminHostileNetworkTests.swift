@@ -25,7 +25,10 @@ struct AdminHostileNetworkTests {
 
     @Test("wrong admin tokens are limited per address: the guesser waits (429), the right token from elsewhere does not")
     func adminGuessesLimited() async throws {
-        try await APIFixture.with { _, client in
+        // The throttle's clock stands still: 200 requests take minutes on a loaded machine, long enough for the first
+        // backoffs to end on the wall clock and let a few more guesses be checked (11 of 10 once, here).
+        let configure: @Sendable (inout APIConfiguration) -> Void = { $0.adminGuesses = GuessGuard(now: { 1_000 }) }
+        try await APIFixture.with(configure: configure) { _, client in
             var statuses: [HTTPResponse.Status] = []
             for attempt in 0..<200 {
                 statuses.append(
@@ -215,6 +218,49 @@ struct AdminHostileNetworkTests {
             let detailed = try await eventually(adminPort)
             #expect(detailed.0 == 200)
             #expect(detailed.1.contains("migrations"), "the admin port's readiness lists its checks: \(detailed.1)")
+            kill(serve.processIdentifier, SIGTERM)
+            #expect(await serve.exited(within: .seconds(20)))
+        }
+    }
+
+    @Test(
+        "--admin-host binds the admin listener to its own address: the admin routes answer there, not on --host; without --admin-port it is refused naming the flag",
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests"),
+        .timeLimit(.minutes(3))
+    )
+    func adminHost() async throws {
+        try await TestDatabase.with { db in
+            let alone = try await PaperboyBinary.run(["serve", "--admin-host", "127.0.0.2"], database: db.configuration)
+            #expect(alone.status != 0)
+            #expect(alone.output.contains("--admin-host needs --admin-port"), "\(alone.output)")
+
+            let adminPort = try NginxCache.freeLoopbackPort()
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-serve-\(UUID().uuidString).log")
+            let token = "admin-token-for-the-test-000"
+            // 127.0.0.2 is loopback too (127.0.0.0/8): another address of this host, as an internal interface would be.
+            let serve = try PaperboyBinary.start(
+                ["serve", "--port", "0", "--admin-port", "\(adminPort)", "--admin-host", "127.0.0.2", "--no-dispatch", "--no-scheduler"],
+                environment: ["DATABASE_URL": db.configuration.testURL, "PAPERBOY_ADMIN_TOKEN": token],
+                log: log
+            )
+            defer { if serve.isRunning { kill(serve.processIdentifier, SIGKILL) } }
+            // The only 127.0.0.1 address logged is the public listener's.
+            let publicPort = try #require(
+                try await PaperboyBinary.waitForPort(in: log, process: serve),
+                "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+            )
+            for _ in 0..<100 where !((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("address=http://127.0.0.2:\(adminPort)") {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            func apps(_ host: String, _ port: Int) async -> Int? {
+                var request = URLRequest(url: URL(string: "http://\(host):\(port)/v1/apps")!)
+                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                guard let (_, response) = try? await URLSession.shared.data(for: request) else { return nil }
+                return (response as? HTTPURLResponse)?.statusCode
+            }
+            #expect(await apps("127.0.0.2", adminPort) == 200, "the admin routes on --admin-host")
+            #expect(await apps("127.0.0.1", adminPort) == nil, "nothing listens on --host's address at --admin-port")
+            #expect(await apps("127.0.0.1", publicPort) == 404, "the public listener serves no admin route")
             kill(serve.processIdentifier, SIGTERM)
             #expect(await serve.exited(within: .seconds(20)))
         }
