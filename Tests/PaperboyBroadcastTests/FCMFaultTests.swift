@@ -98,6 +98,84 @@ extension FaultTests {
         }
     }
 
+    /// The outage of ``apns503OutageIsAPause()`` through FCM: `UNAVAILABLE` for 20 s in the middle of wave 1. The
+    /// worker pauses FCM for the app, `broadcast status` says so, and when FCM answers again the devices held back go
+    /// out at the plan's rate; none is recorded rejected for the outage.
+    @Test(
+        "FCM answering UNAVAILABLE for 20 s mid-broadcast: no device is recorded rejected for it, status says FCM is paused, every device is accepted once, and the return is at the plan's rate",
+        .timeLimit(.minutes(7))
+    )
+    func fcmUnavailableIsAPause() async throws {
+        let devices = 1000
+        let window = 20.0
+        try await FaultRig.with { rig in
+            try await Self.withSimulator { apns in
+                var configuration = FCMSimulator.Configuration()
+                configuration.eventLoopThreads = 1
+                let fcm = try FCMSimulator(configuration: configuration)
+                _ = try await fcm.start()
+                let accountFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(UUID().uuidString).json").path
+                defer { try? FileManager.default.removeItem(atPath: accountFile) }
+                do {
+                    try fcm.makeServiceAccount(projectID: "paperboy-fault").write(to: accountFile)
+                    _ = try await AppRepository(client: rig.client).setFCM(
+                        appID: rig.app.id,
+                        try FCMCredentials(serviceAccount: accountFile, projectID: "paperboy-fault"),
+                        logger: rig.logger
+                    )
+                    let tokens = try await rig.seedFCM(devices)
+                    // As in the mixed test: an FCM broadcast starts away from the quarter hours.
+                    let unmoved = StaggerPlan.avoidingQuarterHours(Date().addingTimeInterval(5))
+                    if unmoved > Date() { try await Task.sleep(for: .seconds(unmoved.timeIntervalSinceNow + 1)) }
+                    let id = try await rig.startBroadcast(window: window, cohorts: 1)
+                    let worker = try rig.worker("fcm-unavailable", endpoint: apns.url, fcmEndpoint: fcm.url)
+                    defer { worker.stop() }
+                    try await WorkerProcessTests.waitUntil(seconds: 60) { fcm.stats().accepted >= devices / 4 }
+                    let acceptedBefore = fcm.stats().accepted
+                    fcm.updateFaults { $0.failureRates = [(.unavailable, 1.0)] }
+                    try await Task.sleep(for: .seconds(12))
+                    let status = try await PaperboyBinary.run(
+                        ["broadcast", "status", id.uuidString.lowercased(), "--once"],
+                        environment: ["DATABASE_URL": rig.databaseURL]
+                    )
+                    try await Task.sleep(for: .seconds(8))
+                    fcm.updateFaults { $0.failureRates = [] }
+                    let unavailable = fcm.stats().rejected["UNAVAILABLE", default: 0]
+                    #expect(unavailable > 0, "the worker tried FCM while it answered UNAVAILABLE")
+                    #expect(worker.isRunning)
+                    #expect(
+                        status.output.contains("paused      FCM since")
+                            && status.output.contains("by 1 of 1 worker: the provider answers that it is unavailable"),
+                        "broadcast status during the outage: \(status.output)"
+                    )
+
+                    let progress = try await rig.waitForCompletion(id, seconds: 90)
+                    let exit = await worker.terminate(within: 30)
+                    #expect(exit != nil && worker.process.terminationStatus == 0)
+                    let counts = Dictionary(uniqueKeysWithValues: tokens.map { ($0.text, fcm.acceptedCount(for: $0.text)) })
+                    #expect(counts.values.filter { $0 == 0 }.isEmpty, "\(counts.values.filter { $0 == 0 }.count) devices never accepted")
+                    #expect(counts.values.filter { $0 > 1 }.isEmpty, "\(counts.values.filter { $0 > 1 }.count) devices accepted twice")
+                    let rejected = try await rig.deliveries(id).values.filter { $0.outcome == "rejected" }
+                    #expect(rejected.isEmpty, "recorded rejected: \(rejected.prefix(5).map { $0.reason ?? "" })")
+                    #expect(progress.waves[0].counts.byProvider["fcm"]?.accepted ?? 0 >= devices - 10)
+                    let perSecond = fcm.stats().acceptsPerSecond
+                    let rate = Double(devices) / window
+                    print(
+                        "[fault] FCM UNAVAILABLE for 20 s: accepted before \(acceptedBefore)/\(devices), UNAVAILABLE answers \(unavailable); per second \(perSecond)"
+                    )
+                    #expect(
+                        Double(perSecond.max() ?? 0) <= rate * 1.10 + 1,
+                        "the busiest second had \(perSecond.max() ?? 0) pushes, the plan's rate is \(rate)/s: \(perSecond)"
+                    )
+                } catch {
+                    try? await fcm.shutdown()
+                    throw error
+                }
+                try await fcm.shutdown()
+            }
+        }
+    }
+
     static func hex(_ bytes: [UInt8]) -> String {
         bytes.map { String(format: "%02x", $0) }.joined()
     }
