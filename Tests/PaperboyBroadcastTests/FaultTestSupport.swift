@@ -143,13 +143,13 @@ struct FaultRig {
         return try #require(await progress(id))
     }
 
-    /// The recorded delivery of every device in the broadcast's first wave, by token (lowercase hex).
-    func deliveries(_ id: UUID) async throws -> [String: (outcome: String, reason: String?)] {
+    /// The recorded delivery of every device in the broadcast's `wave`, by token (lowercase hex).
+    func deliveries(_ id: UUID, wave: Int = 1) async throws -> [String: (outcome: String, reason: String?)] {
         let rows = try await client.query(
             """
             SELECT encode(d.token, 'hex'), x.outcome, x.reason
             FROM deliveries x JOIN devices d ON d.id = x.device_id
-            WHERE x.broadcast_id = \(id) AND x.wave = 1
+            WHERE x.broadcast_id = \(id) AND x.wave = \(Int16(wave))
             """,
             logger: logger
         )
