@@ -93,6 +93,47 @@ struct DayTwoTests {
         }
     }
 
+    /// `serve` runs the device API and, unless `--no-dispatch`, a dispatcher. A dispatcher that cannot send for an app
+    /// (a pod without the app's key) must not take the devices' API out of the load balancer: `serve`'s readiness does
+    /// not depend on sending, while a `paperboy worker`'s does (``podWithoutItsSecret()``). The admin listener's
+    /// readiness says why it cannot send.
+    @Test(
+        "a serve whose dispatcher cannot send for the app (its key's variable unset) stays ready on --port; its --admin-port readiness names what is missing",
+        .timeLimit(.minutes(2))
+    )
+    func serveStaysReadyWithoutTheKey() async throws {
+        try await FaultRig.with(keyInEnvironment: Self.keyVariable) { rig in
+            try await FaultTests.withSimulator { simulator in
+                _ = try await rig.seed(200)
+                _ = try await rig.startBroadcast(window: 30)
+                let (port, adminPort) = (try reserveLoopbackPort(), try reserveLoopbackPort())
+                let log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-serve-keyless-\(UUID().uuidString).log")
+                let serve = try PaperboyBinary.start(
+                    [
+                        "serve", "--port", "\(port)", "--admin-port", "\(adminPort)", "--apns-endpoint", simulator.url, "--worker-name",
+                        "keyless-serve", "--lease", FaultRig.lease, "--no-scheduler",
+                    ],
+                    environment: [
+                        "DATABASE_URL": rig.databaseURL, "PAPERBOY_ADMIN_TOKEN": "admin-token-for-the-test-000", Self.keyVariable: nil,
+                    ],
+                    log: log
+                )
+                defer { if serve.isRunning { kill(serve.processIdentifier, SIGKILL) } }
+                // Its dispatcher learns that it cannot send when it leases a batch of the app.
+                try await WorkerProcessTests.waitUntil(seconds: 60) {
+                    await Self.ready(port: adminPort)?.body.contains(Self.keyVariable) == true
+                }
+                let admin = await Self.ready(port: adminPort)
+                #expect(admin?.status == 200, "the admin listener's readiness: \(admin?.body ?? "none")")
+                let exposed = await Self.ready(port: port)
+                #expect(exposed?.status == 200, "serve's API stays in the load balancer: \(exposed?.body ?? "none")")
+                #expect(exposed?.body.contains(Self.keyVariable) == false, "no reasons for strangers: \(exposed?.body ?? "")")
+                kill(serve.processIdentifier, SIGTERM)
+                #expect(await serve.exited(within: .seconds(30)))
+            }
+        }
+    }
+
     @Test(
         "nobody can load the app's key: the broadcast fails after --fail-after, naming every worker's reason",
         .timeLimit(.minutes(2))
