@@ -25,26 +25,10 @@ extension FaultTests {
         let window = 20.0
         try await FaultRig.with { rig in
             try await Self.withSimulator { apns in
-                var configuration = FCMSimulator.Configuration()
-                configuration.eventLoopThreads = 1
-                let fcm = try FCMSimulator(configuration: configuration)
-                _ = try await fcm.start()
-                let accountFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(UUID().uuidString).json").path
-                defer { try? FileManager.default.removeItem(atPath: accountFile) }
-                do {
-                    try fcm.makeServiceAccount(projectID: "paperboy-fault").write(to: accountFile)
-                    _ = try await AppRepository(client: rig.client).setFCM(
-                        appID: rig.app.id,
-                        try FCMCredentials(serviceAccount: accountFile, projectID: "paperboy-fault"),
-                        logger: rig.logger
-                    )
+                try await Self.withFCM(rig) { fcm in
                     let apnsTokens = try await rig.seed(apnsDevices)
                     let fcmTokens = try await rig.seedFCM(fcmDevices)
-                    // A broadcast with FCM targets starts 2 minutes away from :00, :15, :30 and :45, and the workers
-                    // run on the wall clock: near a mark, wait until the start is not moved (at most 4 minutes),
-                    // or the waits below would run out before the first send.
-                    let unmoved = StaggerPlan.avoidingQuarterHours(Date().addingTimeInterval(5))
-                    if unmoved > Date() { try await Task.sleep(for: .seconds(unmoved.timeIntervalSinceNow + 1)) }
+                    try await Self.awayFromQuarterHours()
                     let id = try await rig.startBroadcast(window: window, cohorts: 4)
                     let first = try rig.worker("mixed-kill-first", endpoint: apns.url, fcmEndpoint: fcm.url)
                     defer { first.stop() }
@@ -89,16 +73,12 @@ extension FaultTests {
                         Double(busiest) <= rate * 1.10 + 2,
                         "the busiest second had \(busiest) pushes across both providers; the plan's rate is \(rate)/s"
                     )
-                } catch {
-                    try? await fcm.shutdown()
-                    throw error
                 }
-                try await fcm.shutdown()
             }
         }
     }
 
-    /// The outage of ``apns503OutageIsAPause()`` through FCM: `UNAVAILABLE` for 20 s in the middle of wave 1. The
+    /// The outage of ``outageIsAPause(wave:seconds:)`` through FCM: `UNAVAILABLE` for 20 s in the middle of wave 1. The
     /// worker pauses FCM for the app, `broadcast status` says so, and when FCM answers again the devices held back go
     /// out at the plan's rate; none is recorded rejected for the outage.
     @Test(
@@ -110,23 +90,9 @@ extension FaultTests {
         let window = 20.0
         try await FaultRig.with { rig in
             try await Self.withSimulator { apns in
-                var configuration = FCMSimulator.Configuration()
-                configuration.eventLoopThreads = 1
-                let fcm = try FCMSimulator(configuration: configuration)
-                _ = try await fcm.start()
-                let accountFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(UUID().uuidString).json").path
-                defer { try? FileManager.default.removeItem(atPath: accountFile) }
-                do {
-                    try fcm.makeServiceAccount(projectID: "paperboy-fault").write(to: accountFile)
-                    _ = try await AppRepository(client: rig.client).setFCM(
-                        appID: rig.app.id,
-                        try FCMCredentials(serviceAccount: accountFile, projectID: "paperboy-fault"),
-                        logger: rig.logger
-                    )
+                try await Self.withFCM(rig) { fcm in
                     let tokens = try await rig.seedFCM(devices)
-                    // As in the mixed test: an FCM broadcast starts away from the quarter hours.
-                    let unmoved = StaggerPlan.avoidingQuarterHours(Date().addingTimeInterval(5))
-                    if unmoved > Date() { try await Task.sleep(for: .seconds(unmoved.timeIntervalSinceNow + 1)) }
+                    try await Self.awayFromQuarterHours()
                     let id = try await rig.startBroadcast(window: window, cohorts: 1)
                     let worker = try rig.worker("fcm-unavailable", endpoint: apns.url, fcmEndpoint: fcm.url)
                     defer { worker.stop() }
@@ -167,13 +133,41 @@ extension FaultTests {
                         Double(perSecond.max() ?? 0) <= rate * 1.10 + 1,
                         "the busiest second had \(perSecond.max() ?? 0) pushes, the plan's rate is \(rate)/s: \(perSecond)"
                     )
-                } catch {
-                    try? await fcm.shutdown()
-                    throw error
                 }
-                try await fcm.shutdown()
             }
         }
+    }
+
+    /// An FCM simulator on loopback (one event-loop thread) whose trusted service account the rig's app is given, as
+    /// `apps set-fcm` does; shut down after `body`.
+    static func withFCM(_ rig: FaultRig, _ body: (FCMSimulator) async throws -> Void) async throws {
+        var configuration = FCMSimulator.Configuration()
+        configuration.eventLoopThreads = 1
+        let fcm = try FCMSimulator(configuration: configuration)
+        _ = try await fcm.start()
+        let accountFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-fault-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: accountFile) }
+        do {
+            try fcm.makeServiceAccount(projectID: "paperboy-fault").write(to: accountFile)
+            _ = try await AppRepository(client: rig.client).setFCM(
+                appID: rig.app.id,
+                try FCMCredentials(serviceAccount: accountFile, projectID: "paperboy-fault"),
+                logger: rig.logger
+            )
+            try await body(fcm)
+        } catch {
+            try? await fcm.shutdown()
+            throw error
+        }
+        try await fcm.shutdown()
+    }
+
+    /// A broadcast with FCM targets starts 2 minutes away from :00, :15, :30 and :45, and the workers run on the wall
+    /// clock: near a mark, this waits until a start is not moved (at most 4 minutes), or a test's waits would run out
+    /// before the first send.
+    static func awayFromQuarterHours() async throws {
+        let unmoved = StaggerPlan.avoidingQuarterHours(Date().addingTimeInterval(5))
+        if unmoved > Date() { try await Task.sleep(for: .seconds(unmoved.timeIntervalSinceNow + 1)) }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
