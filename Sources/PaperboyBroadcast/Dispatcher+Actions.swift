@@ -416,8 +416,8 @@ extension Dispatcher {
             seenAt: clock.now(),
             draining: draining,
             batches: held,
-            problems: health.problems + health.pauses,
-            pauses: health.pausedProviders,
+            problems: health.problems,
+            pauses: health.pauses,
             lastError: error?.message,
             lastErrorAt: error?.at
         )

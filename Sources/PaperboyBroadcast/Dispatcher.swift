@@ -386,13 +386,8 @@ public final class WorkerHealth: Sendable {
     }
 
     /// The providers this worker's batches found busy or failing (`paperboy_provider_unavailable_since_seconds`, the
-    /// pause's start in Unix seconds while it lasts), one line each for the worker's status.
-    public var pauses: [String] {
-        pausedProviders.map(\.description)
-    }
-
-    /// The providers this worker has paused, as its status stores them (`workers.pauses`).
-    public var pausedProviders: [ProviderPause] {
+    /// pause's start in Unix seconds while it lasts), as its status stores them (`workers.pauses`).
+    public var pauses: [ProviderPause] {
         paused.withLock { $0 }
     }
 

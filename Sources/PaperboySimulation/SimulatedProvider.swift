@@ -94,21 +94,20 @@ struct SimulatedProvider {
             written = outage.until
         }
         if random.chance(notSentChance) { return Decision(writtenAt: nil, answerAt: written!.addingTimeInterval(latency), verdict: .notSent) }
-        if let failing, written! >= failing.from && written! < failing.until {
-            return Decision(
+        /// Taken but answered that the provider is failing or overloaded, with APNs' or FCM's reason.
+        func transient(apns: String, fcm: String) -> Decision {
+            Decision(
                 writtenAt: written,
                 answerAt: written!.addingTimeInterval(latency),
                 verdict: .unavailable,
-                reason: provider == .apns ? "ServiceUnavailable" : "UNAVAILABLE"
+                reason: provider == .apns ? apns : fcm
             )
         }
+        if let failing, written! >= failing.from && written! < failing.until {
+            return transient(apns: "ServiceUnavailable", fcm: "UNAVAILABLE")
+        }
         if let throttling, written! >= throttling.from && written! < throttling.until, random.chance(throttling.share) {
-            return Decision(
-                writtenAt: written,
-                answerAt: written!.addingTimeInterval(latency),
-                verdict: .unavailable,
-                reason: provider == .apns ? "TooManyRequests" : "QUOTA_EXCEEDED"
-            )
+            return transient(apns: "TooManyRequests", fcm: "QUOTA_EXCEEDED")
         }
         var answerAt = written!.addingTimeInterval(latency)
         if let outage, answerAt >= outage.from && written! < outage.until {

@@ -91,6 +91,7 @@ struct WorkerRepositoryTests {
             // The list carries them back as they were said; the next heartbeat without them ends them.
             let listed = try await workers.list(seenSince: now.addingTimeInterval(-60), logger: db.logger)
             #expect(listed.first { $0.name == "a" }?.pauses.map(\.key) == [later.key, sandbox.key])
+            #expect(listed.first { $0.name == "a" }?.cannotSend == [later.description, sandbox.description], "the Workers page's lines")
             try await workers.report(WorkerStatus(name: "b", startedAt: now, seenAt: now), logger: db.logger)
             try await workers.report(WorkerStatus(name: "a", startedAt: now, seenAt: now, pauses: [sandbox]), logger: db.logger)
             #expect(try await workers.pauses(appID: 7, environment: .production, logger: db.logger).isEmpty)

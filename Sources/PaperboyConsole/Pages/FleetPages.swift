@@ -303,14 +303,15 @@ extension ConsoleRoutes {
         let batches = try await console.openBatches(logger: context.logger)
         let rows = workers.map { worker in
             let held = batches.filter { $0.worker == worker.name }
+            let cannotSend = worker.cannotSend
             return WorkersPage.Worker(
                 name: worker.name,
                 draining: worker.draining,
                 started: TimeText.dateTime(worker.startedAt, timeZone: timeZone) + " (" + TimeText.relative(worker.startedAt, now: now) + ")",
                 seen: TimeText.relative(worker.seenAt, now: now),
                 batchCount: worker.batches,
-                problems: worker.problems.isEmpty ? "nothing: it can send for every app" : worker.problems.joined(separator: "; "),
-                problemClass: worker.problems.isEmpty ? "good" : "bad",
+                problems: cannotSend.isEmpty ? "nothing: it can send for every app" : cannotSend.joined(separator: "; "),
+                problemClass: cannotSend.isEmpty ? "good" : "bad",
                 lastError: worker.lastError.map { error in error + (worker.lastErrorAt.map { " (\(TimeText.relative($0, now: now)))" } ?? "") }
                     ?? "none",
                 batches: held.map { batch in

@@ -13,10 +13,16 @@ public struct WorkerStatus: Sendable, Equatable, Codable {
     public var batches: Int
     /// What it cannot send, one line per app and provider.
     public var problems: [String]
-    /// The providers it has paused because they answer that they are unavailable (also among ``problems``, as text).
+    /// The providers it has paused because they answer that they are unavailable (``cannotSend`` has them as text).
     public var pauses: [ProviderPause]
     public var lastError: String?
     public var lastErrorAt: Date?
+
+    /// What it cannot send, one line each: its ``problems``, then its ``pauses``. A worker of an earlier version wrote
+    /// its pauses among its problems, and no pauses: listed once either way.
+    public var cannotSend: [String] {
+        problems + pauses.map(\.description)
+    }
 
     public init(
         name: String,
