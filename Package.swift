@@ -60,19 +60,29 @@ let package = Package(
             name: "PaperboyCore",
             swiftSettings: swiftSettings
         ),
-        // Every decision of a worker as pure state machines and policies: the worker (leasing, leases, writing,
-        // draining), each batch's sending, sender health, the unsendable rule, the misconfiguration guard. No I/O:
-        // the dispatcher runs their actions, and the simulation (paperboy-sim) drives them against models.
+        // The worker: every decision as pure state machines and policies (the worker's leasing, leases, writing and
+        // draining; each batch's sending; sender health, the unsendable rule, the misconfiguration guard), and the one
+        // executor that carries their actions out (Executor/), generic over its store, its providers' transport and its
+        // clock. No I/O of its own: production gives it PostgreSQL and the HTTP/2 clients (PaperboyBroadcast), the
+        // simulation (paperboy-sim) its model store, its simulated providers and a virtual clock.
         .target(
             name: "PaperboyDispatch",
-            dependencies: ["PaperboyCore"],
+            dependencies: [
+                "PaperboyCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             swiftSettings: swiftSettings
         ),
-        // The deterministic simulation: the worker's real machines (PaperboyDispatch) against models of PostgreSQL and
-        // the providers on a virtual clock, through a seed's faults, with the invariants checked after each run.
+        // The deterministic simulation: the worker's real machines and executor (PaperboyDispatch) against a model of
+        // PostgreSQL and of the providers on a virtual clock, through a seed's faults, with the invariants checked
+        // after each run.
         .target(
             name: "PaperboySimulation",
-            dependencies: ["PaperboyDispatch", "PaperboyCore"],
+            dependencies: [
+                "PaperboyDispatch", "PaperboyCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // `paperboy-sim`: runs seeds of the simulation and replays a failing one with its trace.
@@ -257,6 +267,7 @@ let package = Package(
             dependencies: [
                 "PaperboyConsole",
                 "PaperboyCore",
+                "PaperboyDispatch",
                 "PaperboyText",
                 "PaperboyStore",
                 "PaperboyBroadcast",
@@ -327,6 +338,7 @@ let package = Package(
             name: "paperboy",
             dependencies: [
                 "PaperboyCore",
+                "PaperboyDispatch",
                 "PaperboyText",
                 "APNs",
                 "FCM",

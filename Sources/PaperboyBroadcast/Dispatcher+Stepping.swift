@@ -4,7 +4,7 @@ import PaperboyDispatch
 import PaperboyStore
 import Synchronization
 
-/// The worker on a clock that jumps, for tests: the same machine and the same actions as ``Dispatcher/run()``, run
+/// The worker on a clock that jumps, for tests: the same machine and the same executor as ``Dispatcher/run()``, run
 /// one at a time (a send's answers are awaited before the next event), and the clock jumped to the next instant the
 /// machine or a due batch asks for in between, so that waves an hour apart run in no time.
 extension Dispatcher {
@@ -35,11 +35,7 @@ extension Dispatcher {
             if queue.isEmpty { queue.append(.tick) }
             while !queue.isEmpty {
                 let event = queue.removeFirst()
-                if case .tick = event {
-                    for change in reachabilityChanges() { queue += await perform(machine.handle(change, at: moment()), until: end, &report) }
-                }
-                queue += await perform(machine.handle(event, at: moment()), until: end, &report)
-                publish(machine)
+                queue += await perform(executor.handle(event, &machine), until: end, &report)
             }
             let past = clock.now() >= end
             if past && machine.batchesHeld == 0 { break }
@@ -79,11 +75,7 @@ extension Dispatcher {
             switch action {
             case .send(let id, let send):
                 let answers = Answers()
-                guard
-                    let (channel, targets) = state.withLock({ state in
-                        state.batches[id].flatMap { ways in ways.channels[send.provider].map { ($0, ways.targets) } }
-                    })
-                else {
+                guard let (channel, targets) = executor.channel(id, send.provider) else {
                     events.append(.answered(id, send.pushes.map { .init(position: $0.position, result: .notSent, generation: send.generation) }))
                     continue
                 }
@@ -92,7 +84,7 @@ extension Dispatcher {
             case .withdraw, .stop:
                 break
             case .ended(let batch, let end):
-                ended(batch, end)
+                executor.ended(batch, end)
                 let outcomes: [BatchOutcome] =
                     switch end {
                     case .recorded(let outcomes): outcomes
@@ -105,7 +97,7 @@ extension Dispatcher {
             case .lease where clock.now() > end:
                 events.append(.leased(nil))
             default:
-                if let event = await run(action) {
+                if let event = await executor.run(action) {
                     if case .leased(.some) = event { report.batches += 1 }
                     events.append(event)
                 }

@@ -17,9 +17,10 @@ import Synchronization
 /// `maxBatchesInFlight × maxBatchSize` devices are (the batches it held; in practice the devices due in the last
 /// second or two at the plan's rate).
 ///
-/// Every decision is ``WorkerMachine``'s (and each batch's ``BatchSendMachine``'s): this class is its executor. Each
-/// event goes into the machine, and each action comes out to one small function that does the I/O and reports what
-/// came of it as the next event (`Dispatcher+Actions.swift`); nothing is decided here. A worker that cannot send
+/// Every decision is ``WorkerMachine``'s (and each batch's ``BatchSendMachine``'s), and every action is carried out by
+/// ``WorkerExecutor``, the same executor the simulation runs, here over PostgreSQL (``PostgresWorkerStore``) and the
+/// HTTP/2 clients (``ProviderTransport``). This class decides only when: each I/O action runs in a task of its own and
+/// its event comes back through a stream, and one timer wakes the machine when it asks. A worker that cannot send
 /// through a provider for an app gives that provider's targets back and leaves them to the others for a while; the
 /// broadcast fails only when no worker sends for the app (``UnsendablePolicy``). On SIGTERM it stops leasing,
 /// withdraws what was not written, waits up to ``Configuration/drainTimeout`` for the answers to what it wrote, and
@@ -136,63 +137,25 @@ public final class Dispatcher: Service {
         public var skipped = 0
     }
 
+    /// The one executor of the worker's machines, here over PostgreSQL and the HTTP/2 clients on the system's clock.
+    let executor: WorkerExecutor<PostgresWorkerStore, ProviderTransport>
     let repository: BroadcastRepository
-    let editions: EditionRepository
-    let apps: AppRepository
-    let holds: ProviderHoldRepository
-    let senders: SenderStatusRepository
-    let workers: WorkerRepository
-    /// The providers this worker sends through: one entry each, whatever they are.
-    let providers: [PushProvider: any PushChannels]
     let configuration: Configuration
     let clock: BroadcastClock
     let logger: Logger
-    let metrics = DispatchMetrics()
+    var metrics: DispatchMetrics { executor.metrics }
     /// Waves, tallies, gauges, the unsendable rule, held deactivations: the per-second duties beside the sending.
     public let duties: BroadcastDuties
     /// The apps and providers this worker cannot send through now: a worker's `/health/ready` reports them.
-    public let health = WorkerHealth()
-    /// When this dispatcher started, and the last error it logged: what its heartbeat tells the `workers` table.
-    let startedAt: Date
-    let lastError = Mutex<(message: String, at: Date)?>(nil)
-    let state = Mutex(ExecutorState())
+    public var health: WorkerHealth { executor.health }
+    /// I/O in flight, cancelled when the dispatcher stops.
+    let tasks = Mutex(Tasks())
     /// The machine of ``step(until:)``, kept from one call to the next.
     let stepping = Mutex<WorkerMachine?>(nil)
 
-    /// What the executor keeps between actions: each batch's channels, the sends it may withdraw, the database
-    /// clock's offset.
-    struct ExecutorState: Sendable {
-        var batches: [Int64: BatchWays] = [:]
-        /// The targets a lease read with the batch it carved, until the batch is read (``read(_:)``).
-        var carved: [Int64: CarvedTargets] = [:]
-        var sends: [Int64: [Int: Task<Void, Never>]] = [:]
-        var nextSend = 0
-        /// The database's clock minus this worker's: the worker paces on the database's clock, as every slot is claimed
-        /// on it (measured at each heartbeat; zero on a test's clock).
-        var offset: TimeInterval = 0
-        /// I/O in flight, cancelled when the dispatcher stops.
-        var tasks: [Int: Task<Void, Never>] = [:]
-        var nextTask = 0
-        /// The draining state reported in the worker's status.
-        var draining = false
-        var held = 0
-    }
-
-    /// The targets of a batch as its lease read them: for that lease of the batch only.
-    struct CarvedTargets: Sendable {
-        var leases: Int
-        var targets: [BatchTarget]
-    }
-
-    /// A batch's app and channels, per provider, and whether each was last seen reachable.
-    struct BatchWays: Sendable {
-        var batch: LeasedBatch
-        var app: App
-        var edition: Edition
-        var channels: [PushProvider: any BatchChannel]
-        var targets: [BatchTarget]
-        var unreachable: Set<PushProvider> = []
-        var started = ContinuousClock.now
+    struct Tasks: Sendable {
+        var running: [Int: Task<Void, Never>] = [:]
+        var next = 0
     }
 
     /// - Parameters:
@@ -206,19 +169,25 @@ public final class Dispatcher: Service {
         logger: Logger
     ) {
         self.repository = repository
-        self.editions = editions
-        self.apps = AppRepository(client: repository.client)
-        self.holds = ProviderHoldRepository(client: repository.client)
-        self.senders = SenderStatusRepository(client: repository.client)
-        self.workers = WorkerRepository(client: repository.client)
-        self.providers = Dictionary(providers.map { ($0.provider, $0) }, uniquingKeysWith: { first, _ in first })
         self.configuration = configuration
         self.clock = clock
         var logger = logger
         logger[metadataKey: LogKey.worker] = "\(configuration.owner)"
         self.logger = logger
-        self.startedAt = clock.now()
-        self.duties = BroadcastDuties(repository: repository, configuration: configuration, clock: clock, metrics: metrics, logger: logger)
+        let store = PostgresWorkerStore(
+            repository: repository,
+            editions: editions,
+            patience: max(configuration.databasePatience, configuration.leaseDuration)
+        )
+        self.executor = WorkerExecutor(
+            store: store,
+            transport: ProviderTransport(providers),
+            owner: configuration.owner,
+            configuration: configuration.machine,
+            clock: clock,
+            logger: logger
+        )
+        self.duties = BroadcastDuties(repository: repository, configuration: configuration, clock: clock, metrics: executor.metrics, logger: logger)
     }
 
     /// A dispatcher that sends through APNs and, when given, FCM.
@@ -233,11 +202,6 @@ public final class Dispatcher: Service {
     ) {
         let providers: [any PushChannels] = [channels] + (fcmChannels.map { [$0] } ?? [])
         self.init(repository: repository, editions: editions, providers: providers, configuration: configuration, clock: clock, logger: logger)
-    }
-
-    /// The instant the worker's machines see: the database's clock (as measured), and the monotonic seconds.
-    func moment() -> Moment {
-        Moment(now: clock.now().addingTimeInterval(state.withLock { $0.offset }), monotonic: clock.monotonic())
     }
 
     /// Sends until graceful shutdown; then drains (``Configuration/drainTimeout``): answers to what was written are
@@ -259,27 +223,24 @@ public final class Dispatcher: Service {
         input.finish()
         duties.cancel()
         await duties.value
-        for task in state.withLock({ Array($0.tasks.values) + $0.sends.values.flatMap(\.values) }) { task.cancel() }
+        for task in tasks.withLock({ Array($0.running.values) }) { task.cancel() }
+        for id in executor.state.withLock({ Array($0.batches.keys) }) { executor.withdraw(id) }
         logger.info("dispatcher stopped")
     }
 
-    /// The event loop: every event through the machine, every action to its function, one timer for the instant the
-    /// machine asked to be woken at.
+    /// The event loop: every event through the executor's machine, every action carried out (the I/O in a task of its
+    /// own), one timer for the instant the machine asked to be woken at.
     private func loop(_ events: AsyncStream<WorkerMachine.Event>, _ input: AsyncStream<WorkerMachine.Event>.Continuation) async {
         var machine = WorkerMachine(configuration: configuration.machine)
         var timer: (at: Date, task: Task<Void, Never>)?
         func handle(_ event: WorkerMachine.Event) {
-            if case .tick = event {
-                timer = nil
-                for change in reachabilityChanges() { perform(machine.handle(change, at: moment()), input) }
-            }
-            perform(machine.handle(event, at: moment()), input)
-            publish(machine)
+            if case .tick = event { timer = nil }
+            perform(executor.handle(event, &machine), input)
             guard !machine.stopped, let wake = machine.nextWake else { return }
             if let timer, timer.at <= wake { return }
             timer?.task.cancel()
             // The machine's instants are the database's clock; the worker's own clock sleeps.
-            let local = wake.addingTimeInterval(-state.withLock { $0.offset })
+            let local = wake.addingTimeInterval(-executor.offset)
             timer = (
                 wake,
                 Task { [clock] in
@@ -301,132 +262,23 @@ public final class Dispatcher: Service {
         for action in actions {
             switch action {
             case .send(let id, let send):
-                startSend(id, send, input)
+                executor.startSend(id, send) { input.yield($0) }
             case .withdraw(let id):
-                for task in state.withLock({ Array(($0.sends[id] ?? [:]).values) }) { task.cancel() }
+                executor.withdraw(id)
             case .ended(let batch, let end):
-                ended(batch, end)
+                executor.ended(batch, end)
             case .stop:
                 break
             default:
-                spawnIO(action, input)
-            }
-        }
-    }
-
-    static func metadata(_ pause: ProviderPause) -> Logger.Metadata {
-        [
-            LogKey.app: "\(pause.key.appID)", LogKey.provider: "\(pause.key.provider.rawValue)",
-            LogKey.environment: "\(pause.key.environment.rawValue)",
-        ]
-    }
-
-    /// Keeps what the machine says of the worker where the readiness route and the gauges read it.
-    func publish(_ machine: WorkerMachine) {
-        health.update(machine.health.all)
-        let (began, ended) = health.update(machine.providerPauses)
-        for pause in began {
-            logger.warning("provider unavailable: sends paused, probing", metadata: Self.metadata(pause))
-        }
-        for pause in ended {
-            var metadata = Self.metadata(pause)
-            metadata[LogKey.seconds] = "\(Int(clock.now().timeIntervalSince(pause.since)))"
-            logger.notice("provider answers again: sends resume at the plan's rate", metadata: metadata)
-        }
-        metrics.batchesInFlight(machine.batchesHeld)
-        state.withLock {
-            $0.draining = machine.isDraining
-            $0.held = machine.batchesHeld
-        }
-    }
-
-    /// The reachability of the channels of the batches being sent, where it changed since last seen.
-    func reachabilityChanges() -> [WorkerMachine.Event] {
-        state.withLock { state in
-            var changes: [WorkerMachine.Event] = []
-            for (id, ways) in state.batches {
-                for (provider, channel) in ways.channels {
-                    let unreachable = channel.isUnreachable
-                    guard unreachable != ways.unreachable.contains(provider) else { continue }
-                    if unreachable { state.batches[id]?.unreachable.insert(provider) } else { state.batches[id]?.unreachable.remove(provider) }
-                    changes.append(.reachability(id, provider, unreachable: unreachable, silenceLimit: channel.silenceLimit.seconds))
+                tasks.withLock { tasks in
+                    tasks.next += 1
+                    let id = tasks.next
+                    tasks.running[id] = Task {
+                        if let event = await self.executor.run(action) { input.yield(event) }
+                        _ = self.tasks.withLock { $0.running.removeValue(forKey: id) }
+                    }
                 }
             }
-            return changes.sorted { "\($0)" < "\($1)" }
         }
-    }
-
-    /// Remembers `error` as this worker's last, for its status.
-    func noteError(_ message: String, _ error: any Error) {
-        let text = "\(message): \(error)"
-        lastError.withLock { $0 = (String(text.prefix(500)), clock.now()) }
-    }
-}
-
-/// The apps and providers a worker cannot send through now, as its machine last said: for the worker's readiness
-/// and `paperboy_worker_unable_to_send`.
-public final class WorkerHealth: Sendable {
-    private let current = Mutex<[SenderHealth.Problem]>([])
-    private let paused = Mutex<[ProviderPause]>([])
-
-    public init() {}
-
-    /// Why this worker cannot send some pushes, one line per app and provider; empty when it can.
-    public var problems: [String] {
-        current.withLock { $0 }.map { "app \($0.appID) \($0.provider.displayName): \($0.reason)" }
-    }
-
-    func update(_ problems: [SenderHealth.Problem]) {
-        let gone = current.withLock { current -> [SenderHealth.Problem] in
-            defer { current = problems }
-            return current.filter { old in !problems.contains { $0.appID == old.appID && $0.provider == old.provider && $0.code == old.code } }
-        }
-        for problem in gone { Self.gauge(problem).record(0) }
-        for problem in problems { Self.gauge(problem).record(1) }
-    }
-
-    /// The providers this worker's batches found busy or failing (`paperboy_provider_unavailable_since_seconds`, the
-    /// pause's start in Unix seconds while it lasts), as its status stores them (`workers.pauses`).
-    public var pauses: [ProviderPause] {
-        paused.withLock { $0 }
-    }
-
-    /// - Returns: the pauses that began and those that ended since the last update.
-    func update(_ pauses: [ProviderPause]) -> (began: [ProviderPause], ended: [ProviderPause]) {
-        let (began, ended) = paused.withLock { current -> ([ProviderPause], [ProviderPause]) in
-            defer { current = pauses }
-            return (
-                pauses.filter { new in !current.contains { $0.key == new.key } },
-                current.filter { old in !pauses.contains { $0.key == old.key } }
-            )
-        }
-        // The value is the pause's start, which does not change while it lasts: recorded once, not at every step.
-        for pause in ended { Self.gauge(pause).destroy() }
-        for pause in began { Self.gauge(pause).record(pause.since.timeIntervalSince1970) }
-        return (began, ended)
-    }
-
-    private static func gauge(_ pause: ProviderPause) -> Gauge {
-        Gauge(
-            label: "paperboy_provider_unavailable_since_seconds",
-            dimensions: [
-                ("app", "\(pause.key.appID)"), ("environment", pause.key.environment.rawValue), ("provider", pause.key.provider.rawValue),
-            ]
-        )
-    }
-
-    private static func gauge(_ problem: SenderHealth.Problem) -> Gauge {
-        Gauge(
-            label: "paperboy_worker_unable_to_send",
-            dimensions: [("app", "\(problem.appID)"), ("provider", problem.provider.rawValue), ("reason", problem.code)]
-        )
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, for `Date` arithmetic.
-    var seconds: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

@@ -21,13 +21,3 @@ extension ProviderHoldRepository {
         )
     }
 }
-
-extension MisconfigurationGuard.Suspicion {
-    /// The log's metadata for a hold: app, environment, provider and reason.
-    var metadata: Logger.Metadata {
-        [
-            LogKey.app: "\(appID)", LogKey.environment: "\(environment.rawValue)", LogKey.provider: "\(provider.rawValue)",
-            LogKey.reason: "\(reason)",
-        ]
-    }
-}

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyDispatch
 import PaperboyStore
 
 /// When an ended broadcast's receipt tallies are recounted from the receipts (``ReceiptTallies``).

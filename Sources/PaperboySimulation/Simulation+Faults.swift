@@ -40,8 +40,8 @@ extension Simulation {
             self.provider.topicDisallowed.insert(AppProvider(appID: app, provider: provider))
             schedule(.fix(app: app, provider: provider), at: start.addingTimeInterval(fixAt))
         case .providerOutage(_, let seconds):
+            // The workers' channels find the provider unreachable at their next look (``SimulatedChannel/isUnreachable``).
             provider.outage = (now, now.addingTimeInterval(seconds))
-            tellReachability(unreachable: true)
             schedule(.outageEnd, at: now.addingTimeInterval(seconds))
         case .providerFailing(_, let seconds):
             provider.failing = (now, now.addingTimeInterval(seconds))

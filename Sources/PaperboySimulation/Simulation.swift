@@ -8,9 +8,10 @@ import PaperboyDispatch
 /// (``SimulatedProvider``), on a virtual clock, through the faults the seed draws (``Scenario``). The per-second duties
 /// apply the real ``UnsendablePolicy``. After the run, ``Invariants`` checks what every run must keep.
 ///
-/// The executor here is as thin as the dispatcher's: each action becomes the model's operation or a provider's
-/// answer, reported back as the machine's next event after a latency the seed draws. A failing seed is a bug report:
-/// `paperboy-sim --seed N --trace` replays it with every event.
+/// Each worker is production's ``WorkerExecutor`` over the model store (``SimulatedStore``) and the simulated providers
+/// (``SimulatedTransport``): what the simulation decides is only when each call reaches the database and when each push
+/// is answered, after latencies the seed draws. A failing seed is a bug report: `paperboy-sim --seed N --trace`
+/// replays it with every event.
 public final class Simulation {
     public struct Options: Sendable {
         /// Virtual seconds after which the run stops, whatever is left.
@@ -50,22 +51,14 @@ public final class Simulation {
         var incarnation = 0
         var machine: WorkerMachine
         var life = Life.running
+        /// The production executor that carries its machine's actions out, over this worker's store and transport.
+        var executor: WorkerExecutor<SimulatedStore, SimulatedTransport>
         var skew: TimeInterval
-        /// The dispatcher's estimate of the database's clock minus this worker's.
-        var offset: TimeInterval = 0
         var buffered: [WorkerMachine.Event] = []
         var timer: (at: Date, token: Int)?
         var nextToken = 0
         var keyless: Set<Int> = []
-        /// The credentials generation each app's provider channel holds here.
-        var generations: [AppProvider: Int] = [:]
-        var sends: [Int64: [Int]] = [:]
-        var read: Set<Int64> = []
-        /// The batches it leased, and the devices of each as it read them (a send names positions).
-        var batches: [Int64: LeasedBatch] = [:]
-        var targets: [Int64: [Int64]] = [:]
-        /// The app's configuration version each batch was read under (`BatchWays.app` in the dispatcher).
-        var versions: [Int64: Int] = [:]
+        /// The batches it leased and has not ended, for the invariants.
         var held: Set<Int64> = []
         var startedAt: Date
         /// When it ran (not paused, not dead), as intervals: for the unsendable invariant.
@@ -100,6 +93,8 @@ public final class Simulation {
         var incarnation: Int
         var batch: LeasedBatch
         var pushes: [PendingPush]
+        /// The channel's report: the worker's executor hears the answers through it.
+        var report: @Sendable ([BatchSendMachine.Answer]) -> Void
     }
 
     struct PendingPush {
@@ -119,7 +114,12 @@ public final class Simulation {
     let options: Options
     var random: SimulationRandom
     let start = Date(timeIntervalSince1970: 1_800_000_000)
-    var now: Date
+    /// The virtual clock every worker's clock reads (each with its skew).
+    let time: SimulatedTime
+    var now: Date {
+        get { time.now }
+        set { time.now = newValue }
+    }
     var queue = EventQueue<Item>()
     var model = DispatchModel()
     var provider: SimulatedProvider
@@ -143,12 +143,12 @@ public final class Simulation {
         self.scenario = scenario
         self.options = options
         self.random = SimulationRandom(seed: scenario.seed ^ 0xD1CE)
-        self.now = start
+        self.time = SimulatedTime(start)
         self.provider = SimulatedProvider(notSentChance: scenario.notSentChance, fateUnknownChance: scenario.fateUnknownChance)
     }
 
     /// Runs the scenario to its end and checks the invariants.
-    public func run() -> Result {
+    public func run() async -> Result {
         setUp()
         var looped: String?
         var atInstant = (time: now, events: 0)
@@ -162,7 +162,7 @@ public final class Simulation {
                 looped = "the run looped at \(String(format: "%.3f", now.timeIntervalSince(start)))s: more than 20,000 events at one instant"
                 break
             }
-            handle(item)
+            await handle(item)
             if finished() { break }
         }
         let violations = (looped.map { [$0] } ?? []) + Invariants(simulation: self).check()
@@ -197,7 +197,7 @@ public final class Simulation {
         queue.push(item, at: max(time, now))
     }
 
-    func handle(_ item: Item) {
+    func handle(_ item: Item) async {
         switch item {
         case .event(let index, let incarnation, let event):
             guard workers[index].incarnation == incarnation else { return }
@@ -207,8 +207,7 @@ public final class Simulation {
             workers[index].timer = nil
             deliver(.tick, to: index)
         case .database(let index, let incarnation, let action):
-            let event = database(action, for: index)
-            if let event {
+            if let event = await workers[index].executor.run(action) {
                 schedule(.event(worker: index, incarnation: incarnation, event), at: now.addingTimeInterval(random.between(0.001...0.02)))
             }
         case .answers(let id, let at):
@@ -237,7 +236,6 @@ public final class Simulation {
             deliver(.started, to: workers.count - 1)
         case .outageEnd:
             note("provider: back")
-            tellReachability(unreachable: false)
         case .startBroadcast(let index):
             let plan = scenario.broadcasts[index]
             model.startBroadcast(
@@ -299,5 +297,25 @@ struct EventQueue<Item> {
 
     private static func before(_ a: (time: Date, sequence: Int), _ b: (time: Date, sequence: Int)) -> Bool {
         (a.time, a.sequence) < (b.time, b.sequence)
+    }
+}
+
+/// The simulation's virtual clock, which every worker's ``BroadcastClock`` reads.
+///
+/// Not thread-safe, and need not be: a simulation runs on one task, and nothing of it leaves that task.
+final class SimulatedTime: @unchecked Sendable {
+    var now: Date
+
+    init(_ start: Date) {
+        now = start
+    }
+}
+
+/// The simulation, for the executors' callbacks (a channel's report), which run on the simulation's one task.
+struct SimulationReference: @unchecked Sendable {
+    unowned let simulation: Simulation
+
+    init(_ simulation: Simulation) {
+        self.simulation = simulation
     }
 }

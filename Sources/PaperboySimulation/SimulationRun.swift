@@ -22,55 +22,50 @@ public struct SimulationRun: Sendable, Codable {
     /// Per fault or path, the share of runs that went through it.
     public var coverage: [String: Double]
 
-    /// Runs `seeds` seeds from `first` on `jobs` threads, stopping new ones after `timeLimit` seconds.
+    /// Runs `seeds` seeds from `first`, `jobs` at a time, stopping new ones after `timeLimit` seconds.
     public static func run(
         first: UInt64,
         seeds: Int,
         jobs: Int,
         timeLimit: Double? = nil,
-        progress: @Sendable (Int) -> Void = { _ in }
-    ) -> SimulationRun {
-        struct Tally {
-            var done = 0
-            var events = 0
-            var virtual = 0.0
-            var pushes = 0
-            var failures: [Failure] = []
-            var covered: [String: Int] = [:]
-        }
-        let tally = Mutex(Tally())
-        let next = Atomic<Int>(0)
+        progress: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async -> SimulationRun {
+        let shared = Shared()
         let started = ContinuousClock.now
-        DispatchQueue.concurrentPerform(iterations: jobs) { _ in
-            while true {
-                let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                guard index < seeds else { return }
-                if let timeLimit, (ContinuousClock.now - started) > .seconds(timeLimit) { return }
-                let seed = first + UInt64(index)
-                let result = Simulation(scenario: Scenario(seed: seed)).run()
-                let done = tally.withLock { tally -> Int in
-                    tally.done += 1
-                    tally.events += result.events
-                    tally.virtual += result.seconds
-                    tally.pushes += result.pushes
-                    for key in result.covered { tally.covered[key, default: 0] += 1 }
-                    if !result.violations.isEmpty {
-                        tally.failures.append(
-                            Failure(
-                                seed: seed,
-                                replay: "swift run -c release paperboy-sim --seed \(seed) --trace",
-                                scenario: result.scenario.description,
-                                violations: result.violations
-                            )
-                        )
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<jobs {
+                group.addTask {
+                    while true {
+                        let index = shared.next.wrappingAdd(1, ordering: .relaxed).oldValue
+                        guard index < seeds else { return }
+                        if let timeLimit, (ContinuousClock.now - started) > .seconds(timeLimit) { return }
+                        let seed = first + UInt64(index)
+                        let result = await Simulation(scenario: Scenario(seed: seed)).run()
+                        let done = shared.tally.withLock { tally -> Int in
+                            tally.done += 1
+                            tally.events += result.events
+                            tally.virtual += result.seconds
+                            tally.pushes += result.pushes
+                            for key in result.covered { tally.covered[key, default: 0] += 1 }
+                            if !result.violations.isEmpty {
+                                tally.failures.append(
+                                    Failure(
+                                        seed: seed,
+                                        replay: "swift run -c release paperboy-sim --seed \(seed) --trace",
+                                        scenario: result.scenario.description,
+                                        violations: result.violations
+                                    )
+                                )
+                            }
+                            return tally.done
+                        }
+                        progress(done)
                     }
-                    return tally.done
                 }
-                progress(done)
             }
         }
         let seconds = (ContinuousClock.now - started) / .seconds(1)
-        let result = tally.withLock { $0 }
+        let result = shared.tally.withLock { $0 }
         return SimulationRun(
             first: first,
             seeds: result.done,
@@ -82,6 +77,21 @@ public struct SimulationRun: Sendable, Codable {
             failures: result.failures.sorted { $0.seed < $1.seed },
             coverage: result.covered.mapValues { Double($0) / Double(max(result.done, 1)) }
         )
+    }
+
+    /// What the jobs share while they run: the next seed to take, and what the seeds found so far.
+    private final class Shared: Sendable {
+        struct Tally {
+            var done = 0
+            var events = 0
+            var virtual = 0.0
+            var pushes = 0
+            var failures: [Failure] = []
+            var covered: [String: Int] = [:]
+        }
+
+        let tally = Mutex(Tally())
+        let next = Atomic<Int>(0)
     }
 
     /// The summary a person reads.

@@ -9,7 +9,7 @@ import Glibc
 
 /// `paperboy-sim`: seeded simulations of production weeks against the worker's real machines (`PaperboySimulation`).
 @main
-struct SimulateCommand: ParsableCommand {
+struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paperboy-sim",
         abstract: "Run seeded, deterministic simulations of workers sending broadcasts through faults, and check the invariants after each.",
@@ -49,10 +49,10 @@ struct SimulateCommand: ParsableCommand {
         if let timeLimit, timeLimit <= 0 { throw ValidationError("--time-limit must be more than 0 seconds") }
     }
 
-    func run() throws {
+    func run() async throws {
         Self.deterministicHashing()
         if let seed {
-            let result = Simulation(scenario: Scenario(seed: seed), options: .init(trace: trace)).run()
+            let result = await Simulation(scenario: Scenario(seed: seed), options: .init(trace: trace)).run()
             print(result.scenario)
             print(
                 "\(result.events) events, \(Int(result.seconds)) virtual seconds, \(result.pushes) pushes; covered: \(result.covered.sorted().joined(separator: ", "))"
@@ -65,7 +65,7 @@ struct SimulateCommand: ParsableCommand {
             }
             return
         }
-        let summary = SimulationRun.run(first: first, seeds: seeds, jobs: jobs, timeLimit: timeLimit) { done in
+        let summary = await SimulationRun.run(first: first, seeds: seeds, jobs: jobs, timeLimit: timeLimit) { done in
             if !json && done % 1000 == 0 { FileHandle.standardError.write(Data("\(done) seeds\n".utf8)) }
         }
         if json {

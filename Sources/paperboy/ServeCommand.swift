@@ -10,6 +10,7 @@ import PaperboyAPI
 import PaperboyBroadcast
 import PaperboyConsole
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 import PostgresNIO
 

@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import PaperboyAPI
 import PaperboyBroadcast
+import PaperboyDispatch
 import PaperboyStore
 import PostgresNIO
 

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import PaperboyBroadcast
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 import PaperboyTesting
 import PostgresNIO

@@ -5,6 +5,7 @@ import Prometheus
 import Testing
 
 @testable import PaperboyBroadcast
+import PaperboyDispatch
 
 /// The dispatcher's gauges as `GET /metrics` shows them (a Prometheus registry of the test's own): what the alert
 /// rules and the dashboard read.

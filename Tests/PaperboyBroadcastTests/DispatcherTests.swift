@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import PaperboyBroadcast
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 import PaperboyTesting
 import PostgresNIO

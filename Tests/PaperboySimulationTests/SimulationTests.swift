@@ -38,25 +38,25 @@ struct SimulationTests {
     }
 
     @Test("200 seeds keep every invariant (CI runs 10,000 more with paperboy-sim)")
-    func seeds() {
-        let run = SimulationRun.run(first: 1, seeds: 200, jobs: 2)
+    func seeds() async {
+        let run = await SimulationRun.run(first: 1, seeds: 200, jobs: 2)
         #expect(run.seeds == 200)
         #expect(run.failures.isEmpty, "\(run.failures.map { "seed \($0.seed): \($0.violations.joined(separator: "; "))" })")
         #expect(run.coverage["kill"] ?? 0 > 0 && run.coverage["hold"] ?? 0 > 0 && run.coverage["takeover"] ?? 0 > 0, "\(run.coverage)")
     }
 
     @Test("a seed replays: the same seed twice gives the same run")
-    func replay() {
-        let first = Simulation(scenario: Scenario(seed: 42)).run()
-        let second = Simulation(scenario: Scenario(seed: 42)).run()
+    func replay() async {
+        let first = await Simulation(scenario: Scenario(seed: 42)).run()
+        let second = await Simulation(scenario: Scenario(seed: 42)).run()
         #expect(first.events == second.events && first.pushes == second.pushes && first.violations == second.violations)
     }
 
     @Test(
         "a keyless pod left running leases the evening's first batch while the healthy worker is paused 3 s: the broadcast does not fail, every device is reached once"
     )
-    func keylessPodFirstToLease() {
-        let result = Simulation(
+    func keylessPodFirstToLease() async {
+        let result = await Simulation(
             scenario: Self.scenario(faults: [.keyless(worker: 0, app: 1), .pause(worker: 1, at: 4.5, seconds: 3)])
         ).run()
         Self.expectClean(result)
@@ -65,28 +65,28 @@ struct SimulationTests {
     }
 
     @Test("an app misconfigured at APNs mid-broadcast, fixed four minutes later: held, no device deactivated, every device reached once")
-    func misconfiguration() {
-        let result = Simulation(scenario: Self.scenario(faults: [.misconfigure(app: 1, provider: .apns, at: 7, fixAt: 250)])).run()
+    func misconfiguration() async {
+        let result = await Simulation(scenario: Self.scenario(faults: [.misconfigure(app: 1, provider: .apns, at: 7, fixAt: 250)])).run()
         Self.expectClean(result)
         #expect(result.covered.contains("hold"))
     }
 
     @Test("a key rotated mid-broadcast, the old file removed and the old key revoked a little later: every device reached once")
-    func rotation() {
-        let result = Simulation(scenario: Self.scenario(faults: [.rotate(app: 1, provider: .apns, at: 8, revokeAt: 9)])).run()
+    func rotation() async {
+        let result = await Simulation(scenario: Self.scenario(faults: [.rotate(app: 1, provider: .apns, at: 8, revokeAt: 9)])).run()
         Self.expectClean(result)
     }
 
     @Test("nobody has the key: the broadcast fails after --fail-after, not before")
-    func nobodyCanSend() {
-        let result = Simulation(scenario: Self.scenario(faults: [.keyless(worker: 0, app: 1), .keyless(worker: 1, app: 1)])).run()
+    func nobodyCanSend() async {
+        let result = await Simulation(scenario: Self.scenario(faults: [.keyless(worker: 0, app: 1), .keyless(worker: 1, app: 1)])).run()
         Self.expectClean(result)
         #expect(result.covered.contains("failedUnsendable"))
     }
 
     @Test("a deploy mid-broadcast: the drain withdraws what was not written, ends within its timeout, and the new pod sends the rest once")
-    func deploy() {
-        let result = Simulation(
+    func deploy() async {
+        let result = await Simulation(
             scenario: Self.scenario(faults: [.deploy(worker: 0, at: 8, restartAfter: 2), .deploy(worker: 1, at: 9, restartAfter: 3)])
         ).run()
         Self.expectClean(result)

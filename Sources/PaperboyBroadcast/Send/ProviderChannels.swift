@@ -19,16 +19,6 @@ public protocol PushChannels: Sendable {
     func reload(app: App, environment: APNsEnvironment, refusedGeneration: Int) -> BatchSendMachine.Reload
 }
 
-/// How a batch can go out through one provider on this worker.
-public enum BatchWay: Sendable {
-    /// With this channel; `readyAlert` when its pushes include the ready alert.
-    case ready(any BatchChannel, readyAlert: Bool)
-    /// The app has no credentials for the provider.
-    case notConfigured
-    /// The app has credentials, but this worker cannot load them.
-    case unavailable(String)
-}
-
 /// Where one provider's pushes go, per app and environment: the client made from the app's credentials. The
 /// secret is loaded when a batch of the app first needs it and again whenever the app's stored credentials change
 /// (`paperboy apps set-apns`, `set-fcm`, which raise ``App/credentialsVersion``, read with every batch): the next

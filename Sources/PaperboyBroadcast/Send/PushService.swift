@@ -87,29 +87,6 @@ public struct PushCheckFailure: Error, CustomStringConvertible {
     public var description: String { "\(push) cannot be sent: \(underlying)" }
 }
 
-/// A batch's pushes cannot be built (a payload over the provider's limit): the broadcast cannot be sent at all.
-public struct PushBuildError: Error, CustomStringConvertible {
-    public var provider: PushProvider
-    public var underlying: any Error
-    public var description: String { "the \(provider.displayName) push cannot be built: \(underlying)" }
-}
-
-/// One provider's way out for one batch, whatever the provider: what the dispatcher sends with.
-public protocol BatchChannel: Sendable {
-    var provider: PushProvider { get }
-    /// The generation of the credentials it sends with.
-    var generation: Int { get }
-    var isUnreachable: Bool { get }
-    var silenceLimit: Duration { get }
-    func send(
-        _ items: [BatchSendMachine.Push],
-        targets: [BatchTarget],
-        sentAt: Date,
-        logger: Logger,
-        report: @escaping @Sendable ([BatchSendMachine.Answer]) -> Void
-    ) async
-}
-
 /// A provider's client with the batch's pushes made.
 struct PreparedChannel<Service: PushService>: BatchChannel {
     let service: Service

@@ -1,5 +1,6 @@
 import Foundation
 import PaperboyBroadcast
+import PaperboyDispatch
 import Synchronization
 
 /// Demo time: the wall clock sped up `factor` times from `origin`, so a morning of waves passes in a

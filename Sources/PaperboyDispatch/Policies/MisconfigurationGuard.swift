@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PaperboyCore
 
 /// Tells a misconfigured app from a fleet of dead tokens, as pure code, so that a misconfiguration never deactivates
@@ -205,5 +206,15 @@ extension MisconfigurationGuard {
                 fleet: true
             )
         )
+    }
+}
+
+extension MisconfigurationGuard.Suspicion {
+    /// The log's metadata for a hold: app, environment, provider and reason.
+    public var metadata: Logger.Metadata {
+        [
+            LogKey.app: "\(appID)", LogKey.environment: "\(environment.rawValue)", LogKey.provider: "\(provider.rawValue)",
+            LogKey.reason: "\(reason)",
+        ]
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Metrics
 import PaperboyCore
-import PaperboyStore
 import Synchronization
 
 /// The dispatcher's instruments (swift-metrics; `GET /metrics` serves them in Prometheus' format). The alert rules
@@ -41,25 +40,25 @@ import Synchronization
 /// Every worker reads the same broadcasts from the database and shows the same values (the rules take the `max`
 /// over workers). A broadcast's series go when it ends (running ones) or an hour later (`unsent`), so the labels
 /// stay as few as the broadcasts of the last hour.
-final class DispatchMetrics: Sendable {
+public final class DispatchMetrics: Sendable {
     /// How long an ended broadcast stays in the metrics: long enough for the alert on it to be seen.
-    static let endedShownFor: TimeInterval = 3600
+    package static let endedShownFor: TimeInterval = 3600
 
-    private let factory: any MetricsFactory
+    package let factory: any MetricsFactory
     private let lateness: Metrics.Timer
     private let inFlight: Gauge
-    private let sendRate: Gauge
-    private let running: Gauge
+    package let sendRate: Gauge
+    package let running: Gauge
     private let databaseReached: Gauge
-    private let sentSinceTick = Mutex<(count: Int, since: Date?)>((0, nil))
+    package let sentSinceTick = Mutex<(count: Int, since: Date?)>((0, nil))
     /// The per-broadcast series the last tick recorded: those missing from the next are removed.
-    private let shown = Mutex<Set<Series>>([])
-    private let shownHolds = Mutex<Set<Series>>([])
+    package let shown = Mutex<Set<Series>>([])
+    package let shownHolds = Mutex<Set<Series>>([])
 
     /// - Parameters:
     ///   - factory: where the instruments go; the process's bootstrapped `MetricsSystem` when nil.
     ///   - started: when the process started, the database's "last reached" until it is.
-    init(factory: (any MetricsFactory)? = nil, started: Date = Date()) {
+    public init(factory: (any MetricsFactory)? = nil, started: Date = Date()) {
         let factory = factory ?? MetricsSystem.factory
         self.factory = factory
         lateness = Metrics.Timer(label: "paperboy_dispatch_lateness_seconds", dimensions: [], factory: factory)
@@ -70,7 +69,7 @@ final class DispatchMetrics: Sendable {
         databaseReached.record(started.timeIntervalSince1970)
     }
 
-    func batch(_ outcomes: [BatchOutcome], kind: String, result: String) {
+    package func batch(_ outcomes: [BatchOutcome], kind: String, result: String) {
         var pushes: [Pushes: Int] = [:]
         var skipped: [String: Int] = [:]
         for outcome in outcomes {
@@ -103,97 +102,37 @@ final class DispatchMetrics: Sendable {
         var provider: String
     }
 
-    func late(by seconds: TimeInterval) {
+    package func late(by seconds: TimeInterval) {
         lateness.recordNanoseconds(Int64(max(0, seconds) * 1e9))
     }
 
-    func batchesInFlight(_ count: Int) {
+    package func batchesInFlight(_ count: Int) {
         inFlight.record(count)
     }
 
     /// A broadcast ended as failed, for `cause` (see the type's list).
-    func failed(cause: String) {
+    package func failed(cause: String) {
         Counter(label: "paperboy_broadcasts_failed_total", dimensions: [("cause", cause)], factory: factory).increment()
     }
 
     /// The database answered a call. Wall-clock time, whatever the dispatcher's clock: Prometheus compares it
     /// with its own `time()`.
-    func reachedDatabase() {
+    package func reachedDatabase() {
         databaseReached.record(Date().timeIntervalSince1970)
     }
 
-    /// Once per advance: the send rate since the last one, and the broadcasts' gauges (running ones and those
-    /// ended within ``endedShownFor``); the series of broadcasts no longer among them are removed.
-    func tick(now: Date, broadcasts: [BroadcastGauges]) {
-        let (count, since) = sentSinceTick.withLock { state in
-            defer { state = (0, now) }
-            return state
-        }
-        if let since, now > since { sendRate.record(Double(count) / now.timeIntervalSince(since)) }
-        running.record(broadcasts.filter { $0.state == .running }.count)
-        var series: [Series: Double] = [:]
-        for broadcast in broadcasts {
-            let labels = [("broadcast", broadcast.id.uuidString.lowercased()), ("app", "\(broadcast.appID)")]
-            if broadcast.state == .running {
-                series[Series("paperboy_broadcast_planned", labels)] = Double(broadcast.planned)
-                series[Series("paperboy_broadcast_sent", labels)] = Double(broadcast.sent)
-                series[Series("paperboy_broadcast_accepted", labels)] = Double(broadcast.accepted)
-                series[Series("paperboy_broadcast_behind_seconds", labels)] = broadcast.behindSeconds
-                series[Series("paperboy_broadcast_due", labels)] = Double(broadcast.due)
-                series[Series("paperboy_broadcast_plan_rate", labels)] = broadcast.planRate
-                for result in ReceiptResult.allCases {
-                    series[Series("paperboy_broadcast_receipts", labels + [("result", result.rawValue)])] =
-                        Double(broadcast.receipts[result] ?? 0)
-                }
-            } else {
-                series[Series("paperboy_broadcast_unsent", labels + [("state", broadcast.state.rawValue)])] = Double(broadcast.unsent)
-            }
-        }
-        for (key, value) in series {
-            Gauge(label: key.label, dimensions: key.dimensions, factory: factory).record(value)
-        }
-        let gone = shown.withLock { shown in
-            defer { shown = Set(series.keys) }
-            return shown.subtracting(series.keys)
-        }
-        for key in gone {
-            Gauge(label: key.label, dimensions: key.dimensions, factory: factory).destroy()
-        }
-    }
-
-    /// Once per advance: the apps' providers held for a suspected misconfiguration (`paperboy_provider_held`, 1
-    /// while held) and the deactivations each holds (`paperboy_deactivations_held`); the series of a hold that ended go.
-    func holds(_ holds: [ProviderHold]) {
-        var series: [Series: Double] = [:]
-        for hold in holds {
-            let labels = [("app", "\(hold.appID)"), ("environment", hold.environment.rawValue), ("provider", hold.provider.rawValue)]
-            series[Series("paperboy_provider_held", labels + [("answer", hold.answer)])] = 1
-            series[Series("paperboy_deactivations_held", labels)] = Double(hold.heldDeactivations)
-        }
-        for (key, value) in series {
-            Gauge(label: key.label, dimensions: key.dimensions, factory: factory).record(value)
-        }
-        let gone = shownHolds.withLock { shown in
-            defer { shown = Set(series.keys) }
-            return shown.subtracting(series.keys)
-        }
-        for key in gone {
-            Gauge(label: key.label, dimensions: key.dimensions, factory: factory).destroy()
-        }
-    }
-
     /// One gauge series: its name and labels.
-    private struct Series: Hashable {
-        var label: String
-        var names: [String]
-        var values: [String]
+    package struct Series: Hashable {
+        package var label: String
+        package var names: [String]
+        package var values: [String]
 
-        init(_ label: String, _ dimensions: [(String, String)]) {
+        package init(_ label: String, _ dimensions: [(String, String)]) {
             self.label = label
             names = dimensions.map(\.0)
             values = dimensions.map(\.1)
         }
 
-        var dimensions: [(String, String)] { Array(zip(names, values)) }
+        package var dimensions: [(String, String)] { Array(zip(names, values)) }
     }
 }

@@ -1,47 +1,13 @@
 import Foundation
 import Logging
 import PaperboyCore
-import PaperboyDispatch
-import PaperboyStore
 import Synchronization
 
-/// The worker machine's actions, one small function each: do the I/O, report what came of it as the next event.
-extension Dispatcher {
-    /// Runs an I/O action in a task of its own, whose event goes back into the loop.
-    func spawnIO(_ action: WorkerMachine.Action, _ input: AsyncStream<WorkerMachine.Event>.Continuation) {
-        state.withLock { state in
-            state.nextTask += 1
-            let id = state.nextTask
-            state.tasks[id] = Task {
-                if let event = await self.run(action) { input.yield(event) }
-                _ = self.state.withLock { $0.tasks.removeValue(forKey: id) }
-            }
-        }
-    }
-
-    /// Hands a send to its channel in a task the batch can withdraw; each group of answers goes back as it comes. A
-    /// send without a channel is answered `notSent` at once: every send ends in exactly one answer per target.
-    func startSend(_ id: Int64, _ send: BatchSendMachine.Send, _ input: AsyncStream<WorkerMachine.Event>.Continuation) {
-        metrics.late(by: send.late)
-        state.withLock { state in
-            guard let ways = state.batches[id], let channel = ways.channels[send.provider] else {
-                input.yield(.answered(id, send.pushes.map { .init(position: $0.position, result: .notSent, generation: send.generation) }))
-                return
-            }
-            state.nextSend += 1
-            let key = state.nextSend
-            let (targets, logger) = (ways.targets, batchLogger(ways.batch))
-            state.sends[id, default: [:]][key] = Task {
-                await channel.send(send.pushes, targets: targets, sentAt: send.sentAt, logger: logger) { answers in
-                    input.yield(.answered(id, answers))
-                }
-                _ = self.state.withLock { $0.sends[id]?.removeValue(forKey: key) }
-            }
-        }
-    }
-
-    /// One I/O action; nil when it reports nothing back.
-    func run(_ action: WorkerMachine.Action) async -> WorkerMachine.Event? {
+/// The worker machine's I/O actions, one small function each: do the I/O, report what came of it as the next event.
+extension WorkerExecutor {
+    /// One I/O action; nil when it reports nothing back (and for the actions that are not I/O: ``startSend(_:_:deliver:)``,
+    /// ``withdraw(_:)``, ``ended(_:_:)``).
+    public func run(_ action: WorkerMachine.Action) async -> WorkerMachine.Event? {
         switch action {
         case .lease(let request): await lease(request)
         case .read(let batch): await read(batch)
@@ -60,27 +26,31 @@ extension Dispatcher {
         }
     }
 
+    /// One call to the store; an answer is the database reached (`paperboy_database_reached_timestamp_seconds`).
+    func stored<Value: Sendable>(_ operation: () async throws -> Value) async throws -> Value {
+        let value = try await operation()
+        metrics.reachedDatabase()
+        return value
+    }
+
     func lease(_ request: WorkerMachine.LeaseRequest) async -> WorkerMachine.Event? {
         do {
             let asked = clock.now()
-            let now = moment().now
-            let lease = try await database {
-                try await self.repository.leaseReading(
-                    owner: self.configuration.owner,
-                    now: now,
-                    lookahead: self.configuration.lookahead.seconds,
-                    duration: self.configuration.leaseDuration.seconds,
-                    batchDuration: self.configuration.batchDuration.seconds,
-                    maxBatchSize: self.configuration.maxBatchSize,
-                    excluding: request.excludingBatches,
-                    excludingApps: request.excludingApps,
-                    excludingProviders: request.excludingProviders.map { ($0.appID, $0.provider) },
-                    takeOver: request.takeOver,
-                    takeOverGrace: request.takeOverGrace,
-                    logger: self.logger
-                )
-            }
-            // The batch's slot is on the database's clock: pace on it, measured now, before anything of it is sent.
+            let query = LeaseQuery(
+                owner: owner,
+                now: moment().now,
+                lookahead: configuration.lookahead,
+                duration: configuration.leaseDuration,
+                batchDuration: configuration.batchDuration,
+                maxBatchSize: configuration.maxBatchSize,
+                excludingBatches: request.excludingBatches,
+                excludingApps: request.excludingApps,
+                excludingProviders: request.excludingProviders,
+                takeOver: request.takeOver,
+                takeOverGrace: request.takeOverGrace
+            )
+            let lease = try await stored { try await store.lease(query, logger: logger) }
+            // The batch's slot is on the store's clock: pace on it, measured now, before anything of it is sent.
             if let databaseNow = lease?.batch.leasedAt { measure(databaseNow, askedAt: asked) }
             // The targets the carve read: the machine reads the batch next (``read(_:)``), and takes them then.
             if let lease, let targets = lease.targets {
@@ -101,7 +71,7 @@ extension Dispatcher {
         let logger = batchLogger(batch)
         do {
             let now = moment().now
-            guard let app = try await database({ try await self.apps.find(id: batch.appID, logger: logger) }) else {
+            guard let app = try await stored({ try await store.app(id: batch.appID, logger: logger) }) else {
                 return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "app \(batch.appID) does not exist"))
             }
             let carved = state.withLock { $0.carved.removeValue(forKey: batch.id) }
@@ -109,37 +79,31 @@ extension Dispatcher {
                 if let carved, carved.leases == batch.leases {
                     carved.targets
                 } else {
-                    try await database { try await self.repository.targets(of: batch, now: now, logger: logger) }
+                    try await stored { try await store.targets(of: batch, now: now, logger: logger) }
                 }
-            guard let edition = try await database({ try await self.editions.find(id: batch.editionID, logger: logger) }) else {
+            guard let edition = try await stored({ try await store.edition(id: batch.editionID, logger: logger) }) else {
                 return .batchUnreadable(batch.id, .broadcast(cause: "data", reason: "edition \(batch.editionID) does not exist"))
             }
-            let (held, confirmed) = try await database {
-                try await self.holds.standing(appID: app.id, environment: batch.environment, logger: logger)
-            }
+            let standing = try await stored { try await store.standing(appID: app.id, environment: batch.environment, logger: logger) }
             var contents = WorkerMachine.BatchContents(
                 targets: targets,
                 providers: [:],
-                appProviders: Set(providers.values.filter { $0.isConfigured(for: app) }.map(\.provider)),
+                appProviders: transport.configuredProviders(for: app),
                 configuration: app.credentialsVersion,
-                confirmed: confirmed
+                confirmed: standing.confirmed
             )
             var channels: [PushProvider: any BatchChannel] = [:]
-            for provider in Set(targets.map(\.provider)) {
-                if let hold = held.first(where: { $0.provider == provider }) {
-                    contents.providers[provider] = .held(hold.reason)
+            for provider in Set(targets.map(\.provider)).sorted(by: { $0.rawValue < $1.rawValue }) {
+                if let reason = standing.held[provider] {
+                    contents.providers[provider] = .held(reason)
                     continue
                 }
-                guard let way = providers[provider] else {
-                    contents.providers[provider] = .notConfigured
-                    continue
-                }
-                switch try way.way(for: batch, app: app, edition: edition) {
+                switch try transport.way(provider, for: batch, app: app, edition: edition) {
                 case .ready(let channel, let readyAlert):
                     channels[provider] = channel
                     contents.providers[provider] = .ready(generation: channel.generation)
                     if readyAlert { contents.readyAlertProviders.insert(provider) }
-                case .notConfigured:
+                case .notConfigured, nil:
                     contents.providers[provider] = .notConfigured
                 case .unavailable(let reason):
                     contents.providers[provider] = .unavailable(reason)
@@ -161,12 +125,12 @@ extension Dispatcher {
         let logger = batchLogger(batch)
         do {
             let now = moment().now
-            let start = try await database {
-                try await self.repository.reclaimSlot(
+            let start = try await stored {
+                try await store.reclaimSlot(
                     batch,
                     from: index,
                     remaining: remaining,
-                    owner: self.configuration.owner,
+                    owner: owner,
                     now: now,
                     notBefore: notBefore,
                     logger: logger
@@ -185,14 +149,8 @@ extension Dispatcher {
     func renew(_ batches: [LeasedBatch]) async -> WorkerMachine.Event? {
         do {
             let now = moment().now
-            let renewal = try await database {
-                try await self.repository.renew(
-                    batches,
-                    owner: self.configuration.owner,
-                    duration: self.configuration.leaseDuration.seconds,
-                    now: now,
-                    logger: self.logger
-                )
+            let renewal = try await stored {
+                try await store.renew(batches, owner: owner, duration: configuration.leaseDuration, now: now, logger: logger)
             }
             return .renewed(renewal)
         } catch is CancellationError {
@@ -206,14 +164,8 @@ extension Dispatcher {
     func confirm(_ batch: LeasedBatch) async -> WorkerMachine.Event? {
         do {
             let now = moment().now
-            let renewal = try await database {
-                try await self.repository.renew(
-                    [batch],
-                    owner: self.configuration.owner,
-                    duration: self.configuration.leaseDuration.seconds,
-                    now: now,
-                    logger: self.logger
-                )
+            let renewal = try await stored {
+                try await store.renew([batch], owner: owner, duration: configuration.leaseDuration, now: now, logger: logger)
             }
             return .leaseConfirmed(batch.id, renewal)
         } catch is CancellationError {
@@ -224,8 +176,9 @@ extension Dispatcher {
         }
     }
 
-    /// Reads the app's credentials for `provider` again, from the database and their file or variable; when they
-    /// changed, the batch's channel is made again from the app as read now.
+    /// Reads the app's credentials for `provider` again, from the store and their file or variable; when they
+    /// changed, the batch's channel is made again from the app as read now, and the batch is sent under the app as
+    /// read now (its configuration version with it).
     func reload(_ batch: LeasedBatch, _ provider: PushProvider, refusedGeneration: Int) async -> WorkerMachine.Event {
         let logger = batchLogger(batch)
         let reload = await reloaded(batch, provider, refusedGeneration: refusedGeneration, logger: logger)
@@ -237,21 +190,20 @@ extension Dispatcher {
     }
 
     private func reloaded(_ batch: LeasedBatch, _ provider: PushProvider, refusedGeneration: Int, logger: Logger) async -> BatchSendMachine.Reload {
-        let app: App?
+        let app: Store.App?
         do {
-            app = try await database { try await self.apps.find(id: batch.appID, logger: logger) }
+            app = try await stored { try await store.app(id: batch.appID, logger: logger) }
         } catch {
             return .failed("app \(batch.appID): its credentials could not be read again: \(error)")
         }
         guard let app else { return .failed("app \(batch.appID) does not exist any more") }
-        guard let channels = providers[provider] else { return .failed("this worker sends no \(provider.displayName)") }
-        let reload = channels.reload(app: app, environment: batch.environment, refusedGeneration: refusedGeneration)
+        guard let reload = transport.reload(provider, app: app, environment: batch.environment, refusedGeneration: refusedGeneration) else {
+            return .failed("this worker sends no \(provider.displayName)")
+        }
         guard case .changed = reload, let edition = state.withLock({ $0.batches[batch.id]?.edition }) else { return reload }
         do {
-            guard case .ready(let channel, _) = try channels.way(for: batch, app: app, edition: edition) else {
-                return .failed(
-                    "app \(app.id) (\(app.bundleID)): its \(provider.displayName) credentials could not be used after they were read again"
-                )
+            guard case .ready(let channel, _) = try transport.way(provider, for: batch, app: app, edition: edition) else {
+                return .failed("app \(app.id): its \(provider.displayName) credentials could not be used after they were read again")
             }
             state.withLock {
                 $0.batches[batch.id]?.channels[provider] = channel
@@ -273,27 +225,17 @@ extension Dispatcher {
             let written: Bool
             switch completion {
             case .record(let outcomes):
-                written = try await database {
-                    try await self.repository.record(
-                        batch,
-                        outcomes: outcomes,
-                        owner: self.configuration.owner,
-                        configuration: version,
-                        now: now,
-                        logger: logger
-                    )
+                written = try await stored {
+                    try await store.record(batch, outcomes: outcomes, owner: owner, configuration: version, now: now, logger: logger)
                 }
             case .giveBack(let recorded, let returned, let because):
-                written = try await database {
-                    try await self.repository.giveBack(
+                written = try await stored {
+                    try await store.giveBack(
                         batch,
                         recorded: recorded,
-                        firstReturned: returned.first ?? 0,
-                        returned: returned.count,
-                        because: because.description,
-                        providers: because.providerList,
-                        held: because.heldProviders,
-                        owner: self.configuration.owner,
+                        returned: returned,
+                        because: because,
+                        owner: owner,
                         configuration: version,
                         now: now,
                         logger: logger
@@ -312,14 +254,14 @@ extension Dispatcher {
     }
 
     /// Ends the batch's broadcast as failed: nothing of it can be sent, and retrying every batch until the deadline
-    /// would only hide that in the logs. If the database cannot be told, the batch's lease expires and the next worker
+    /// would only hide that in the logs. If the store cannot be told, the batch's lease expires and the next worker
     /// to lease it tries again.
     func fail(_ batch: LeasedBatch, cause: String, reason: String) async -> WorkerMachine.Event? {
         let logger = batchLogger(batch)
         logger.error("the broadcast cannot be sent; it ends as failed", metadata: [LogKey.reason: "\(reason)"])
         do {
             let now = moment().now
-            if try await database({ try await self.repository.fail(id: batch.broadcastID, reason: reason, now: now, logger: logger) }) {
+            if try await stored({ try await store.fail(broadcast: batch.broadcastID, reason: reason, now: now, logger: logger) }) {
                 metrics.failed(cause: cause)
             }
         } catch {
@@ -328,7 +270,7 @@ extension Dispatcher {
         return nil
     }
 
-    /// This worker cannot send for the app through the provider: said once per backoff, in the log and `sender_status`.
+    /// This worker cannot send for the app through the provider: said once per backoff, in the log and the store.
     func report(_ problem: SenderHealth.Problem) async -> WorkerMachine.Event? {
         logger.error(
             "this worker cannot send for the app; its batches are left to the other workers for a while",
@@ -339,16 +281,7 @@ extension Dispatcher {
         )
         do {
             let now = moment().now
-            try await database {
-                try await self.senders.reportProblem(
-                    appID: problem.appID,
-                    provider: problem.provider,
-                    worker: self.configuration.owner,
-                    problem: problem.reason,
-                    now: now,
-                    logger: self.logger
-                )
-            }
+            try await stored { try await store.reportProblem(problem, worker: owner, now: now, logger: logger) }
         } catch {
             logger.warning("could not report that this worker cannot send for an app", metadata: [LogKey.error: "\(String(reflecting: error))"])
         }
@@ -361,15 +294,7 @@ extension Dispatcher {
         }
         do {
             let now = moment().now
-            try await database {
-                try await self.senders.reportSent(
-                    appID: key.appID,
-                    provider: key.provider,
-                    worker: self.configuration.owner,
-                    now: now,
-                    logger: self.logger
-                )
-            }
+            try await stored { try await store.reportSent(key, worker: owner, now: now, logger: logger) }
         } catch {
             logger.warning("could not report that this worker sent for an app", metadata: [LogKey.error: "\(String(reflecting: error))"])
         }
@@ -381,7 +306,7 @@ extension Dispatcher {
     func raise(_ suspicion: MisconfigurationGuard.Suspicion) async -> WorkerMachine.Event? {
         let metadata = suspicion.metadata
         do {
-            let raised = try await database { try await self.holds.raise(suspicion, by: self.configuration.owner, logger: self.logger) }
+            let raised = try await stored { try await store.raise(suspicion, by: owner, logger: logger) }
             if raised {
                 logger.critical(
                     "most devices of the app answer that their tokens are not valid for it: a misconfiguration is likely, so its sends through the provider are held and no device is deactivated; fix the configuration, then run paperboy apps release (or confirm the deactivations with paperboy apps confirm-deactivations)",
@@ -406,12 +331,12 @@ extension Dispatcher {
         }
     }
 
-    /// Tells the `workers` table how this worker stands, and measures the database's clock (workers pace on it).
+    /// Tells the store how this worker stands, and measures the store's clock (workers pace on it).
     func reportStatus() async -> WorkerMachine.Event? {
         let error = lastError.withLock { $0 }
         let (draining, held) = state.withLock { ($0.draining, $0.held) }
         let status = WorkerStatus(
-            name: configuration.owner,
+            name: owner,
             startedAt: startedAt,
             seenAt: clock.now(),
             draining: draining,
@@ -423,7 +348,7 @@ extension Dispatcher {
         )
         do {
             let asked = clock.now()
-            let databaseNow = try await database { try await self.workers.report(status, logger: self.logger) }
+            let databaseNow = try await stored { try await store.report(status, logger: logger) }
             if let databaseNow { measure(databaseNow, askedAt: asked) }
         } catch is CancellationError {
             // The worker is stopping (SIGTERM, a deploy): the report it was making is of no use any more.
@@ -433,71 +358,12 @@ extension Dispatcher {
         return nil
     }
 
-    /// The database's clock minus this worker's, from an answer that carried the database's `now` (the midpoint of the
-    /// call is taken as the instant it was read). Only when leases are on the database's clock (production).
+    /// The store's clock minus this worker's, from an answer that carried the store's `now` (the midpoint of the call
+    /// is taken as the instant it was read). Only when the store answers on its own clock (``WorkerStore/answersOnItsClock``).
     func measure(_ databaseNow: Date, askedAt asked: Date) {
-        guard repository.leaseClock == .database else { return }
+        guard store.answersOnItsClock else { return }
         let answered = clock.now()
         let local = asked.addingTimeInterval(answered.timeIntervalSince(asked) / 2)
         state.withLock { $0.offset = databaseNow.timeIntervalSince(local) }
-    }
-
-    /// A batch left the worker: what became of it, in the log and the metrics.
-    func ended(_ batch: LeasedBatch, _ end: WorkerMachine.BatchEnd) {
-        let ways = state.withLock { state -> BatchWays? in
-            state.sends[batch.id] = nil
-            state.carved[batch.id] = nil
-            return state.batches.removeValue(forKey: batch.id)
-        }
-        let logger = batchLogger(batch)
-        let kind = batch.kind.rawValue
-        switch end {
-        case .recorded(let outcomes):
-            metrics.batch(outcomes, kind: kind, result: "recorded")
-            if let ways {
-                var skipped: [String: Int] = [:]
-                for outcome in outcomes { if case .skipped(let reason) = outcome.result { skipped[reason.rawValue, default: 0] += 1 } }
-                var metadata: Logger.Metadata = [LogKey.devices: "\(ways.targets.count)", LogKey.sendTime: "\(ways.started.duration(to: .now))"]
-                if !skipped.isEmpty {
-                    metadata["skipped"] = "\(skipped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))"
-                }
-                logger.debug("batch done", metadata: metadata)
-            }
-        case .givenBack(let recorded, let returned, let because):
-            logger.notice(
-                "gave a batch back to its cohort",
-                metadata: [LogKey.returned: "\(returned)", LogKey.devices: "\(recorded.count)", LogKey.reason: "\(because.description)"]
-            )
-            metrics.batch(recorded, kind: kind, result: "givenBack")
-        case .lost:
-            logger.warning("lost the lease of a batch before recording it; the worker that took it over sends the rest")
-            metrics.batch([], kind: kind, result: "lost")
-        case .unreadable(let error):
-            logger.error("could not send a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(error)"])
-            lastError.withLock { $0 = (String("could not send a batch: \(error)".prefix(500)), clock.now()) }
-            metrics.batch([], kind: kind, result: "failed")
-        case .failed:
-            metrics.batch([], kind: kind, result: "failed")
-        case .unwritten(let error):
-            logger.error("could not record a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(error)"])
-            lastError.withLock { $0 = (String("could not record a batch: \(error)".prefix(500)), clock.now()) }
-            metrics.batch([], kind: kind, result: "failed")
-        }
-    }
-
-    func batchLogger(_ batch: LeasedBatch) -> Logger {
-        var logger = logger
-        logger[metadataKey: LogKey.broadcast] = "\(batch.broadcastID.uuidString.lowercased())"
-        logger[metadataKey: LogKey.batch] = "\(batch.id)"
-        logger[metadataKey: LogKey.leases] = "\(batch.leases)"
-        return logger
-    }
-
-    /// One call to the database, given up as failed (``DatabaseCallUnanswered``) after
-    /// ``Configuration/databasePatience`` (at least the lease): see there.
-    func database<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        let value = try await answered(within: max(configuration.databasePatience, configuration.leaseDuration), operation)
-        metrics.reachedDatabase()
-        return value
     }
 }
