@@ -425,6 +425,7 @@ let package = Package(
             name: "PaperboySimulationTests",
             dependencies: [
                 "PaperboySimulation",
+                "PaperboyBroadcast",
                 "PaperboyDispatch",
                 "PaperboyCore",
                 "PaperboyStore",

@@ -81,7 +81,10 @@ extension Dispatcher {
                 }
                 await channel.send(send.pushes, targets: targets, sentAt: send.sentAt, logger: logger) { answers.add($0) }
                 events.append(.answered(id, answers.all))
-            case .withdraw, .stop:
+            case .withdraw(let id):
+                // Each send's answers were awaited before the next event: nothing is left to withdraw, as the executor says.
+                executor.withdraw(id)
+            case .stop:
                 break
             case .ended(let batch, let end):
                 executor.ended(batch, end)

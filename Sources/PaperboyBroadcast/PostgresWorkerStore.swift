@@ -8,7 +8,7 @@ import PaperboyStore
 /// (``DatabaseCallUnanswered``) after `patience`. A safeguard, in wall-clock time: PostgresNIO can leave a query on a
 /// connection the server just closed (a restart, a failover) unanswered for ever, and a worker waiting on it would
 /// hold its batch, or stop leasing, for good.
-struct PostgresWorkerStore: WorkerStore {
+package struct PostgresWorkerStore: WorkerStore {
     let repository: BroadcastRepository
     let editions: EditionRepository
     let apps: AppRepository
@@ -17,7 +17,7 @@ struct PostgresWorkerStore: WorkerStore {
     let workers: WorkerRepository
     let patience: Duration
 
-    init(repository: BroadcastRepository, editions: EditionRepository, patience: Duration) {
+    package init(repository: BroadcastRepository, editions: EditionRepository, patience: Duration) {
         self.repository = repository
         self.editions = editions
         self.apps = AppRepository(client: repository.client)
@@ -28,13 +28,13 @@ struct PostgresWorkerStore: WorkerStore {
     }
 
     /// Leases are on the database's clock in production; on the caller's in tests that move a clock of their own.
-    var answersOnItsClock: Bool { repository.leaseClock == .database }
+    package var answersOnItsClock: Bool { repository.leaseClock == .database }
 
     private func call<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
         try await answered(within: patience, operation)
     }
 
-    func lease(_ query: LeaseQuery, logger: Logger) async throws -> StoreLease? {
+    package func lease(_ query: LeaseQuery, logger: Logger) async throws -> StoreLease? {
         try await call {
             try await repository.leaseReading(
                 owner: query.owner,
@@ -53,19 +53,19 @@ struct PostgresWorkerStore: WorkerStore {
         }
     }
 
-    func targets(of batch: LeasedBatch, now: Date, logger: Logger) async throws -> [BatchTarget] {
+    package func targets(of batch: LeasedBatch, now: Date, logger: Logger) async throws -> [BatchTarget] {
         try await call { try await repository.targets(of: batch, now: now, logger: logger) }
     }
 
-    func app(id: Int, logger: Logger) async throws -> App? {
+    package func app(id: Int, logger: Logger) async throws -> App? {
         try await call { try await apps.find(id: id, logger: logger) }
     }
 
-    func edition(id: UUID, logger: Logger) async throws -> Edition? {
+    package func edition(id: UUID, logger: Logger) async throws -> Edition? {
         try await call { try await editions.find(id: id, logger: logger) }
     }
 
-    func standing(appID: Int, environment: APNsEnvironment, logger: Logger) async throws -> ProviderStanding {
+    package func standing(appID: Int, environment: APNsEnvironment, logger: Logger) async throws -> ProviderStanding {
         let (held, confirmed) = try await call { try await holds.standing(appID: appID, environment: environment, logger: logger) }
         return ProviderStanding(
             held: Dictionary(held.map { ($0.provider, $0.reason) }, uniquingKeysWith: { first, _ in first }),
@@ -73,7 +73,7 @@ struct PostgresWorkerStore: WorkerStore {
         )
     }
 
-    func reclaimSlot(
+    package func reclaimSlot(
         _ batch: LeasedBatch,
         from index: Int,
         remaining: Int,
@@ -87,11 +87,11 @@ struct PostgresWorkerStore: WorkerStore {
         }
     }
 
-    func renew(_ batches: [LeasedBatch], owner: String, duration: TimeInterval, now: Date, logger: Logger) async throws -> LeaseRenewal {
+    package func renew(_ batches: [LeasedBatch], owner: String, duration: TimeInterval, now: Date, logger: Logger) async throws -> LeaseRenewal {
         try await call { try await repository.renew(batches, owner: owner, duration: duration, now: now, logger: logger) }
     }
 
-    func record(
+    package func record(
         _ batch: LeasedBatch,
         outcomes: [BatchOutcome],
         owner: String,
@@ -104,7 +104,7 @@ struct PostgresWorkerStore: WorkerStore {
         }
     }
 
-    func giveBack(
+    package func giveBack(
         _ batch: LeasedBatch,
         recorded: [BatchOutcome],
         returned: [Int],
@@ -131,11 +131,11 @@ struct PostgresWorkerStore: WorkerStore {
         }
     }
 
-    func fail(broadcast: UUID, reason: String, now: Date, logger: Logger) async throws -> Bool {
+    package func fail(broadcast: UUID, reason: String, now: Date, logger: Logger) async throws -> Bool {
         try await call { try await repository.fail(id: broadcast, reason: reason, now: now, logger: logger) }
     }
 
-    func reportProblem(_ problem: SenderHealth.Problem, worker: String, now: Date, logger: Logger) async throws {
+    package func reportProblem(_ problem: SenderHealth.Problem, worker: String, now: Date, logger: Logger) async throws {
         try await call {
             try await senders.reportProblem(
                 appID: problem.appID,
@@ -148,15 +148,15 @@ struct PostgresWorkerStore: WorkerStore {
         }
     }
 
-    func reportSent(_ key: AppProvider, worker: String, now: Date, logger: Logger) async throws {
+    package func reportSent(_ key: AppProvider, worker: String, now: Date, logger: Logger) async throws {
         try await call { try await senders.reportSent(appID: key.appID, provider: key.provider, worker: worker, now: now, logger: logger) }
     }
 
-    func raise(_ suspicion: MisconfigurationGuard.Suspicion, by worker: String, logger: Logger) async throws -> Bool {
+    package func raise(_ suspicion: MisconfigurationGuard.Suspicion, by worker: String, logger: Logger) async throws -> Bool {
         try await call { try await holds.raise(suspicion, by: worker, logger: logger) }
     }
 
-    func report(_ status: WorkerStatus, logger: Logger) async throws -> Date? {
+    package func report(_ status: WorkerStatus, logger: Logger) async throws -> Date? {
         try await call { try await workers.report(status, logger: logger) }
     }
 }

@@ -3,10 +3,9 @@ import Logging
 import PaperboyCore
 import PaperboyDispatch
 
-/// One worker's view of the simulation's database: ``DispatchModel`` behind the same ``WorkerStore`` protocol as
-/// PostgreSQL, called by the real ``WorkerExecutor``. Every call happens at the instant the simulation's seed drew
-/// for it to reach the database, on the database's clock (the simulation's `now`), and fails while the seed has the
-/// database down; a write may commit and lose its answer. What each call went through is noted for coverage.
+/// One worker's way to the simulation's database: the ``ModelStore`` every worker shares, reached at the instant the
+/// seed drew for each call, failing while the seed has the database down, and losing a commit's answer now and then.
+/// What each call went through is noted for coverage, and who held which batch for the invariants.
 ///
 /// Not thread-safe, and need not be: a simulation runs on one task, and nothing of it leaves that task.
 final class SimulatedStore: WorkerStore, @unchecked Sendable {
@@ -21,17 +20,15 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
         self.worker = worker
     }
 
-    /// The model's instants are the database's own clock, as PostgreSQL's `now()` is.
-    var answersOnItsClock: Bool { true }
+    var answersOnItsClock: Bool { simulation.database.answersOnItsClock }
 
     /// The database, as the seed has it now: throws while it is down.
-    private func reach() throws -> Simulation {
-        let simulation = simulation
+    private func reach() throws -> ModelStore {
         if let down = simulation.databaseDown, simulation.now >= down.from && simulation.now < down.until {
             simulation.covered.insert("databaseError")
             throw SimulatedDatabaseDown()
         }
-        return simulation
+        return simulation.database
     }
 
     /// A write that committed, and whose answer the seed may lose on the way back.
@@ -44,29 +41,14 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
     }
 
     /// The database's clock as a worker reads it from an answer: a few milliseconds off, as a round trip measures it.
-    private func answeredNow() -> Date {
-        simulation.now.addingTimeInterval(simulation.random.between(-0.01...0.01))
+    private func measured(_ instant: Date) -> Date {
+        instant.addingTimeInterval(simulation.random.between(-0.01...0.01))
     }
 
     func lease(_ query: LeaseQuery, logger: Logger) async throws -> StoreLease? {
-        let simulation = try reach()
-        let owner = simulation.workers[worker].name
-        guard
-            var batch = simulation.model.lease(
-                owner: owner,
-                now: simulation.now,
-                lookahead: query.lookahead,
-                duration: query.duration,
-                batchDuration: query.batchDuration,
-                maxBatchSize: query.maxBatchSize,
-                excluding: query.excludingBatches,
-                excludingApps: query.excludingApps,
-                excludingProviders: query.excludingProviders,
-                takeOver: query.takeOver,
-                takeOverGrace: query.takeOverGrace
-            )
-        else { return nil }
-        batch.leasedAt = answeredNow()
+        guard var lease = try await reach().lease(query, logger: logger) else { return nil }
+        let batch = lease.batch
+        lease.batch.leasedAt = batch.leasedAt.map(measured)
         if batch.leases > 1 {
             simulation.covered.insert("takeover")
             // Taken from a worker that is stopped or dead: what it wrote of the batch may be sent again.
@@ -76,32 +58,23 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
             }
         }
         simulation.workers[worker].held.insert(batch.id)
-        return StoreLease(batch: batch)
+        return lease
     }
 
     func targets(of batch: LeasedBatch, now: Date, logger: Logger) async throws -> [BatchTarget] {
-        let simulation = try reach()
-        return simulation.model.targets(of: batch, now: simulation.now)
+        try await reach().targets(of: batch, now: now, logger: logger)
     }
 
     func app(id: Int, logger: Logger) async throws -> SimulatedApp? {
-        let model = try reach().model
-        guard let providers = model.appProviders[id] else { return nil }
-        return SimulatedApp(id: id, credentialsVersion: model.appVersions[id, default: 0], providers: providers)
+        try await reach().app(id: id, logger: logger)
     }
 
     func edition(id: UUID, logger: Logger) async throws -> UUID? {
-        _ = try reach()
-        return id
+        try await reach().edition(id: id, logger: logger)
     }
 
     func standing(appID: Int, environment: APNsEnvironment, logger: Logger) async throws -> ProviderStanding {
-        let simulation = try reach()
-        var held: [PushProvider: String] = [:]
-        for provider in PushProvider.allCases {
-            if let hold = simulation.model.holds[HoldKey(appID: appID, environment: environment, provider: provider)] { held[provider] = hold.reason }
-        }
-        return ProviderStanding(held: held, confirmed: simulation.model.confirmed(appID: appID, environment: environment, now: simulation.now))
+        try await reach().standing(appID: appID, environment: environment, logger: logger)
     }
 
     func reclaimSlot(
@@ -113,14 +86,13 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
         notBefore: Date?,
         logger: Logger
     ) async throws -> Date? {
-        let simulation = try reach()
+        let database = try reach()
         simulation.covered.insert("slotClaim")
-        return simulation.model.reclaimSlot(batch, from: index, remaining: remaining, owner: owner, now: simulation.now, notBefore: notBefore)
+        return try await database.reclaimSlot(batch, from: index, remaining: remaining, owner: owner, now: now, notBefore: notBefore, logger: logger)
     }
 
     func renew(_ batches: [LeasedBatch], owner: String, duration: TimeInterval, now: Date, logger: Logger) async throws -> LeaseRenewal {
-        let simulation = try reach()
-        return simulation.model.renew(batches, owner: owner, duration: duration, now: simulation.now)
+        try await reach().renew(batches, owner: owner, duration: duration, now: now, logger: logger)
     }
 
     func record(
@@ -131,8 +103,9 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
         now: Date,
         logger: Logger
     ) async throws -> Bool {
-        let simulation = try reach()
-        return try committed(simulation.model.record(batch, outcomes: outcomes, owner: owner, configuration: configuration, now: simulation.now))
+        try committed(
+            try await reach().record(batch, outcomes: outcomes, owner: owner, configuration: configuration, now: now, logger: logger)
+        )
     }
 
     func giveBack(
@@ -145,54 +118,40 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
         now: Date,
         logger: Logger
     ) async throws -> Bool {
-        let simulation = try reach()
-        let written = simulation.model.giveBack(
+        let written = try await reach().giveBack(
             batch,
             recorded: recorded,
-            firstReturned: returned.first ?? 0,
-            returned: returned.count,
-            because: because.description,
-            providers: because.providerList,
-            held: because.heldProviders,
+            returned: returned,
+            because: because,
             owner: owner,
             configuration: configuration,
-            now: simulation.now
+            now: now,
+            logger: logger
         )
         return try committed(written)
     }
 
     func fail(broadcast: UUID, reason: String, now: Date, logger: Logger) async throws -> Bool {
-        let simulation = try reach()
-        return simulation.model.fail(broadcast, reason: reason, now: simulation.now)
+        try await reach().fail(broadcast: broadcast, reason: reason, now: now, logger: logger)
     }
 
     func reportProblem(_ problem: SenderHealth.Problem, worker: String, now: Date, logger: Logger) async throws {
-        let simulation = try reach()
-        simulation.model.reportProblem(appID: problem.appID, provider: problem.provider, worker: worker, problem: problem.reason, now: simulation.now)
+        try await reach().reportProblem(problem, worker: worker, now: now, logger: logger)
     }
 
     func reportSent(_ key: AppProvider, worker: String, now: Date, logger: Logger) async throws {
-        let simulation = try reach()
-        simulation.model.reportSent(appID: key.appID, provider: key.provider, worker: worker, now: simulation.now)
+        try await reach().reportSent(key, worker: worker, now: now, logger: logger)
     }
 
     func raise(_ suspicion: MisconfigurationGuard.Suspicion, by worker: String, logger: Logger) async throws -> Bool {
-        let simulation = try reach()
+        _ = try reach()
         simulation.covered.insert("hold")
         return simulation.raiseHold(suspicion, by: worker)
     }
 
     func report(_ status: WorkerStatus, logger: Logger) async throws -> Date? {
-        _ = try reach()
-        return answeredNow()
+        try await reach().report(status, logger: logger).map(measured)
     }
-}
-
-/// An app as the simulated workers read it: its providers and its configuration version.
-struct SimulatedApp: WorkerApp {
-    var id: Int
-    var credentialsVersion: Int
-    var providers: Set<PushProvider>
 }
 
 struct SimulatedDatabaseDown: Error, CustomStringConvertible {

@@ -151,15 +151,7 @@ extension Simulation {
     /// - Returns: whether it raised the hold.
     @discardableResult
     func raiseHold(_ suspicion: MisconfigurationGuard.Suspicion, by raiser: String) -> Bool {
-        let raised = model.raiseHold(
-            appID: suspicion.appID,
-            environment: suspicion.environment,
-            provider: suspicion.provider,
-            answer: suspicion.answer,
-            reason: suspicion.reason,
-            by: raiser,
-            version: suspicion.version
-        )
+        let raised = database.raiseHold(suspicion, by: raiser)
         if raised {
             holdTimes.append((AppProvider(appID: suspicion.appID, provider: suspicion.provider), now, nil))
             note("hold raised by \(raiser): app \(suspicion.appID) \(suspicion.environment) \(suspicion.provider.rawValue): \(suspicion.reason)")

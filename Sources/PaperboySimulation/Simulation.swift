@@ -121,7 +121,12 @@ public final class Simulation {
         set { time.now = newValue }
     }
     var queue = EventQueue<Item>()
-    var model = DispatchModel()
+    /// The database every worker shares (``SimulatedStore`` reaches it for each worker).
+    let database: ModelStore
+    var model: DispatchModel {
+        _read { yield database.model }
+        _modify { yield &database.model }
+    }
     var provider: SimulatedProvider
     var workers: [Worker] = []
     var sends: [Int: PendingSend] = [:]
@@ -143,7 +148,9 @@ public final class Simulation {
         self.scenario = scenario
         self.options = options
         self.random = SimulationRandom(seed: scenario.seed ^ 0xD1CE)
-        self.time = SimulatedTime(start)
+        let time = SimulatedTime(start)
+        self.time = time
+        self.database = ModelStore(answersOnItsClock: true) { time.now }
         self.provider = SimulatedProvider(notSentChance: scenario.notSentChance, fateUnknownChance: scenario.fateUnknownChance)
     }
 
