@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHPACK
+import PaperboyCore
 import PushTransport
 
 /// APNs's side of ``APNsClient``: provider tokens, `POST /3/device/<token>` requests, APNs's answers and its retry

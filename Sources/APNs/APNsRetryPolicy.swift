@@ -1,3 +1,4 @@
+import PaperboyCore
 import PushTransport
 
 /// When a rejected or failed send is tried again: 429 `TooManyRequests` and the server's own failures

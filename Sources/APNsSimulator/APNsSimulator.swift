@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import PaperboyCore
 import PushSimulator
 import Synchronization
 

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import PaperboyCore
 import PushSimulator
 import Synchronization
 

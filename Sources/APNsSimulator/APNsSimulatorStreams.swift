@@ -4,6 +4,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
+import PaperboyCore
 import PushSimulator
 
 /// What the APNs simulator does with the requests of one connection: validates each as APNs does, applies the

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHPACK
+import PaperboyCore
 import PushTransport
 import Synchronization
 

@@ -1,3 +1,4 @@
+import PaperboyCore
 import PushTransport
 
 /// When a rejected message is sent again: 429 `QUOTA_EXCEEDED` after its `Retry-After` (60 s without one),

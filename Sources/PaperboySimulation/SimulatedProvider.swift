@@ -2,14 +2,16 @@ import Foundation
 import PaperboyCore
 import PaperboyDispatch
 
-/// The push providers as the simulation sees them: what each push's answer is and when, as the providers' rules and
-/// the seed's faults say, and the log of every push written, which the invariants read as the truth (what reached a
-/// device, who wrote it, under which answer).
+/// The push providers as the simulation sees them: when each push is written and answered, and with what, as the
+/// providers' rules and the seed's faults say, and the log of every push written, which the invariants read as the truth
+/// (what reached a device, who wrote it, under which answer).
 ///
-/// It answers at the level of the channels' answers (``BatchSendMachine/Answer``): the HTTP/2 clients' own retries
-/// (429, 5xx, GOAWAY) are tested against the real simulators elsewhere and show here as latency; what is left is what
-/// a worker sees: accepted, rejected with the provider's reason and verdict, written without an answer, never written,
-/// our credentials refused.
+/// It answers as APNs and FCM do, with an HTTP status and the provider's reason (`410 Unregistered`, `503
+/// UNAVAILABLE`, `400 TopicDisallowed`…), and what an answer means is the provider modules' own reading of it
+/// (``APNsRejection/verdict``, ``FCMRejection/verdict``), which the worker's ``AnswerRules`` then apply: the simulation
+/// picks the answers, production's code says what they mean. What is a model is the transport: a push never written,
+/// written without an answer, or held while the provider takes no connection (the HTTP/2 clients' own retries, GOAWAY
+/// and connection faults are tested against the real simulators elsewhere and show here as latency).
 struct SimulatedProvider {
     /// One push written to a provider.
     struct Push: Sendable {
@@ -62,9 +64,9 @@ struct SimulatedProvider {
     static let connectWait: TimeInterval = 10
     static let requestTimeout: TimeInterval = 10
 
-    /// When a push is written, when (and what) it is answered, and what that says: the verdict and reason a
-    /// provider's answer reads as (an APNs or FCM module gives the worker the same), which ``AnswerRules`` turns into
-    /// the machine's answer here as in the worker.
+    /// When a push is written, when (and what) it is answered, and what that says: the verdict and reason the
+    /// provider's answer reads as (``answer(_:status:reason:since:)``), which ``AnswerRules`` turns into the machine's
+    /// answer here as in the worker.
     struct Decision {
         var writtenAt: Date?
         var answerAt: Date
@@ -73,6 +75,14 @@ struct SimulatedProvider {
         var reason: String?
         var delivered = false
         var misconfiguration = false
+    }
+
+    /// An error answer of `provider` with its status and reason, and what the provider's module reads it as.
+    static func answer(_ provider: PushProvider, status: Int, reason: String, since: Date? = nil) -> (verdict: PushVerdict, reason: String) {
+        switch provider {
+        case .apns: (APNsRejection(status: status, reason: APNsReason(rawValue: reason), timestamp: since).verdict, reason)
+        case .fcm: (FCMRejection(status: status, code: FCMErrorCode(reason), message: "").verdict, reason)
+        }
     }
 
     /// When a push handed over at `now` is written, and when (and what) it is answered, for a push through `key` with
@@ -95,19 +105,21 @@ struct SimulatedProvider {
         }
         if random.chance(notSentChance) { return Decision(writtenAt: nil, answerAt: written!.addingTimeInterval(latency), verdict: .notSent) }
         /// Taken but answered that the provider is failing or overloaded, with APNs' or FCM's reason.
-        func transient(apns: String, fcm: String) -> Decision {
-            Decision(
+        /// Taken and answered with an error: its status, and APNs' or FCM's reason.
+        func rejected(_ status: Int, apns: String, fcm: String, at answerAt: Date? = nil, since: Date? = nil) -> Decision {
+            let read = Self.answer(provider, status: status, reason: provider == .apns ? apns : fcm, since: since)
+            return Decision(
                 writtenAt: written,
-                answerAt: written!.addingTimeInterval(latency),
-                verdict: .unavailable,
-                reason: provider == .apns ? apns : fcm
+                answerAt: answerAt ?? written!.addingTimeInterval(latency),
+                verdict: read.verdict,
+                reason: read.reason
             )
         }
         if let failing, written! >= failing.from && written! < failing.until {
-            return transient(apns: "ServiceUnavailable", fcm: "UNAVAILABLE")
+            return rejected(503, apns: "ServiceUnavailable", fcm: "UNAVAILABLE")
         }
         if let throttling, written! >= throttling.from && written! < throttling.until, random.chance(throttling.share) {
-            return transient(apns: "TooManyRequests", fcm: "QUOTA_EXCEEDED")
+            return rejected(429, apns: "TooManyRequests", fcm: "QUOTA_EXCEEDED")
         }
         var answerAt = written!.addingTimeInterval(latency)
         if let outage, answerAt >= outage.from && written! < outage.until {
@@ -131,48 +143,23 @@ struct SimulatedProvider {
             )
         }
         guard accepted[key]?.contains(generation) == true else {
-            return Decision(
-                writtenAt: written,
-                answerAt: answerAt,
-                verdict: .credentialsRejected,
-                reason: provider == .apns ? "InvalidProviderToken" : "UNAUTHENTICATED"
-            )
+            return rejected(provider == .apns ? 403 : 401, apns: "InvalidProviderToken", fcm: "UNAUTHENTICATED", at: answerAt)
         }
         if topicDisallowed.contains(key) {
-            return Decision(
-                writtenAt: written,
-                answerAt: answerAt,
-                verdict: .misconfigured,
-                reason: provider == .apns ? "TopicDisallowed" : "THIRD_PARTY_AUTH_ERROR"
-            )
+            return rejected(provider == .apns ? 400 : 401, apns: "TopicDisallowed", fcm: "THIRD_PARTY_AUTH_ERROR", at: answerAt)
         }
-        let reason = provider == .apns ? "DeviceTokenNotForTopic" : "SENDER_ID_MISMATCH"
         if misconfigured.contains(key) {
-            return Decision(
-                writtenAt: written,
-                answerAt: answerAt,
-                verdict: .tokenInvalid(hint: "the app's configuration"),
-                reason: reason,
-                misconfiguration: true
-            )
+            var decision = rejected(provider == .apns ? 400 : 403, apns: "DeviceTokenNotForTopic", fcm: "SENDER_ID_MISMATCH", at: answerAt)
+            decision.misconfiguration = true
+            return decision
         }
         switch tokens[device] ?? .valid {
         case .valid:
             return Decision(writtenAt: written, answerAt: answerAt, verdict: .accepted, delivered: true)
         case .uninstalled(let since):
-            return Decision(
-                writtenAt: written,
-                answerAt: answerAt,
-                verdict: .tokenDead(since: since),
-                reason: provider == .apns ? "Unregistered" : "UNREGISTERED"
-            )
+            return rejected(provider == .apns ? 410 : 404, apns: "Unregistered", fcm: "UNREGISTERED", at: answerAt, since: since)
         case .invalid:
-            return Decision(
-                writtenAt: written,
-                answerAt: answerAt,
-                verdict: .tokenInvalid(hint: "a stray token"),
-                reason: provider == .apns ? "BadDeviceToken" : reason
-            )
+            return rejected(provider == .apns ? 400 : 403, apns: "BadDeviceToken", fcm: "SENDER_ID_MISMATCH", at: answerAt)
         }
     }
 }

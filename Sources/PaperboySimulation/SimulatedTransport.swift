@@ -36,7 +36,10 @@ final class SimulatedTransport: WorkerTransport, @unchecked Sendable {
         let key = AppProvider(appID: app.id, provider: provider)
         let current = simulation.keyFiles[key] ?? 1
         if (generations[key] ?? 0) < current { generations[key] = current }
-        return .ready(SimulatedChannel(simulation: simulation, worker: worker, batch: batch, provider: provider, generation: generations[key]!), readyAlert: false)
+        return .ready(
+            SimulatedChannel(simulation: simulation, worker: worker, batch: batch, provider: provider, generation: generations[key]!),
+            readyAlert: false
+        )
     }
 
     /// `ProviderChannels.reload`: newer credentials another batch loaded, else the current key file's.

@@ -20,4 +20,3 @@ public struct StoreError: Error, Equatable, CustomStringConvertible {
 
     public var description: String { field.map { "\($0): \(message)" } ?? message }
 }
-

@@ -4,6 +4,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import Logging
+import PaperboyCore
 
 struct APNsSimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

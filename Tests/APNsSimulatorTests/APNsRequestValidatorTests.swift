@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Crypto
 import Foundation
+import PaperboyCore
 import Testing
 
 @Suite("Simulator request validation")

@@ -5,6 +5,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHPACK
 import NIOHTTP2
+import PaperboyCore
 import PushSimulator
 import Testing
 

@@ -1,4 +1,5 @@
 import APNs
+import PaperboyCore
 import PushTransport
 import Testing
 

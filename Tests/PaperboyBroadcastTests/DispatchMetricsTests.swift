@@ -1,11 +1,11 @@
 import Foundation
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 import Prometheus
 import Testing
 
 @testable import PaperboyBroadcast
-import PaperboyDispatch
 
 /// The dispatcher's gauges as `GET /metrics` shows them (a Prometheus registry of the test's own): what the alert
 /// rules and the dashboard read.

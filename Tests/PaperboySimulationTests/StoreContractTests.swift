@@ -1,12 +1,13 @@
 import Foundation
 import Logging
-@testable import PaperboyBroadcast
 import PaperboyCore
-@testable import PaperboyDispatch
 import PaperboySimulation
 import PaperboyStore
 import PaperboyTesting
 import Testing
+
+@testable import PaperboyBroadcast
+@testable import PaperboyDispatch
 
 /// The worker's store protocol (``WorkerStore``), one test function per contract, each run against the model the
 /// simulation's workers use (``ModelStore``) and against PostgreSQL (``PostgresWorkerStore``, the store `paperboy
@@ -103,7 +104,9 @@ struct StoreContractTests {
             let expired = now.addingTimeInterval(30)
             let withinGrace = try await store.lease(Self.query("w2", at: expired.addingTimeInterval(5), takeOverGrace: 10), logger: Self.logger)
             #expect(withinGrace == nil, "a lease expired less than the grace ago is left to its holder")
-            let taken = try #require(try await store.lease(Self.query("w2", at: expired.addingTimeInterval(11), takeOverGrace: 10), logger: Self.logger)?.batch)
+            let taken = try #require(
+                try await store.lease(Self.query("w2", at: expired.addingTimeInterval(11), takeOverGrace: 10), logger: Self.logger)?.batch
+            )
             #expect(taken.id == batch.id)
             #expect(taken.leases == 2)
             let later = expired.addingTimeInterval(11.5)
@@ -129,7 +132,15 @@ struct StoreContractTests {
             #expect(try await store.lease(Self.query("w2", at: now.addingTimeInterval(31)), logger: Self.logger) == nil)
             let asked = now.addingTimeInterval(25)
             let start = try #require(
-                try await store.reclaimSlot(batch, from: 2, remaining: 3, owner: "w1", now: now.addingTimeInterval(21), notBefore: asked, logger: Self.logger)
+                try await store.reclaimSlot(
+                    batch,
+                    from: 2,
+                    remaining: 3,
+                    owner: "w1",
+                    now: now.addingTimeInterval(21),
+                    notBefore: asked,
+                    logger: Self.logger
+                )
             )
             #expect(start >= asked)
         }
@@ -221,7 +232,15 @@ struct StoreContractTests {
     func statuses(_ kind: Kind) async throws {
         try await Self.with(kind, devices: 1) { store, pair in
             let now = pair.firstDue
-            let problem = SenderHealth.Problem(appID: pair.app, provider: .apns, code: "load", reason: "no key here", since: 0, retryAt: 60, failures: 1)
+            let problem = SenderHealth.Problem(
+                appID: pair.app,
+                provider: .apns,
+                code: "load",
+                reason: "no key here",
+                since: 0,
+                retryAt: 60,
+                failures: 1
+            )
             try await store.reportProblem(problem, worker: "w1", now: now, logger: Self.logger)
             try await store.reportSent(AppProvider(appID: pair.app, provider: .apns), worker: "w1", now: now, logger: Self.logger)
             let status = WorkerStatus(name: "w1", startedAt: now, seenAt: now)
