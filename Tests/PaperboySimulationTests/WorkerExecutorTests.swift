@@ -1,0 +1,98 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboySimulation
+import Testing
+
+@testable import PaperboyDispatch
+
+/// ``WorkerExecutor`` itself, over the model store and a transport whose key file a test rotates: the executor's own
+/// code, which production and the simulation both run.
+@Suite("The worker's executor")
+struct WorkerExecutorTests {
+    /// The app's key as this worker finds it: a generation that a rotation raises.
+    final class RotatingTransport: WorkerTransport, @unchecked Sendable {
+        var generation = 1
+
+        func configuredProviders(for app: SimulatedApp) -> Set<PushProvider> { app.providers }
+
+        func way(_ provider: PushProvider, for batch: LeasedBatch, app: SimulatedApp, edition: UUID) throws(PushBuildError) -> BatchWay? {
+            .ready(Channel(provider: provider, generation: generation), readyAlert: false)
+        }
+
+        func reload(_ provider: PushProvider, app: SimulatedApp, environment: APNsEnvironment, refusedGeneration: Int) -> BatchSendMachine.Reload? {
+            generation > refusedGeneration ? .changed(generation: generation) : .unchanged
+        }
+
+        struct Channel: BatchChannel {
+            var provider: PushProvider
+            var generation: Int
+            var isUnreachable: Bool { false }
+            var silenceLimit: Duration { .seconds(2) }
+            func send(
+                _ items: [BatchSendMachine.Push],
+                targets: [BatchTarget],
+                sentAt: Date,
+                logger: Logger,
+                report: @escaping @Sendable ([BatchSendMachine.Answer]) -> Void
+            ) async {}
+        }
+    }
+
+    @Test(
+        "credentials changed mid-batch (a rotation): after the reload, the batch is recorded under the app as read again, so that its devices' \"not valid\" answers are held, not dropped as answers to an older configuration"
+    )
+    func reloadRecordsUnderTheAppReadAgain() async throws {
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let broadcast = UUID()
+        var model = DispatchModel()
+        model.addApp(1, providers: [.apns], version: 1)
+        model.addDevices(
+            (1...3).map { id in
+                DispatchModel.Device(
+                    id: Int64(id),
+                    app: 1,
+                    token: .apns(DeviceToken(bytes: Array(repeating: UInt8(id), count: 32))),
+                    key: Int64(id) * 1000,
+                    platform: .ios,
+                    tier: .large,
+                    registeredAt: start.addingTimeInterval(-86_400)
+                )
+            }
+        )
+        model.startBroadcast(broadcast, app: 1, start: start, rate: 10, cohorts: 1, slot: 1, deadline: start.addingTimeInterval(3600))
+        let store = ModelStore(model: model, answersOnItsClock: true) { start }
+        let transport = RotatingTransport()
+        let executor = WorkerExecutor(
+            store: store,
+            transport: transport,
+            owner: "w1",
+            configuration: WorkerMachine.Configuration(),
+            clock: BroadcastClock(now: { start }, sleep: { _ in }),
+            logger: Logger(label: "paperboy.test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        guard
+            case .leased(let leased?) = await executor.run(
+                .lease(WorkerMachine.LeaseRequest(excludingBatches: [], excludingApps: [], excludingProviders: []))
+            )
+        else {
+            Issue.record("nothing leased")
+            return
+        }
+        guard case .batchRead(_, let contents) = await executor.run(.read(leased)) else {
+            Issue.record("the batch was not read")
+            return
+        }
+        #expect(contents.configuration == 1)
+        // `paperboy apps set-apns`: a new key file, a new configuration version; the old key is refused.
+        store.model.setCredentials(appID: 1, provider: .apns)
+        transport.generation = 2
+        let reloaded = await executor.run(.reloadCredentials(leased, .apns, refusedGeneration: 1))
+        #expect(reloaded == .credentialsReloaded(leased.id, .apns, .changed(generation: 2)))
+        let outcomes = contents.targets.map {
+            BatchOutcome(deviceID: $0.deviceID, sentAt: start, result: .rejected(reason: "BadDeviceToken", deactivates: .deferred))
+        }
+        #expect(await executor.run(.write(leased, .record(outcomes))) == .written(leased.id))
+        #expect(store.model.heldDeactivations.keys.sorted() == [1, 2, 3], "answers to the new key, recorded under its configuration")
+    }
+}
