@@ -40,6 +40,12 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
         return value
     }
 
+    /// A call that committed and, on a slow database (``Simulation/Options/slowDatabase``), answered too late.
+    private func slow<Value>(_ value: Value) throws -> Value {
+        guard simulation.options.slowDatabase else { return value }
+        return try committed(value)
+    }
+
     /// The database's clock as a worker reads it from an answer: a few milliseconds off, as a round trip measures it.
     private func measured(_ instant: Date) -> Date {
         instant.addingTimeInterval(simulation.random.between(-0.01...0.01))
@@ -48,7 +54,6 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
     func lease(_ query: LeaseQuery, logger: Logger) async throws -> StoreLease? {
         guard var lease = try await reach().lease(query, logger: logger) else { return nil }
         let batch = lease.batch
-        lease.batch.leasedAt = batch.leasedAt.map(measured)
         if batch.leases > 1 {
             simulation.covered.insert("takeover")
             // Taken from a worker that is stopped or dead: what it wrote of the batch may be sent again.
@@ -57,6 +62,13 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
                 simulation.workers[other].abandoned.insert(batch.id)
             }
         }
+        // A slow database: the lease committed, and its answer came after the worker gave up on the call. The batch
+        // is this worker's in the store, unknown to it: another worker takes it over once the lease expires.
+        if simulation.options.slowDatabase, simulation.random.chance(simulation.scenario.lostCommitChance) {
+            simulation.covered.insert("leaseAnswerLost")
+            throw SimulatedCommitAnswerLost()
+        }
+        lease.batch.leasedAt = batch.leasedAt.map(measured)
         simulation.workers[worker].held.insert(batch.id)
         return lease
     }
@@ -88,11 +100,13 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
     ) async throws -> Date? {
         let database = try reach()
         simulation.covered.insert("slotClaim")
-        return try await database.reclaimSlot(batch, from: index, remaining: remaining, owner: owner, now: now, notBefore: notBefore, logger: logger)
+        return try slow(
+            try await database.reclaimSlot(batch, from: index, remaining: remaining, owner: owner, now: now, notBefore: notBefore, logger: logger)
+        )
     }
 
     func renew(_ batches: [LeasedBatch], owner: String, duration: TimeInterval, now: Date, logger: Logger) async throws -> LeaseRenewal {
-        try await reach().renew(batches, owner: owner, duration: duration, now: now, logger: logger)
+        try slow(try await reach().renew(batches, owner: owner, duration: duration, now: now, logger: logger))
     }
 
     func record(

@@ -28,6 +28,7 @@ public struct SimulationRun: Sendable, Codable {
         seeds: Int,
         jobs: Int,
         timeLimit: Double? = nil,
+        options: Simulation.Options = Simulation.Options(),
         progress: @escaping @Sendable (Int) -> Void = { _ in }
     ) async -> SimulationRun {
         let shared = Shared()
@@ -40,7 +41,7 @@ public struct SimulationRun: Sendable, Codable {
                         guard index < seeds else { return }
                         if let timeLimit, (ContinuousClock.now - started) > .seconds(timeLimit) { return }
                         let seed = first + UInt64(index)
-                        let result = await Simulation(scenario: Scenario(seed: seed)).run()
+                        let result = await Simulation(scenario: Scenario(seed: seed), options: options).run()
                         let done = shared.tally.withLock { tally -> Int in
                             tally.done += 1
                             tally.events += result.events
@@ -51,7 +52,8 @@ public struct SimulationRun: Sendable, Codable {
                                 tally.failures.append(
                                     Failure(
                                         seed: seed,
-                                        replay: "swift run -c release paperboy-sim --seed \(seed) --trace",
+                                        replay:
+                                            "swift run -c release paperboy-sim --seed \(seed) --trace\(options.slowDatabase ? " --slow-database" : "")",
                                         scenario: result.scenario.description,
                                         violations: result.violations
                                     )

@@ -40,6 +40,9 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Stop starting new seeds after this many seconds (the seeds run so far are reported).")
     var timeLimit: Double?
 
+    @Flag(help: "A slow database: leases, renewals and slot claims that commit and answer after the worker gave up (open findings; off in CI).")
+    var slowDatabase = false
+
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
@@ -52,7 +55,7 @@ struct SimulateCommand: AsyncParsableCommand {
     func run() async throws {
         Self.deterministicHashing()
         if let seed {
-            let result = await Simulation(scenario: Scenario(seed: seed), options: .init(trace: trace)).run()
+            let result = await Simulation(scenario: Scenario(seed: seed), options: .init(trace: trace, slowDatabase: slowDatabase)).run()
             print(result.scenario)
             print(
                 "\(result.events) events, \(Int(result.seconds)) virtual seconds, \(result.pushes) pushes; covered: \(result.covered.sorted().joined(separator: ", "))"
@@ -65,7 +68,13 @@ struct SimulateCommand: AsyncParsableCommand {
             }
             return
         }
-        let summary = await SimulationRun.run(first: first, seeds: seeds, jobs: jobs, timeLimit: timeLimit) { done in
+        let summary = await SimulationRun.run(
+            first: first,
+            seeds: seeds,
+            jobs: jobs,
+            timeLimit: timeLimit,
+            options: Simulation.Options(slowDatabase: slowDatabase)
+        ) { done in
             if !json && done % 1000 == 0 { FileHandle.standardError.write(Data("\(done) seeds\n".utf8)) }
         }
         if json {
