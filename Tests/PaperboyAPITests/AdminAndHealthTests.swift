@@ -3,6 +3,7 @@ import HTTPTypes
 import HummingbirdTesting
 import PaperboyAPI
 import PaperboyTesting
+import Synchronization
 import Testing
 
 @Suite("Admin token and health")
@@ -79,4 +80,34 @@ struct AdminAndHealthTests {
             #expect(try ready.json().count == 1, "strangers read the status only: \(ready.text)")
         }
     }
+
+    @Test("a flood of readiness probes costs one check at a time and at most one a second: 200 at once, a handful of checks")
+    func readinessSharedAcrossProbes() async throws {
+        let checks = Counter()
+        let counted: @Sendable (inout APIConfiguration) -> Void = { configuration in
+            configuration.senderProblems = {
+                checks.add()
+                return []
+            }
+        }
+        try await APIFixture.with(configure: counted) { _, client in
+            let started = ContinuousClock.now
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for _ in 0..<200 { group.addTask { try await client.send(.get, "/health/ready").status } }
+                return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+            }
+            let seconds = (ContinuousClock.now - started).components.seconds
+            #expect(statuses.allSatisfy { $0 == .ok })
+            #expect(checks.value >= 1)
+            #expect(checks.value <= Int(seconds) + 2, "\(checks.value) checks for 200 probes over \(seconds) s")
+        }
+    }
+
+    /// How many times something happened, from any task.
+    final class Counter: Sendable {
+        private let count = Mutex(0)
+        func add() { count.withLock { $0 += 1 } }
+        var value: Int { count.withLock { $0 } }
+    }
+
 }
