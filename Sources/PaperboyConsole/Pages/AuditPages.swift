@@ -62,10 +62,10 @@ extension ConsoleRoutes {
     }
 }
 
-/// The plan page's audience counts, kept per publication, environment and cohorts for ``timeToLive``: counting a
-/// whole audience reads every subscribed device, which a viewer reloading the page must not repeat.
-actor PlanCountCache {
-    struct Key: Hashable {
+/// What the plan page counts, per publication, environment and number of cohorts, shared by the page views that ask at
+/// once and kept a while (``SharedAnswers``).
+enum PlanCountCache {
+    struct Key: Hashable, Sendable {
         var publicationID: Int
         var environment: String
         var cohorts: Int
@@ -77,21 +77,7 @@ actor PlanCountCache {
         var habits: [HabitOrder.Count]
     }
 
-    let timeToLive: TimeInterval
-    private var entries: [Key: (at: Date, counts: Counts)] = [:]
-
-    init(timeToLive: TimeInterval) {
-        self.timeToLive = timeToLive
-    }
-
-    /// The counts of `key`: kept ones younger than ``timeToLive``, else `count()`'s, kept from `now`.
-    /// - Returns: the counts and when they were counted.
-    func counts(_ key: Key, now: Date, count: @Sendable () async throws -> Counts) async throws -> (counts: Counts, at: Date) {
-        if let hit = entries[key], now.timeIntervalSince(hit.at) < timeToLive, now >= hit.at { return (hit.counts, hit.at) }
-        let counts = try await count()
-        if entries.count >= 256 { entries = entries.filter { now.timeIntervalSince($0.value.at) < timeToLive } }
-        if entries.count >= 256 { entries.removeAll() }
-        entries[key] = (now, counts)
-        return (counts, now)
+    static func make(timeToLive: TimeInterval) -> SharedAnswers<Key, Counts> {
+        SharedAnswers(timeToLive: timeToLive, capacity: 256)
     }
 }

@@ -218,7 +218,12 @@ extension ConsoleRoutes {
         let actions = try await audit.entries(broadcastID: id, logger: context.logger)
         var wakeTable: BroadcastPage.WakeRatesTable?
         if progress.state != .running {
-            let (waves, sample) = try await wakeRates.waveRates(broadcastID: id, client: client, now: now, logger: context.logger)
+            let (client, logger) = (self.client, context.logger)
+            let rates = try await wakeRates.value(id, now: now) {
+                let (waves, sample) = try await WakeRateRepository(client: client).waveRates(broadcastID: id, logger: logger)
+                return WakeRateCache.Rates(waves: waves, sample: sample)
+            }.value
+            let (waves, sample) = (rates.waves, rates.sample)
             wakeTable = BroadcastPage.WakeRatesTable(
                 rows: waves.groups.map { group in
                     .init(
@@ -351,22 +356,15 @@ extension ConsoleRoutes {
     }
 }
 
-/// Wake rates by wave of ended broadcasts, kept for a while per process: counting them reads the broadcast's
-/// deliveries (a sample of at most 250,000 pushes), which a page view should not repeat every time.
-actor WakeRateCache {
-    private var cached: [UUID: (at: Date, waves: WakeRates.Breakdown, sample: WakeRates.Sample?)] = [:]
-    let timeToLive: TimeInterval = 600
+/// Wake rates by wave of ended broadcasts, kept ten minutes per process (``SharedAnswers``): counting them reads the
+/// broadcast's deliveries (a sample of at most 250,000 pushes), which a page view should not repeat every time.
+enum WakeRateCache {
+    struct Rates: Sendable {
+        var waves: WakeRates.Breakdown
+        var sample: WakeRates.Sample?
+    }
 
-    func waveRates(
-        broadcastID: UUID,
-        client: PostgresClient,
-        now: Date,
-        logger: Logger
-    ) async throws -> (WakeRates.Breakdown, WakeRates.Sample?) {
-        if let hit = cached[broadcastID], now.timeIntervalSince(hit.at) < timeToLive { return (hit.waves, hit.sample) }
-        let (waves, sample) = try await WakeRateRepository(client: client).waveRates(broadcastID: broadcastID, logger: logger)
-        if cached.count > 100 { cached.removeAll() }
-        cached[broadcastID] = (now, waves, sample)
-        return (waves, sample)
+    static func make() -> SharedAnswers<UUID, Rates> {
+        SharedAnswers(timeToLive: 600, capacity: 100)
     }
 }

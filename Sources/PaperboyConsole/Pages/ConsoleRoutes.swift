@@ -18,8 +18,8 @@ struct ConsoleRoutes: Sendable {
     let audit: AuditRepository
     let keyring: ConsoleKeyring
     let signIns: GuessGuard
-    let wakeRates: WakeRateCache
-    let planCounts: PlanCountCache
+    let wakeRates: SharedAnswers<UUID, WakeRateCache.Rates>
+    let planCounts: SharedAnswers<PlanCountCache.Key, PlanCountCache.Counts>
     let liveStreams: LiveStreamCount
 
     init(client: PostgresClient, configuration: ConsoleConfiguration, keyring: ConsoleKeyring) {
@@ -33,8 +33,8 @@ struct ConsoleRoutes: Sendable {
         self.keyring = keyring
         let now = configuration.now
         self.signIns = GuessGuard(policy: configuration.signInPolicy) { now().timeIntervalSince1970 }
-        self.wakeRates = WakeRateCache()
-        self.planCounts = PlanCountCache(timeToLive: configuration.planCountsTimeToLive)
+        self.wakeRates = WakeRateCache.make()
+        self.planCounts = PlanCountCache.make(timeToLive: configuration.planCountsTimeToLive)
         self.liveStreams = LiveStreamCount(perSession: configuration.liveStreamsPerSession)
     }
 

@@ -120,7 +120,7 @@ extension ConsoleRoutes {
                 }
             }
             let client = self.client
-            let (counted, countedAt) = try await planCounts.counts(
+            let (counted, countedAt) = try await planCounts.value(
                 PlanCountCache.Key(publicationID: publication.id, environment: environment.rawValue, cohorts: cohorts),
                 now: now
             ) {

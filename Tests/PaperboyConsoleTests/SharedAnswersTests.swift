@@ -1,0 +1,79 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import PaperboyConsole
+
+/// The console's caches of costly answers (the plan's counts, an ended broadcast's wake rates).
+@Suite("Answers shared by page views")
+struct SharedAnswersTests {
+    /// How many computations ran, from any task.
+    final class Computations: Sendable {
+        private let count = Mutex(0)
+        func add() { count.withLock { $0 += 1 } }
+        var value: Int { count.withLock { $0 } }
+    }
+
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test("fifty page views asking for one key at once share one computation, and all get its answer")
+    func sharedWhileRunning() async throws {
+        let cache = SharedAnswers<Int, Int>(timeToLive: 60, capacity: 10)
+        let computations = Computations()
+        let answers = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    try await cache.value(1, now: Self.start) {
+                        computations.add()
+                        try await Task.sleep(for: .milliseconds(200))
+                        return 42
+                    }.value
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(answers == Array(repeating: 42, count: 50))
+        #expect(computations.value == 1)
+    }
+
+    @Test("past its capacity the cache drops its oldest answer only: a viewer paging through many keys does not empty it")
+    func evictsTheOldest() async throws {
+        let cache = SharedAnswers<Int, Int>(timeToLive: 600, capacity: 3)
+        let computations = Computations()
+        @Sendable func compute(_ key: Int) -> @Sendable () async throws -> Int {
+            {
+                computations.add()
+                return key * 10
+            }
+        }
+        for key in 1...4 { _ = try await cache.value(key, now: Self.start.addingTimeInterval(Double(key)), compute: compute(key)) }
+        #expect(await cache.count == 3)
+        #expect(computations.value == 4)
+        #expect(try await cache.value(2, now: Self.start.addingTimeInterval(5), compute: compute(2)).value == 20)
+        #expect(computations.value == 4, "key 2 was kept")
+        _ = try await cache.value(1, now: Self.start.addingTimeInterval(6), compute: compute(1))
+        #expect(computations.value == 5, "key 1, the oldest, was dropped")
+    }
+
+    @Test("an answer is kept for its time to live, a failed computation not at all")
+    func timeToLiveAndFailures() async throws {
+        struct Failed: Error {}
+        let cache = SharedAnswers<String, Int>(timeToLive: 60, capacity: 10)
+        let computations = Computations()
+        await #expect(throws: Failed.self) {
+            try await cache.value("a", now: Self.start) {
+                computations.add()
+                throw Failed()
+            }
+        }
+        let first = try await cache.value("a", now: Self.start) {
+            computations.add()
+            return 1
+        }
+        #expect(first.value == 1 && computations.value == 2)
+        let kept = try await cache.value("a", now: Self.start.addingTimeInterval(59)) { 2 }
+        #expect(kept.value == 1 && kept.at == Self.start)
+        let renewed = try await cache.value("a", now: Self.start.addingTimeInterval(61)) { 3 }
+        #expect(renewed.value == 3)
+    }
+}
