@@ -166,15 +166,33 @@ struct ConsoleHostileNetworkTests {
         }
     }
 
-    @Test("live streams are capped per session: past the cap a stream answers 429; a closed one frees its place")
+    @Test(
+        "live streams are capped per session (429) and in all (503, however many sessions a viewer signs in for); a closed one frees its place"
+    )
     func liveStreamCap() async throws {
-        let streams = LiveStreamCount(perSession: 2)
-        #expect(streams.open("a") && streams.open("a"))
-        #expect(!streams.open("a"), "a third at once is refused")
-        #expect(streams.open("b"), "another session has its own")
+        let streams = LiveStreamCount(perSession: 2, inAll: 5)
+        #expect(streams.open("a") == nil && streams.open("a") == nil)
+        #expect(streams.open("a") == .session, "a third at once is refused")
+        #expect(streams.open("b") == nil, "another session has its own")
         streams.close("a")
-        #expect(streams.open("a"))
+        #expect(streams.open("a") == nil)
         #expect(streams.count("a") == 2)
+        // Signing in again and again: new sessions, but no more streams than the process allows.
+        #expect(streams.open("c") == nil && streams.open("d") == nil)
+        #expect(streams.open("e") == .process)
+        #expect(streams.total == 5)
+        streams.close("nobody")
+        #expect(streams.total == 5, "closing a stream never opened frees nothing")
+        streams.close("d")
+        #expect(streams.open("e") == nil)
+
+        let all: @Sendable (inout ConsoleConfiguration) -> Void = { $0.liveStreamsInAll = 0 }
+        try await ConsoleFixture.with(configure: all) { fixture in
+            let cookie = try await fixture.signIn(ConsoleFixture.viewerToken)
+            let refused = try await fixture.get("/console/broadcasts/\(fixture.id)/live", cookie: cookie)
+            #expect(refused.status == .serviceUnavailable)
+            #expect(refused.headers[.retryAfter] != nil)
+        }
 
         let none: @Sendable (inout ConsoleConfiguration) -> Void = { $0.liveStreamsPerSession = 0 }
         try await ConsoleFixture.with(configure: none) { fixture in

@@ -17,7 +17,8 @@ import Synchronization
 /// ``ConsoleConfiguration/liveSessionCheck`` it checks that its session is still good (not signed out, not past its
 /// end) and otherwise sends `signed-out` and stops. The stream ends after ``ConsoleConfiguration/liveStreamLifetime``
 /// (the browser reconnects by itself) and when the server stops. A session holds at most
-/// ``ConsoleConfiguration/liveStreamsPerSession`` streams at once in a process.
+/// ``ConsoleConfiguration/liveStreamsPerSession`` streams at once in a process, and the process at most
+/// ``ConsoleConfiguration/liveStreamsInAll``.
 extension ConsoleRoutes {
     /// What one `update` event carries: the rendered parts by name (`summary`, `charts`, `waves`) and the time of the
     /// sample they show.
@@ -33,13 +34,24 @@ extension ConsoleRoutes {
         guard try await broadcasts.find(id: id, logger: context.logger) != nil else {
             throw ConsolePageError.notFound("There is no broadcast \(id.uuidString.lowercased()).")
         }
-        guard liveStreams.open(session.id) else {
+        if let refusal = liveStreams.open(session.id) {
             refused("live streams", request: request, context: context)
-            var error = ConsolePageError(
-                status: .tooManyRequests,
-                heading: "Too many live pages",
-                message: "This session has \(configuration.liveStreamsPerSession) live pages open already: close one."
-            )
+            var error =
+                switch refusal {
+                case .session:
+                    ConsolePageError(
+                        status: .tooManyRequests,
+                        heading: "Too many live pages",
+                        message: "This session has \(configuration.liveStreamsPerSession) live pages open already: close one."
+                    )
+                case .process:
+                    ConsolePageError(
+                        status: .serviceUnavailable,
+                        heading: "Too many live pages",
+                        message:
+                            "This server has \(configuration.liveStreamsInAll) live pages open already: the page shows its figures without live updates; reload it later."
+                    )
+                }
             error.retryAfter = 30
             throw error
         }
@@ -124,31 +136,48 @@ extension ConsoleRoutes {
     }
 }
 
-/// Live streams open per session in this process.
+/// Live streams open in this process, per session and in all: a session holds at most ``perSession``, and the process
+/// at most ``inAll`` (signing in again gives a new session, so the cap per session alone does not bound a viewer who
+/// signs in many times; each stream probes the database every ``ConsoleConfiguration/liveInterval``).
 final class LiveStreamCount: Sendable {
-    let perSession: Int
-    private let streams = Mutex<[String: Int]>([:])
-
-    init(perSession: Int) {
-        self.perSession = perSession
+    /// Why a stream was refused.
+    enum Refusal: Equatable {
+        case session
+        case process
     }
 
-    /// Counts one more stream of `session`; false (and nothing counted) when it holds ``perSession`` already.
-    func open(_ session: String) -> Bool {
+    let perSession: Int
+    let inAll: Int
+    private let streams = Mutex<(bySession: [String: Int], total: Int)>(([:], 0))
+
+    init(perSession: Int, inAll: Int) {
+        self.perSession = perSession
+        self.inAll = inAll
+    }
+
+    /// Counts one more stream of `session`; a refusal (and nothing counted) when the session or the process holds its
+    /// cap already.
+    func open(_ session: String) -> Refusal? {
         streams.withLock { streams in
-            guard streams[session, default: 0] < perSession else { return false }
-            streams[session, default: 0] += 1
-            return true
+            guard streams.bySession[session, default: 0] < perSession else { return .session }
+            guard streams.total < inAll else { return .process }
+            streams.bySession[session, default: 0] += 1
+            streams.total += 1
+            return nil
         }
     }
 
     func close(_ session: String) {
         streams.withLock { streams in
-            let left = streams[session, default: 1] - 1
-            streams[session] = left > 0 ? left : nil
+            guard let open = streams.bySession[session] else { return }
+            streams.bySession[session] = open > 1 ? open - 1 : nil
+            streams.total -= 1
         }
     }
 
-    /// Streams open now (for tests).
-    func count(_ session: String) -> Int { streams.withLock { $0[session, default: 0] } }
+    /// Streams open now, of `session` (for tests).
+    func count(_ session: String) -> Int { streams.withLock { $0.bySession[session, default: 0] } }
+
+    /// Streams open now in the process.
+    var total: Int { streams.withLock { $0.total } }
 }

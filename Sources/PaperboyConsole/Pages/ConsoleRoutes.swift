@@ -35,7 +35,7 @@ struct ConsoleRoutes: Sendable {
         self.signIns = GuessGuard(policy: configuration.signInPolicy) { now().timeIntervalSince1970 }
         self.wakeRates = WakeRateCache.make()
         self.planCounts = PlanCountCache.make(timeToLive: configuration.planCountsTimeToLive)
-        self.liveStreams = LiveStreamCount(perSession: configuration.liveStreamsPerSession)
+        self.liveStreams = LiveStreamCount(perSession: configuration.liveStreamsPerSession, inAll: configuration.liveStreamsInAll)
     }
 
     var access: ConsoleAccess { configuration.access }
