@@ -26,8 +26,9 @@ struct HealthRoutes {
     /// Whether `/health/ready` says why (the admin listener) or only up or down (any other).
     let detailed: Bool
     let memory: ReadinessMemory
-    /// One check at a time, its outcome shared for a second: probes from anyone cost the database one query a second.
-    let checks = ReadinessChecks(freshFor: .seconds(1))
+    /// One check at a time, its outcome shared for a second: probes from anyone cost the database one query a second,
+    /// and an answer is at most that old.
+    let checks = SharedAnswers<Int, Result<Detail, Unready>>(timeToLive: 1, capacity: 1)
 
     struct Status: ResponseEncodable {
         var status: String
@@ -57,13 +58,13 @@ struct HealthRoutes {
 
     private func ready(_ request: Request, context: APIRequestContext) async throws -> Response {
         let logger = context.logger
-        let outcome = await checks.outcome { () async -> ReadinessChecks.Outcome in
+        let outcome = try await checks.value(0, now: Date()) { () async -> Result<Detail, Unready> in
             do throws(Unready) {
                 return .success(try await check(logger: logger))
             } catch {
                 return .failure(error)
             }
-        }
+        }.value
         memory.record(outcome.failure, logger: logger)
         switch outcome {
         case .success(let detail):
@@ -142,54 +143,6 @@ final class ReadinessMemory: Sendable {
             logger.warning("not ready", metadata: [LogKey.reason: "\(unready.code)", LogKey.error: "\(unready.reason)"])
         } else {
             logger.info("ready")
-        }
-    }
-}
-
-/// Readiness checks shared by the probes that ask at once or within ``freshFor`` of the last answer: an orchestrator's
-/// probes, a load balancer's and a stranger's flood cost the database at most one check at a time and one a second.
-/// The answer is at most that old.
-final class ReadinessChecks: Sendable {
-    typealias Outcome = Result<HealthRoutes.Detail, HealthRoutes.Unready>
-
-    private struct State {
-        var last: (at: ContinuousClock.Instant, outcome: Outcome)?
-        var running: (id: Int, task: Task<Outcome, Never>)?
-        var next = 0
-    }
-
-    let freshFor: Duration
-    private let state = Mutex(State())
-
-    init(freshFor: Duration) {
-        self.freshFor = freshFor
-    }
-
-    /// The last outcome while fresh; else the check running now, or a new one (`check`) that the next callers share.
-    func outcome(_ check: @escaping @Sendable () async -> Outcome) async -> Outcome {
-        enum Found {
-            case fresh(Outcome)
-            case running(Int, Task<Outcome, Never>)
-        }
-        let found = state.withLock { state -> Found in
-            if let last = state.last, ContinuousClock.now - last.at < freshFor { return .fresh(last.outcome) }
-            if let running = state.running { return .running(running.id, running.task) }
-            state.next += 1
-            let task = Task { await check() }
-            state.running = (state.next, task)
-            return .running(state.next, task)
-        }
-        switch found {
-        case .fresh(let outcome):
-            return outcome
-        case .running(let id, let task):
-            let outcome = await task.value
-            state.withLock { state in
-                guard state.running?.id == id else { return }
-                state.running = nil
-                state.last = (ContinuousClock.now, outcome)
-            }
-            return outcome
         }
     }
 }

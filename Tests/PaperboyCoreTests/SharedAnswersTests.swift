@@ -1,10 +1,9 @@
 import Foundation
+import PaperboyCore
 import Synchronization
 import Testing
 
-@testable import PaperboyConsole
-
-/// The console's caches of costly answers (the plan's counts, an ended broadcast's wake rates).
+/// Costly answers shared and kept a while (the console's plan counts and wake rates, the readiness check).
 @Suite("Answers shared by page views")
 struct SharedAnswersTests {
     /// How many computations ran, from any task.
