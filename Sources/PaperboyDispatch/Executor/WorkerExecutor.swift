@@ -105,12 +105,15 @@ where Store.App == Transport.App, Store.Edition == Transport.Edition {
     /// without a channel is answered `notSent` at once: every send ends in exactly one answer per target.
     public func startSend(_ id: Int64, _ send: BatchSendMachine.Send, deliver: @escaping @Sendable (WorkerMachine.Event) -> Void) {
         metrics.late(by: send.late)
-        guard let (channel, targets) = channel(id, send.provider) else {
+        let found = state.withLock { state in
+            state.batches[id].flatMap { ways in ways.channels[send.provider].map { (channel: $0, ways: ways) } }
+        }
+        guard let (channel, ways) = found else {
             deliver(.answered(id, send.pushes.map { .init(position: $0.position, result: .notSent, generation: send.generation) }))
             return
         }
-        let logger = batchLogger(state.withLock { $0.batches[id]?.batch } ?? nil)
-        let started = channel.start(send.pushes, targets: targets, sentAt: send.sentAt, logger: logger) { answers in
+        let logger = batchLogger(ways.batch)
+        let started = channel.start(send.pushes, targets: ways.targets, sentAt: send.sentAt, logger: logger) { answers in
             deliver(.answered(id, answers))
         }
         state.withLock { $0.sends[id, default: []].append(started) }
@@ -170,6 +173,11 @@ where Store.App == Transport.App, Store.Edition == Transport.Edition {
 
     /// Remembers `error` as this worker's last, for its status.
     func noteError(_ message: String, _ error: any Error) {
+        noteError(message, "\(error)")
+    }
+
+    /// Remembers `message: error` as this worker's last, for its status.
+    func noteError(_ message: String, _ error: String) {
         let text = "\(message): \(error)"
         lastError.withLock { $0 = (String(text.prefix(500)), clock.now()) }
     }
@@ -206,19 +214,18 @@ where Store.App == Transport.App, Store.Edition == Transport.Edition {
             metrics.batch([], kind: kind, result: "lost")
         case .unreadable(let error):
             logger.error("could not send a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(error)"])
-            lastError.withLock { $0 = (String("could not send a batch: \(error)".prefix(500)), clock.now()) }
+            noteError("could not send a batch", "\(error)")
             metrics.batch([], kind: kind, result: "failed")
         case .failed:
             metrics.batch([], kind: kind, result: "failed")
         case .unwritten(let error):
             logger.error("could not record a batch; it is sent again when its lease expires", metadata: [LogKey.error: "\(error)"])
-            lastError.withLock { $0 = (String("could not record a batch: \(error)".prefix(500)), clock.now()) }
+            noteError("could not record a batch", "\(error)")
             metrics.batch([], kind: kind, result: "failed")
         }
     }
 
-    func batchLogger(_ batch: LeasedBatch?) -> Logger {
-        guard let batch else { return logger }
+    func batchLogger(_ batch: LeasedBatch) -> Logger {
         var logger = logger
         logger[metadataKey: LogKey.broadcast] = "\(batch.broadcastID.uuidString.lowercased())"
         logger[metadataKey: LogKey.batch] = "\(batch.id)"
