@@ -77,16 +77,19 @@ public final class BroadcastDuties: Service {
     }
 
     /// Applies the held deactivations ten minutes old (by the database's clock, which stamped the answers) of the apps'
-    /// providers whose answers from every worker say no misconfiguration (``MisconfigurationGuard/judge(_:configuration:)``);
+    /// providers whose answers from every worker say no misconfiguration (``MisconfigurationGuard/judge(_:configuration:)``),
+    /// each once the provider accepted a push sent after it (``MisconfigurationGuard/appliedBefore(_:configuration:)``);
     /// holds those whose answers do, as one worker's guard would have had it seen them all. Once a minute, forgets the
     /// evidence older than a day.
     func applyHeldDeactivations(now: Date) async throws {
         let rules = MisconfigurationGuard.Configuration()
-        var clear: [HoldKey] = []
+        var clear: [HoldKey: Date] = [:]
         for fleet in try await holds.fleetAnswers(smallFleet: rules.smallFleet, logger: logger) {
             switch MisconfigurationGuard.judge(fleet, configuration: rules) {
             case .apply:
-                if fleet.due > 0 { clear.append(HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider)) }
+                if fleet.due > 0, let before = MisconfigurationGuard.appliedBefore(fleet, configuration: rules) {
+                    clear[HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider)] = before
+                }
             case .wait:
                 continue
             case .hold(let suspicion):

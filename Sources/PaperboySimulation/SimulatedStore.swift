@@ -40,10 +40,9 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
         return value
     }
 
-    /// A call that committed and, on a slow database (``Simulation/Options/slowDatabase``), answered too late.
+    /// A call that committed and, on a slow database, answered after the worker gave up on it.
     private func slow<Value>(_ value: Value) throws -> Value {
-        guard simulation.options.slowDatabase else { return value }
-        return try committed(value)
+        try committed(value)
     }
 
     /// The database's clock as a worker reads it from an answer: a few milliseconds off, as a round trip measures it.
@@ -64,7 +63,7 @@ final class SimulatedStore: WorkerStore, @unchecked Sendable {
         }
         // A slow database: the lease committed, and its answer came after the worker gave up on the call. The batch
         // is this worker's in the store, unknown to it: another worker takes it over once the lease expires.
-        if simulation.options.slowDatabase, simulation.random.chance(simulation.scenario.lostCommitChance) {
+        if simulation.random.chance(simulation.scenario.lostCommitChance) {
             simulation.covered.insert("leaseAnswerLost")
             throw SimulatedCommitAnswerLost()
         }

@@ -125,15 +125,22 @@ extension Simulation {
         }
         // `BroadcastDuties.applyHeldDeactivations`: every worker's answers judged by the guard's fleet rule first.
         let cutoff = now.addingTimeInterval(-600)
-        var clear: Set<HoldKey> = []
-        waiting = []
+        var clear: [HoldKey: Date] = [:]
+        waiting = [:]
         for fleet in model.fleetAnswers(before: cutoff, now: now) {
             switch MisconfigurationGuard.judge(fleet) {
             case .apply:
-                clear.insert(HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider))
+                // Those answered after the latest accepted push wait for the provider to accept one sent after them.
+                let key = HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider)
+                let before = MisconfigurationGuard.appliedBefore(fleet) ?? .distantPast
+                clear[key] = before
+                waiting[key] = before
+                if model.heldDeactivations.values.contains(where: { $0.key == key && $0.answeredAt < cutoff && $0.answeredAt >= before }) {
+                    covered.insert("heldUnvouched")
+                }
             case .wait:
                 covered.insert("fleetWait")
-                waiting.insert(HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider))
+                waiting[HoldKey(appID: fleet.appID, environment: fleet.environment, provider: fleet.provider)] = .distantFuture
             case .hold(let suspicion):
                 if raiseHold(suspicion, by: "every worker's answers") { covered.insert("fleetHold") }
             }

@@ -20,14 +20,8 @@ public final class Simulation {
         public var trace = false
         public var drainTimeout: TimeInterval = 10
         public var failAfter: TimeInterval = 300
-        /// A slow database: a lease, a renewal or a slot claim commits and its answer comes after the worker gave up on
-        /// the call, as a record's may (`--slow-database`). Off by default: with it, 6 of 10,000 seeds find the
-        /// misconfiguration breaker's open weakness (docs/simulation.md, "Open").
-        public var slowDatabase = false
-
-        public init(trace: Bool = false, slowDatabase: Bool = false) {
+        public init(trace: Bool = false) {
             self.trace = trace
-            self.slowDatabase = slowDatabase
         }
     }
 
@@ -139,8 +133,10 @@ public final class Simulation {
     /// The generation of each app's current key file: rotation writes a new one and removes the old.
     var keyFiles: [AppProvider: Int] = [:]
     var databaseDown: (from: Date, until: Date)?
-    /// The apps' providers whose held deactivations the last duties left waiting for more answers.
-    var waiting: Set<HoldKey> = []
+    /// The apps' providers whose held deactivations the last duties left waiting for more answers: those answered at or
+    /// after the time wait (every one where the fleet's answers said wait; those answered after the latest accepted
+    /// push where they said apply).
+    var waiting: [HoldKey: Date] = [:]
     /// When each hold was raised and released, for the invariants.
     var holdTimes: [(key: AppProvider, from: Date, until: Date?)] = []
     /// When pushes were handed to a provider, per second, per broadcast: the pace the plan promises.
@@ -191,12 +187,13 @@ public final class Simulation {
 
     /// Every broadcast has ended, no worker holds a batch or waits for an answer, and every held deactivation is under a
     /// hold or waits for more answers (the morning goes on after the broadcasts: the duties apply them ten minutes after
-    /// their answers, or an operator's fix drops them).
+    /// their answers, or an operator's fix drops them; one answered after the provider's latest accepted push waits for
+    /// the next broadcast).
     func finished() -> Bool {
         model.broadcasts.count == scenario.broadcasts.count && model.broadcasts.values.allSatisfy { $0.state != .running }
             && workers.allSatisfy { $0.life != .running || $0.machine.batchesHeld == 0 } && sends.isEmpty
-            && model.heldDeactivations.values.allSatisfy {
-                model.holds[$0.key] != nil || waiting.contains($0.key)
+            && model.heldDeactivations.values.allSatisfy { held in
+                model.holds[held.key] != nil || waiting[held.key].map { held.answeredAt >= $0 } ?? false
             }
     }
 

@@ -53,7 +53,7 @@ public struct SimulationRun: Sendable, Codable {
                                     Failure(
                                         seed: seed,
                                         replay:
-                                            "swift run -c release paperboy-sim --seed \(seed) --trace\(options.slowDatabase ? " --slow-database" : "")",
+                                            "swift run -c release paperboy-sim --seed \(seed) --trace",
                                         scenario: result.scenario.description,
                                         violations: result.violations
                                     )

@@ -15,10 +15,10 @@ struct SimulateCommand: AsyncParsableCommand {
         abstract: "Run seeded, deterministic simulations of workers sending broadcasts through faults, and check the invariants after each.",
         discussion: """
             Each seed draws its workers, fleets, broadcasts and faults (SIGKILL, SIGSTOP, deploys, pods without a key, \
-            key rotations and revocations, misconfigured apps, provider and database outages, lost COMMIT answers, \
-            cancelled broadcasts, shared origins, skewed clocks) and runs the real worker machines against models of \
-            PostgreSQL and the providers on a virtual clock. A failing seed prints the command that replays it; with \
-            --seed and --trace, every event of that run.
+            key rotations and revocations, misconfigured apps, provider and database outages, lost COMMIT answers, a \
+            slow database, cancelled broadcasts, shared origins, skewed clocks) and runs the real worker machines \
+            against models of PostgreSQL and the providers on a virtual clock. A failing seed prints the command that \
+            replays it; with --seed and --trace, every event of that run.
             """
     )
 
@@ -40,9 +40,6 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Stop starting new seeds after this many seconds (the seeds run so far are reported).")
     var timeLimit: Double?
 
-    @Flag(help: "A slow database: leases, renewals and slot claims that commit and answer after the worker gave up (open findings; off in CI).")
-    var slowDatabase = false
-
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
@@ -55,7 +52,7 @@ struct SimulateCommand: AsyncParsableCommand {
     func run() async throws {
         Self.deterministicHashing()
         if let seed {
-            let result = await Simulation(scenario: Scenario(seed: seed), options: .init(trace: trace, slowDatabase: slowDatabase)).run()
+            let result = await Simulation(scenario: Scenario(seed: seed), options: .init(trace: trace)).run()
             print(result.scenario)
             print(
                 "\(result.events) events, \(Int(result.seconds)) virtual seconds, \(result.pushes) pushes; covered: \(result.covered.sorted().joined(separator: ", "))"
@@ -73,7 +70,7 @@ struct SimulateCommand: AsyncParsableCommand {
             seeds: seeds,
             jobs: jobs,
             timeLimit: timeLimit,
-            options: Simulation.Options(slowDatabase: slowDatabase)
+            options: Simulation.Options()
         ) { done in
             if !json && done % 1000 == 0 { FileHandle.standardError.write(Data("\(done) seeds\n".utf8)) }
         }

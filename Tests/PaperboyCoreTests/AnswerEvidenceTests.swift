@@ -26,7 +26,7 @@ struct AnswerEvidenceTests {
             Self.outcome(6, .accepted, provider: .fcm),
         ])
         let first = AnswerEvidence.Key(provider: .apns, period: 1_800_000_000)
-        #expect(evidence.counts[first] == AnswerEvidence.Counts(answers: 2))
+        #expect(evidence.counts[first] == AnswerEvidence.Counts(answers: 2, lastAccepted: Self.start.addingTimeInterval(1)))
         #expect(evidence.counts[AnswerEvidence.Key(provider: .apns, period: 1_800_000_010)]?.answers == 1)
         #expect(evidence.counts[AnswerEvidence.Key(provider: .fcm, period: 1_800_000_000)]?.answers == 1)
         #expect(evidence.counts.count == 3)
@@ -40,7 +40,18 @@ struct AnswerEvidenceTests {
             Self.outcome(0.7, .accepted),
         ])
         let counts = evidence.counts[AnswerEvidence.Key(provider: .apns, period: 1_800_000_000)]
-        #expect(counts == AnswerEvidence.Counts(answers: 6, invalid: 2, sinceInvalid: 3, reason: "DeviceTokenNotForTopic", hint: "the bundle id"))
+        #expect(
+            counts
+                == AnswerEvidence.Counts(
+                    answers: 6,
+                    invalid: 2,
+                    sinceInvalid: 3,
+                    reason: "DeviceTokenNotForTopic",
+                    hint: "the bundle id",
+                    lastAccepted: Self.start.addingTimeInterval(0.7)
+                ),
+            "the latest accepted push is the one sent last, whatever the order of the answers"
+        )
     }
 
     @Test("a row merged: once it has a 'not valid' answer, every later answer counts as after it; the reason is the latest batch's")
@@ -51,5 +62,15 @@ struct AnswerEvidenceTests {
         #expect(row == AnswerEvidence.Counts(answers: 9, invalid: 2, sinceInvalid: 3, reason: "BadDeviceToken"))
         let later = AnswerEvidence.merged(row, AnswerEvidence.Counts(answers: 7))
         #expect(later == AnswerEvidence.Counts(answers: 16, invalid: 2, sinceInvalid: 10, reason: "BadDeviceToken"))
+    }
+
+    @Test("a row merged keeps the latest accepted push of either, whichever batch was recorded first")
+    func mergedLastAccepted() {
+        let early = AnswerEvidence.Counts(answers: 3, lastAccepted: Self.start.addingTimeInterval(2))
+        let late = AnswerEvidence.Counts(answers: 3, lastAccepted: Self.start.addingTimeInterval(5))
+        #expect(AnswerEvidence.merged(early, late).lastAccepted == Self.start.addingTimeInterval(5))
+        #expect(AnswerEvidence.merged(late, early).lastAccepted == Self.start.addingTimeInterval(5))
+        #expect(AnswerEvidence.merged(AnswerEvidence.Counts(answers: 2, invalid: 2), early).lastAccepted == Self.start.addingTimeInterval(2))
+        #expect(AnswerEvidence.merged(early, AnswerEvidence.Counts(answers: 2, invalid: 2)).lastAccepted == Self.start.addingTimeInterval(2))
     }
 }

@@ -108,5 +108,20 @@ struct MisconfigurationGuardTests {
     @Test("the fleet rule: once an operator confirmed the tokens are invalid, everything held is applied")
     func fleetConfirmed() {
         #expect(MisconfigurationGuard.judge(Self.fleet(held: 500, answers: 500, invalid: 500, confirmed: true)) == .apply)
+        #expect(MisconfigurationGuard.appliedBefore(Self.fleet(held: 500, answers: 500, invalid: 500, confirmed: true)) == .distantFuture)
+    }
+
+    @Test(
+        "a held deactivation is applied once a push accepted through the same configuration was sent more than a second after its answer; none while nothing was accepted since"
+    )
+    func appliedOnlyAfterALaterAcceptance() {
+        var fleet = Self.fleet(held: 1, answers: 200, invalid: 1)
+        #expect(MisconfigurationGuard.judge(fleet) == .apply, "one of 200: a stray token by share")
+        #expect(MisconfigurationGuard.appliedBefore(fleet) == nil, "nothing accepted since the oldest held one: nothing applied")
+        let accepted = Date(timeIntervalSince1970: 1_800_000_000)
+        fleet.lastAccepted = accepted
+        #expect(MisconfigurationGuard.appliedBefore(fleet) == accepted.addingTimeInterval(-1))
+        let rules = MisconfigurationGuard.Configuration()
+        #expect(rules.acceptedAfter >= 1, "more than the workers' clocks differ from the database's")
     }
 }

@@ -569,13 +569,88 @@ struct ContractTests {
             )
             #expect(fleet.reason == "DeviceTokenNotForTopic" && fleet.hint == "the bundle id" && fleet.activeDevices == 14 && !fleet.confirmed)
             #expect(fleet.version == pair.version)
+            let lastAccepted = try #require(fleet.lastAccepted, "two were accepted")
+            #expect(abs(lastAccepted.timeIntervalSince(sentAt.addingTimeInterval(0.1))) < 0.001)
+            #expect(abs((model.first?.lastAccepted ?? .distantPast).timeIntervalSince(lastAccepted)) < 0.001)
             var same = fleet
             same.version = model.first?.version ?? -1
+            same.lastAccepted = model.first?.lastAccepted
             #expect(model == [same])
             guard case .hold = MisconfigurationGuard.judge(fleet) else {
                 Issue.record("twelve of twelve after the first 'not valid' one, over two workers: expected a hold")
                 return
             }
+        }
+    }
+
+    @Test(
+        "a held deactivation is applied only once the provider accepted a push sent after its answer (a misconfiguration at a broadcast's end deactivates nobody): the same on both stores"
+    )
+    func heldWaitsForALaterAcceptance() async throws {
+        try await Self.with(devices: 14, cohorts: 1, window: 1) { pair in
+            let now = pair.firstDue
+            let holds = ProviderHoldRepository(client: pair.db.client)
+            let key = HoldKey(appID: pair.app, environment: .production, provider: .apns)
+            // Wave 1's last batch: the first push answered "not valid", the six after it accepted, all before the batch
+            // was recorded.
+            let answeredAt = Date()
+            let (first, _) = try await Self.lease(&pair, "w1", at: now)
+            let batch = try #require(first)
+            let targets = try await Self.targets(pair, batch, at: now)
+            let outcomes = targets.enumerated().map { position, target in
+                BatchOutcome(
+                    deviceID: target.deviceID,
+                    sentAt: answeredAt.addingTimeInterval(position == 0 ? -1 : -0.5),
+                    result: position == 0 ? .rejected(reason: "BadDeviceToken", deactivates: .deferred) : .accepted
+                )
+            }
+            #expect(
+                try await pair.repository.record(
+                    batch,
+                    outcomes: outcomes,
+                    owner: "w1",
+                    configuration: pair.version,
+                    now: answeredAt,
+                    logger: pair.logger
+                )
+            )
+            let modelled = pair.model.record(batch, outcomes: outcomes, owner: "w1", configuration: pair.version, now: answeredAt)
+            #expect(modelled)
+            var (stored, model) = try await Self.evidence(pair)
+            #expect(stored.map { MisconfigurationGuard.judge($0) } == [.apply], "one of seven: a stray token, by share")
+            #expect(model.map { MisconfigurationGuard.judge($0) } == [.apply])
+            var before = try #require(stored.first.flatMap { MisconfigurationGuard.appliedBefore($0) })
+            #expect(before < answeredAt, "the accepted pushes went out before the answer was recorded: they vouch for nothing")
+            #expect(try await holds.applyDue(before: Date().addingTimeInterval(60), only: [key: before], logger: pair.logger) == 0)
+            let modelApplied = pair.model.applyHeldDeactivations(before: .distantFuture, only: [key: before])
+            #expect(modelApplied == 0)
+            #expect(try await pair.heldDeactivations().count == 1)
+            // The next batch, sent two seconds after the answer: accepted, so the configuration was good then.
+            let later = answeredAt.addingTimeInterval(2)
+            let (second, _) = try await Self.lease(&pair, "w2", at: now)
+            let next = try #require(second)
+            let nextTargets = try await Self.targets(pair, next, at: now)
+            let accepted = nextTargets.map { BatchOutcome(deviceID: $0.deviceID, sentAt: later, result: .accepted) }
+            #expect(
+                try await pair.repository.record(
+                    next,
+                    outcomes: accepted,
+                    owner: "w2",
+                    configuration: pair.version,
+                    now: later,
+                    logger: pair.logger
+                )
+            )
+            let modelledNext = pair.model.record(next, outcomes: accepted, owner: "w2", configuration: pair.version, now: later)
+            #expect(modelledNext)
+            (stored, model) = try await Self.evidence(pair)
+            before = try #require(stored.first.flatMap { MisconfigurationGuard.appliedBefore($0) })
+            let modelBefore = try #require(model.first.flatMap { MisconfigurationGuard.appliedBefore($0) })
+            #expect(before > answeredAt && abs(modelBefore.timeIntervalSince(before)) < 0.001)
+            #expect(try await holds.applyDue(before: Date().addingTimeInterval(60), only: [key: before], logger: pair.logger) == 1)
+            let modelAppliedNext = pair.model.applyHeldDeactivations(before: .distantFuture, only: [key: modelBefore])
+            #expect(modelAppliedNext == 1)
+            #expect(try await pair.activeDevices().count == 13)
         }
     }
 
@@ -646,17 +721,12 @@ struct ContractTests {
             #expect(stored.map(\.confirmed) == [true] && model.map(\.confirmed) == [true])
             #expect(stored.map(\.held) == [4] && model.map(\.held) == [4])
             #expect(stored.map { MisconfigurationGuard.judge($0) } == [.apply])
-            #expect(
-                try await holds.applyDue(
-                    before: Date().addingTimeInterval(60),
-                    only: [HoldKey(appID: pair.app, environment: .production, provider: .apns)],
-                    logger: pair.logger
-                ) == 4
-            )
-            let applied = pair.model.applyHeldDeactivations(
-                before: .distantFuture,
-                only: [HoldKey(appID: pair.app, environment: .production, provider: .apns)]
-            )
+            // Confirmed: every due one is applied, with no accepted push after them.
+            #expect(stored.map(\.lastAccepted) == [nil] && model.map(\.lastAccepted) == [nil])
+            let before = try #require(MisconfigurationGuard.appliedBefore(stored[0]))
+            let key = HoldKey(appID: pair.app, environment: .production, provider: .apns)
+            #expect(try await holds.applyDue(before: Date().addingTimeInterval(60), only: [key: before], logger: pair.logger) == 4)
+            let applied = pair.model.applyHeldDeactivations(before: .distantFuture, only: [key: before])
             #expect(applied == 4)
             #expect(try await pair.activeDevices().isEmpty, "every token was invalid, as the operator said")
             #expect(try await holds.all(logger: pair.logger).isEmpty)

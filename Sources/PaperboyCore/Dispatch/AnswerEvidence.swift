@@ -15,13 +15,24 @@ public struct AnswerEvidence: Sendable, Equatable {
         /// The most frequent "not valid" answer, as the provider spells it ("" without one), and its hint.
         public var reason = ""
         public var hint = ""
+        /// When the latest accepted push of these answers was sent (nil: none was accepted): a "not valid" answer
+        /// recorded before it was the token's, not the configuration's (``MisconfigurationGuard/appliedBefore(_:configuration:)``).
+        public var lastAccepted: Date?
 
-        public init(answers: Int = 0, invalid: Int = 0, sinceInvalid: Int = 0, reason: String = "", hint: String = "") {
+        public init(
+            answers: Int = 0,
+            invalid: Int = 0,
+            sinceInvalid: Int = 0,
+            reason: String = "",
+            hint: String = "",
+            lastAccepted: Date? = nil
+        ) {
             self.answers = answers
             self.invalid = invalid
             self.sinceInvalid = sinceInvalid
             self.reason = reason
             self.hint = hint
+            self.lastAccepted = lastAccepted
         }
     }
 
@@ -47,11 +58,13 @@ public struct AnswerEvidence: Sendable, Equatable {
         var answered: [Key: [(at: Date, invalid: Bool)]] = [:]
         var reasons: [Key: [String: Int]] = [:]
         var hints: [Key: [String: String]] = [:]
+        var lastAccepted: [Key: Date] = [:]
         for outcome in outcomes {
             let key = Key(provider: outcome.provider, period: Self.period(of: outcome.sentAt))
             switch outcome.result {
             case .accepted:
                 answered[key, default: []].append((outcome.sentAt, false))
+                lastAccepted[key] = max(lastAccepted[key] ?? outcome.sentAt, outcome.sentAt)
             case .rejected(let reason, let deactivation):
                 let invalid = deactivation == .deferred
                 answered[key, default: []].append((outcome.sentAt, invalid))
@@ -65,6 +78,7 @@ public struct AnswerEvidence: Sendable, Equatable {
         }
         for (key, answers) in answered {
             var counts = Counts(answers: answers.count, invalid: answers.count(where: \.invalid))
+            counts.lastAccepted = lastAccepted[key]
             if let first = answers.filter(\.invalid).map(\.at).min() { counts.sinceInvalid = answers.count { $0.at >= first } }
             if let top = reasons[key]?.max(by: { ($0.value, $1.key) < ($1.value, $0.key) })?.key {
                 counts.reason = top
@@ -75,12 +89,14 @@ public struct AnswerEvidence: Sendable, Equatable {
     }
 
     /// What a row that held `row` becomes with `counts` added (the statement's `ON CONFLICT` does the same): once the
-    /// row has a "not valid" answer, every later answer counts as after it.
+    /// row has a "not valid" answer, every later answer counts as after it; the latest accepted push is the later of
+    /// the two.
     public static func merged(_ row: Counts, _ counts: Counts) -> Counts {
         var merged = row
         merged.answers += counts.answers
         merged.sinceInvalid += row.invalid > 0 ? counts.answers : counts.sinceInvalid
         merged.invalid += counts.invalid
+        merged.lastAccepted = [row.lastAccepted, counts.lastAccepted].compactMap { $0 }.max()
         if counts.invalid > 0 {
             merged.reason = counts.reason
             merged.hint = counts.hint

@@ -27,6 +27,10 @@ public struct FleetAnswers: Sendable, Equatable {
     /// An operator confirmed that "not valid" answers to this configuration are the tokens' truth
     /// (`paperboy apps confirm-deactivations`, within the last 24 hours).
     public var confirmed: Bool
+    /// When the latest push the provider accepted through the app's configuration was sent, of those answered since
+    /// the oldest held one (nil: none): the held deactivations recorded before it were the tokens' truth
+    /// (``MisconfigurationGuard/appliedBefore(_:configuration:)``).
+    public var lastAccepted: Date?
 
     public init(
         appID: Int,
@@ -40,7 +44,8 @@ public struct FleetAnswers: Sendable, Equatable {
         reason: String,
         hint: String,
         activeDevices: Int,
-        confirmed: Bool
+        confirmed: Bool,
+        lastAccepted: Date? = nil
     ) {
         self.appID = appID
         self.environment = environment
@@ -54,5 +59,6 @@ public struct FleetAnswers: Sendable, Equatable {
         self.hint = hint
         self.activeDevices = activeDevices
         self.confirmed = confirmed
+        self.lastAccepted = lastAccepted
     }
 }

@@ -30,6 +30,10 @@ public struct MisconfigurationGuard: Sendable, Equatable {
         /// fleet, held when more than ``share`` of it, and at least ``smallFleetMinimum``, answered "not valid".
         public var smallFleet: Int = 20
         public var smallFleetMinimum: Int = 3
+        /// A held deactivation is applied once a push accepted through the same configuration was sent at least this
+        /// long after its answer was recorded (``MisconfigurationGuard/appliedBefore(_:configuration:)``): more than
+        /// the workers' clocks may differ from the database's, which stamped the answer.
+        public var acceptedAfter: TimeInterval = 1
 
         public init(window: Int = 200, minimumInvalid: Int = 10, share: Double = 0.5, maxAge: TimeInterval = 300) {
             self.window = window
@@ -206,6 +210,24 @@ extension MisconfigurationGuard {
                 fleet: true
             )
         )
+    }
+}
+
+extension MisconfigurationGuard {
+    /// Which of `fleet`'s due held deactivations may be applied once ``judge(_:configuration:)`` clears them: those
+    /// whose answer was recorded before this time; nil: none yet.
+    ///
+    /// A misconfiguration answers every push through the provider "not valid", so a push the provider accepted
+    /// through the same configuration, sent after a "not valid" answer was recorded, shows that the configuration was
+    /// good then and that the answer was the token's. No share of the answers can tell one "not valid" answer from a
+    /// stray token where a misconfiguration began at the end of a broadcast (`paperboy-sim --slow-database`, seeds
+    /// 1621, 5742, 6057, 6674, 8215 and 9629: one to 22 devices deactivated); this can, at any rate and fleet size. The
+    /// cost: a stray token answered at a broadcast's end waits for the next broadcast's accepted pushes, and is sent
+    /// to once more. An operator's confirmation (``FleetAnswers/confirmed``) says the answers are the tokens' truth:
+    /// every due one is applied.
+    public static func appliedBefore(_ fleet: FleetAnswers, configuration: Configuration = Configuration()) -> Date? {
+        if fleet.confirmed { return .distantFuture }
+        return fleet.lastAccepted.map { $0.addingTimeInterval(-configuration.acceptedAfter) }
     }
 }
 

@@ -160,7 +160,8 @@ extension DispatchModel {
                     reason: top?.value.reason ?? "",
                     hint: top?.value.hint ?? "",
                     activeDevices: min(smallFleet, active),
-                    confirmed: confirmation.map { $0.version == version && $0.at > now.addingTimeInterval(-86_400) } ?? false
+                    confirmed: confirmation.map { $0.version == version && $0.at > now.addingTimeInterval(-86_400) } ?? false,
+                    lastAccepted: rows.values.compactMap(\.lastAccepted).max()
                 )
             )
         }
@@ -168,11 +169,12 @@ extension DispatchModel {
     }
 
     /// `ProviderHoldRepository.applyDue`: held deactivations older than `cutoff` of providers not held, oldest first,
-    /// of the apps' providers and environments in `only` (nil: any).
+    /// of the apps' providers and environments in `only`, each answered before its time (nil: any).
     @discardableResult
-    public mutating func applyHeldDeactivations(before cutoff: Date, limit: Int = 1000, only keys: Set<HoldKey>? = nil) -> Int {
-        let due = heldDeactivations.filter {
-            $0.value.answeredAt < cutoff && holds[$0.value.key] == nil && (keys?.contains($0.value.key) ?? true)
+    public mutating func applyHeldDeactivations(before cutoff: Date, limit: Int = 1000, only keys: [HoldKey: Date]? = nil) -> Int {
+        let due = heldDeactivations.filter { held in
+            held.value.answeredAt < cutoff && holds[held.value.key] == nil
+                && (keys.map { keys in keys[held.value.key].map { held.value.answeredAt < $0 } ?? false } ?? true)
         }
         .sorted {
             ($0.value.app, $0.value.provider.rawValue, $0.value.answeredAt, $0.key) < (

@@ -252,14 +252,15 @@ public struct ProviderHoldRepository: Sendable {
 
     /// Applies held deactivations older than `cutoff` (ten minutes by the database's clock when nil) whose app's
     /// provider is not held, `limit` at most: the per-second step of the workers, for the apps' providers the fleet's
-    /// evidence clears (`only`: those of ``fleetAnswers(before:smallFleet:logger:)`` that
-    /// ``MisconfigurationGuard``'s fleet rule lets through; nil: any).
+    /// evidence clears, each answered before its time (`only`: those of ``fleetAnswers(before:smallFleet:logger:)``
+    /// that ``MisconfigurationGuard``'s fleet rule lets through, before ``MisconfigurationGuard/appliedBefore(_:configuration:)``;
+    /// nil: any).
     /// - Returns: how many were applied.
     @discardableResult
     public func applyDue(
         before cutoff: Date? = nil,
         limit: Int = 1000,
-        only pairs: [HoldKey]? = nil,
+        only pairs: [HoldKey: Date]? = nil,
         logger: Logger
     ) async throws -> Int {
         if let pairs, pairs.isEmpty { return 0 }
@@ -273,7 +274,7 @@ public struct ProviderHoldRepository: Sendable {
     /// it from the ten seconds the oldest held one was sent in on (in those ten seconds, those after a "not valid" one:
     /// `answer_tallies`, by when they were sent), how many are due (answered before
     /// `cutoff`, ten minutes ago by the database's clock when nil), the app's active devices through it up to
-    /// `smallFleet`, and whether an operator confirmed. One index probe per app and provider for the oldest, a few
+    /// `smallFleet`, whether an operator confirmed, and when the latest accepted push was sent. One index probe per app and provider for the oldest, a few
     /// rows of tallies each; the held deactivations counted up to ``countedUpTo`` (the rule needs no more).
     public func fleetAnswers(
         before cutoff: Date? = nil,
@@ -282,9 +283,8 @@ public struct ProviderHoldRepository: Sendable {
     ) async throws -> [FleetAnswers] {
         let rows = try await client.query(Self.fleetAnswersQuery(before: cutoff, smallFleet: smallFleet), logger: logger)
         var fleets: [FleetAnswers] = []
-        for try await (app, environment, provider, version, held, due, answers, invalid, reason, hint, active, confirmed) in rows.decode(
-            (Int, Int16, Int16, Int, Int, Int, Int, Int, String, String, Int, Bool).self
-        ) {
+        let decoded = rows.decode((Int, Int16, Int16, Int, Int, Int, Int, Int, String, String, Int, Bool, Date?).self)
+        for try await (app, environment, provider, version, held, due, answers, invalid, reason, hint, active, confirmed, accepted) in decoded {
             fleets.append(
                 FleetAnswers(
                     appID: app,
@@ -298,7 +298,8 @@ public struct ProviderHoldRepository: Sendable {
                     reason: reason,
                     hint: hint,
                     activeDevices: active,
-                    confirmed: confirmed
+                    confirmed: confirmed,
+                    lastAccepted: accepted
                 )
             )
         }
@@ -328,11 +329,12 @@ public struct ProviderHoldRepository: Sendable {
                     ORDER BY d.cohort_key LIMIT \(smallFleet)) f),
                 EXISTS (SELECT 1 FROM provider_confirmations c
                     WHERE c.app_id = x.app_id AND c.environment = x.environment AND c.provider = x.provider AND c.version = x.version
-                        AND c.confirmed_at > now() - interval '24 hours')
+                        AND c.confirmed_at > now() - interval '24 hours'),
+                t.last_accepted
             FROM pairs x
             LEFT JOIN LATERAL (
                 SELECT sum(CASE WHEN s.period = date_bin('10 seconds', x.oldest, 'epoch') THEN s.since_invalid ELSE s.answers END) AS answers,
-                    sum(s.invalid) AS invalid
+                    sum(s.invalid) AS invalid, max(s.last_accepted) AS last_accepted
                 FROM answer_tallies s
                 WHERE s.app_id = x.app_id AND s.environment = x.environment AND s.provider = x.provider
                     AND s.period >= date_bin('10 seconds', x.oldest, 'epoch')

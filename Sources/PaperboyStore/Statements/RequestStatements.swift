@@ -560,28 +560,33 @@ public enum RequestStatements {
     }
 
     /// Applies held deactivations answered before `cutoff` whose app's provider is not held, at most `limit` of them,
-    /// oldest first, of the apps' providers given (those the fleet's evidence clears, ``ProviderHoldRepository/fleetAnswers(before:logger:)``;
-    /// nil: any); a device registered again after its answer stays active. Returns how many were applied.
-    static func applyHeldDeactivations(before cutoff: Date?, limit: Int, only pairs: [HoldKey]? = nil) -> PostgresQuery {
-        """
-        WITH due AS (
-            DELETE FROM held_deactivations x WHERE x.device_id IN (
-                SELECT h.device_id FROM held_deactivations h
-                WHERE h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes')
-                    AND (\(pairs == nil) OR (h.app_id, h.environment, h.provider) IN (
-                        SELECT * FROM unnest(\((pairs ?? []).map(\.appID))::integer[], \((pairs ?? []).map(\.environment.storageCode))::smallint[],
-                            \((pairs ?? []).map(\.provider.storageCode))::smallint[])))
-                    AND NOT EXISTS (SELECT 1 FROM provider_holds p
-                        WHERE p.app_id = h.app_id AND p.environment = h.environment AND p.provider = h.provider)
-                ORDER BY h.app_id, h.provider, h.answered_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            RETURNING x.device_id, x.answered_at
-        ), gone AS (
-            UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, due.answered_at),
-                active = devices.active AND devices.registered_at > due.answered_at, updated_at = now()
-            FROM due WHERE devices.id = due.device_id RETURNING 1
-        )
-        SELECT count(*)::integer FROM due
-        """
+    /// oldest first, of the apps' providers given, each answered before its time (those the fleet's evidence clears,
+    /// ``ProviderHoldRepository/fleetAnswers(before:logger:)``, and a later accepted push vouches for; nil: any); a
+    /// device registered again after its answer stays active. Returns how many were applied.
+    static func applyHeldDeactivations(before cutoff: Date?, limit: Int, only pairs: [HoldKey: Date]? = nil) -> PostgresQuery {
+        let keys = (pairs ?? [:]).keys.sorted()
+        let bounds = keys.map { pairs![$0]! }
+        return """
+            WITH due AS (
+                DELETE FROM held_deactivations x WHERE x.device_id IN (
+                    SELECT h.device_id FROM held_deactivations h
+                    WHERE h.answered_at < coalesce(\(cutoff)::timestamptz, now() - interval '10 minutes')
+                        AND (\(pairs == nil) OR EXISTS (
+                            SELECT 1 FROM unnest(\(keys.map(\.appID))::integer[], \(keys.map(\.environment.storageCode))::smallint[],
+                                \(keys.map(\.provider.storageCode))::smallint[], \(bounds)::timestamptz[]) AS p(app_id, environment, provider, answered_before)
+                            WHERE p.app_id = h.app_id AND p.environment = h.environment AND p.provider = h.provider
+                                AND h.answered_at < p.answered_before))
+                        AND NOT EXISTS (SELECT 1 FROM provider_holds p
+                            WHERE p.app_id = h.app_id AND p.environment = h.environment AND p.provider = h.provider)
+                    ORDER BY h.app_id, h.provider, h.answered_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                RETURNING x.device_id, x.answered_at
+            ), gone AS (
+                UPDATE devices SET unregistered_at = greatest(devices.unregistered_at, due.answered_at),
+                    active = devices.active AND devices.registered_at > due.answered_at, updated_at = now()
+                FROM due WHERE devices.id = due.device_id RETURNING 1
+            )
+            SELECT count(*)::integer FROM due
+            """
     }
 
     /// A recorded wave-1 batch's accepted background pushes, kept to be counted towards dormancy after the wave

@@ -1,0 +1,15 @@
+-- A held deactivation is applied only once the provider has accepted a push sent after its answer (issue 47,
+-- finding 1, the slow-database seeds 1621, 5742, 6057, 6674, 8215, 9629 of `paperboy-sim --slow-database`).
+--
+-- The fleet rule judges every answer since the oldest held deactivation. Where a misconfiguration began near the end
+-- of a broadcast, its few "not valid" answers were outweighed by the answers accepted before it began (a stray token's
+-- held deactivation from earlier made them count), and ten minutes later their devices were deactivated. No share of
+-- the answers can tell one such answer from a stray token. What can: a configuration that is wrong answers every push
+-- "not valid", so a push accepted through the same configuration, sent after a "not valid" answer was recorded, shows
+-- the configuration was good then, and that answer was the token's. Until the provider accepts such a push (the next
+-- broadcast's, when the answer came at a broadcast's end) the deactivation waits, and the device is sent to again.
+--
+-- last_accepted: of the row's answers, when the latest accepted push was sent (the worker's clock, paced on the
+-- database's); null when none was. Rows written before this migration have none: their held deactivations wait for
+-- the next accepted push.
+ALTER TABLE answer_tallies ADD COLUMN last_accepted timestamptz;
