@@ -15,6 +15,7 @@ struct Invariants {
         violations += transientNeverFinal()
         violations += configurationNeverFinal()
         violations += deactivations()
+        violations += confirmEndsTheHold()
         violations += failures()
         violations += drains()
         violations += pace()
@@ -124,6 +125,24 @@ struct Invariants {
                 violations.append("device \(device) deactivated at \(at) without an answer of its provider saying its token is dead")
             } else if own.allSatisfy(\.byMisconfiguration) {
                 violations.append("device \(device) deactivated by an answer its app's misconfiguration caused")
+            }
+        }
+        return violations
+    }
+
+    /// A hold has a way out an operator command reaches: once an operator confirmed an app's provider's deactivations
+    /// (its tokens really are invalid), the hold standing ends then, and none is raised again for it.
+    func confirmEndsTheHold() -> [String] {
+        var violations: [String] = []
+        for (key, confirmed) in simulation.confirmedAt.sorted(by: { $0.key < $1.key }) {
+            for hold in simulation.holdTimes where hold.key == key {
+                if hold.from > confirmed {
+                    violations.append(
+                        "app \(key.appID) \(key.provider.rawValue) held again at \(hold.from) after the operator confirmed its deactivations at \(confirmed)"
+                    )
+                } else if (hold.until ?? simulation.now) > confirmed {
+                    violations.append("app \(key.appID) \(key.provider.rawValue)'s hold did not end when the operator confirmed at \(confirmed)")
+                }
             }
         }
         return violations

@@ -1,5 +1,6 @@
 import Foundation
 import PaperboyCore
+import PaperboyDispatch
 
 /// What one seed simulates: the workers, the apps and their fleets, the broadcasts, and the production week's faults,
 /// all drawn from the seed, so that the seed alone replays it.
@@ -73,6 +74,18 @@ public struct Scenario: Sendable, CustomStringConvertible {
         case databaseOutage(at: TimeInterval, seconds: TimeInterval)
         /// An operator cancels the broadcast.
         case cancel(broadcast: Int, at: TimeInterval)
+        /// NTP steps the worker's wall clock by `seconds` (its monotonic clock does not move): a VM resumed, a clock
+        /// corrected for the first time after boot.
+        case clockStep(worker: Int, at: TimeInterval, seconds: TimeInterval)
+        /// The provider closes every connection at once (a GOAWAY or a reset while it fails over): the pushes written
+        /// and not yet answered are answered by nobody (their fate unknown, processed or not), and new ones wait
+        /// `seconds` for a new connection.
+        case connectionsReset(at: TimeInterval, seconds: TimeInterval)
+        /// Most of the app's tokens through the provider are really invalid (an import of another app's tokens, a
+        /// Firebase project migration that left old-project tokens): a `share` of them answers "not valid" from the
+        /// start. The breaker holds the provider; at `confirmAt` an operator runs `apps confirm-deactivations`, the
+        /// runbook's way out.
+        case importedTokens(app: Int, provider: PushProvider, share: Double, confirmAt: TimeInterval)
 
         public var description: String {
             switch self {
@@ -92,6 +105,10 @@ public struct Scenario: Sendable, CustomStringConvertible {
                 "provider answering 429 to \(Int(share * 100)) % at \(Int(at))s for \(Int(seconds))s"
             case .databaseOutage(let at, let seconds): "database outage at \(Int(at))s for \(Int(seconds))s"
             case .cancel(let broadcast, let at): "cancel broadcast \(broadcast) at \(Int(at))s"
+            case .clockStep(let worker, let at, let seconds): String(format: "w%d's clock stepped %+.2fs at %ds", worker, seconds, Int(at))
+            case .connectionsReset(let at, let seconds): "provider connections reset at \(Int(at))s, \(String(format: "%.1f", seconds))s to reconnect"
+            case .importedTokens(let app, let provider, let share, let confirmAt):
+                "app \(app) \(provider.rawValue): \(Int(share * 100)) % of tokens invalid, confirmed at \(Int(confirmAt))s"
             }
         }
 
@@ -110,14 +127,20 @@ public struct Scenario: Sendable, CustomStringConvertible {
             case .providerThrottling: "providerThrottling"
             case .databaseOutage: "databaseOutage"
             case .cancel: "cancel"
+            case .clockStep: "clockStep"
+            case .connectionsReset: "connectionsReset"
+            case .importedTokens: "importedTokens"
             }
         }
     }
 
     public var seed: UInt64
     public var workers: Int
-    /// Each worker's wall clock minus the database's.
+    /// Each worker's wall clock minus the database's, at the start.
     public var clockSkews: [TimeInterval]
+    /// How fast each worker's clocks run against the database's: 1e-4 gains 0.1 ms a second (an undisciplined
+    /// clock; an NTP-disciplined one stays within a few parts per million).
+    public var clockDrifts: [Double]
     public var apps: [App]
     public var broadcasts: [Broadcast]
     /// The shared content origin's capacity, when some broadcasts share one.
@@ -173,7 +196,7 @@ public struct Scenario: Sendable, CustomStringConvertible {
             let worker = random.int(0...(workers - 1))
             let app = apps[random.int(0...(apps.count - 1))]
             let provider = app.providers.sorted { $0.rawValue < $1.rawValue }[random.int(0...(app.providers.count - 1))]
-            switch random.int(0...8) {
+            switch random.int(0...11) {
             case 0: faults.append(.kill(worker: worker, at: at))
             case 1: faults.append(.pause(worker: worker, at: at, seconds: random.chance(0.5) ? random.between(1...10) : random.between(25...90)))
             case 2: faults.append(.deploy(worker: worker, at: at, restartAfter: random.between(1...20)))
@@ -197,10 +220,33 @@ public struct Scenario: Sendable, CustomStringConvertible {
                     faults.append(.providerThrottling(at: at, seconds: random.between(5...300), share: random.between(0.2...1)))
                 }
             case 7: faults.append(.databaseOutage(at: at, seconds: random.between(1...40)))
-            default: faults.append(.cancel(broadcast: random.int(0...(broadcasts.count - 1)), at: at))
+            case 8: faults.append(.cancel(broadcast: random.int(0...(broadcasts.count - 1)), at: at))
+            case 9:
+                let seconds = random.between(0.1...5)
+                faults.append(.clockStep(worker: worker, at: at, seconds: random.chance(0.5) ? seconds : -seconds))
+            case 10: faults.append(.connectionsReset(at: at, seconds: random.between(0.05...3)))
+            default:
+                let confirmAt = at + random.between(30...400)
+                faults.append(.importedTokens(app: app.id, provider: provider, share: random.between(0.5...0.95), confirmAt: confirmAt))
             }
         }
+        // The runbook's confirm is for tokens that really are invalid: not drawn for a provider misconfigured at the
+        // same time (the operator's fix of the configuration, a release, is that fault's own way out).
+        let misconfigured = Set(
+            faults.compactMap { fault -> AppProvider? in
+                switch fault {
+                case .misconfigure(let app, let provider, _, _), .misconfigureTopic(let app, let provider, _, _):
+                    AppProvider(appID: app, provider: provider)
+                default: nil
+                }
+            }
+        )
+        faults.removeAll { fault in
+            guard case .importedTokens(let app, let provider, _, _) = fault else { return false }
+            return misconfigured.contains(AppProvider(appID: app, provider: provider))
+        }
         self.faults = faults
+        clockDrifts = (0..<workers).map { _ in random.between(-2e-4...2e-4) }
         lostCommitChance = random.chance(0.3) ? 0.05 : 0
         notSentChance = random.chance(0.5) ? random.between(0...0.02) : 0
         fateUnknownChance = random.chance(0.5) ? random.between(0...0.01) : 0

@@ -10,8 +10,8 @@ import PaperboyDispatch
 /// UNAVAILABLE`, `400 TopicDisallowed`…), and what an answer means is the provider modules' own reading of it
 /// (``APNsRejection/verdict``, ``FCMRejection/verdict``), which the worker's ``AnswerRules`` then apply: the simulation
 /// picks the answers, production's code says what they mean. What is a model is the transport: a push never written,
-/// written without an answer, or held while the provider takes no connection (the HTTP/2 clients' own retries, GOAWAY
-/// and connection faults are tested against the real simulators elsewhere and show here as latency).
+/// written without an answer, held while the provider takes no connection, or cut off when it closes every connection
+/// (the HTTP/2 clients' own retries are tested against the real simulators elsewhere and show here as latency).
 struct SimulatedProvider {
     /// One push written to a provider.
     struct Push: Sendable {
@@ -51,6 +51,8 @@ struct SimulatedProvider {
     var tokens: [Int64: Token] = [:]
     /// While set, the provider takes no connection and answers nothing.
     var outage: (from: Date, until: Date)?
+    /// Until then, a push handed over waits for a new connection (``Scenario/Fault/connectionsReset``).
+    var reconnecting: Date?
     /// While set, the provider takes every request and answers that it is unavailable.
     var failing: (from: Date, until: Date)?
     /// While set, the provider answers that share of the requests that it is overloaded.
@@ -103,6 +105,7 @@ struct SimulatedProvider {
             }
             written = outage.until
         }
+        if let reconnecting, written! < reconnecting { written = reconnecting }
         if random.chance(notSentChance) { return Decision(writtenAt: nil, answerAt: written!.addingTimeInterval(latency), verdict: .notSent) }
         /// Taken but answered that the provider is failing or overloaded, with APNs' or FCM's reason.
         /// Taken and answered with an error: its status, and APNs' or FCM's reason.

@@ -31,7 +31,8 @@ extension Simulation {
             let old = keyFiles[key] ?? 1
             keyFiles[key] = old + 1
             self.provider.accepted[key, default: []].insert(old + 1)
-            model.setCredentials(appID: app, provider: provider)
+            // `apps set-apns` / `set-fcm` with the new key ends a hold, as every change of the configuration does.
+            if model.setCredentials(appID: app, provider: provider, now: now) { endHolds(of: key) }
             schedule(.revoke(app: app, provider: provider, generation: old), at: start.addingTimeInterval(revokeAt))
         case .misconfigure(let app, let provider, _, let fixAt):
             provider_misconfigure(AppProvider(appID: app, provider: provider))
@@ -54,7 +55,49 @@ extension Simulation {
         case .cancel(let index, _):
             guard index < scenario.broadcasts.count else { return }
             model.cancel(scenario.broadcasts[index].id, now: now)
+        case .clockStep(let index, _, let seconds):
+            workers[index].clock.step(by: seconds)
+            note(String(format: "%@'s clock stepped %+.2fs", workers[index].name, seconds))
+        case .connectionsReset(_, let seconds):
+            resetConnections(reconnectingFor: seconds)
+        case .importedTokens:
+            break
         }
+    }
+
+    /// The provider closes every connection: each push written and not answered yet is answered by nobody (the client
+    /// reports its fate unknown: processed or not, nobody knows), and pushes handed over for `seconds` wait for a new
+    /// connection before they are written.
+    func resetConnections(reconnectingFor seconds: TimeInterval) {
+        var cut = 0
+        for (id, send) in sends.sorted(by: { $0.key < $1.key }) {
+            var send = send
+            var changed = false
+            for index in send.pushes.indices where !send.pushes[index].done && send.pushes[index].answerAt > now {
+                guard let written = send.pushes[index].writtenAt, written <= now else { continue }
+                let push = send.pushes[index]
+                send.pushes[index].answer = AnswerRules.answer(
+                    verdict: .fateUnknown,
+                    reason: nil,
+                    position: push.answer.position,
+                    generation: push.answer.generation
+                )
+                send.pushes[index].answerAt = now
+                send.pushes[index].delivered = push.delivered && random.chance(0.5)
+                changed = true
+                cut += 1
+            }
+            guard changed else { continue }
+            sends[id] = send
+            schedule(.answers(send: id, at: now), at: now)
+        }
+        provider.reconnecting = now.addingTimeInterval(seconds)
+        note("provider: every connection closed, \(cut) pushes in flight cut off; \(String(format: "%.2f", seconds))s to reconnect")
+    }
+
+    /// The app's provider's holds ended now (a change of its configuration, a release, a confirm), for the invariants.
+    func endHolds(of key: AppProvider) {
+        for index in holdTimes.indices where holdTimes[index].key == key && holdTimes[index].until == nil { holdTimes[index].until = now }
     }
 
     /// Kubernetes' default `terminationGracePeriodSeconds`: SIGKILL this long after SIGTERM.

@@ -46,6 +46,8 @@ extension Simulation {
                     provider_uninstalled(id, at: start.addingTimeInterval(-setup.between(60...86_000)))
                 } else if setup.chance(app.strayInvalid) {
                     self.provider.tokens[id] = .invalid
+                } else if let share = importedShare(app: app.id, provider: provider), setup.chance(share) {
+                    self.provider.tokens[id] = .invalid
                 }
             }
             model.addDevices(devices)
@@ -55,16 +57,19 @@ extension Simulation {
             }
         }
         if let capacity = scenario.originCapacity { model.addOrigin(1, capacity: capacity) }
-        for index in 0..<scenario.workers { addWorker(skew: scenario.clockSkews[index]) }
+        for index in 0..<scenario.workers { addWorker(skew: scenario.clockSkews[index], drift: scenario.clockDrifts[index]) }
         for (index, fault) in scenario.faults.enumerated() {
             switch fault {
             case .keyless(let worker, let app):
                 workers[worker].keyless.insert(app)
                 covered.insert("keyless")
+            case .importedTokens(let app, let provider, _, let confirmAt):
+                covered.insert("importedTokens")
+                schedule(.confirm(app: app, provider: provider), at: start.addingTimeInterval(confirmAt))
             case .kill(_, let at), .pause(_, let at, _), .deploy(_, let at, _), .rotate(_, _, let at, _), .misconfigure(_, _, let at, _),
                 .misconfigureTopic(_, _, let at, _),
                 .providerOutage(let at, _), .providerFailing(let at, _), .providerThrottling(let at, _, _), .databaseOutage(let at, _),
-                .cancel(_, let at):
+                .cancel(_, let at), .clockStep(_, let at, _), .connectionsReset(let at, _):
                 schedule(.fault(index), at: start.addingTimeInterval(at))
             }
         }
@@ -75,21 +80,30 @@ extension Simulation {
         for index in workers.indices { deliver(.started, to: index) }
     }
 
+    /// The share of the app's tokens through `provider` that are really invalid (``Scenario/Fault/importedTokens``).
+    private func importedShare(app: Int, provider: PushProvider) -> Double? {
+        for fault in scenario.faults {
+            if case .importedTokens(app, provider, let share, _) = fault { return share }
+        }
+        return nil
+    }
+
     private func provider_uninstalled(_ id: Int64, at time: Date) {
         provider.tokens[id] = .uninstalled(time)
     }
 
-    func addWorker(skew: TimeInterval) {
+    func addWorker(skew: TimeInterval, drift: Double) {
         var machine = Self.workerConfiguration
         machine.drainTimeout = options.drainTimeout
         let index = workers.count
         let name = "w\(index)"
         let time = self.time
+        let clocks = WorkerClock(origin: now, skew: skew, drift: drift)
         let clock = BroadcastClock(
-            now: { time.now.addingTimeInterval(skew) },
+            now: { clocks.wall(at: time.now) },
             // The executor never sleeps: the simulation wakes each worker at the instant its machine asks for.
             sleep: { _ in },
-            monotonic: { time.now.timeIntervalSinceReferenceDate }
+            monotonic: { clocks.monotonic(at: time.now) }
         )
         let executor = WorkerExecutor(
             store: SimulatedStore(simulation: self, worker: index),
@@ -100,10 +114,13 @@ extension Simulation {
             logger: Self.logger,
             metrics: Self.metrics
         )
-        let worker = Worker(name: name, machine: WorkerMachine(configuration: machine), executor: executor, skew: skew, startedAt: now)
+        let worker = Worker(name: name, machine: WorkerMachine(configuration: machine), executor: executor, clock: clocks, startedAt: now)
         workers.append(worker)
         workers[index].running.append((now, nil))
-        note("\(worker.name) started\(skew != 0 ? String(format: ", its clock %+.2fs off", skew) : "")")
+        note(
+            "\(worker.name) started\(skew != 0 ? String(format: ", its clock %+.2fs off", skew) : "")"
+                + (drift != 0 ? String(format: ", drifting %+.0f ppm", drift * 1e6) : "")
+        )
     }
 
     /// The workers log nowhere: the trace (`--trace`) says what they did.
@@ -135,7 +152,8 @@ extension Simulation {
         }
         guard let wake = workers[index].machine.nextWake else { return }
         // The machine's instants are the database's clock; the worker's own clock sleeps.
-        let at = wake.addingTimeInterval(-(workers[index].skew + executor.offset))
+        // A microsecond late: the instant computed back from a drifting clock may round to just before its reading.
+        let at = workers[index].clock.instant(reading: wake.addingTimeInterval(-executor.offset)).addingTimeInterval(1e-6)
         if let timer = workers[index].timer, timer.at <= at { return }
         workers[index].nextToken += 1
         workers[index].timer = (at, workers[index].nextToken)
@@ -277,5 +295,39 @@ extension Simulation {
 
     func close(_ intervals: inout [(from: Date, until: Date?)]) {
         if let last = intervals.indices.last, intervals[last].until == nil { intervals[last].until = now }
+    }
+}
+
+/// A worker's clocks against the database's (the virtual time): off by a skew at the start, running a little fast or
+/// slow (`drift`), and stepped by NTP (``step(by:)``: the wall clock moves, the monotonic one does not).
+final class WorkerClock: @unchecked Sendable {
+    let origin: Date
+    private(set) var skew: TimeInterval
+    let drift: Double
+
+    init(origin: Date, skew: TimeInterval, drift: Double) {
+        self.origin = origin
+        self.skew = skew
+        self.drift = drift
+    }
+
+    /// The worker's wall clock at the virtual `instant`.
+    func wall(at instant: Date) -> Date {
+        instant.addingTimeInterval(skew + drift * instant.timeIntervalSince(origin))
+    }
+
+    /// The virtual instant at which the worker's wall clock reads `wall` (the clock as it is stepped now).
+    func instant(reading wall: Date) -> Date {
+        origin.addingTimeInterval((wall.timeIntervalSince(origin) - skew) / (1 + drift))
+    }
+
+    /// The worker's monotonic seconds at the virtual `instant`: the drift, never a step.
+    func monotonic(at instant: Date) -> TimeInterval {
+        instant.timeIntervalSinceReferenceDate + drift * instant.timeIntervalSince(origin)
+    }
+
+    /// NTP steps the wall clock.
+    func step(by seconds: TimeInterval) {
+        skew += seconds
     }
 }

@@ -52,7 +52,8 @@ public final class Simulation {
         var life = Life.running
         /// The production executor that carries its machine's actions out, over this worker's store and transport.
         var executor: WorkerExecutor<SimulatedStore, SimulatedTransport>
-        var skew: TimeInterval
+        /// Its clocks against the database's (the virtual time).
+        var clock: WorkerClock
         var buffered: [WorkerMachine.Event] = []
         var timer: (at: Date, token: Int)?
         var nextToken = 0
@@ -78,6 +79,8 @@ public final class Simulation {
         case fault(Int)
         case revoke(app: Int, provider: PushProvider, generation: Int)
         case fix(app: Int, provider: PushProvider)
+        /// An operator's `apps confirm-deactivations`.
+        case confirm(app: Int, provider: PushProvider)
         case resume(worker: Int)
         /// The grace period after a SIGTERM is over: SIGKILL if the worker has not exited.
         case graceEnd(worker: Int)
@@ -139,6 +142,8 @@ public final class Simulation {
     var waiting: [HoldKey: Date] = [:]
     /// When each hold was raised and released, for the invariants.
     var holdTimes: [(key: AppProvider, from: Date, until: Date?)] = []
+    /// When an operator confirmed an app's provider's deactivations.
+    var confirmedAt: [AppProvider: Date] = [:]
     /// When pushes were handed to a provider, per second, per broadcast: the pace the plan promises.
     var handedOver: [UUID: [Int: Int]] = [:]
     var trace: [String] = []
@@ -230,9 +235,16 @@ public final class Simulation {
             let key = AppProvider(appID: app, provider: provider)
             self.provider.misconfigured.remove(key)
             self.provider.topicDisallowed.remove(key)
-            let (released, dropped) = model.releaseHold(appID: app, provider: provider)
-            if released, let index = holdTimes.lastIndex(where: { $0.key == key && $0.until == nil }) { holdTimes[index].until = now }
+            let (released, dropped) = model.releaseHold(appID: app, provider: provider, now: now)
+            if released { endHolds(of: key) }
             note("operator: app \(app) \(provider.rawValue) fixed; hold released \(released), \(dropped) held deactivations dropped")
+        case .confirm(let app, let provider):
+            let key = AppProvider(appID: app, provider: provider)
+            let (released, deactivated) = model.confirm(appID: app, provider: provider, now: now)
+            if released { endHolds(of: key) }
+            confirmedAt[key] = now
+            if released { covered.insert("confirmed") }
+            note("operator: app \(app) \(provider.rawValue) deactivations confirmed; hold released \(released), \(deactivated) deactivated")
         case .resume(let index):
             resume(index)
         case .graceEnd(let index):
@@ -241,7 +253,7 @@ public final class Simulation {
                 note("\(workers[index].name) killed at the end of its grace period")
             }
         case .restart:
-            addWorker(skew: 0)
+            addWorker(skew: 0, drift: 0)
             deliver(.started, to: workers.count - 1)
         case .outageEnd:
             note("provider: back")

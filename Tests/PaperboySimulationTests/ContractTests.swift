@@ -380,7 +380,7 @@ struct ContractTests {
             #expect(try await SenderStatusRepository(client: pair.db.client).givenBackBroadcasts(logger: pair.logger).isEmpty)
             #expect(pair.model.givenBackBroadcasts().isEmpty)
             _ = try await ProviderHoldRepository(client: pair.db.client).release(appID: pair.app, provider: .apns, logger: pair.logger)
-            pair.model.releaseHold(appID: pair.app, provider: .apns)
+            pair.model.releaseHold(appID: pair.app, provider: .apns, now: Date())
             let (taken, _) = try await Self.lease(&pair, "w2", at: later.addingTimeInterval(0.2))
             #expect(taken?.id == batch.id)
         }
@@ -427,6 +427,71 @@ struct ContractTests {
             let since = try await statuses.givenBackBroadcasts(logger: pair.logger)
             #expect(since.first?.givenBackSince[.apns].map(Pair.micro) == Pair.micro(later), "counted from the keyless give-back, not the hold")
             #expect(since.map(\.givenBackSince) == pair.model.givenBackBroadcasts().map(\.givenBackSince))
+        }
+    }
+
+    @Test(
+        "a hold's end restarts the --fail-after count of the batches a keyless worker gave back just before it (they waited through the hold): on both stores"
+    )
+    func holdEndRestartsTheCount() async throws {
+        try await Self.with(devices: 10, cohorts: 1, window: 1) { pair in
+            let now = pair.firstDue
+            let (first, _) = try await Self.lease(&pair, "keyless", at: now)
+            let batch = try #require(first)
+            let targets = try await Self.targets(pair, batch, at: now)
+            let early = now.addingTimeInterval(-3600)
+            let given = try await pair.giveBack(
+                batch,
+                firstReturned: 0,
+                returned: targets.count,
+                because: "apns: no key",
+                providers: [.apns],
+                owner: "keyless",
+                now: early
+            )
+            #expect(given.stored && given.modelled)
+            let statuses = SenderStatusRepository(client: pair.db.client)
+            #expect(try await statuses.givenBackBroadcasts(logger: pair.logger).first?.givenBackSince[.apns].map(Pair.micro) == Pair.micro(early))
+            // Held for an hour, then released: the batch counts from the release, not from the give-back before the hold.
+            let holds = ProviderHoldRepository(client: pair.db.client)
+            try await holds.raise(
+                appID: pair.app,
+                provider: .apns,
+                answer: "BadDeviceToken",
+                likelyCause: "c",
+                reason: "r",
+                by: "w1",
+                version: pair.version,
+                logger: pair.logger
+            )
+            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "BadDeviceToken", reason: "r", by: "w1", version: pair.version)
+            let released = Date()
+            #expect(try await holds.release(appID: pair.app, provider: .apns, logger: pair.logger).released)
+            #expect(pair.model.releaseHold(appID: pair.app, provider: .apns, now: released).released)
+            let stored = try #require(try await statuses.givenBackBroadcasts(logger: pair.logger).first?.givenBackSince[.apns])
+            #expect(abs(stored.timeIntervalSince(released)) < 5, "counted from the release (the database's clock)")
+            #expect(pair.model.givenBackBroadcasts().first?.givenBackSince[.apns] == released)
+        }
+    }
+
+    @Test(
+        "an operator's confirm or release of one provider leaves the other provider's confirmation standing (the simulation's seed 732): on both stores"
+    )
+    func confirmationsOfOtherProvidersStand() async throws {
+        try await Self.with(devices: 4, cohorts: 1, window: 1) { pair in
+            let now = Date()
+            let holds = ProviderHoldRepository(client: pair.db.client)
+            _ = try await holds.confirm(appID: pair.app, provider: .fcm, logger: pair.logger)
+            _ = pair.model.confirm(appID: pair.app, provider: .fcm, now: now)
+            _ = try await holds.confirm(appID: pair.app, provider: .apns, logger: pair.logger)
+            _ = pair.model.confirm(appID: pair.app, provider: .apns, now: now)
+            #expect(try await holds.confirmed(appID: pair.app, logger: pair.logger) == [.apns, .fcm], "FCM's stands after APNs' confirm")
+            #expect(pair.model.confirmed(appID: pair.app, now: now) == [.apns, .fcm])
+            // A release of APNs (fixed elsewhere) ends APNs' confirmation, for its configuration changed; FCM's stands.
+            _ = try await holds.release(appID: pair.app, provider: .apns, logger: pair.logger)
+            _ = pair.model.releaseHold(appID: pair.app, provider: .apns, now: now)
+            #expect(try await holds.confirmed(appID: pair.app, logger: pair.logger) == [.fcm])
+            #expect(pair.model.confirmed(appID: pair.app, now: now) == [.fcm])
         }
     }
 
@@ -489,7 +554,7 @@ struct ContractTests {
             let modelled7 = pair.model.applyHeldDeactivations(before: .distantFuture)
             #expect(modelled7 == 0)
             _ = try await holds.release(appID: pair.app, provider: .apns, logger: pair.logger)
-            let modelled8 = pair.model.releaseHold(appID: pair.app, provider: .apns).dropped == targets.count
+            let modelled8 = pair.model.releaseHold(appID: pair.app, provider: .apns, now: Date()).dropped == targets.count
             #expect(modelled8)
             // A worker's suspicion from answers to sends made before the release raises no hold again.
             let stale = try await holds.raise(
@@ -743,7 +808,7 @@ struct ContractTests {
             let batch = try #require(first)
             let targets = try await Self.targets(pair, batch, at: now)
             _ = try await ProviderHoldRepository(client: pair.db.client).release(appID: pair.app, provider: .apns, logger: pair.logger)
-            pair.model.releaseHold(appID: pair.app, provider: .apns)
+            pair.model.releaseHold(appID: pair.app, provider: .apns, now: Date())
             let outcomes = targets.map {
                 BatchOutcome(deviceID: $0.deviceID, sentAt: now, result: .rejected(reason: "DeviceTokenNotForTopic", deactivates: .deferred))
             }
@@ -810,7 +875,7 @@ struct ContractTests {
             #expect(stored.map(\.held) == [4] && model.map(\.held) == [4])
             // Releasing the sandbox hold leaves production's held deactivations alone.
             let released = try await holds.release(appID: pair.app, provider: .apns, environment: .sandbox, logger: pair.logger)
-            let modelReleased = pair.model.releaseHold(appID: pair.app, provider: .apns, environment: .sandbox)
+            let modelReleased = pair.model.releaseHold(appID: pair.app, provider: .apns, environment: .sandbox, now: Date())
             #expect(released.released && released.dropped == 0)
             #expect(modelReleased.released && modelReleased.dropped == 0)
             #expect(try await pair.heldDeactivations().count == 4)

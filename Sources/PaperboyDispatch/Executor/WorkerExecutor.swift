@@ -35,9 +35,10 @@ where Store.App == Transport.App, Store.Edition == Transport.Edition {
         /// The targets a lease read with the batch it carved, until the batch is read (``read(_:)``).
         var carved: [Int64: CarvedTargets] = [:]
         var sends: [Int64: [any SendInFlight]] = [:]
-        /// The store's clock minus this worker's: the worker paces on the store's clock, as every slot is claimed on
-        /// it (measured at each lease and heartbeat; zero when the store answers on the worker's clock).
-        var offset: TimeInterval = 0
+        /// The store's clock as last measured (at each lease and heartbeat), and the monotonic seconds it was read at:
+        /// the worker paces on the store's clock, as every slot is claimed on it. Nil until measured, and when the
+        /// store answers on the worker's clock: the worker's own clock then.
+        var storeClock: (read: Date, monotonic: TimeInterval)?
         /// The draining state and batches held, as the worker's status reports them.
         var draining = false
         var held = 0
@@ -81,13 +82,17 @@ where Store.App == Transport.App, Store.Edition == Transport.Edition {
         self.startedAt = clock.now()
     }
 
-    /// The instant the worker's machines see: the store's clock (as measured), and the monotonic seconds.
+    /// The instant the worker's machines see: the store's clock (as last measured, run on by the monotonic clock),
+    /// and the monotonic seconds.
     public func moment() -> Moment {
-        Moment(now: clock.now().addingTimeInterval(state.withLock { $0.offset }), monotonic: clock.monotonic())
+        let monotonic = clock.monotonic()
+        guard let measured = state.withLock({ $0.storeClock }) else { return Moment(now: clock.now(), monotonic: monotonic) }
+        return Moment(now: measured.read.addingTimeInterval(monotonic - measured.monotonic), monotonic: monotonic)
     }
 
-    /// The store's clock minus this worker's, as last measured.
-    public var offset: TimeInterval { state.withLock { $0.offset } }
+    /// The store's clock minus this worker's wall clock now: where the worker's own clock sleeps until an instant of the
+    /// store's.
+    public var offset: TimeInterval { moment().now.timeIntervalSince(clock.now()) }
 
     /// One event into the machine: at a tick, first the reachability of the channels where it changed; what the
     /// machine says of the worker is then published. - Returns: the actions to carry out.

@@ -72,8 +72,31 @@ extension DispatchModel {
 
     /// `AppRepository.setAPNs` / `setFCM` (a rotation): a new configuration version, the provider's hold ended and its
     /// held deactivations dropped, in every environment.
-    public mutating func setCredentials(appID: Int, provider: PushProvider) {
-        releaseHold(appID: appID, provider: provider)
+    /// - Returns: whether it ended a hold.
+    @discardableResult
+    public mutating func setCredentials(appID: Int, provider: PushProvider, now: Date) -> Bool {
+        releaseHold(appID: appID, provider: provider, now: now).released
+    }
+
+    /// `ProviderHoldRepository.newConfiguration`: the app's version goes up for a change of `provider`'s in
+    /// `environment` (both when nil); the confirmations of its other providers and environments current before are
+    /// current after (`carryConfirmations`).
+    private mutating func newConfiguration(appID: Int, changed provider: PushProvider, environment: APNsEnvironment?, now: Date) {
+        let old = appVersions[appID, default: 0]
+        appVersions[appID] = old + 1
+        let changed = covers(appID, provider, environment)
+        for (key, confirmation) in confirmations where key.appID == appID && confirmation.version == old && !changed(key) {
+            confirmations[key]!.version = old + 1
+        }
+        // `restartGivenBackCount`: the app's open batches given back naming the provider count from now (the model's
+        // broadcasts are production's).
+        guard (environment ?? .production) == .production else { return }
+        for (id, batch) in batches
+        where batch.done == nil && batch.givenBackSince != nil && batch.givenBackProviders.contains(provider)
+            && broadcasts[batch.broadcast].map({ $0.app == appID && $0.state == .running }) ?? false
+        {
+            batches[id]!.givenBackSince = now
+        }
     }
 
     /// The holds and held deactivations of `appID`'s `provider` in `environment` (every one when nil).
@@ -83,8 +106,13 @@ extension DispatchModel {
 
     /// `ProviderHoldRepository.release`: the hold ends, its held deactivations are dropped and its evidence forgotten.
     @discardableResult
-    public mutating func releaseHold(appID: Int, provider: PushProvider, environment: APNsEnvironment? = nil) -> (released: Bool, dropped: Int) {
-        appVersions[appID, default: 0] += 1
+    public mutating func releaseHold(
+        appID: Int,
+        provider: PushProvider,
+        environment: APNsEnvironment? = nil,
+        now: Date
+    ) -> (released: Bool, dropped: Int) {
+        newConfiguration(appID: appID, changed: provider, environment: environment, now: now)
         tallies = tallies.filter { $0.key.app != appID || $0.key.provider != provider }
         let covered = covers(appID, provider, environment)
         let released = holds.keys.filter(covered)
@@ -104,7 +132,7 @@ extension DispatchModel {
         environment: APNsEnvironment? = nil,
         now: Date
     ) -> (released: Bool, deactivated: Int) {
-        appVersions[appID, default: 0] += 1
+        newConfiguration(appID: appID, changed: provider, environment: environment, now: now)
         tallies = tallies.filter { $0.key.app != appID || $0.key.provider != provider }
         for confirmed in environment.map({ [$0] }) ?? APNsEnvironment.allCases {
             confirmations[HoldKey(appID: appID, environment: confirmed, provider: provider)] = (appVersions[appID, default: 0], now)

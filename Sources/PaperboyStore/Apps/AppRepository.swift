@@ -203,6 +203,11 @@ public struct AppRepository: Sendable {
                     logger: logger
                 )
                 try await ProviderHoldRepository.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
+                // The other provider's confirmation stands: its tokens are what they were. The batches given back
+                // naming this provider count towards --fail-after from now: the operator acted.
+                let holds = ProviderHoldRepository.self
+                try await holds.carryConfirmations(appID: appID, changed: provider, environment: nil, on: connection, logger: logger)
+                try await holds.restartGivenBackCount(appID: appID, provider: provider, environment: nil, on: connection, logger: logger)
             }
             if let audit { try await AuditRepository.insert(audit, on: connection, logger: logger) }
             return app

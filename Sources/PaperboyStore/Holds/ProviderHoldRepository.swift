@@ -189,7 +189,8 @@ public struct ProviderHoldRepository: Sendable {
     ) async throws -> (released: Bool, dropped: Int) {
         let code = environment?.storageCode
         return try await client.transaction(logger: logger) { connection in
-            try await Self.newConfiguration(appID: appID, on: connection, logger: logger)
+            try await Self.newConfiguration(appID: appID, changed: provider, environment: code, on: connection, logger: logger)
+            try await Self.restartGivenBackCount(appID: appID, provider: provider, environment: code, on: connection, logger: logger)
             try await Self.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
             let released =
                 try await connection.query(Self.deleteHolds(appID: appID, provider: provider, environment: code), logger: logger).collect().count > 0
@@ -219,7 +220,8 @@ public struct ProviderHoldRepository: Sendable {
     ) async throws -> (released: Bool, deactivated: Int) {
         let code = environment?.storageCode
         return try await client.transaction(logger: logger) { connection in
-            try await Self.newConfiguration(appID: appID, on: connection, logger: logger)
+            try await Self.newConfiguration(appID: appID, changed: provider, environment: code, on: connection, logger: logger)
+            try await Self.restartGivenBackCount(appID: appID, provider: provider, environment: code, on: connection, logger: logger)
             try await Self.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
             try await connection.query(
                 """
@@ -381,9 +383,66 @@ public struct ProviderHoldRepository: Sendable {
         """
     }
 
-    /// A new version of the app's configuration: workers load its credentials again and count answers afresh.
-    static func newConfiguration(appID: Int, on connection: PostgresConnection, logger: Logger) async throws {
+    /// A new version of the app's configuration, for a change of `provider`'s in `environment` (both when nil):
+    /// workers load its credentials again and count answers afresh; the operators' confirmations of the app's other
+    /// providers and environments stand (``carryConfirmations(appID:changed:environment:on:logger:)``).
+    static func newConfiguration(
+        appID: Int,
+        changed provider: PushProvider,
+        environment code: Int16?,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
         try await connection.query("UPDATE apps SET credentials_version = credentials_version + 1 WHERE id = \(appID)", logger: logger)
+        try await carryConfirmations(appID: appID, changed: provider, environment: code, on: connection, logger: logger)
+    }
+
+    /// A hold ended (a release, a confirm, a change of the provider's configuration): the app's open batches given back
+    /// naming `provider` count towards `--fail-after` from now, not from their give-back. Batches given back by a
+    /// keyless worker just before a hold waited through it (left by every worker while held); counted from then, a
+    /// hold of more than `--fail-after` failed the broadcast the second it ended, when the same keyless worker named
+    /// the provider again (found by the simulation: `paperboy-sim`, seed 7674; issue 47, finding 2).
+    static func restartGivenBackCount(
+        appID: Int,
+        provider: PushProvider,
+        environment code: Int16?,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        try await connection.query(
+            """
+            UPDATE broadcast_batches bb SET given_back_since = now()
+            FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+            WHERE bb.broadcast_id = b.id AND b.state = 'running' AND p.app_id = \(appID)
+                AND (\(code)::smallint IS NULL OR b.environment = \(code))
+                AND bb.done_at IS NULL AND bb.given_back_since IS NOT NULL AND \(provider.storageCode) = ANY (bb.given_back_providers)
+            """,
+            logger: logger
+        )
+    }
+
+    /// After the app's configuration version went up for a change of `provider`'s in `environment` (both when nil),
+    /// the confirmations of its other providers and environments that were for the version before are for the new one:
+    /// a confirm, release or new key of one provider says nothing of another's tokens. Found by the simulation
+    /// (`paperboy-sim`, seed 732): an operator confirmed FCM's deactivations (a Firebase migration's old tokens), then
+    /// APNs' (imported tokens); the second confirm raised the version, FCM's confirmation lapsed with it, and the
+    /// breaker held FCM again, with no command to end it for good.
+    static func carryConfirmations(
+        appID: Int,
+        changed provider: PushProvider,
+        environment code: Int16?,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        try await connection.query(
+            """
+            UPDATE provider_confirmations c SET version = a.credentials_version
+            FROM apps a
+            WHERE a.id = \(appID) AND c.app_id = a.id AND c.version = a.credentials_version - 1
+                AND NOT (c.provider = \(provider.storageCode) AND (\(code)::smallint IS NULL OR c.environment = \(code)))
+            """,
+            logger: logger
+        )
     }
 
     /// How many deactivations are held now.
