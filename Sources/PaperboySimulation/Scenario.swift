@@ -183,7 +183,7 @@ public struct Scenario: Sendable, CustomStringConvertible {
                 id: Self.broadcastID(seed: seed, index: index),
                 app: app.id,
                 start: random.between(0...30),
-                rate: random.between(5...60),
+                rate: Self.rate(devices: app.devices, random: &random),
                 cohorts: random.int(1...8),
                 slot: random.between(0.5...4),
                 origin: shared && random.chance(0.7) ? 1 : nil
@@ -255,13 +255,24 @@ public struct Scenario: Sendable, CustomStringConvertible {
     public var description: String {
         let apps = apps.map { "app \($0.id) \($0.providers.map(\.rawValue).sorted().joined(separator: "+")) \($0.devices) devices" }
         let broadcasts = broadcasts.enumerated().map {
-            "broadcast \($0.offset) app \($0.element.app) at \(Int($0.element.start))s \(Int($0.element.rate))/s \($0.element.cohorts) cohorts"
+            "broadcast \($0.offset) app \($0.element.app) at \(Int($0.element.start))s \(Self.rateText($0.element.rate))/s \($0.element.cohorts) cohorts"
                 + ($0.element.origin != nil ? " on the origin" : "")
         }
         let origin = originCapacity.map { ["origin \(Int($0))/s"] } ?? []
         let parts = ["seed \(seed): \(workers) workers"] + apps + broadcasts + origin + faults.map(\.description)
         return parts.joined(separator: "; ")
     }
+
+    /// A broadcast's rate: mostly 5 to 60 devices a second; one in five anywhere from 0.05 to 500 a second
+    /// (log-uniform), as slowly as sends the app's whole fleet within 5 minutes (a hold of up to 24 minutes and the
+    /// rest of the fleet still fit in the run's 30).
+    static func rate(devices: Int, random: inout SimulationRandom) -> Double {
+        guard random.chance(0.2) else { return random.between(5...60) }
+        let slowest = max(0.05, Double(devices) / 300)
+        return exp(random.between(log(slowest)...log(500)))
+    }
+
+    static func rateText(_ rate: Double) -> String { rate < 10 ? String(format: "%.2f", rate) : "\(Int(rate))" }
 
     /// A broadcast id that reads as its seed and index.
     static func broadcastID(seed: UInt64, index: Int) -> UUID {

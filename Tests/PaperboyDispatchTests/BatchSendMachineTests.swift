@@ -389,6 +389,24 @@ struct BatchSendMachineTests {
     }
 
     @Test(
+        "a 'not valid for this app' answer to the credentials before a rotation is asked again with the new ones, not held under them (the simulation's seed 6521: a wrong bundle id's answers applied after the fix)"
+    )
+    func notValidBeforeARotationAskedAgain() {
+        var machine = Self.machine((1...3).map { Self.apns($0) }, batch: Self.batch(rate: 1000))
+        _ = machine.next(.started, at: Self.at(0))
+        let notValid = Machine.Answer(position: 0, result: .rejected(reason: "DeviceTokenNotForTopic", deactivates: .deferred), generation: 1)
+        _ = machine.next(.answered([notValid, Self.refused(1), Self.refused(2)]), at: Self.at(0.01))
+        var decision = machine.next(.credentialsReloaded(.apns, .changed(generation: 2)), at: Self.at(0.02))
+        #expect(decision.action == .claimSlot(from: 0, remaining: 3, notBefore: nil), "all three go again: the answer was to the old configuration")
+        _ = machine.next(.slotClaimed(Self.t0.addingTimeInterval(1)), at: Self.at(0.03))
+        decision = machine.next(.tick, at: Self.at(1))
+        #expect(Self.positions(decision) == [0, 1, 2])
+        #expect(decision.sends.map(\.generation) == [2])
+        let outcomes = Self.recorded(machine.next(Self.accepted([0, 1, 2], generation: 2), at: Self.at(1.1)))
+        #expect(outcomes?.map(\.result) == [.accepted, .accepted, .accepted], "nothing held from the old configuration's answer")
+    }
+
+    @Test(
         "a refusal of a send made with the old credentials that arrives after they were read anew is sent again, not counted as a refusal of the new ones"
     )
     func refusalOfOldCredentialsAfterReload() {

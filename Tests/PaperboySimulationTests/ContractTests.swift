@@ -3,10 +3,11 @@ import Logging
 import PaperboyCore
 import PaperboyDispatch
 import PaperboySimulation
-import PaperboyStore
 import PaperboyTesting
 import PostgresNIO
 import Testing
+
+@testable import PaperboyStore
 
 /// The simulation's model of the dispatch store (``DispatchModel``) against PostgreSQL (``BroadcastRepository``,
 /// ``SenderStatusRepository``, ``ProviderHoldRepository``): the same operations, in the same order, with the same
@@ -117,13 +118,29 @@ struct ContractTests {
         }
     }
 
-    static func with(devices: Int, cohorts: Int, window: TimeInterval, _ body: (inout Pair) async throws -> Void) async throws {
+    /// The same app, devices and broadcast in PostgreSQL and the model: `devices` APNs devices, and `fcm` more through
+    /// FCM (Android), when the app has FCM too.
+    static func with(
+        devices: Int,
+        fcm: Int = 0,
+        cohorts: Int,
+        window: TimeInterval,
+        _ body: (inout Pair) async throws -> Void
+    ) async throws {
         try await TestDatabase.with { db in
             try "not read by these tests".write(toFile: key, atomically: true, encoding: .utf8)
-            let app = try await AppRepository(client: db.client).create(
+            let apps = AppRepository(client: db.client)
+            var app = try await apps.create(
                 try NewApp(bundleID: "com.example.contract", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: key),
                 logger: db.logger
             ).app
+            if fcm > 0 {
+                app = try await apps.setFCM(
+                    appID: app.id,
+                    try FCMCredentials(serviceAccount: "/secrets/contract-firebase.json", projectID: "paperboy-contract"),
+                    logger: db.logger
+                )
+            }
             _ = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
             for index in 0..<devices {
                 let hex = String(format: "%064x", index * 7919 + 1)
@@ -131,6 +148,23 @@ struct ContractTests {
                     appID: app.id,
                     token: .apns(try DeviceToken(hex: hex)),
                     DeviceRegistration(
+                        environment: .production,
+                        subscriptions: ["morning"],
+                        timeZone: "Asia/Tokyo",
+                        tier: .large,
+                        autoDownload: true,
+                        alertsAuthorized: false
+                    ),
+                    logger: db.logger
+                )
+            }
+            for index in 0..<fcm {
+                _ = try await DeviceRepository(client: db.client).register(
+                    appID: app.id,
+                    token: .fcm(try FCMToken("contract-\(index * 7919 + 1):APA91b" + String(repeating: "x", count: 40))),
+                    DeviceRegistration(
+                        provider: .fcm,
+                        platform: .android,
                         environment: .production,
                         subscriptions: ["morning"],
                         timeZone: "Asia/Tokyo",
@@ -164,17 +198,21 @@ struct ContractTests {
                 logger: db.logger
             )
             var pair = Pair(db: db, repository: repository, broadcast: started.broadcast.id, app: app.id, version: app.credentialsVersion)
-            pair.model.addApp(app.id, providers: [.apns], version: app.credentialsVersion)
-            let rows = try await db.client.query("SELECT id, cohort_key, token, registered_at FROM devices ORDER BY id", logger: db.logger)
+            pair.model.addApp(app.id, providers: fcm > 0 ? [.apns, .fcm] : [.apns], version: app.credentialsVersion)
+            let rows = try await db.client.query(
+                "SELECT id, cohort_key, token, registered_at, provider FROM devices ORDER BY id",
+                logger: db.logger
+            )
             var modelled: [DispatchModel.Device] = []
-            for try await (id, key, token, registered) in rows.decode((Int64, Int32, ByteBuffer, Date).self) {
+            for try await (id, key, token, registered, provider) in rows.decode((Int64, Int32, ByteBuffer, Date, Int16).self) {
+                let fcm = PushProvider(storageCode: provider) == .fcm
                 modelled.append(
                     DispatchModel.Device(
                         id: id,
                         app: app.id,
-                        token: .apns(DeviceToken(bytes: Array(buffer: token))),
+                        token: fcm ? .fcm(FCMToken(bytes: Array(buffer: token))) : .apns(DeviceToken(bytes: Array(buffer: token))),
                         key: Int64(key),
-                        platform: .ios,
+                        platform: fcm ? .android : .ios,
                         tier: .large,
                         registeredAt: registered
                     )

@@ -33,11 +33,12 @@ struct StoreContractTests {
     static func with(
         _ kind: Kind,
         devices: Int = 12,
+        fcm: Int = 0,
         cohorts: Int = 1,
         window: TimeInterval = 2,
         _ body: (any WorkerStore, ContractTests.Pair) async throws -> Void
     ) async throws {
-        try await ContractTests.with(devices: devices, cohorts: cohorts, window: window) { pair in
+        try await ContractTests.with(devices: devices, fcm: fcm, cohorts: cohorts, window: window) { pair in
             try await body(store(kind, pair), pair)
         }
     }
@@ -90,6 +91,56 @@ struct StoreContractTests {
             }
             #expect(seen.count == 12, "every device of the wave in one batch")
             #expect(try await store.lease(Self.query("w2", at: now), logger: Self.logger) == nil)
+        }
+    }
+
+    @Test(
+        "a mixed app (APNs and FCM devices): every device carved once with its own provider; a give-back naming FCM is left by workers that cannot send through it and taken by one that can, without the devices already recorded",
+        arguments: Kind.allCases
+    )
+    func mixedApp(_ kind: Kind) async throws {
+        try await Self.with(kind, devices: 6, fcm: 6) { store, pair in
+            var now = pair.firstDue
+            var providers: [Int64: PushProvider] = [:]
+            var held: [Int64] = []
+            var mixed: (batch: LeasedBatch, targets: [BatchTarget])?
+            while let lease = try await store.lease(Self.query("w1", at: now, excludingBatches: held), logger: Self.logger) {
+                let targets = try await store.targets(of: lease.batch, now: now, logger: Self.logger)
+                for target in targets { providers[target.deviceID] = target.token.provider }
+                if mixed == nil, targets.contains(where: { $0.token.provider == .fcm }), targets.contains(where: { $0.token.provider == .apns }) {
+                    mixed = (lease.batch, targets)
+                }
+                held.append(lease.batch.id)
+                now = now.addingTimeInterval(1)
+            }
+            #expect(providers.count == 12, "every device once")
+            #expect(providers.values.count { $0 == .fcm } == 6)
+            let (batch, targets) = try #require(mixed, "a batch with devices of both providers (cohort keys interleave them)")
+            #expect(targets.allSatisfy { ($0.token.provider == .fcm) == ($0.platform == .android) })
+            let apns = targets.filter { $0.token.provider == .apns }
+            let returned = targets.indices.filter { targets[$0].token.provider == .fcm }
+            #expect(
+                try await store.giveBack(
+                    batch,
+                    recorded: Self.accepted(apns, at: now),
+                    returned: returned,
+                    because: BatchSendMachine.GiveBack(providers: [.fcm: .unavailable("no service account here")]),
+                    owner: "w1",
+                    configuration: nil,
+                    now: now,
+                    logger: Self.logger
+                )
+            )
+            let later = now.addingTimeInterval(0.1)
+            let fcm = AppProvider(appID: pair.app, provider: .fcm)
+            var query = Self.query("w2", at: later, excludingBatches: held.filter { $0 != batch.id })
+            query.excludingProviders = [fcm]
+            #expect(try await store.lease(query, logger: Self.logger) == nil, "a worker that cannot send through FCM leaves it")
+            query.excludingProviders = []
+            let taken = try #require(try await store.lease(query, logger: Self.logger)?.batch)
+            #expect(taken.id == batch.id)
+            let rest = try await store.targets(of: taken, now: later, logger: Self.logger)
+            #expect(rest.map(\.deviceID) == returned.map { targets[$0].deviceID }, "the FCM devices, without the APNs ones recorded")
         }
     }
 

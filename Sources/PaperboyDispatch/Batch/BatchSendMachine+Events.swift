@@ -55,6 +55,17 @@ extension BatchSendMachine {
                 providers[provider] = .ready(generation: generation)
                 reloadedTo[provider] = generation
                 resend += held
+                // Its "not valid for this app" answers were to the configuration before: the batch is recorded under
+                // the one read now, so they are asked again with the new credentials, not held under it (found by the
+                // simulation: `paperboy-sim`, seed 6521, a wrong bundle id's answers recorded after the fix and the
+                // key's rotation, and applied).
+                for position in outcomes.indices {
+                    guard let outcome = outcomes[position], outcome.provider == provider, case .rejected(_, .deferred) = outcome.result else {
+                        continue
+                    }
+                    outcomes[position] = nil
+                    resend.append(position)
+                }
                 extraRounds += 1
             case .unchanged:
                 stop(provider, .refused("\(provider.displayName) refused this worker's credentials, and reading them again found no change"))
