@@ -36,6 +36,13 @@ public struct APIConfiguration: Sendable {
     public var readinessReasons = false
     /// The reverse proxies whose `X-Forwarded-For` names the client (`serve --trusted-proxy`).
     public var trustedProxies: TrustedProxies = .none
+    /// A connection that sends nothing the server can read as part of a request (a request's head not complete, no
+    /// body part, nothing since its last answer) for this long is closed (`serve --idle-timeout`): a few thousand
+    /// idle or trickling sockets (slowloris) cannot hold the listener. A stream being answered (the console's live
+    /// updates) is not idle. Longer than a proxy's keep-alive to its upstream (nginx's and AWS ALB's: 60 s), so
+    /// that the proxy, not this server, closes a kept-alive connection first.
+    public var idleTimeout: Duration = Self.defaultIdleTimeout
+    public static let defaultIdleTimeout: Duration = .seconds(75)
     /// Wrong admin tokens by client address (one per process, shared by its listeners).
     public var adminGuesses = GuessGuard()
     /// Told about every answered request (the demo's request log); nil in production.
@@ -174,7 +181,7 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     Application(
         router: buildRouter(client: client, configuration: configuration),
-        server: paperboyServer(tls: configuration.tls, trustedProxies: configuration.trustedProxies),
+        server: paperboyServer(tls: configuration.tls, trustedProxies: configuration.trustedProxies, idleTimeout: configuration.idleTimeout),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "paperboy"),
         services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },

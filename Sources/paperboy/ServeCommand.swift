@@ -90,6 +90,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("rate-burst"), help: "Requests a client address may make at once before --rate-limit applies.")
     var rateBurst = DeviceRateLimit.standard.burst
 
+    @Option(
+        name: .customLong("idle-timeout"),
+        help: ArgumentHelp(
+            "Close a connection that sends nothing for this long: a request's head not complete, no body, nothing after its last answer (1s to 1h).",
+            discussion:
+                "Idle and trickling sockets (slowloris) cannot hold the listeners. Keep it longer than a proxy's keep-alive to this server (nginx and AWS ALB: 60 s).",
+            valueName: "duration"
+        )
+    )
+    var idleTimeout = "75s"
+
     @Option(name: .customLong("tls-cert"), help: "Serve HTTPS (TLS 1.2 or later) with this PEM certificate chain (needs --tls-key).")
     var tlsCert: String?
 
@@ -130,11 +141,20 @@ struct ServeCommand: AsyncParsableCommand {
         _ = try deviceRateLimit()
         _ = try consolePublicURL()
         _ = try proxies()
+        _ = try idleTimeoutSeconds()
         switch (tlsCert, tlsKey) {
         case (nil, nil), (.some, .some): break
         case (.some, nil): throw ValidationError("--tls-cert needs --tls-key, the certificate's private key")
         case (nil, .some): throw ValidationError("--tls-key needs --tls-cert, the key's certificate chain")
         }
+    }
+
+    /// `--idle-timeout` read: 1 s to 1 h.
+    func idleTimeoutSeconds() throws -> TimeInterval {
+        let seconds: TimeInterval
+        do { seconds = try StaggerPlan.seconds(parsing: idleTimeout) } catch { throw ValidationError("--idle-timeout: \(error)") }
+        guard (1...3600).contains(seconds) else { throw ValidationError("--idle-timeout: between 1s and 1h, got \(idleTimeout)") }
+        return seconds
     }
 
     /// `--public-url` read; nil when not given.
@@ -218,6 +238,7 @@ struct ServeCommand: AsyncParsableCommand {
         api.deviceRateLimit = try deviceRateLimit()
         api.tls = try tlsConfiguration()
         api.trustedProxies = try proxies()
+        api.idleTimeout = .milliseconds(Int64((try idleTimeoutSeconds() * 1000).rounded()))
         if adminToken == nil {
             logger.notice("PAPERBOY_ADMIN_TOKEN is not set: admin endpoints answer 401")
         }

@@ -144,8 +144,14 @@ public enum ClientAddress {
 }
 
 /// HTTP/1.1, over TLS when `tls` is set, with the client's address stamped on every request for the limits and
-/// the audit log (``ClientAddress``): the connection's, or behind one of `trustedProxies` the one it forwarded.
-func paperboyServer(tls: TLSConfiguration?, trustedProxies: TrustedProxies = .none) -> HTTPServerBuilder {
+/// the audit log (``ClientAddress``): the connection's, or behind one of `trustedProxies` the one it forwarded. A
+/// connection idle for `idleTimeout` (``APIConfiguration/idleTimeout``) is closed, by Hummingbird's own
+/// `HTTPConnectionStateHandler`.
+func paperboyServer(
+    tls: TLSConfiguration?,
+    trustedProxies: TrustedProxies = .none,
+    idleTimeout: Duration = APIConfiguration.defaultIdleTimeout
+) -> HTTPServerBuilder {
     HTTPServerBuilder { responder in
         let stamping: HTTPChannelHandler.Responder = { request, writer, channel in
             var head = request.head
@@ -156,7 +162,9 @@ func paperboyServer(tls: TLSConfiguration?, trustedProxies: TrustedProxies = .no
             head.headerFields[ClientAddress.header] = ClientAddress.key(for: client)
             try await responder(Request(head: head, body: request.body), writer, channel)
         }
-        let http = HTTP1Channel(responder: stamping)
+        let (seconds, attoseconds) = idleTimeout.components
+        let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        let http = HTTP1Channel(responder: stamping, configuration: .init(idleTimeout: idle))
         if let tls {
             return try TLSChannel(http, tlsConfiguration: tls)
         }
