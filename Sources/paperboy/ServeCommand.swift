@@ -61,7 +61,8 @@ struct ServeCommand: AsyncParsableCommand {
         name: .customLong("public-url"),
         help: ArgumentHelp(
             "Where browsers reach the console, e.g. https://news.example.com: decides its cookie (Secure, __Host-), the origin forms must come from, and Strict-Transport-Security.",
-            discussion: "Default: each request's Host and X-Forwarded-Proto, which a proxy in front must forward.",
+            discussion:
+                "Default: each request's Host and X-Forwarded-Proto (this one from a --trusted-proxy only), which a proxy in front must forward.",
             valueName: "url"
         )
     )
@@ -299,7 +300,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             if consoleConfiguration.publicURL == nil {
                 logger.notice(
-                    "--public-url is not set: the console reads its address from each request's Host and X-Forwarded-Proto (a proxy in front must forward them)"
+                    "--public-url is not set: the console reads its address from each request's Host and X-Forwarded-Proto (a proxy in front must forward them, and be named with --trusted-proxy for its X-Forwarded-Proto to count)"
                 )
             }
         } else {

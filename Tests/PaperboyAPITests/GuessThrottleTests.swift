@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import NIOCore
 import Testing
 
@@ -93,6 +94,23 @@ struct TokenStrengthTests {
 @Suite("Trusted proxies")
 struct TrustedProxiesTests {
     func address(_ text: String) throws -> SocketAddress { try SocketAddress(ipAddress: text, port: 443) }
+
+    @Test(
+        "X-Forwarded-Proto is kept only from a trusted proxy (issue 48, item 3): from anyone else, or with no proxy named, it is dropped before the routes see it"
+    )
+    func forwardedProtoFromProxiesOnly() throws {
+        let proxies = try TrustedProxies(parsing: ["10.0.0.0/8"])
+        var head = HTTPRequest(method: .post, scheme: "http", authority: "news.example.com", path: "/console/sign-in")
+        head.headerFields[TrustedProxies.forwardedProto] = "https"
+        head.headerFields[TrustedProxies.forwardedFor] = "203.0.113.9"
+        let viaProxy = proxies.stamped(head, connection: try address("10.1.2.3"))
+        #expect(viaProxy.headerFields[TrustedProxies.forwardedProto] == "https", "the proxy says how the browser reached it")
+        #expect(viaProxy.headerFields[ClientAddress.header] == "203.0.113.9")
+        let direct = proxies.stamped(head, connection: try address("198.51.100.7"))
+        #expect(direct.headerFields[TrustedProxies.forwardedProto] == nil, "a client reaching serve directly cannot claim HTTPS")
+        #expect(direct.headerFields[ClientAddress.header] == "198.51.100.7")
+        #expect(TrustedProxies.none.stamped(head, connection: try address("10.1.2.3")).headerFields[TrustedProxies.forwardedProto] == nil)
+    }
 
     @Test("from a trusted proxy the client is the rightmost untrusted X-Forwarded-For address; from anyone else, the connection's")
     func client() throws {

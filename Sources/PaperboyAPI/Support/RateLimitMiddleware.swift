@@ -154,12 +154,7 @@ func paperboyServer(
 ) -> HTTPServerBuilder {
     HTTPServerBuilder { responder in
         let stamping: HTTPChannelHandler.Responder = { request, writer, channel in
-            var head = request.head
-            let client = trustedProxies.client(
-                connection: channel.remoteAddress,
-                forwardedFor: head.headerFields[values: TrustedProxies.forwardedFor].joined(separator: ",")
-            )
-            head.headerFields[ClientAddress.header] = ClientAddress.key(for: client)
+            let head = trustedProxies.stamped(request.head, connection: channel.remoteAddress)
             try await responder(Request(head: head, body: request.body), writer, channel)
         }
         let (seconds, attoseconds) = idleTimeout.components

@@ -78,6 +78,19 @@ public struct TrustedProxies: Sendable, Equatable {
     }
 
     static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+    static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
+
+    /// A request's head as the routes see it: the client's address stamped (``ClientAddress``, from
+    /// ``client(connection:forwardedFor:)``), and `X-Forwarded-Proto` kept only from a trusted proxy. Anyone else
+    /// could say the connection was HTTPS (the console's cookie and origin follow it); only the proxy knows how the
+    /// browser reached it.
+    func stamped(_ head: HTTPRequest, connection: SocketAddress?) -> HTTPRequest {
+        var head = head
+        let client = self.client(connection: connection, forwardedFor: head.headerFields[values: Self.forwardedFor].joined(separator: ","))
+        head.headerFields[ClientAddress.header] = ClientAddress.key(for: client)
+        if !contains(connection) { head.headerFields[values: Self.forwardedProto] = [] }
+        return head
+    }
 
     /// An address as written in `X-Forwarded-For`: trimmed, IPv6 brackets and an IPv4 port removed.
     static func stripped(_ text: Substring) -> String {

@@ -6,7 +6,8 @@ import Hummingbird
 /// `Secure` (and `__Host-` prefixed), which `Origin` a form must come from, and the links in redirects.
 ///
 /// From `--public-url` when given (``ConsolePublicURL``). Otherwise from the request: `https` when the listener
-/// serves TLS or a proxy says so (`X-Forwarded-Proto: https`), and the `Host` the browser asked for (a proxy must
+/// serves TLS or a trusted proxy says so (`X-Forwarded-Proto: https`; the server drops it from anyone else:
+/// `TrustedProxies.stamped`), and the `Host` the browser asked for (a proxy must
 /// forward it). Trusting these two headers is safe for what they decide: a browser cannot set them, and another
 /// site's page can only make the browser send its own.
 struct ConsoleOrigin: Sendable, Equatable {

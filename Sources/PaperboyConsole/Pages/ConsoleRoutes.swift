@@ -119,7 +119,7 @@ struct ConsoleRoutes: Sendable {
         if let origin = request.headers[.origin], !context.origin.accepts(origin: origin) {
             refused("origin", request: request, context: context)
             throw ConsolePageError.forbidden(
-                "The request came from another origin (\(origin)) than this console's (\(context.origin.origin)). Behind a proxy, forward Host and X-Forwarded-Proto, or start serve with --public-url."
+                "The request came from another origin (\(origin)) than this console's (\(context.origin.origin)). Behind a proxy, forward Host and X-Forwarded-Proto and name the proxy with --trusted-proxy, or start serve with --public-url."
             )
         }
     }
