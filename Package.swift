@@ -376,6 +376,7 @@ let package = Package(
                 "APNsSimulator",
                 "FCM",
                 "PushTransport",
+                "PaperboyAPI",
                 "PaperboyStore",
                 "PaperboyDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

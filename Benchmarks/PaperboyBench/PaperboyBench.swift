@@ -15,6 +15,7 @@ struct PaperboyBench: AsyncParsableCommand {
             StatementsBench.self,
             CompareBench.self,
             FleetBench.self,
+            GuessBench.self,
         ]
     )
 }

@@ -67,6 +67,36 @@ struct GuessThrottleTests {
         for index in 0..<50 { throttle.failed(address: "a\(index)", now: Double(index)) }
         #expect(throttle.count <= 10)
     }
+
+    @Test("an address guessing all along is kept while the quiet ones are forgotten: its backoff survives a flood of new addresses")
+    func guesserKept() {
+        var policy = GuessThrottle.Policy()
+        policy.maxAddresses = 10
+        var throttle = GuessThrottle(policy: policy)
+        for index in 0..<60 {
+            let now = Double(index) * 30
+            throttle.failed(address: "new\(index)", now: now)
+            if index % 4 == 0 { throttle.failed(address: "guesser", now: now) }
+        }
+        #expect(throttle.count <= 10)
+        #expect(throttle.verdict(address: "guesser", now: 59 * 30) != .check, "15 failures: still waiting its backoff")
+    }
+
+    @Test(
+        "tries sent in parallel the moment a backoff ends get one check between them: the first starts the next backoff as if it failed (issue 48, item 2)"
+    )
+    func parallelTriesOneCheck() {
+        var throttle = GuessThrottle()
+        for _ in 0..<5 { throttle.failed(address: "a", now: 0) }
+        #expect(throttle.verdict(address: "a", now: 0.5) == .wait(seconds: 1))
+        #expect(throttle.verdict(address: "a", now: 1) == .check)
+        #expect(throttle.verdict(address: "a", now: 1) == .wait(seconds: 2), "the second, at the same instant, waits")
+        #expect(throttle.verdict(address: "a", now: 1) == .wait(seconds: 2))
+        throttle.failed(address: "a", now: 1)
+        #expect(throttle.verdict(address: "a", now: 2.5) == .wait(seconds: 1), "the failure's backoff is the one already started")
+        #expect(throttle.verdict(address: "fresh", now: 1) == .check, "an address that never failed is checked, every time")
+        #expect(throttle.verdict(address: "fresh", now: 1) == .check)
+    }
 }
 
 @Suite("Tokens people choose")

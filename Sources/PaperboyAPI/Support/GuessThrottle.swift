@@ -8,12 +8,21 @@ import Synchronization
 /// - An address may be wrong ``Policy/freeFailures`` times; after that each try waits a backoff that doubles from
 ///   ``Policy/firstBackoff`` up to ``Policy/maximumBackoff`` after every further failure. A try made during the
 ///   backoff is refused without looking at the secret (so it tells nothing), and does not count.
-/// - An address is forgotten ``Policy/forgetAfter`` after its last failure. A success does not clear it: the
-///   viewer's token must not reset the count of guesses at the operator's.
+/// - A try checked from an address whose next failure would start (or lengthen) its backoff starts it at once, as if
+///   it failed: tries sent in parallel the moment a backoff ends get one check, not one each. (A success does not
+///   clear the count either: the viewer's token must not reset the guesses at the operator's.)
+/// - An address is forgotten ``Policy/forgetAfter`` after its last failure.
 /// - Over ``Policy/globalCeiling`` failures in the last minute from all addresses together (guessing from many
 ///   addresses), every address gets ``Policy/freeFailuresOverCeiling`` free failures only.
 /// - An address with no pending backoff is always checked, over the ceiling or not: a correct secret from an
 ///   address that has not been guessing is never refused. One address guessing cannot lock anyone else out.
+///
+/// Every decision costs O(1) and the memory is bounded: at most ``Policy/maxAddresses`` addresses are remembered,
+/// in two generations (an address is found in the newer or the older, and moved to the newer when it fails again;
+/// when the newer holds half the maximum, the older is forgotten and the newer becomes it), so that the addresses
+/// quiet longest are forgotten first without sorting anything; the last minute's failures are 60 counters of a
+/// second each. Before, a new address at the maximum filtered and sorted all 100,000, and every failure scanned the
+/// minute's list.
 public struct GuessThrottle: Sendable {
     public struct Policy: Sendable {
         public var freeFailures = 5
@@ -44,46 +53,83 @@ public struct GuessThrottle: Sendable {
     }
 
     public let policy: Policy
-    private var records: [String: Record] = [:]
-    /// Times of recent failures from every address, oldest first, for the global ceiling.
-    private var recent: [TimeInterval] = []
+    /// The newer and the older generation of remembered addresses.
+    private var newer: [String: Record] = [:]
+    private var older: [String: Record] = [:]
+    /// Failures from every address per second of the last minute: `perSecond[s % 60]` counts second `seconds[s % 60]`.
+    private var perSecond = [Int](repeating: 0, count: 60)
+    private var seconds = [Int](repeating: Int.min, count: 60)
 
     public init(policy: Policy = Policy()) {
         self.policy = policy
     }
 
-    /// Whether `address`'s try at `now` (seconds on any monotonic clock) is checked.
-    public func verdict(address: String, now: TimeInterval) -> Verdict {
-        guard let record = records[address], now - record.last < policy.forgetAfter, record.until > now else { return .check }
-        return .wait(seconds: max(1, Int((record.until - now).rounded(.up))))
+    /// Whether `address`'s try at `now` (seconds on any monotonic clock) is checked. A checked try that would start
+    /// or lengthen the address's backoff if it failed starts it now.
+    public mutating func verdict(address: String, now: TimeInterval) -> Verdict {
+        guard var record = record(address, now: now) else { return .check }
+        if record.until > now { return .wait(seconds: max(1, Int((record.until - now).rounded(.up)))) }
+        let until = backoffEnd(failures: record.failures + 1, now: now)
+        guard until > now else { return .check }
+        record.until = until
+        store(record, for: address)
+        return .check
     }
 
     /// Records a wrong secret from `address` at `now`.
     public mutating func failed(address: String, now: TimeInterval) {
-        recent.removeAll { now - $0 >= 60 }
-        recent.append(now)
-        let overCeiling = recent.count > policy.globalCeiling
-        var record = records[address].flatMap { now - $0.last < policy.forgetAfter ? $0 : nil } ?? Record(failures: 0, last: now, until: now)
+        let second = Int(now.rounded(.down))
+        let slot = ((second % 60) + 60) % 60
+        if seconds[slot] != second {
+            seconds[slot] = second
+            perSecond[slot] = 0
+        }
+        perSecond[slot] += 1
+        var record = self.record(address, now: now) ?? Record(failures: 0, last: now, until: now)
         record.failures += 1
         record.last = now
+        record.until = max(record.until, backoffEnd(failures: record.failures, now: now))
+        store(record, for: address)
+    }
+
+    /// Failures from every address in the minute up to `now`.
+    func failuresInTheLastMinute(now: TimeInterval) -> Int {
+        let second = Int(now.rounded(.down))
+        var total = 0
+        for slot in 0..<60 where seconds[slot] > second - 60 && seconds[slot] <= second { total += perSecond[slot] }
+        return total
+    }
+
+    /// When the backoff after `failures` failures at `now` ends (`now` when they are still free).
+    private func backoffEnd(failures: Int, now: TimeInterval) -> TimeInterval {
+        let overCeiling = failuresInTheLastMinute(now: now) > policy.globalCeiling
         let free = overCeiling ? min(policy.freeFailures, policy.freeFailuresOverCeiling) : policy.freeFailures
-        if record.failures >= free {
-            let doublings = Double(min(record.failures - free, 30))
-            record.until = now + min(policy.maximumBackoff, policy.firstBackoff * pow(2, doublings))
+        guard failures >= free else { return now }
+        let doublings = Double(min(failures - free, 30))
+        return now + min(policy.maximumBackoff, policy.firstBackoff * pow(2, doublings))
+    }
+
+    /// The address's record, unless forgotten.
+    private func record(_ address: String, now: TimeInterval) -> Record? {
+        guard let record = newer[address] ?? older[address], now - record.last < policy.forgetAfter else { return nil }
+        return record
+    }
+
+    /// Keeps `record` in the newer generation; when that holds half the maximum, the older is forgotten.
+    private mutating func store(_ record: Record, for address: String) {
+        if newer[address] == nil {
+            older[address] = nil
+            if newer.count >= max(1, policy.maxAddresses / 2) {
+                older = newer
+                newer = [:]
+                newer.reserveCapacity(max(1, policy.maxAddresses / 2))
+            }
         }
-        if records[address] == nil, records.count >= policy.maxAddresses { forgetQuietest(now: now) }
-        records[address] = record
+        newer[address] = record
     }
 
     /// Addresses remembered now.
-    public var count: Int { records.count }
-
-    private mutating func forgetQuietest(now: TimeInterval) {
-        records = records.filter { now - $0.value.last < policy.forgetAfter }
-        guard records.count >= policy.maxAddresses else { return }
-        let quietest = records.sorted { $0.value.last < $1.value.last }.prefix(records.count - policy.maxAddresses + 1)
-        for (address, _) in quietest { records[address] = nil }
-    }
+    public var count: Int { newer.count + older.count }
 }
 
 /// A ``GuessThrottle`` shared by the requests of one process, on a monotonic clock (tests pass their own).
@@ -99,6 +145,7 @@ public final class GuessGuard: Sendable {
     /// Whether a try from `address` is checked now; nil address (no stamp: an in-process test) counts as one address.
     public func verdict(address: String?) -> GuessThrottle.Verdict {
         let now = self.now()
+        // One lock for the decision and, when it starts a backoff, its start: no second try slips in between.
         return throttle.withLock { $0.verdict(address: address ?? "unknown", now: now) }
     }
 
