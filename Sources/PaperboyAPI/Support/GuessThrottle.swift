@@ -72,12 +72,21 @@ public struct GuessThrottle: Sendable {
         let until = backoffEnd(failures: record.failures + 1, now: now)
         guard until > now else { return .check }
         record.until = until
-        store(record, for: address)
+        _ = store(record, for: address)
         return .check
     }
 
+    /// Addresses a failure forgot (the older generation, when the newer was full): let go of them after the lock, so
+    /// that freeing tens of thousands of records keeps no other request waiting.
+    public struct Forgotten: Sendable {
+        fileprivate var records: [String: Record] = [:]
+        public var count: Int { records.count }
+    }
+
     /// Records a wrong secret from `address` at `now`.
-    public mutating func failed(address: String, now: TimeInterval) {
+    /// - Returns: the addresses it forgot, to be let go of outside any lock.
+    @discardableResult
+    public mutating func failed(address: String, now: TimeInterval) -> Forgotten {
         let second = Int(now.rounded(.down))
         let slot = ((second % 60) + 60) % 60
         if seconds[slot] != second {
@@ -89,7 +98,7 @@ public struct GuessThrottle: Sendable {
         record.failures += 1
         record.last = now
         record.until = max(record.until, backoffEnd(failures: record.failures, now: now))
-        store(record, for: address)
+        return store(record, for: address)
     }
 
     /// Failures from every address in the minute up to `now`.
@@ -115,17 +124,20 @@ public struct GuessThrottle: Sendable {
         return record
     }
 
-    /// Keeps `record` in the newer generation; when that holds half the maximum, the older is forgotten.
-    private mutating func store(_ record: Record, for address: String) {
+    /// Keeps `record` in the newer generation; when that holds half the maximum, the older is forgotten (returned).
+    private mutating func store(_ record: Record, for address: String) -> Forgotten {
+        var forgotten = Forgotten()
         if newer[address] == nil {
             older[address] = nil
             if newer.count >= max(1, policy.maxAddresses / 2) {
+                forgotten.records = older
                 older = newer
                 newer = [:]
                 newer.reserveCapacity(max(1, policy.maxAddresses / 2))
             }
         }
         newer[address] = record
+        return forgotten
     }
 
     /// Addresses remembered now.
@@ -151,7 +163,9 @@ public final class GuessGuard: Sendable {
 
     public func failed(address: String?) {
         let now = self.now()
-        throttle.withLock { $0.failed(address: address ?? "unknown", now: now) }
+        let forgotten = throttle.withLock { $0.failed(address: address ?? "unknown", now: now) }
+        // Freed here, after the lock (tens of thousands of records once every 50,000 new addresses).
+        _ = forgotten.count
     }
 
     private static let origin = ContinuousClock.now
