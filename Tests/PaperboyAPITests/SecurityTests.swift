@@ -97,7 +97,21 @@ struct SecurityTests {
         )
     }
 
-    @Test("the limiter forgets idle clients first and never remembers more than maxClients")
+    @Test(
+        "a client over its limit all along stays limited while 100 new clients pass, and the limiter never remembers more than maxClients (issue 48, item 2: O(1) a request)"
+    )
+    func busyClientKept() {
+        let clock = ManualClock()
+        let limiter = RateLimiter(limit: DeviceRateLimit(burst: 1, perSecond: 1, maxClients: 10, now: clock.now))
+        #expect(limiter.acquire("busy") == nil)
+        for index in 0..<100 {
+            #expect(limiter.acquire("new \(index)") == nil)
+            if index % 4 == 0 { #expect(limiter.acquire("busy") == 1, "still limited after \(index + 1) new clients") }
+            #expect(limiter.count <= 10)
+        }
+    }
+
+    @Test("the limiter forgets the clients unseen longest first and never remembers more than maxClients")
     func boundedMemory() {
         let clock = ManualClock()
         let limiter = RateLimiter(limit: DeviceRateLimit(burst: 1, perSecond: 1, maxClients: 3, now: clock.now))

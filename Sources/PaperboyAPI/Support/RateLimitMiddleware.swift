@@ -43,15 +43,24 @@ public struct DeviceRateLimit: Sendable {
     }
 }
 
-/// Token buckets by client, in bounded memory.
+/// Token buckets by client, in bounded memory, at O(1) a request: the buckets are kept in two generations (a client
+/// is found in the newer or the older and moved to the newer; when the newer holds half of ``DeviceRateLimit/maxClients``
+/// the older is forgotten, freed after the lock), so the clients unseen longest are forgotten first without sorting
+/// anything. A forgotten client starts again with a full bucket, as an idle one would have. Before, a new client at
+/// the maximum filtered and sorted all 100,000 under the lock.
 final class RateLimiter: Sendable {
     struct Bucket {
         var tokens: Double
         var updated: Double
     }
 
+    struct Generations {
+        var newer: [String: Bucket] = [:]
+        var older: [String: Bucket] = [:]
+    }
+
     let limit: DeviceRateLimit
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets = Mutex(Generations())
 
     init(limit: DeviceRateLimit) {
         self.limit = limit
@@ -62,34 +71,38 @@ final class RateLimiter: Sendable {
         let now = limit.now()
         let burst = Double(limit.burst)
         let rate = limit.perSecond
-        return buckets.withLock { buckets -> Int? in
-            var bucket = buckets[client] ?? Bucket(tokens: burst, updated: now)
+        let half = max(1, limit.maxClients / 2)
+        let (wait, forgotten) = buckets.withLock { buckets -> (Int?, [String: Bucket]) in
+            var bucket = buckets.newer[client] ?? buckets.older[client] ?? Bucket(tokens: burst, updated: now)
             bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.updated) * rate)
             bucket.updated = now
+            var forgotten: [String: Bucket] = [:]
+            if buckets.newer[client] == nil {
+                buckets.older[client] = nil
+                if buckets.newer.count >= half {
+                    forgotten = buckets.older
+                    buckets.older = buckets.newer
+                    buckets.newer = [:]
+                    buckets.newer.reserveCapacity(half)
+                }
+            }
+            let wait: Int?
             if bucket.tokens >= 1 {
                 bucket.tokens -= 1
-                if buckets[client] == nil, buckets.count >= limit.maxClients {
-                    Self.evict(&buckets, now: now, burst: burst, rate: rate, keep: limit.maxClients - 1)
-                }
-                buckets[client] = bucket
-                return nil
+                wait = nil
+            } else {
+                wait = max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
             }
-            buckets[client] = bucket
-            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+            buckets.newer[client] = bucket
+            return (wait, forgotten)
         }
+        // The forgotten generation is freed here, after the lock.
+        withExtendedLifetime(forgotten) {}
+        return wait
     }
 
     /// Clients remembered now (for tests).
-    var count: Int { buckets.withLock { $0.count } }
-
-    /// Forgets idle clients (a full bucket is the same as no bucket), then the longest-unseen ones, until at
-    /// most `keep` remain.
-    private static func evict(_ buckets: inout [String: Bucket], now: Double, burst: Double, rate: Double, keep: Int) {
-        buckets = buckets.filter { $0.value.tokens + max(0, now - $0.value.updated) * rate < burst }
-        guard buckets.count > keep else { return }
-        let oldest = buckets.sorted { $0.value.updated < $1.value.updated }.prefix(buckets.count - keep)
-        for (client, _) in oldest { buckets[client] = nil }
-    }
+    var count: Int { buckets.withLock { $0.newer.count + $0.older.count } }
 }
 
 /// Answers 429 with `Retry-After` when a device client is over its ``DeviceRateLimit``. Runs before the
