@@ -75,4 +75,43 @@ struct SharedAnswersTests {
         let renewed = try await cache.value("a", now: Self.start.addingTimeInterval(61)) { 3 }
         #expect(renewed.value == 3)
     }
+
+    /// The most bodies that ran at once.
+    final class Overlap: Sendable {
+        private let state = Mutex((now: 0, most: 0))
+        func enter() {
+            state.withLock {
+                $0.now += 1
+                $0.most = max($0.most, $0.now)
+            }
+        }
+        func leave() { state.withLock { $0.now -= 1 } }
+        var most: Int { state.withLock { $0.most } }
+    }
+
+    @Test(
+        "costly work one at a time per key: 20 views of one publication asking for 20 cohort counts at once run one count at a time; another publication's runs beside them"
+    )
+    func oneAtATimePerKey() async throws {
+        let gate = OneAtATime<Int>()
+        let first = Overlap()
+        let other = Overlap()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<22 {
+                let publication = index < 20 ? 1 : 2
+                let overlap = publication == 1 ? first : other
+                group.addTask {
+                    try await gate.run(publication) {
+                        overlap.enter()
+                        try await Task.sleep(for: .milliseconds(20))
+                        overlap.leave()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(first.most == 1, "one count of the publication at a time")
+        #expect(other.most == 1)
+        #expect(await gate.keys == 0, "nothing kept once idle")
+    }
 }

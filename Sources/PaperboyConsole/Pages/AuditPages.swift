@@ -71,6 +71,13 @@ enum PlanCountCache {
         var cohorts: Int
     }
 
+    /// Whose audience a count reads: counts of one publication and environment run one at a time, whatever number of
+    /// cohorts each asks for (``OneAtATime``).
+    struct Audience: Hashable, Sendable {
+        var publicationID: Int
+        var environment: String
+    }
+
     /// What the plan page counts: the targets per cohort, and where the readers' habits put them (issue 37).
     struct Counts: Sendable {
         var targets: [Int]

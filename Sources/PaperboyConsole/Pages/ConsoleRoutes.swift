@@ -20,6 +20,9 @@ struct ConsoleRoutes: Sendable {
     let signIns: GuessGuard
     let wakeRates: SharedAnswers<UUID, WakeRateCache.Rates>
     let planCounts: SharedAnswers<PlanCountCache.Key, PlanCountCache.Counts>
+    /// The plan counts of one publication and environment, one at a time (a viewer asking for many cohort counts at
+    /// once loads the database with one count, not many).
+    let planCounting = OneAtATime<PlanCountCache.Audience>()
     let liveStreams: LiveStreamCount
 
     init(client: PostgresClient, configuration: ConsoleConfiguration, keyring: ConsoleKeyring) {

@@ -124,18 +124,20 @@ extension ConsoleRoutes {
                 PlanCountCache.Key(publicationID: publication.id, environment: environment.rawValue, cohorts: cohorts),
                 now: now
             ) {
-                let targets = try await CohortRepository(client: client).targetCounts(
-                    publication: publication,
-                    environment: environment,
-                    cohorts: cohorts,
-                    logger: logger
-                )
-                let habits = try await HabitRepository(client: client).orderCounts(
-                    of: .targets(of: publication, environment: environment),
-                    cohorts: cohorts,
-                    logger: logger
-                )
-                return PlanCountCache.Counts(targets: targets, habits: habits)
+                try await planCounting.run(PlanCountCache.Audience(publicationID: publication.id, environment: environment.rawValue)) {
+                    let targets = try await CohortRepository(client: client).targetCounts(
+                        publication: publication,
+                        environment: environment,
+                        cohorts: cohorts,
+                        logger: logger
+                    )
+                    let habits = try await HabitRepository(client: client).orderCounts(
+                        of: .targets(of: publication, environment: environment),
+                        cohorts: cohorts,
+                        logger: logger
+                    )
+                    return PlanCountCache.Counts(targets: targets, habits: habits)
+                }
             }
             let counts = counted.targets
             let seed = StaggerPlan.seed(
