@@ -11,32 +11,49 @@ import Glibc
 #endif
 
 /// `serve --idle-timeout` against idle and trickling sockets (slowloris), with a real `serve` and real TCP
-/// connections on loopback.
+/// connections on loopback. The sockets are a child process's (Python's): 2,000 descriptors open in the test process
+/// made Foundation's `Process.run` crash in the tests spawning children beside it.
 @Suite("Idle connections")
 struct IdleConnectionTests {
-    /// A TCP connection to 127.0.0.1:`port`, blocking until it is established; nil when it could not be made.
-    static func connect(port: Int) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            return nil
-        }
-        return fd
-    }
+    /// Opens 2,000 idle connections and 100 that send a request's head a line a second, prints `open N`, then watches
+    /// them for up to 30 s and prints `still open N`.
+    static let sockets = """
+        import socket, sys, time
+        port = int(sys.argv[1])
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2000)]
+        trickle = []
+        for _ in range(100):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"GET /health/live HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n")
+            trickle.append(s)
+        print("open", len(idle) + len(trickle), flush=True)
+        left = idle + trickle
+        deadline = time.time() + 30
+        while left and time.time() < deadline:
+            time.sleep(1)
+            still = []
+            for s in left:
+                if s in trickle:
+                    try:
+                        s.sendall(b"X-Slow: 1\\r\\n")
+                    except OSError:
+                        continue
+                s.setblocking(False)
+                try:
+                    if s.recv(1) != b"":
+                        still.append(s)
+                except BlockingIOError:
+                    still.append(s)
+                except OSError:
+                    pass
+            left = still
+        print("still open", len(left), flush=True)
+        """
 
-    /// Whether the server closed `fd`: a read finds the end of the stream (or a reset) without waiting.
-    static func closedByServer(_ fd: Int32) -> Bool {
-        var byte: UInt8 = 0
-        let read = recv(fd, &byte, 1, Int32(MSG_DONTWAIT))
-        return read == 0 || (read < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    /// The number after `prefix` on a line of `file`, if printed yet.
+    static func number(after prefix: String, in file: URL) -> Int? {
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) }
     }
 
     @Test(
@@ -57,37 +74,31 @@ struct IdleConnectionTests {
                 try await PaperboyBinary.waitForPort(in: log, process: serve),
                 "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
             )
-            var idle: [Int32] = []
-            var trickling: [Int32] = []
-            defer { for fd in idle + trickling { close(fd) } }
-            for _ in 0..<2_000 {
-                guard let fd = Self.connect(port: port) else { break }
-                idle.append(fd)
+            let output = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-sockets-\(UUID().uuidString).txt")
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+            let sockets = Process()
+            sockets.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            sockets.arguments = ["python3", "-c", Self.sockets, "\(port)"]
+            let handle = try FileHandle(forWritingTo: output)
+            sockets.standardOutput = handle
+            sockets.standardError = handle
+            try sockets.run()
+            try? handle.close()
+            defer { if sockets.isRunning { kill(sockets.processIdentifier, SIGKILL) } }
+            for _ in 0..<300 where Self.number(after: "open ", in: output) == nil && sockets.isRunning {
+                try await Task.sleep(for: .milliseconds(100))
             }
-            #expect(idle.count == 2_000, "every connection made")
-            let head = Array("GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8)
-            for _ in 0..<100 {
-                guard let fd = Self.connect(port: port) else { break }
-                _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                trickling.append(fd)
-            }
-            #expect(trickling.count == 100)
+            #expect(Self.number(after: "open ", in: output) == 2_100, "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
             // A real client, meanwhile: served at once.
             let asked = ContinuousClock.now
             let (_, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/health/live")!)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(ContinuousClock.now - asked < .seconds(2), "served while 2,100 sockets are open")
-            // One more header line every second keeps a trickling socket active by the bytes, not by a request part:
-            // it is closed too.
-            var open = idle + trickling
-            for _ in 0..<30 where !open.isEmpty {
-                try await Task.sleep(for: .seconds(1))
-                for fd in trickling where open.contains(fd) {
-                    _ = Array("X-Slow: 1\r\n".utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                }
-                open.removeAll(where: Self.closedByServer)
+            for _ in 0..<450 where Self.number(after: "still open ", in: output) == nil && sockets.isRunning {
+                try await Task.sleep(for: .milliseconds(100))
             }
-            #expect(open.isEmpty, "\(open.count) of 2,100 sockets still open 30 s after a 2 s idle timeout")
+            let still = Self.number(after: "still open ", in: output)
+            #expect(still == 0, "sockets still open 30 s after a 2 s idle timeout: \((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
             #expect(serve.isRunning)
             kill(serve.processIdentifier, SIGTERM)
             #expect(await serve.exited(within: .seconds(20)))
