@@ -83,19 +83,43 @@ struct GuessThrottleTests {
     }
 
     @Test(
-        "tries sent in parallel the moment a backoff ends get one check between them: the first starts the next backoff as if it failed (issue 48, item 2)"
+        "a try is decided, checked and counted in one step: tries at the same instant the moment a backoff ends get one check between them (issue 48, item 2)"
     )
-    func parallelTriesOneCheck() {
+    func oneCheckAtATime() {
         var throttle = GuessThrottle()
-        for _ in 0..<5 { throttle.failed(address: "a", now: 0) }
-        #expect(throttle.verdict(address: "a", now: 0.5) == .wait(seconds: 1))
-        #expect(throttle.verdict(address: "a", now: 1) == .check)
-        #expect(throttle.verdict(address: "a", now: 1) == .wait(seconds: 2), "the second, at the same instant, waits")
-        #expect(throttle.verdict(address: "a", now: 1) == .wait(seconds: 2))
-        throttle.failed(address: "a", now: 1)
-        #expect(throttle.verdict(address: "a", now: 2.5) == .wait(seconds: 1), "the failure's backoff is the one already started")
-        #expect(throttle.verdict(address: "fresh", now: 1) == .check, "an address that never failed is checked, every time")
-        #expect(throttle.verdict(address: "fresh", now: 1) == .check)
+        for _ in 0..<5 { _ = throttle.attempt(address: "a", now: 0) { false } }
+        #expect(throttle.attempt(address: "a", now: 0.5) { true }.0 == .wait(seconds: 1), "not even checked")
+        var checked = 0
+        let outcomes = (0..<3).map { _ in
+            throttle.attempt(address: "a", now: 1) {
+                checked += 1
+                return false
+            }.0
+        }
+        #expect(outcomes == [.wrong, .wait(seconds: 2), .wait(seconds: 2)])
+        #expect(checked == 1, "one guess checked, not three")
+        #expect(throttle.attempt(address: "fresh", now: 1) { true }.0 == .right, "an address that never failed is checked")
+        #expect(throttle.attempt(address: "a", now: 3) { true }.0 == .right, "a right token once the wait is over")
+        #expect(throttle.attempt(address: "a", now: 3) { true }.0 == .right, "and a right one leaves no wait behind it")
+    }
+
+    @Test("GuessGuard: concurrent wrong tries from one address, 100 at once, get at most the free ones checked")
+    func guardConcurrent() async {
+        let guesses = GuessGuard(now: { 0 })
+        let checked = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<100 {
+                group.addTask {
+                    var wasChecked = false
+                    _ = guesses.attempt(address: "a") {
+                        wasChecked = true
+                        return false
+                    }
+                    return wasChecked
+                }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(checked == 5, "five free, then a backoff: \(checked) checked")
     }
 }
 

@@ -10,7 +10,7 @@ struct GuessBench: ParsableCommand {
         abstract: "The wrong-token limiter (GuessThrottle) under a flood: distinct addresses failing once, then new failures, each decision timed.",
         discussion: """
             First --fill distinct addresses fail once each (untimed, but the total time is printed), then --failures new \
-            addresses each make a try and fail, one decision (a verdict and a failure) timed at a time, on a clock that \
+            addresses each make a try and fail, one decision (`attempt`: decided, checked, counted) timed at a time, on a clock that \
             advances a millisecond per failure (the time a request holds the limiter's lock: the addresses a failure \
             forgets are let go of after it). Prints the decisions' p50, p99, p99.9 and maximum, and the process's \
             resident memory before and after (VmRSS).
@@ -46,8 +46,7 @@ struct GuessBench: ParsableCommand {
         for index in 0..<failures {
             let address = Self.address(fill + index)
             let start = ContinuousClock.now
-            var forgotten: GuessThrottle.Forgotten? = nil
-            if throttle.verdict(address: address, now: now) == .check { forgotten = throttle.failed(address: address, now: now) }
+            let (_, forgotten) = throttle.attempt(address: address, now: now) { false }
             let elapsed = (ContinuousClock.now - start).components
             // Let go of after the decision, as GuessGuard does after its lock.
             withExtendedLifetime(forgotten) {}

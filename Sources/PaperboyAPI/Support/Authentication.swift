@@ -155,7 +155,18 @@ struct AdminTokenMiddleware<Context: RequestContext>: RouterMiddleware {
             throw APIError.unauthorized("this endpoint needs Authorization: Bearer <admin token>", field: "Authorization")
         }
         let address = ClientAddress.of(request)
-        if case .wait(let seconds) = guesses.verdict(address: address) {
+        let given = SHA256.hash(data: Array(header.dropFirst("Bearer ".count).utf8))
+        let outcome = guesses.attempt(address: address) {
+            // Comparing fixed-size digests byte by byte without an early exit: the time says nothing about
+            // how much of the token was right.
+            var difference: UInt8 = 0
+            for (a, b) in zip(given, expectedDigest) { difference |= a ^ b }
+            return difference == 0
+        }
+        switch outcome {
+        case .right:
+            break
+        case .wait(let seconds):
             throw APIError(
                 .tooManyRequests,
                 code: .rateLimited,
@@ -163,14 +174,7 @@ struct AdminTokenMiddleware<Context: RequestContext>: RouterMiddleware {
                 message: "too many wrong admin tokens from this address; retry after \(seconds) s",
                 headers: [.retryAfter: String(seconds)]
             )
-        }
-        let given = SHA256.hash(data: Array(header.dropFirst("Bearer ".count).utf8))
-        // Comparing fixed-size digests byte by byte without an early exit: the time says nothing about
-        // how much of the token was right.
-        var difference: UInt8 = 0
-        for (a, b) in zip(given, expectedDigest) { difference |= a ^ b }
-        guard difference == 0 else {
-            guesses.failed(address: address)
+        case .wrong:
             context.logger.notice("admin token refused", metadata: [LogKey.address: "\(address ?? "unknown")", LogKey.path: "\(request.uri.path)"])
             throw APIError.unauthorized("the admin token is wrong", field: "Authorization")
         }

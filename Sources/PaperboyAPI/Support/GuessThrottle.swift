@@ -8,9 +8,9 @@ import Synchronization
 /// - An address may be wrong ``Policy/freeFailures`` times; after that each try waits a backoff that doubles from
 ///   ``Policy/firstBackoff`` up to ``Policy/maximumBackoff`` after every further failure. A try made during the
 ///   backoff is refused without looking at the secret (so it tells nothing), and does not count.
-/// - A try checked from an address whose next failure would start (or lengthen) its backoff starts it at once, as if
-///   it failed: tries sent in parallel the moment a backoff ends get one check, not one each. (A success does not
-///   clear the count either: the viewer's token must not reset the guesses at the operator's.)
+/// - A try is decided, checked and (when wrong) counted in one step (``attempt(address:now:isRight:)``, under one
+///   lock in ``GuessGuard``): tries sent in parallel the moment a backoff ends get one check, not one each. A
+///   success does not clear the count: the viewer's token must not reset the guesses at the operator's.
 /// - An address is forgotten ``Policy/forgetAfter`` after its last failure.
 /// - Over ``Policy/globalCeiling`` failures in the last minute from all addresses together (guessing from many
 ///   addresses), every address gets ``Policy/freeFailuresOverCeiling`` free failures only.
@@ -64,16 +64,28 @@ public struct GuessThrottle: Sendable {
         self.policy = policy
     }
 
-    /// Whether `address`'s try at `now` (seconds on any monotonic clock) is checked. A checked try that would start
-    /// or lengthen the address's backoff if it failed starts it now.
-    public mutating func verdict(address: String, now: TimeInterval) -> Verdict {
-        guard var record = record(address, now: now) else { return .check }
-        if record.until > now { return .wait(seconds: max(1, Int((record.until - now).rounded(.up)))) }
-        let until = backoffEnd(failures: record.failures + 1, now: now)
-        guard until > now else { return .check }
-        record.until = until
-        _ = store(record, for: address)
-        return .check
+    /// Whether `address`'s try at `now` (seconds on any monotonic clock) is checked.
+    public func verdict(address: String, now: TimeInterval) -> Verdict {
+        guard let record = record(address, now: now), record.until > now else { return .check }
+        return .wait(seconds: max(1, Int((record.until - now).rounded(.up))))
+    }
+
+    /// What became of a try.
+    public enum Outcome: Sendable, Equatable {
+        /// Refused without checking: the address may try again after this many whole seconds.
+        case wait(seconds: Int)
+        /// Checked and right.
+        case right
+        /// Checked, wrong, and counted.
+        case wrong
+    }
+
+    /// A try from `address` at `now`, decided, checked (`isRight`, the secret's comparison) and counted in one step.
+    /// - Returns: what became of it, and the addresses its failure forgot (let go of them outside any lock).
+    public mutating func attempt(address: String, now: TimeInterval, isRight: () -> Bool) -> (Outcome, Forgotten) {
+        if case .wait(let seconds) = verdict(address: address, now: now) { return (.wait(seconds: seconds), Forgotten()) }
+        if isRight() { return (.right, Forgotten()) }
+        return (.wrong, failed(address: address, now: now))
     }
 
     /// Addresses a failure forgot (the older generation, when the newer was full): let go of them after the lock, so
@@ -97,7 +109,7 @@ public struct GuessThrottle: Sendable {
         var record = self.record(address, now: now) ?? Record(failures: 0, last: now, until: now)
         record.failures += 1
         record.last = now
-        record.until = max(record.until, backoffEnd(failures: record.failures, now: now))
+        record.until = backoffEnd(failures: record.failures, now: now)
         return store(record, for: address)
     }
 
@@ -154,18 +166,15 @@ public final class GuessGuard: Sendable {
         self.now = now ?? GuessGuard.monotonicSeconds
     }
 
-    /// Whether a try from `address` is checked now; nil address (no stamp: an in-process test) counts as one address.
-    public func verdict(address: String?) -> GuessThrottle.Verdict {
+    /// A try from `address` (nil, no stamp: an in-process test, counts as one address), decided, checked with
+    /// `isRight` (the secret's comparison: a few microseconds) and counted under one lock, so that no try slips in
+    /// between another's check and its count.
+    public func attempt(address: String?, isRight: () -> Bool) -> GuessThrottle.Outcome {
         let now = self.now()
-        // One lock for the decision and, when it starts a backoff, its start: no second try slips in between.
-        return throttle.withLock { $0.verdict(address: address ?? "unknown", now: now) }
-    }
-
-    public func failed(address: String?) {
-        let now = self.now()
-        let forgotten = throttle.withLock { $0.failed(address: address ?? "unknown", now: now) }
+        let (outcome, forgotten) = throttle.withLock { $0.attempt(address: address ?? "unknown", now: now, isRight: isRight) }
         // Freed here, after the lock (tens of thousands of records once every 50,000 new addresses).
-        _ = forgotten.count
+        withExtendedLifetime(forgotten) {}
+        return outcome
     }
 
     private static let origin = ContinuousClock.now

@@ -247,7 +247,12 @@ struct ConsoleRoutes: Sendable {
         try checkSameOrigin(request, context: context)
         let form = try await form(SignInForm.self, request)
         let address = ClientAddress.of(request)
-        if case .wait(let seconds) = signIns.verdict(address: address) {
+        var role: ConsoleRole?
+        let outcome = signIns.attempt(address: address) {
+            role = form.token.flatMap { access.role(forToken: $0) }
+            return role != nil
+        }
+        if case .wait(let seconds) = outcome {
             refused("backoff", request: request, context: context)
             var response = ConsolePage.render(
                 "sign-in",
@@ -260,8 +265,7 @@ struct ConsoleRoutes: Sendable {
             response.headers[.retryAfter] = "\(seconds)"
             return response
         }
-        guard let token = form.token, let role = access.role(forToken: token) else {
-            signIns.failed(address: address)
+        guard let role else {
             context.logger.notice("console sign-in refused", metadata: [LogKey.address: "\(address ?? "unknown")"])
             return ConsolePage.render(
                 "sign-in",
