@@ -28,6 +28,9 @@ public struct ConsoleConfiguration: Sendable {
     public var liveSessionCheck: Duration = .seconds(10)
     /// Live streams one session may hold open at once in this process; more answer 429.
     public var liveStreamsPerSession = 4
+    /// Live streams one client address may hold open at once in this process, all its sessions together (an office
+    /// behind one address: several operators); more answer 429.
+    public var liveStreamsPerAddress = 20
     /// Live streams open at once in this process, every session's together; more answer 503 (a viewer who signs in
     /// again and again gets new sessions, but not more than these). 200 streams probe the database 100 times a second.
     public var liveStreamsInAll = 200

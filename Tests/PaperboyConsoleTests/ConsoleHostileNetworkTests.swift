@@ -167,24 +167,32 @@ struct ConsoleHostileNetworkTests {
     }
 
     @Test(
-        "live streams are capped per session (429) and in all (503, however many sessions a viewer signs in for); a closed one frees its place"
+        "live streams are capped per session (429), per address (429, however many sessions it signs in for) and in all (503); a closed one frees its place"
     )
     func liveStreamCap() async throws {
-        let streams = LiveStreamCount(perSession: 2, inAll: 5)
-        #expect(streams.open("a") == nil && streams.open("a") == nil)
-        #expect(streams.open("a") == .session, "a third at once is refused")
-        #expect(streams.open("b") == nil, "another session has its own")
-        streams.close("a")
-        #expect(streams.open("a") == nil)
+        let streams = LiveStreamCount(perSession: 2, perAddress: 10, inAll: 5)
+        #expect(streams.open("a", address: "x") == nil && streams.open("a", address: "x") == nil)
+        #expect(streams.open("a", address: "x") == .session, "a third at once is refused")
+        #expect(streams.open("b", address: "y") == nil, "another session has its own")
+        streams.close("a", address: "x")
+        #expect(streams.open("a", address: "x") == nil)
         #expect(streams.count("a") == 2)
         // Signing in again and again: new sessions, but no more streams than the process allows.
-        #expect(streams.open("c") == nil && streams.open("d") == nil)
-        #expect(streams.open("e") == .process)
+        #expect(streams.open("c", address: "y") == nil && streams.open("d", address: "z") == nil)
+        #expect(streams.open("e", address: "w") == .process)
         #expect(streams.total == 5)
-        streams.close("nobody")
+        streams.close("nobody", address: "x")
         #expect(streams.total == 5, "closing a stream never opened frees nothing")
-        streams.close("d")
-        #expect(streams.open("e") == nil)
+        streams.close("d", address: "z")
+        #expect(streams.open("e", address: "w") == nil)
+
+        // One address signing in for new sessions again and again: its own cap, and other addresses keep theirs.
+        let perAddress = LiveStreamCount(perSession: 4, perAddress: 6, inAll: 200)
+        for session in 0..<6 { #expect(perAddress.open("s\(session)", address: "viewer") == nil) }
+        #expect(perAddress.open("s6", address: "viewer") == .address, "a seventh from the address, in a new session")
+        #expect(perAddress.open("t", address: "operator") == nil)
+        perAddress.close("s0", address: "viewer")
+        #expect(perAddress.open("s7", address: "viewer") == nil, "a closed stream frees the address's place")
 
         let all: @Sendable (inout ConsoleConfiguration) -> Void = { $0.liveStreamsInAll = 0 }
         try await ConsoleFixture.with(configure: all) { fixture in

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import PaperboyAPI
 import PaperboyCore
 import PaperboyStore
 import ServiceLifecycle
@@ -17,8 +18,8 @@ import Synchronization
 /// ``ConsoleConfiguration/liveSessionCheck`` it checks that its session is still good (not signed out, not past its
 /// end) and otherwise sends `signed-out` and stops. The stream ends after ``ConsoleConfiguration/liveStreamLifetime``
 /// (the browser reconnects by itself) and when the server stops. A session holds at most
-/// ``ConsoleConfiguration/liveStreamsPerSession`` streams at once in a process, and the process at most
-/// ``ConsoleConfiguration/liveStreamsInAll``.
+/// ``ConsoleConfiguration/liveStreamsPerSession`` streams at once in a process, a client address
+/// ``ConsoleConfiguration/liveStreamsPerAddress``, and the process at most ``ConsoleConfiguration/liveStreamsInAll``.
 extension ConsoleRoutes {
     /// What one `update` event carries: the rendered parts by name (`summary`, `charts`, `waves`) and the time of the
     /// sample they show.
@@ -34,7 +35,8 @@ extension ConsoleRoutes {
         guard try await broadcasts.find(id: id, logger: context.logger) != nil else {
             throw ConsolePageError.notFound("There is no broadcast \(id.uuidString.lowercased()).")
         }
-        if let refusal = liveStreams.open(session.id) {
+        let address = ClientAddress.of(request) ?? "unknown"
+        if let refusal = liveStreams.open(session.id, address: address) {
             refused("live streams", request: request, context: context)
             var error =
                 switch refusal {
@@ -43,6 +45,12 @@ extension ConsoleRoutes {
                         status: .tooManyRequests,
                         heading: "Too many live pages",
                         message: "This session has \(configuration.liveStreamsPerSession) live pages open already: close one."
+                    )
+                case .address:
+                    ConsolePageError(
+                        status: .tooManyRequests,
+                        heading: "Too many live pages",
+                        message: "Your address has \(configuration.liveStreamsPerAddress) live pages open already: close one."
                     )
                 case .process:
                     ConsolePageError(
@@ -65,7 +73,7 @@ extension ConsoleRoutes {
                 HTTPField.Name("X-Accel-Buffering")!: "no",
             ],
             body: ResponseBody { writer in
-                defer { routes.liveStreams.close(session.id) }
+                defer { routes.liveStreams.close(session.id, address: address) }
                 try await routes.stream(id, session: session, to: &writer, logger: logger)
                 try await writer.finish(nil)
             }
@@ -136,41 +144,54 @@ extension ConsoleRoutes {
     }
 }
 
-/// Live streams open in this process, per session and in all: a session holds at most ``perSession``, and the process
-/// at most ``inAll`` (signing in again gives a new session, so the cap per session alone does not bound a viewer who
-/// signs in many times; each stream probes the database every ``ConsoleConfiguration/liveInterval``).
+/// Live streams open in this process, per session, per client address and in all: a session holds at most
+/// ``perSession``, an address ``perAddress`` (signing in again gives a new session, so the cap per session alone does not
+/// bound a viewer who signs in many times), and the process at most ``inAll`` (each stream probes the database every
+/// ``ConsoleConfiguration/liveInterval``).
 final class LiveStreamCount: Sendable {
     /// Why a stream was refused.
     enum Refusal: Equatable {
         case session
+        case address
         case process
     }
 
-    let perSession: Int
-    let inAll: Int
-    private let streams = Mutex<(bySession: [String: Int], total: Int)>(([:], 0))
+    struct Counts {
+        var bySession: [String: Int] = [:]
+        var byAddress: [String: Int] = [:]
+        var total = 0
+    }
 
-    init(perSession: Int, inAll: Int) {
+    let perSession: Int
+    let perAddress: Int
+    let inAll: Int
+    private let streams = Mutex(Counts())
+
+    init(perSession: Int, perAddress: Int, inAll: Int) {
         self.perSession = perSession
+        self.perAddress = perAddress
         self.inAll = inAll
     }
 
-    /// Counts one more stream of `session`; a refusal (and nothing counted) when the session or the process holds its
-    /// cap already.
-    func open(_ session: String) -> Refusal? {
+    /// Counts one more stream of `session` from `address`; a refusal (and nothing counted) when the session, the address
+    /// or the process holds its cap already.
+    func open(_ session: String, address: String) -> Refusal? {
         streams.withLock { streams in
             guard streams.bySession[session, default: 0] < perSession else { return .session }
+            guard streams.byAddress[address, default: 0] < perAddress else { return .address }
             guard streams.total < inAll else { return .process }
             streams.bySession[session, default: 0] += 1
+            streams.byAddress[address, default: 0] += 1
             streams.total += 1
             return nil
         }
     }
 
-    func close(_ session: String) {
+    func close(_ session: String, address: String) {
         streams.withLock { streams in
             guard let open = streams.bySession[session] else { return }
             streams.bySession[session] = open > 1 ? open - 1 : nil
+            if let fromAddress = streams.byAddress[address] { streams.byAddress[address] = fromAddress > 1 ? fromAddress - 1 : nil }
             streams.total -= 1
         }
     }

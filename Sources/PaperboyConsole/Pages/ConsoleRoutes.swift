@@ -38,7 +38,11 @@ struct ConsoleRoutes: Sendable {
         self.signIns = GuessGuard(policy: configuration.signInPolicy) { now().timeIntervalSince1970 }
         self.wakeRates = WakeRateCache.make()
         self.planCounts = PlanCountCache.make(timeToLive: configuration.planCountsTimeToLive)
-        self.liveStreams = LiveStreamCount(perSession: configuration.liveStreamsPerSession, inAll: configuration.liveStreamsInAll)
+        self.liveStreams = LiveStreamCount(
+            perSession: configuration.liveStreamsPerSession,
+            perAddress: configuration.liveStreamsPerAddress,
+            inAll: configuration.liveStreamsInAll
+        )
     }
 
     var access: ConsoleAccess { configuration.access }
