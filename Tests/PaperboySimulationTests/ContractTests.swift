@@ -40,6 +40,21 @@ struct ContractTests {
                 + "leases \(batch.leases) given back \(batch.givenBack)"
         }
 
+        /// An APNs hold (`BadDeviceToken`) for the app's configuration now, raised by w1 on both stores.
+        mutating func raiseAPNsHold() async throws {
+            try await ProviderHoldRepository(client: db.client).raise(
+                appID: app,
+                provider: .apns,
+                answer: "BadDeviceToken",
+                likelyCause: "c",
+                reason: "r",
+                by: "w1",
+                version: version,
+                logger: logger
+            )
+            model.raiseHold(appID: app, provider: .apns, answer: "BadDeviceToken", reason: "r", by: "w1", version: version)
+        }
+
         /// `giveBack` on both stores, with the same arguments: whether each wrote it.
         mutating func giveBack(
             _ batch: LeasedBatch,
@@ -492,17 +507,7 @@ struct ContractTests {
             #expect(try await statuses.givenBackBroadcasts(logger: pair.logger).first?.givenBackSince[.apns].map(Pair.micro) == Pair.micro(early))
             // Held for an hour, then released: the batch counts from the release, not from the give-back before the hold.
             let holds = ProviderHoldRepository(client: pair.db.client)
-            try await holds.raise(
-                appID: pair.app,
-                provider: .apns,
-                answer: "BadDeviceToken",
-                likelyCause: "c",
-                reason: "r",
-                by: "w1",
-                version: pair.version,
-                logger: pair.logger
-            )
-            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "BadDeviceToken", reason: "r", by: "w1", version: pair.version)
+            try await pair.raiseAPNsHold()
             let released = Date()
             #expect(try await holds.release(appID: pair.app, provider: .apns, logger: pair.logger).released)
             #expect(pair.model.releaseHold(appID: pair.app, provider: .apns, now: released).released)
@@ -790,17 +795,7 @@ struct ContractTests {
                 now: now
             )
             #expect(given.stored && given.modelled)
-            try await holds.raise(
-                appID: pair.app,
-                provider: .apns,
-                answer: "BadDeviceToken",
-                likelyCause: "c",
-                reason: "r",
-                by: "w1",
-                version: pair.version,
-                logger: pair.logger
-            )
-            pair.model.raiseHold(appID: pair.app, provider: .apns, answer: "BadDeviceToken", reason: "r", by: "w1", version: pair.version)
+            try await pair.raiseAPNsHold()
             let confirmed = try await holds.confirm(appID: pair.app, provider: .apns, logger: pair.logger)
             let modelConfirmed = pair.model.confirm(appID: pair.app, provider: .apns, now: now)
             #expect(confirmed.released && confirmed.deactivated == 3)

@@ -79,11 +79,13 @@ extension DispatchModel {
     }
 
     /// `ProviderHoldRepository.newConfiguration`: the app's version goes up for a change of `provider`'s in
-    /// `environment` (both when nil); the confirmations of its other providers and environments current before are
-    /// current after (`carryConfirmations`).
+    /// `environment` (both when nil); its evidence is forgotten, the confirmations of its other providers and
+    /// environments current before are current after, and its given-back batches count from now
+    /// (`configurationChanged`).
     private mutating func newConfiguration(appID: Int, changed provider: PushProvider, environment: APNsEnvironment?, now: Date) {
         let old = appVersions[appID, default: 0]
         appVersions[appID] = old + 1
+        tallies = tallies.filter { $0.key.app != appID || $0.key.provider != provider }
         let changed = covers(appID, provider, environment)
         for (key, confirmation) in confirmations where key.appID == appID && confirmation.version == old && !changed(key) {
             confirmations[key]!.version = old + 1
@@ -113,7 +115,6 @@ extension DispatchModel {
         now: Date
     ) -> (released: Bool, dropped: Int) {
         newConfiguration(appID: appID, changed: provider, environment: environment, now: now)
-        tallies = tallies.filter { $0.key.app != appID || $0.key.provider != provider }
         let covered = covers(appID, provider, environment)
         let released = holds.keys.filter(covered)
         for key in released { holds[key] = nil }
@@ -133,7 +134,6 @@ extension DispatchModel {
         now: Date
     ) -> (released: Bool, deactivated: Int) {
         newConfiguration(appID: appID, changed: provider, environment: environment, now: now)
-        tallies = tallies.filter { $0.key.app != appID || $0.key.provider != provider }
         for confirmed in environment.map({ [$0] }) ?? APNsEnvironment.allCases {
             confirmations[HoldKey(appID: appID, environment: confirmed, provider: provider)] = (appVersions[appID, default: 0], now)
         }

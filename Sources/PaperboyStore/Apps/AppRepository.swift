@@ -202,12 +202,14 @@ public struct AppRepository: Sendable {
                     "DELETE FROM held_deactivations WHERE app_id = \(appID) AND provider = \(provider.storageCode)",
                     logger: logger
                 )
-                try await ProviderHoldRepository.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
-                // The other provider's confirmation stands: its tokens are what they were. The batches given back
-                // naming this provider count towards --fail-after from now: the operator acted.
-                let holds = ProviderHoldRepository.self
-                try await holds.carryConfirmations(appID: appID, changed: provider, environment: nil, on: connection, logger: logger)
-                try await holds.restartGivenBackCount(appID: appID, provider: provider, environment: nil, on: connection, logger: logger)
+                // Its evidence forgotten; the other provider's confirmation stands; its given-back batches count afresh.
+                try await ProviderHoldRepository.configurationChanged(
+                    appID: appID,
+                    changed: provider,
+                    environment: nil,
+                    on: connection,
+                    logger: logger
+                )
             }
             if let audit { try await AuditRepository.insert(audit, on: connection, logger: logger) }
             return app

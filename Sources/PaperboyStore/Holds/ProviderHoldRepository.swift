@@ -190,8 +190,6 @@ public struct ProviderHoldRepository: Sendable {
         let code = environment?.storageCode
         return try await client.transaction(logger: logger) { connection in
             try await Self.newConfiguration(appID: appID, changed: provider, environment: code, on: connection, logger: logger)
-            try await Self.restartGivenBackCount(appID: appID, provider: provider, environment: code, on: connection, logger: logger)
-            try await Self.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
             let released =
                 try await connection.query(Self.deleteHolds(appID: appID, provider: provider, environment: code), logger: logger).collect().count > 0
             let dropped = try await connection.query(
@@ -221,8 +219,6 @@ public struct ProviderHoldRepository: Sendable {
         let code = environment?.storageCode
         return try await client.transaction(logger: logger) { connection in
             try await Self.newConfiguration(appID: appID, changed: provider, environment: code, on: connection, logger: logger)
-            try await Self.restartGivenBackCount(appID: appID, provider: provider, environment: code, on: connection, logger: logger)
-            try await Self.forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
             try await connection.query(
                 """
                 INSERT INTO provider_confirmations (app_id, environment, provider, version, confirmed_at)
@@ -368,7 +364,7 @@ public struct ProviderHoldRepository: Sendable {
     }
 
     /// The fleet's evidence of the app's provider is forgotten: its configuration changed.
-    static func forgetEvidence(appID: Int, provider: PushProvider, on connection: PostgresConnection, logger: Logger) async throws {
+    private static func forgetEvidence(appID: Int, provider: PushProvider, on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query(
             "DELETE FROM answer_tallies WHERE app_id = \(appID) AND provider = \(provider.storageCode)",
             logger: logger
@@ -384,8 +380,7 @@ public struct ProviderHoldRepository: Sendable {
     }
 
     /// A new version of the app's configuration, for a change of `provider`'s in `environment` (both when nil):
-    /// workers load its credentials again and count answers afresh; the operators' confirmations of the app's other
-    /// providers and environments stand (``carryConfirmations(appID:changed:environment:on:logger:)``).
+    /// workers load its credentials again and count answers afresh (``configurationChanged(appID:changed:environment:on:logger:)``).
     static func newConfiguration(
         appID: Int,
         changed provider: PushProvider,
@@ -394,7 +389,24 @@ public struct ProviderHoldRepository: Sendable {
         logger: Logger
     ) async throws {
         try await connection.query("UPDATE apps SET credentials_version = credentials_version + 1 WHERE id = \(appID)", logger: logger)
+        try await configurationChanged(appID: appID, changed: provider, environment: code, on: connection, logger: logger)
+    }
+
+    /// What follows every new version of the app's configuration for a change of `provider`'s (a release, a confirm,
+    /// `apps set-apns` / `set-fcm` / `set-bundle-id`), in its transaction: the fleet's evidence of `provider` is
+    /// forgotten (answers to the old configuration say nothing of the new), the operators' confirmations of the app's
+    /// other providers and environments stand, and the batches given back naming `provider` count towards
+    /// `--fail-after` from now. The model's `newConfiguration` does the same.
+    static func configurationChanged(
+        appID: Int,
+        changed provider: PushProvider,
+        environment code: Int16?,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        try await forgetEvidence(appID: appID, provider: provider, on: connection, logger: logger)
         try await carryConfirmations(appID: appID, changed: provider, environment: code, on: connection, logger: logger)
+        try await restartGivenBackCount(appID: appID, provider: provider, environment: code, on: connection, logger: logger)
     }
 
     /// A hold ended (a release, a confirm, a change of the provider's configuration): the app's open batches given back
@@ -402,7 +414,7 @@ public struct ProviderHoldRepository: Sendable {
     /// keyless worker just before a hold waited through it (left by every worker while held); counted from then, a
     /// hold of more than `--fail-after` failed the broadcast the second it ended, when the same keyless worker named
     /// the provider again (found by the simulation: `paperboy-sim`, seed 7674; issue 47, finding 2).
-    static func restartGivenBackCount(
+    private static func restartGivenBackCount(
         appID: Int,
         provider: PushProvider,
         environment code: Int16?,
@@ -427,7 +439,7 @@ public struct ProviderHoldRepository: Sendable {
     /// (`paperboy-sim`, seed 732): an operator confirmed FCM's deactivations (a Firebase migration's old tokens), then
     /// APNs' (imported tokens); the second confirm raised the version, FCM's confirmation lapsed with it, and the
     /// breaker held FCM again, with no command to end it for good.
-    static func carryConfirmations(
+    private static func carryConfirmations(
         appID: Int,
         changed provider: PushProvider,
         environment code: Int16?,
