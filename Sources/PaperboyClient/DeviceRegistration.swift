@@ -88,11 +88,15 @@ public struct DeviceRegistration: Encodable, Sendable, Equatable {
         try container.encode(autoDownload, forKey: .autoDownload)
         try container.encode(alertsAuthorized, forKey: .alertsAuthorized)
         try container.encode(notifyWhenReady, forKey: .notifyWhenReady)
-        // The API's limits, so that a long value from the system is cut rather than refusing the registration.
-        try container.encodeIfPresent(appVersion.map { String($0.prefix(64)) }, forKey: .appVersion)
-        try container.encodeIfPresent(osVersion.map { String($0.prefix(64)) }, forKey: .osVersion)
-        try container.encodeIfPresent(model.map { String($0.prefix(64)) }, forKey: .model)
-        try container.encodeIfPresent(locale.map { String($0.prefix(35)) }, forKey: .locale)
+        // The API's limits, in code points as the API counts them, so that a long value from the system is cut
+        // rather than refusing the registration.
+        func cut(_ text: String?, _ limit: Int) -> String? {
+            text.map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(limit))) }
+        }
+        try container.encodeIfPresent(cut(appVersion, 64), forKey: .appVersion)
+        try container.encodeIfPresent(cut(osVersion, 64), forKey: .osVersion)
+        try container.encodeIfPresent(cut(model, 64), forKey: .model)
+        try container.encodeIfPresent(cut(locale, 35), forKey: .locale)
     }
 }
 

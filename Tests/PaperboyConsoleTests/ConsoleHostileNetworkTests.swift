@@ -107,21 +107,72 @@ struct ConsoleHostileNetworkTests {
         }
     }
 
-    @Test("a session unused for longer than the idle timeout ends; one in use lasts")
+    @Test("a session unused for longer than the idle timeout ends and one in use lasts, by the database's clock, not the app's")
     func idleTimeout() async throws {
-        let clock = ConsoleTestClock()
+        // The app's clock a day ahead of the database's: it decides nothing about sessions.
+        let clock = ConsoleTestClock(Date().addingTimeInterval(86_400))
         let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.now = { clock.now } }
         try await ConsoleFixture.with(configure: configure) { fixture in
             let idle = try await fixture.signIn(ConsoleFixture.viewerToken)
-            var busy = try await fixture.signIn(ConsoleFixture.operatorToken)
+            let busy = try await fixture.signIn(ConsoleFixture.operatorToken)
+            #expect(try await fixture.get("/console/broadcasts", cookie: busy).status == .ok, "the app's clock a day ahead ends nothing")
             for _ in 0..<4 {
-                clock.advance(by: 20 * 60)
+                // 20 minutes pass on the database's clock.
+                try await fixture.db.client.query(
+                    "UPDATE console_sessions SET seen_at = seen_at - interval '20 minutes', signed_in_at = signed_in_at - interval '20 minutes'",
+                    logger: fixture.db.logger
+                )
                 let page = try await fixture.get("/console/broadcasts", cookie: busy)
                 #expect(page.status == .ok, "a session used every 20 minutes lasts")
-                if let renewed = page.headers[.setCookie] { busy = String(renewed.split(separator: ";")[0]) }
+                #expect(page.headers[.setCookie] == nil, "renewed on the server, not by a new cookie")
             }
             let stale = try await fixture.get("/console/broadcasts", cookie: idle)
             #expect(stale.status == .seeOther, "unused for 80 minutes: signed out")
+            // Past its absolute end, a session in use ends too.
+            try await fixture.db.client.query("UPDATE console_sessions SET expires_at = now() - interval '1 second'", logger: fixture.db.logger)
+            #expect(try await fixture.get("/console/broadcasts", cookie: busy).status == .seeOther)
+        }
+    }
+
+    @Test("an operator sees every session and ends one: its cookie opens nothing; a viewer sees only its own and ends none")
+    func sessionsListedAndEnded() async throws {
+        try await ConsoleFixture.with { fixture in
+            let from: HTTPFields = [Self.clientAddress: "192.0.2.80"]
+            let signedIn = try await fixture.post("/console/sign-in", form: "token=\(ConsoleFixture.viewerToken)&name=vi", headers: from)
+            let viewer = String(try #require(signedIn.headers[.setCookie]).split(separator: ";")[0])
+            let operatorCookie = try await fixture.signIn(ConsoleFixture.operatorToken, name: "op")
+            let sessions = try await ConsoleRepository(client: fixture.db.client).sessions(logger: fixture.db.logger)
+            #expect(sessions.count == 2)
+            let viewerID = try #require(sessions.first { $0.role == "viewer" }?.id)
+            let operatorID = try #require(sessions.first { $0.role == "operator" }?.id)
+            #expect(sessions.first { $0.role == "viewer" }?.address == "192.0.2.80")
+
+            let operatorPage = String(buffer: try await fixture.get("/console/audit", cookie: operatorCookie).body)
+            #expect(operatorPage.contains("viewer (vi)") && operatorPage.contains("192.0.2.80"))
+            #expect(operatorPage.contains("/console/sessions/\(viewerID)/end"))
+            let viewerPage = String(buffer: try await fixture.get("/console/audit", cookie: viewer).body)
+            #expect(!viewerPage.contains("/console/sessions/"), "a viewer ends no session from the list")
+            #expect(viewerPage.contains("\(viewerID) (yours)") && !viewerPage.contains(">\(operatorID)<"), "a viewer sees only its own session")
+
+            let viewerCSRF = try await fixture.csrf(cookie: viewer)
+            let refused = try await fixture.post("/console/sessions/\(operatorID)/end", form: "csrf=\(viewerCSRF)", cookie: viewer)
+            #expect(refused.status == .forbidden)
+            #expect(try await fixture.get("/console/broadcasts", cookie: operatorCookie).status == .ok)
+
+            let csrf = try await fixture.csrf(cookie: operatorCookie)
+            let ended = try await fixture.post("/console/sessions/\(viewerID)/end", form: "csrf=\(csrf)", cookie: operatorCookie)
+            #expect(ended.status == .seeOther)
+            #expect(try await fixture.get("/console/broadcasts", cookie: viewer).status == .seeOther, "the ended session's cookie")
+            #expect(try await fixture.get("/console/broadcasts", cookie: operatorCookie).status == .ok)
+            let again = try await fixture.post("/console/sessions/\(viewerID)/end", form: "csrf=\(csrf)", cookie: operatorCookie)
+            #expect(again.status == .notFound)
+            for bad in ["0", "-1", "abc", "99999999999999999999", "1e3"] {
+                let status = try await fixture.post("/console/sessions/\(bad)/end", form: "csrf=\(csrf)", cookie: operatorCookie).status
+                #expect(status == .badRequest, "\(bad): \(status)")
+            }
+            let entries = try await AuditRepository(client: fixture.db.client).recent(logger: fixture.db.logger)
+            let end = try #require(entries.first { $0.action == "end session" })
+            #expect(end.sessionID == operatorID && end.detail == "session \(viewerID)")
         }
     }
 
@@ -211,22 +262,69 @@ struct ConsoleHostileNetworkTests {
         }
     }
 
-    @Test("a leaked cookie does not let anyone test token guesses offline: its key is not a hash of the token")
+    @Test("a cookie holds only a random secret and the database only its digest: neither tells the token, nor opens a session from a copy")
     func sessionKeyIsNotTheToken() async throws {
         try await ConsoleFixture.with { fixture in
             let cookie = try await fixture.signIn(ConsoleFixture.operatorToken)
             let value = String(cookie.split(separator: "=", maxSplits: 1)[1])
-            let parts = value.split(separator: ".")
-            try #require(parts.count == 2)
-            let payload = try #require(ConsoleSession.data(base64url: parts[0]))
-            let mac = try #require(ConsoleSession.data(base64url: parts[1]))
-            // What an attacker holding the cookie would try for every guess of the token.
-            for derivation in [
-                "paperboy console session operator\n\(ConsoleFixture.operatorToken)", ConsoleFixture.operatorToken,
-            ] {
-                let guess = SymmetricKey(data: Array(SHA256.hash(data: Array(derivation.utf8))))
-                #expect(!HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: payload, using: guess))
+            #expect(value.utf8.count == 43 && !value.contains("."), "43 random base64url characters, nothing signed: \(value)")
+            let rows = try await fixture.db.client.query(
+                "SELECT encode(secret_digest, 'hex'), encode(token_mark, 'hex') FROM console_sessions",
+                logger: fixture.db.logger
+            )
+            var stored: [(String, String)] = []
+            for try await row in rows.decode((String, String).self) { stored.append(row) }
+            #expect(stored.count == 1)
+            let digest = SHA256.hash(data: Array(value.utf8)).map { String(format: "%02x", $0) }.joined()
+            #expect(stored.first?.0 == digest, "the row is found by the cookie's SHA-256")
+            let tokenDigest = SHA256.hash(data: Array(ConsoleFixture.operatorToken.utf8)).map { String(format: "%02x", $0) }.joined()
+            #expect(stored.first.map { !tokenDigest.hasPrefix($0.1) && $0.0 != tokenDigest } == true, "no hash of the token alone is stored")
+            // The stored digest as a cookie (what a database copy holds) opens nothing.
+            let asCookie =
+                String(cookie.split(separator: "=", maxSplits: 1)[0]) + "=" + ConsoleSession.base64url(Data(SHA256.hash(data: Array(value.utf8))))
+            #expect(try await fixture.get("/console/broadcasts", cookie: asCookie).status == .seeOther)
+        }
+    }
+
+    @Test("sign-ins are counted, one audit line an hour per role, name and address; a flood of sign-ins adds one line")
+    func signInsCounted() async throws {
+        try await ConsoleFixture.with { fixture in
+            for _ in 0..<25 {
+                let status = try await fixture.post(
+                    "/console/sign-in",
+                    form: "token=\(ConsoleFixture.viewerToken)&name=flood",
+                    headers: [Self.clientAddress: "192.0.2.90"]
+                ).status
+                #expect(status == .seeOther)
             }
+            _ = try await fixture.post(
+                "/console/sign-in",
+                form: "token=\(ConsoleFixture.viewerToken)&name=flood",
+                headers: [Self.clientAddress: "192.0.2.91"]
+            )
+            let entries = try await AuditRepository(client: fixture.db.client).recent(logger: fixture.db.logger)
+            let signIns = entries.filter { $0.action == "sign in" }
+            #expect(signIns.count == 2, "one line per address: \(signIns.map(\.who))")
+            let flood = try #require(signIns.first { $0.address == "192.0.2.90" })
+            #expect(flood.times == 25 && flood.lastAt != nil && flood.actionCounted == "sign in ×25")
+            #expect(
+                flood.sessionID
+                    == (try await ConsoleRepository(client: fixture.db.client).sessions(logger: fixture.db.logger)).filter {
+                        $0.address == "192.0.2.90"
+                    }.map(\.id).max()
+            )
+            let operatorCookie = try await fixture.signIn(ConsoleFixture.operatorToken)
+            let page = String(buffer: try await fixture.get("/console/audit", cookie: operatorCookie).body)
+            #expect(page.contains("sign in ×25"))
+            // An hour later (the database's clock) the next sign-in starts a new line.
+            try await fixture.db.client.query("UPDATE audit_log SET at = at - interval '61 minutes'", logger: fixture.db.logger)
+            _ = try await fixture.post(
+                "/console/sign-in",
+                form: "token=\(ConsoleFixture.viewerToken)&name=flood",
+                headers: [Self.clientAddress: "192.0.2.90"]
+            )
+            let later = try await AuditRepository(client: fixture.db.client).recent(logger: fixture.db.logger).filter { $0.address == "192.0.2.90" }
+            #expect(later.map(\.times) == [1, 25])
         }
     }
 

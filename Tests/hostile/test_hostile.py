@@ -1,10 +1,11 @@
 """A hostile client against every console and admin route of a live `paperboy serve` (issue 35, item 9).
 
-For every route: no session or token, a forged, tampered, expired, idle or signed-out cookie, a cookie signed with
-another key, a viewer where an operator is needed, a request from another site (`Sec-Fetch-Site`, `Origin`), no or
-another session's CSRF token, an oversized body, a malformed form or JSON body. Each must answer as the rules say
+For every route: no session or token, a garbage or guessed cookie, the database's digest of a real one, an expired,
+idle or signed-out session, one whose row was altered (role, token), a viewer where an operator is needed, a request
+from another site (`Sec-Fetch-Site`, `Origin`), no or another session's CSRF token, an oversized body, a malformed
+form or JSON body. Each must answer as the rules say
 (a redirect to the sign-in, 401, 403, 413, 400, 429: never 2xx, never 5xx) and change nothing: a digest of what a
-request could change (broadcasts, apps, keys, origins, publications, editions, console keys and ended sessions, the
+request could change (broadcasts, apps, keys, origins, publications, editions, console keys and sessions, the
 audit log) is the same before and after.
 
 Tests/hostile/run.sh starts the server and exports what this reads. Each case comes from an address of its own (the
@@ -14,13 +15,11 @@ wait.
 
 import base64
 import hashlib
-import hmac
 import http.client
 import itertools
 import json
 import os
 import subprocess
-import time
 import urllib.parse
 
 import pytest
@@ -31,7 +30,6 @@ ORIGIN = f"http://{HOST}:{PORT}"
 OPERATOR = os.environ["HOSTILE_OPERATOR_TOKEN"]
 VIEWER = os.environ["HOSTILE_VIEWER_TOKEN"]
 ADMIN = os.environ["HOSTILE_ADMIN_TOKEN"]
-SESSION_KEY = os.environ["HOSTILE_SESSION_KEY"].encode()
 BROADCAST = os.environ["HOSTILE_BROADCAST_ID"]
 EDITION = os.environ["HOSTILE_EDITION_ID"]
 APP = os.environ["HOSTILE_APP_ID"]
@@ -60,40 +58,6 @@ def request(method, path, headers=None, body=None, address=None):
 
 def b64url(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def b64url_decode(text):
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def hkdf(secret, info, length=32):
-    """HKDF-SHA256 (RFC 5869), as the server derives its keys."""
-    prk = hmac.new(b"paperboy console", secret, hashlib.sha256).digest()
-    out, block = b"", b""
-    for counter in range(1, -(-length // 32) + 1):
-        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
-        out += block
-    return out[:length]
-
-
-def session_key(role, token, secret=SESSION_KEY):
-    return hkdf(secret, f"session {role}\n".encode() + hashlib.sha256(token.encode()).digest())
-
-
-def mint(role, token, *, issued=None, expires=None, seen=None, secret=SESSION_KEY, session_id="hostile-session-0001"):
-    now = time.time()
-    payload = json.dumps(
-        {
-            "r": role,
-            "n": "mallory",
-            "t": int((issued if issued is not None else now) * 1000),
-            "e": int(expires if expires is not None else now + 3600),
-            "s": int(seen if seen is not None else now),
-            "i": session_id,
-        }
-    ).encode()
-    mac = hmac.new(session_key(role, token, secret), payload, hashlib.sha256).digest()
-    return b64url(payload) + "." + b64url(mac)
 
 
 def sign_in(token):
@@ -139,28 +103,6 @@ _status, _, _ = request(
 assert _status == 303, "the signed-out session's sign-out"
 
 
-def tampered(cookie, role):
-    payload, mac = cookie.split(".")
-    data = json.loads(b64url_decode(payload))
-    data["r"] = role
-    return b64url(json.dumps(data).encode()) + "." + mac
-
-
-# The cookies no request may get in with, by kind.
-BAD_SESSIONS = {
-    "no session": None,
-    "garbage cookie": "not-a-cookie",
-    "forged signature": mint("operator", OPERATOR)[:-4] + "AAAA",
-    "other key": mint("operator", OPERATOR, secret=b"another-secret-that-is-long-enough-000"),
-    "guessed from the token": b64url(b'{"r":"operator"}')
-    + "."
-    + b64url(hmac.new(hashlib.sha256(f"paperboy console session operator\n{OPERATOR}".encode()).digest(), b'{"r":"operator"}', hashlib.sha256).digest()),
-    "viewer made operator": tampered(VIEWER_COOKIE, "operator"),
-    "expired": mint("operator", OPERATOR, issued=time.time() - 50_000, expires=time.time() - 10, seen=time.time() - 20),
-    "idle": mint("operator", OPERATOR, issued=time.time() - 7200, seen=time.time() - 3600),
-    "signed out": SIGNED_OUT_COOKIE,
-}
-
 # --- What a request could change.
 
 DIGEST_SQL = """
@@ -171,8 +113,8 @@ SELECT md5(concat_ws('|',
   (SELECT string_agg(row(o.*)::text, ',' ORDER BY id) FROM origins o),
   (SELECT string_agg(row(p.*)::text, ',' ORDER BY id) FROM publications p),
   (SELECT string_agg(id::text, ',' ORDER BY id) FROM editions),
-  (SELECT string_agg(md5(secret) || coalesce(sessions_valid_after::text, ''), ',') FROM console_keys),
-  (SELECT count(*)::text FROM console_ended_sessions),
+  (SELECT string_agg(md5(secret), ',') FROM console_keys),
+  (SELECT count(*)::text FROM console_sessions),
   (SELECT count(*)::text FROM audit_log)
 ))
 """
@@ -197,6 +139,28 @@ class Psql:
 
 
 PSQL = Psql()
+
+
+def stored(cookie, change):
+    """A real session whose row is then changed in the database as time or an operator would change it."""
+    PSQL.query(f"UPDATE console_sessions SET {change} WHERE secret_digest = sha256('{cookie}'::bytea)")
+    return cookie
+
+
+# The cookies no request may get in with, by kind. Sessions are rows on the server: a cookie holds 43 random
+# base64url characters, found by their SHA-256.
+BAD_SESSIONS = {
+    "no session": None,
+    "garbage cookie": "not-a-cookie",
+    "guessed secret": b64url(os.urandom(32)),
+    "too long": b64url(os.urandom(32)) + "A",
+    "the stored digest (a database copy)": b64url(hashlib.sha256(OPERATOR_COOKIE.encode()).digest()),
+    "expired": stored(sign_in(OPERATOR), "expires_at = now() - interval '1 second'"),
+    "idle": stored(sign_in(OPERATOR), "seen_at = now() - interval '2 hours'"),
+    "viewer's row made operator": stored(sign_in(VIEWER), "role = 'operator'"),
+    "token changed": stored(sign_in(OPERATOR), "token_mark = '\\x00000000000000000000000000000000'"),
+    "signed out": SIGNED_OUT_COOKIE,
+}
 
 
 def digest():
@@ -229,20 +193,25 @@ CONSOLE_PAGES = [
     "/console/no-such-page",
 ]
 
+VIEWER_SESSION = PSQL.query(f"SELECT id FROM console_sessions WHERE secret_digest = sha256('{VIEWER_COOKIE}'::bytea)")
+assert VIEWER_SESSION.isdigit(), VIEWER_SESSION
+
 # Each action with a form that would do it, and whether a viewer may (sign-out, device look-up).
 CONSOLE_ACTIONS = {
     "start": ("/console/broadcasts", f"edition={EDITION}&environment=sandbox&window=30m&cohorts=4", False),
     "cancel": (f"/console/broadcasts/{ID}/cancel", "", False),
     "sign out everyone": ("/console/sign-out-everyone", "", False),
+    "end a session": (f"/console/sessions/{VIEWER_SESSION}/end", "", False),
     "sign out": ("/console/sign-out", "", True),
     "device look-up": ("/console/devices", "token=" + "ab" * 32 + "&days=3", True),
 }
 
 
 def test_the_suites_own_cookies_are_well_made():
-    """The control: a cookie minted here with the server's key and nothing wrong with it gets in, so the forged,
-    expired and idle ones above are refused for what is wrong with them, not for being malformed."""
-    status, _, body = request("GET", "/console/broadcasts", {"Cookie": f"{COOKIE}={mint('viewer', VIEWER, session_id='hostile-control-01')}"})
+    """The control: a session signed in here and changed in the database in a way that breaks nothing gets in, so the
+    expired, idle and altered ones above are refused for what is wrong with them, not for being changed."""
+    control = stored(sign_in(VIEWER), "seen_at = now() - interval '1 minute'")
+    status, _, body = request("GET", "/console/broadcasts", {"Cookie": f"{COOKIE}={control}"})
     assert status == 200, body[:200]
 
 

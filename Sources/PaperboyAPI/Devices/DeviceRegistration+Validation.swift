@@ -24,13 +24,13 @@ extension DeviceRegistration {
         guard subscriptions.count <= 32 else {
             throw .invalid("subscriptions", "a device subscribes to at most 32 publications")
         }
-        for (index, slug) in subscriptions.enumerated() where slug.isEmpty || slug.count > 63 {
+        for (index, slug) in subscriptions.enumerated() where slug.isEmpty || slug.codePoints > 63 {
             throw .invalid("subscriptions[\(index)]", "a publication id is 1 to 63 characters")
         }
         let limits: [(String, String?, Int)] = [
             ("appVersion", appVersion, 64), ("osVersion", osVersion, 64), ("model", model, 64), ("locale", locale, 35),
         ]
-        for (field, value, limit) in limits where (value?.count ?? 0) > limit {
+        for (field, value, limit) in limits where (value?.codePoints ?? 0) > limit {
             throw .invalid(field, "\(field) is at most \(limit) characters")
         }
     }

@@ -53,9 +53,12 @@ extension OpenAPISpec {
                 Creates the device (201) or updates it (200) in one statement, answering the stored device.
                 `subscriptions` must name publications of the app (another name answers 404 `not_found` naming
                 `subscriptions`, as an unknown publication does everywhere); `timeZone` must be an IANA zone name.
-                `provider` says whose token `{token}` is: `apns` (the default) takes a hex APNs device token,
-                `fcm` an FCM registration token (400 naming `token` when the path's token is not one of that
-                provider). A device is unique per app, provider, environment and token.
+                `provider` says whose token `{token}` is: `apns` (the default) takes a hex APNs device token only
+                (64 to 200 hexadecimal digits, an even number), `fcm` an FCM registration token (32 to 2048 letters,
+                digits, `-`, `_` and `:`). A token of the other provider's form is refused with 400 naming `token`:
+                e.g. with `apns`, a token of 32 to 63 characters, of an odd length, or with any character that is not a
+                hexadecimal digit. No schema can state it (the token is in the path, the provider in the body). A
+                device is unique per app, provider, environment and token.
               security:
                 - deviceKey: []
               requestBody:
@@ -120,7 +123,14 @@ extension OpenAPISpec {
                     DeleteDevice:
                       $ref: "#/components/links/DeleteDevice"
                 "400":
-                  $ref: "#/components/responses/BadRequest"
+                  description: |
+                    As `BadRequest`. Besides what the schema says, refused with 400 naming the field: `token` when the path's
+                    token is not one of the body's `provider` (with `apns`, the default: 64 to 200 hexadecimal digits, an
+                    even number), `timeZone` when it is not an IANA zone name known to the host.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/Error"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
                 "404":
@@ -392,7 +402,14 @@ extension OpenAPISpec {
                     LatestEdition:
                       $ref: "#/components/links/LatestEdition"
                 "400":
-                  $ref: "#/components/responses/BadRequest"
+                  description: |
+                    As `BadRequest`. Besides what the schema says, refused with 400 naming the field: `deadline` when it has
+                    passed; `pages[i].number` when a number appears twice, and `pages` when the numbers are not 1 to N for N
+                    pages (e.g. pages numbered from 2), in any order.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/Error"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
                 "429":
@@ -441,8 +458,10 @@ extension OpenAPISpec {
                 As `paperboy apps set-apns`. The key file is loaded first, on the host Paperboy runs on, as the sender
                 will load it (a readable P-256 private key); only its path, the team id and the key id are stored. 200
                 with the app, its `credentialsVersion` one higher (running workers load the new key without a
-                restart). 400 naming `teamId`, `keyId` or `keyFile` (not an absolute path, missing, unreadable, not a
-                P-256 key: the message says which, never the key), nothing stored; 404 (field `app`) for no such app.
+                restart). 400 naming `teamId`, `keyId` or `keyFile` (not an absolute path, missing, a directory or
+                another file that is not a regular one of at most 64 KiB, unreadable, not a P-256 key: the message says
+                which, never the key), nothing stored; 404 (field `app`) for no such app. Which files exist is the
+                host's: a schema-valid `keyFile` naming no readable key there is refused with 400.
               security:
                 - adminToken: []
               parameters:
@@ -465,7 +484,14 @@ extension OpenAPISpec {
                       schema:
                         $ref: "#/components/schemas/App"
                 "400":
-                  $ref: "#/components/responses/BadRequest"
+                  description: |
+                    As `BadRequest`. Besides what the schema says, refused with 400 naming `keyFile` when it names no regular
+                    file of at most 64 KiB holding a P-256 private key readable on the host Paperboy runs on, or is over 4096
+                    bytes in UTF-8.
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/Error"
                 "401":
                   $ref: "#/components/responses/Unauthorized"
                 "429":
@@ -1091,7 +1117,8 @@ extension OpenAPISpec {
                   content:
                     application/yaml:
                       schema:
-                        type: string
+                        type: object
+                        required: [openapi, info, paths]
 
         components:
           securitySchemes:
@@ -1155,11 +1182,17 @@ extension OpenAPISpec {
               in: path
               required: true
               description: |
-                The device's token: an APNs device token in hex (64 to 200 characters, an even number, any case)
-                or an FCM registration token (32 to 2048 letters, digits, `-`, `_` and `:`; today's are about 150
-                to 170 characters, with a `:` after the instance id). `:` may be sent as is or as `%3A`. A hex
-                text of an APNs token's length is looked up as both (one device answers: the most recently
-                updated).
+                The device's token, of either provider:
+                - an APNs device token: hexadecimal digits in any case, 64 to 200 of them and an even number
+                  (`^([0-9A-Fa-f]{2}){32,100}$`);
+                - an FCM registration token: 32 to 2048 letters, digits, `-`, `_` and `:` (`^[A-Za-z0-9_:-]{32,2048}$`;
+                  today's are about 150 to 170 characters, with a `:` after the instance id).
+
+                The schema is the union of the two, which is the FCM form (every APNs token is also one): a path
+                parameter cannot depend on the body, so where the provider matters (`PUT`, whose body's `provider`
+                says which) a token of the other provider's form is refused with 400 naming `token`. `:` may be sent
+                as is or as `%3A`. A read or removal looks a hex text of an APNs token's length up as both (one device
+                answers: the most recently updated).
               schema:
                 type: string
                 pattern: "^[A-Za-z0-9_:-]{32,2048}$"
@@ -1941,10 +1974,14 @@ extension OpenAPISpec {
                   description: The APNs auth key id.
                 keyFile:
                   type: string
-                  pattern: "^/"
+                  pattern: "^/[\\s\\S]*[^/]$"
                   minLength: 2
                   maxLength: 4096
-                  description: The absolute path of the `.p8` on the host Paperboy runs on; only the path is stored.
+                  description: |
+                    The absolute path of the `.p8` on the host Paperboy runs on; only the path is stored. It starts with `/` and
+                    does not end with one (a path ending in `/`, such as `//`, names a directory). Beyond what a schema can
+                    say, it must name a regular file of at most 64 KiB holding a P-256 private key that Paperboy can read
+                    there, and be at most 4096 bytes in UTF-8; otherwise 400 naming `keyFile`.
 
             AppAPIKey:
               type: object
@@ -2038,6 +2075,10 @@ extension OpenAPISpec {
                       $ref: "#/components/schemas/EditionTier"
                 pages:
                   type: array
+                  description: |
+                    Numbered 1 to N for N pages, each number once, in any order (none is fine); no schema can state it, and
+                    other numbers are refused with 400 naming `pages[i].number` (a number twice) or `pages` (a number
+                    missing, as when pages are numbered from 2).
                   items:
                     $ref: "#/components/schemas/Page"
 

@@ -214,7 +214,7 @@ extension AuditEntry {
             at: Date(),
             surface: .admin,
             role: "admin",
-            name: name.flatMap { $0.isEmpty ? nil : String($0.prefix(64)) },
+            name: name.flatMap { $0.isEmpty ? nil : $0.clipped(toCodePoints: 64) },
             address: ClientAddress.of(request),
             action: action,
             appID: appID,

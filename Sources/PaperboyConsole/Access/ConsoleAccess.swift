@@ -14,9 +14,9 @@ public enum ConsoleRole: String, Sendable, CaseIterable {
 /// The console's two tokens (`PAPERBOY_CONSOLE_OPERATOR_TOKEN`, `PAPERBOY_CONSOLE_VIEWER_TOKEN`), kept as their
 /// SHA-256; never the token itself, so it cannot reach a log.
 ///
-/// Sessions are not signed with anything derived from a token alone: their keys come from a random secret
-/// (``ConsoleKeys``), so a leaked cookie lets nobody test token guesses offline. The token's digest is mixed into
-/// its role's keys, so changing a token still signs that role out.
+/// Sessions are kept on the server and a cookie holds only a random secret, so a leaked cookie lets nobody test
+/// token guesses offline. The token's digest is mixed into its role's keys (``ConsoleKeys``), so changing a token
+/// still signs that role out.
 public struct ConsoleAccess: Sendable {
     /// The environment variables the tokens come from (each also as `…_FILE`, naming a file that holds it).
     public static let operatorVariable = "PAPERBOY_CONSOLE_OPERATOR_TOKEN"
@@ -73,28 +73,31 @@ public struct ConsoleAccess: Sendable {
     }
 }
 
-/// The keys of one secret: per role, one that signs sessions and one that makes CSRF tokens, each derived with HKDF
-/// (SHA-256) from the secret and the role's token digest.
+/// The keys of one secret: per role, a mark of its token that its sessions are stored with (a changed token ends
+/// them) and a key that makes CSRF tokens, each derived with HKDF (SHA-256) from the secret and the role's token
+/// digest.
 struct ConsoleKeys: Sendable {
-    private let session: [ConsoleRole: SymmetricKey]
+    private let marks: [ConsoleRole: [UInt8]]
     private let csrf: [ConsoleRole: SymmetricKey]
 
     init(secret: [UInt8], digests: [ConsoleRole: [UInt8]]) {
         let material = SymmetricKey(data: secret)
-        func derive(_ purpose: String, _ role: ConsoleRole, _ digest: [UInt8]) -> SymmetricKey {
+        func derive(_ purpose: String, _ role: ConsoleRole, _ digest: [UInt8], bytes: Int) -> SymmetricKey {
             HKDF<SHA256>.deriveKey(
                 inputKeyMaterial: material,
                 salt: Array("paperboy console".utf8),
                 info: Array("\(purpose) \(role.rawValue)\n".utf8) + digest,
-                outputByteCount: 32
+                outputByteCount: bytes
             )
         }
-        session = digests.reduce(into: [:]) { $0[$1.key] = derive("session", $1.key, $1.value) }
-        csrf = digests.reduce(into: [:]) { $0[$1.key] = derive("csrf", $1.key, $1.value) }
+        marks = digests.reduce(into: [:]) { marks, entry in
+            marks[entry.key] = derive("session", entry.key, entry.value, bytes: 16).withUnsafeBytes { Array($0) }
+        }
+        csrf = digests.reduce(into: [:]) { $0[$1.key] = derive("csrf", $1.key, $1.value, bytes: 32) }
     }
 
-    /// The key that signs `role`'s sessions; nil when the role cannot sign in.
-    func sessionKey(for role: ConsoleRole) -> SymmetricKey? { session[role] }
+    /// What `role`'s sessions are stored with (16 bytes); nil when the role cannot sign in.
+    func tokenMark(for role: ConsoleRole) -> [UInt8]? { marks[role] }
 
     /// The key of `role`'s CSRF tokens; nil when the role cannot sign in.
     func csrfKey(for role: ConsoleRole) -> SymmetricKey? { csrf[role] }

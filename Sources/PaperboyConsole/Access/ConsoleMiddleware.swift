@@ -44,9 +44,10 @@ struct ConsoleHeadersMiddleware: RouterMiddleware {
     }
 }
 
-/// Reads the session cookie into the context. A cookie that does not verify (another key, edited), has expired, was
-/// unused for longer than the idle timeout, was signed out, or was issued before everyone was signed out is as if
-/// there were none. A session in use is renewed (its idle time restarts) at most once a minute.
+/// Reads the session cookie into the context: the session the database keeps under the cookie's digest, when it has
+/// not reached its end, was used within the idle timeout (both by the database's clock), was not signed out, and its
+/// role's token is the one it signed in with. Anything else is as if there were no cookie. A session in use is
+/// renewed (its idle time restarts) at most once a minute, by the same statement that reads it.
 struct ConsoleSessionMiddleware: RouterMiddleware {
     typealias Context = ConsoleRequestContext
 
@@ -63,28 +64,20 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
         guard configuration.access.isEnabled, !request.uri.path.hasPrefix("/console/static/") else { return try await next(request, context) }
         let keys = try await keyring.keys(logger: context.logger)
         context.keys = keys
-        let now = configuration.now()
         if let cookie = request.cookies[context.origin.cookieName] {
-            switch ConsoleSession.open(cookie.value, keys: keys, now: now, idleTimeout: configuration.idleTimeout) {
-            case .success(let session):
-                let standing = try await console.sessionStanding(id: session.id, logger: context.logger)
-                if !standing.ended, standing.sessionsValidAfter.map({ session.issued >= $0 }) ?? true {
-                    context.session = session
-                }
-            case .failure(let refusal):
-                context.logger.debug("console session cookie refused", metadata: [LogKey.reason: "\(refusal.rawValue)"])
+            if let digest = ConsoleSession.digest(ofCookie: cookie.value),
+                let row = try await console.session(
+                    .secretDigest(digest),
+                    idleTimeout: configuration.idleTimeout,
+                    renewAfter: Self.renewAfter,
+                    logger: context.logger
+                )
+            {
+                context.session = ConsoleSession(row, keys: keys)
             }
+            if context.session == nil { context.logger.debug("console session cookie opens no session") }
         }
-        var response = try await next(request, context)
-        if var session = context.session, response.headers[.setCookie] == nil, now.timeIntervalSince(session.seen) >= Self.renewAfter,
-            let value = {
-                session.seen = now
-                return session.seal(with: keys)
-            }()
-        {
-            response.setCookie(ConsoleRoutes.sessionCookie(value, origin: context.origin, expires: session.expires, now: now))
-        }
-        return response
+        return try await next(request, context)
     }
 }
 

@@ -1,100 +1,61 @@
 import Crypto
 import Foundation
+import PaperboyStore
 
-/// A signed-in browser: its role, the name typed at sign-in, when it signed in, when it was last used, when the
-/// session ends. Kept in the browser as a signed cookie (``seal(with:)``); the server keeps only the ids of sessions
-/// signed out before they expired (`console_ended_sessions`) and when everyone was last signed out.
-struct ConsoleSession: Sendable, Equatable, Codable {
+/// A signed-in browser: its handle, role, the name typed at sign-in, when it signed in and when it ends. Kept on the
+/// server (`console_sessions`, ``ConsoleRepository/session(_:idleTimeout:renewAfter:logger:)``); the browser's cookie
+/// holds only a random secret (``newSecret()``) whose SHA-256 finds the row. Whether a session is still good (not past
+/// its end, not idle, not signed out) is the database's to say, by its own clock, on every request.
+struct ConsoleSession: Sendable, Equatable {
+    /// The session's public handle (`console_sessions.id`): what the audit log and the session list name, what its
+    /// CSRF token is bound to. Not the cookie's secret.
+    var id: Int64
     var role: ConsoleRole
     /// The name typed at sign-in, if any, recorded with every action.
     var name: String?
-    /// When it signed in: a session issued before "sign out everyone" is ended.
-    var issued: Date
+    /// The client's address at sign-in.
+    var address: String?
+    var signedIn: Date
     /// When it ends, however much it is used.
     var expires: Date
-    /// When a request last renewed it: unused for longer than the idle timeout, it ends.
-    var seen: Date
-    /// Random per sign-in: the session's id (what sign-out records) and what its CSRF token is made from.
-    var id: String
 
-    enum CodingKeys: String, CodingKey {
-        case role = "r"
-        case name = "n"
-        case issued = "t"
-        case expires = "e"
-        case seen = "s"
-        case id = "i"
-    }
-
-    init(role: ConsoleRole, name: String?, issued: Date, expires: Date, id: String = ConsoleSession.randomID()) {
+    init(id: Int64, role: ConsoleRole, name: String?, address: String? = nil, signedIn: Date, expires: Date) {
+        self.id = id
         self.role = role
         self.name = name
-        self.issued = issued
+        self.address = address
+        self.signedIn = signedIn
         self.expires = expires
-        self.seen = issued
-        self.id = id
     }
 
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        guard let role = ConsoleRole(rawValue: try container.decode(String.self, forKey: .role)) else {
-            throw DecodingError.dataCorruptedError(forKey: .role, in: container, debugDescription: "unknown role")
-        }
-        self.role = role
-        self.name = try container.decodeIfPresent(String.self, forKey: .name)
-        self.issued = Date(timeIntervalSince1970: try container.decode(Double.self, forKey: .issued) / 1000)
-        self.expires = Date(timeIntervalSince1970: try container.decode(Double.self, forKey: .expires))
-        self.seen = Date(timeIntervalSince1970: try container.decode(Double.self, forKey: .seen))
-        self.id = try container.decode(String.self, forKey: .id)
-        guard id.count <= 64 else { throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "id too long") }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(role.rawValue, forKey: .role)
-        try container.encodeIfPresent(name, forKey: .name)
-        try container.encode((issued.timeIntervalSince1970 * 1000).rounded(.down), forKey: .issued)
-        try container.encode(expires.timeIntervalSince1970.rounded(.down), forKey: .expires)
-        try container.encode(seen.timeIntervalSince1970.rounded(.down), forKey: .seen)
-        try container.encode(id, forKey: .id)
+    /// The session a stored row is, when its role can sign in now and its token is the one it signed in with
+    /// (`keys.tokenMark(for:)`): a changed token ends that role's sessions.
+    init?(_ row: ConsoleSessionRow, keys: ConsoleKeys) {
+        guard let role = ConsoleRole(rawValue: row.role), let mark = keys.tokenMark(for: role), mark == row.tokenMark else { return nil }
+        self.init(id: row.id, role: role, name: row.name, address: row.address, signedIn: row.signedInAt, expires: row.expiresAt)
     }
 
     /// Who, for the record of actions and the page header: `operator (alice)` or `viewer`.
     var who: String { name.map { "\(role.rawValue) (\($0))" } ?? role.rawValue }
 
-    /// The cookie's value: the session as JSON and its HMAC-SHA256 under the role's session key, both base64url,
-    /// joined by `.`.
-    func seal(with keys: ConsoleKeys) -> String? {
-        guard let key = keys.sessionKey(for: role), let payload = try? JSONEncoder().encode(self) else { return nil }
-        let mac = HMAC<SHA256>.authenticationCode(for: payload, using: key)
-        return Self.base64url(payload) + "." + Self.base64url(Data(mac))
+    /// The cookie's value for a new session: 32 random bytes, base64url (43 characters).
+    static func newSecret() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return base64url(Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
     }
 
-    /// Why a cookie opens no session.
-    enum Refusal: String, Error, Sendable, Equatable {
-        /// Not a cookie of ours: malformed, or signed with another key (another secret or token, or forged).
-        case forged
-        /// Past its absolute end.
-        case expired
-        /// Unused for longer than the idle timeout.
-        case idle
+    /// The SHA-256 a cookie's value is stored by; nil for anything that is not 43 base64url characters (no session of
+    /// ours), which is refused without asking the database.
+    static func digest(ofCookie value: String) -> [UInt8]? {
+        guard value.utf8.count == 43,
+            value.utf8.allSatisfy({ byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2D || byte == 0x5F
+            })
+        else { return nil }
+        return Array(SHA256.hash(data: Array(value.utf8)))
     }
 
-    /// The session a cookie value holds, when its signature is good under its role's key, it has not expired and it
-    /// was used within `idleTimeout`; whether it was signed out is the database's to say (the caller asks it next).
-    static func open(_ value: String, keys: ConsoleKeys, now: Date, idleTimeout: TimeInterval) -> Result<ConsoleSession, Refusal> {
-        let parts = value.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, let payload = data(base64url: parts[0]), let mac = data(base64url: parts[1]) else { return .failure(.forged) }
-        guard let session = try? JSONDecoder().decode(ConsoleSession.self, from: payload),
-            let key = keys.sessionKey(for: session.role),
-            HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: payload, using: key)
-        else { return .failure(.forged) }
-        guard session.expires > now else { return .failure(.expired) }
-        guard now.timeIntervalSince(session.seen) < idleTimeout else { return .failure(.idle) }
-        return .success(session)
-    }
-
-    /// The token every form of this session carries (and every action checks): bound to the session's id and made
+    /// The token every form of this session carries (and every action checks): bound to the session's handle and made
     /// with the role's CSRF key, so another site can neither read nor make it.
     func csrfToken(with keys: ConsoleKeys) -> String? {
         guard let key = keys.csrfKey(for: role) else { return nil }
@@ -105,11 +66,6 @@ struct ConsoleSession: Sendable, Equatable, Codable {
     func acceptsCSRF(_ token: String?, with keys: ConsoleKeys) -> Bool {
         guard let token, let key = keys.csrfKey(for: role), let given = Self.data(base64url: Substring(token)) else { return false }
         return HMAC<SHA256>.isValidAuthenticationCode(given, authenticating: Data("csrf\n\(id)".utf8), using: key)
-    }
-
-    static func randomID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return base64url(Data((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
     }
 
     static func base64url(_ data: Data) -> String {

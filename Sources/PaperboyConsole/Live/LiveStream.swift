@@ -36,7 +36,7 @@ extension ConsoleRoutes {
             throw ConsolePageError.notFound("There is no broadcast \(id.uuidString.lowercased()).")
         }
         let address = ClientAddress.of(request) ?? "unknown"
-        if let refusal = liveStreams.open(session.id, address: address) {
+        if let refusal = liveStreams.open(String(session.id), address: address) {
             refused("live streams", request: request, context: context)
             var error =
                 switch refusal {
@@ -73,7 +73,7 @@ extension ConsoleRoutes {
                 HTTPField.Name("X-Accel-Buffering")!: "no",
             ],
             body: ResponseBody { writer in
-                defer { routes.liveStreams.close(session.id, address: address) }
+                defer { routes.liveStreams.close(String(session.id), address: address) }
                 try await routes.stream(id, session: session, to: &writer, logger: logger)
                 try await writer.finish(nil)
             }
@@ -131,11 +131,17 @@ extension ConsoleRoutes {
         }
     }
 
-    /// Whether `session` is still good: not past its end, not signed out, not issued before everyone was signed out.
+    /// Whether `session` is still good (not past its end, not signed out, its token unchanged), by the database's
+    /// clock; an open live page keeps its session in use, so this renews it as a request would.
     func stillSignedIn(_ session: ConsoleSession, logger: Logger) async throws -> Bool {
-        guard session.expires > now else { return false }
-        let standing = try await console.sessionStanding(id: session.id, logger: logger)
-        return !standing.ended && (standing.sessionsValidAfter.map { session.issued >= $0 } ?? true)
+        let keys = try await keyring.keys(logger: logger)
+        let row = try await console.session(
+            .id(session.id),
+            idleTimeout: configuration.idleTimeout,
+            renewAfter: ConsoleSessionMiddleware.renewAfter,
+            logger: logger
+        )
+        return row.flatMap { ConsoleSession($0, keys: keys) } != nil
     }
 
     /// The model of the live partials: they read `live.…`, as the page's own model provides it.

@@ -5,8 +5,8 @@ import PaperboyCore
 import PaperboyStore
 import PaperboyText
 
-/// The audit log: every change made in the console or through the admin API, and sign-ins and sign-outs; and
-/// signing everyone out.
+/// The audit log: every change made in the console, through the admin API, with the CLI or by a schedule, and
+/// sign-ins and sign-outs; the sessions signed in now, which an operator can end one by one or all at once.
 extension ConsoleRoutes {
     struct AuditPage: Sendable {
         struct Row: Sendable {
@@ -22,10 +22,25 @@ extension ConsoleRoutes {
 
         struct Has: Sendable {
             var entries: Bool
+            var sessions: Bool
+        }
+
+        struct SessionRow: Sendable {
+            var id: String
+            var who: String
+            var address: String
+            var signedIn: String
+            var seen: String
+            var ends: String
+            /// This browser's own session.
+            var current: Bool
+            /// Unused past the idle timeout: it opens nothing any more, and goes at its end.
+            var idle: Bool
         }
 
         var frame: Frame
         var entries: [Row]
+        var sessions: [SessionRow]
         var limit: Int
         var lifetime: String
         var idle: String
@@ -33,18 +48,58 @@ extension ConsoleRoutes {
     }
 
     @Sendable func auditPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
-        _ = try session(context)
+        let session = try session(context)
         let limit = 200
         let entries = try await audit.recent(limit: limit, logger: context.logger)
+        // An operator sees every session; a viewer only its own.
+        let sessions = try await console.sessions(limit: 500, logger: context.logger).filter { session.role.mayAct || $0.id == session.id }
+        let now = self.now
         let page = AuditPage(
             frame: frame(context, current: "/console/audit"),
             entries: entries.map(auditRow),
+            sessions: sessions.map { row in
+                AuditPage.SessionRow(
+                    id: String(row.id),
+                    who: row.name.map { "\(row.role) (\($0))" } ?? row.role,
+                    address: row.address ?? "",
+                    signedIn: TimeText.dateTime(row.signedInAt, timeZone: timeZone),
+                    seen: TimeText.relative(row.seenAt, now: now),
+                    ends: TimeText.dateTime(row.expiresAt, timeZone: timeZone),
+                    current: row.id == session.id,
+                    idle: now.timeIntervalSince(row.seenAt) >= configuration.idleTimeout
+                )
+            },
             limit: limit,
             lifetime: TerminalText.duration(configuration.sessionLifetime),
             idle: TerminalText.duration(configuration.idleTimeout),
-            has: .init(entries: !entries.isEmpty)
+            has: .init(entries: !entries.isEmpty, sessions: !sessions.isEmpty)
         )
         return ConsolePage.render("audit", page)
+    }
+
+    /// An operator ends one session (a laptop left signed in, a colleague who left): its row is deleted, so its
+    /// cookie opens nothing from the next request on, on every replica.
+    @Sendable func endSession(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let form = try await form(CSRFForm.self, request)
+        let session = try formSession(request, context: context, form: form.csrf, doing: "end a session")
+        guard let text = context.parameters.get("id"), text.utf8.count <= 19, let id = Int64(text), id > 0 else {
+            throw ConsolePageError.badRequest("id: not a session's number")
+        }
+        let ended = try await console.endSession(
+            id: id,
+            audit: auditEntry(session, request: request, action: "end session", detail: "session \(id)"),
+            logger: context.logger
+        )
+        guard ended else {
+            throw ConsolePageError(status: .notFound, heading: "No such session", message: "No session \(id) is signed in: it has ended already.")
+        }
+        context.logger.notice("console session ended", metadata: [LogKey.role: "\(session.role.rawValue)", "session": "\(id)"])
+        if id == session.id {
+            var response = ConsolePage.redirect(to: context.origin.link("/console/sign-in"))
+            response.setCookie(Self.clearedCookie(origin: context.origin))
+            return response
+        }
+        return ConsolePage.redirect(to: context.origin.link("/console/audit"))
     }
 
     func auditRow(_ entry: AuditEntry) -> AuditPage.Row {
@@ -52,9 +107,9 @@ extension ConsoleRoutes {
         return AuditPage.Row(
             at: TimeText.dateTime(entry.at, timeZone: timeZone),
             iso: TimeText.iso(entry.at),
-            surface: entry.surface == .console ? "console" : "admin API",
+            surface: entry.surface.label,
             who: entry.who,
-            action: entry.action,
+            action: entry.actionCounted,
             href: broadcast.map { "/console/broadcasts/\($0)" },
             label: broadcast.map { String($0.prefix(8)) },
             detail: entry.detail

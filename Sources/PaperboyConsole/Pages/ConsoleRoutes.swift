@@ -55,6 +55,7 @@ struct ConsoleRoutes: Sendable {
         group.post("sign-in", use: signIn)
         group.post("sign-out", use: signOut)
         group.post("sign-out-everyone", use: signOutEveryone)
+        group.post("sessions/{id}/end", use: endSession)
         group.get("static/{name}", use: staticFile)
         group.get("broadcasts", use: broadcastList)
         group.post("broadcasts", use: startBroadcast)
@@ -153,7 +154,6 @@ struct ConsoleRoutes: Sendable {
         detail: String = ""
     ) -> AuditEntry {
         AuditEntry(
-            at: now,
             surface: .console,
             role: session.role.rawValue,
             name: session.name,
@@ -162,7 +162,8 @@ struct ConsoleRoutes: Sendable {
             appID: appID,
             broadcastID: broadcastID,
             editionID: editionID,
-            detail: detail
+            detail: detail,
+            sessionID: session.id
         )
     }
 
@@ -182,12 +183,12 @@ struct ConsoleRoutes: Sendable {
     }
 
     /// The session cookie: `Secure` and `__Host-` prefixed unless the console is plain HTTP (``ConsoleOrigin``),
-    /// `HttpOnly`, `SameSite=Strict`, until the session's absolute end.
-    static func sessionCookie(_ value: String, origin: ConsoleOrigin, expires: Date, now: Date) -> Cookie {
+    /// `HttpOnly`, `SameSite=Strict`, and a session cookie (no `Max-Age`): it ends with the browser, and the server
+    /// ends the session at its absolute end or when idle whatever the browser keeps.
+    static func sessionCookie(_ value: String, origin: ConsoleOrigin) -> Cookie {
         Cookie(
             name: origin.cookieName,
             value: value,
-            maxAge: max(0, Int(expires.timeIntervalSince(now))),
             path: origin.cookiePath,
             secure: origin.secureCookie,
             httpOnly: true,
@@ -277,19 +278,24 @@ struct ConsoleRoutes: Sendable {
                 status: .unauthorized
             )
         }
-        let now = self.now
-        let session = ConsoleSession(
-            role: role,
-            name: Self.cleanName(form.name),
-            issued: now,
-            expires: now.addingTimeInterval(configuration.sessionLifetime)
-        )
         let keys = try await keyring.keys(logger: context.logger)
-        guard let value = session.seal(with: keys) else { throw SignInRequired() }
-        try await audit.record(auditEntry(session, request: request, action: "sign in"), logger: context.logger)
+        guard let mark = keys.tokenMark(for: role) else { throw SignInRequired() }
+        let secret = ConsoleSession.newSecret()
+        let name = Self.cleanName(form.name)
+        guard let digest = ConsoleSession.digest(ofCookie: secret) else { throw SignInRequired() }
+        _ = try await console.startSession(
+            secretDigest: digest,
+            role: role.rawValue,
+            tokenMark: mark,
+            name: name,
+            address: address,
+            lifetime: configuration.sessionLifetime,
+            audit: AuditEntry(surface: .console, role: role.rawValue, name: name, address: address, action: "sign in"),
+            logger: context.logger
+        )
         context.logger.notice("console sign-in", metadata: [LogKey.role: "\(role.rawValue)", LogKey.address: "\(address ?? "unknown")"])
         var response = ConsolePage.redirect(to: context.origin.link("/console/broadcasts"))
-        response.setCookie(Self.sessionCookie(value, origin: context.origin, expires: session.expires, now: now))
+        response.setCookie(Self.sessionCookie(secret, origin: context.origin))
         return response
     }
 
@@ -298,19 +304,13 @@ struct ConsoleRoutes: Sendable {
         guard let text else { return nil }
         let kept = String(text.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }.map(Character.init))
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        return kept.isEmpty ? nil : String(kept.prefix(64))
+        return kept.isEmpty ? nil : kept.clipped(toCodePoints: 64)
     }
 
     @Sendable func signOut(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         let form = try await form(CSRFForm.self, request)
         let session = try formSession(request, context: context, form: form.csrf, doing: "sign out", operatorOnly: false)
-        try await console.endSession(
-            id: session.id,
-            expires: session.expires,
-            now: now,
-            audit: auditEntry(session, request: request, action: "sign out"),
-            logger: context.logger
-        )
+        try await console.endSession(id: session.id, audit: auditEntry(session, request: request, action: "sign out"), logger: context.logger)
         context.logger.notice(
             "console sign-out",
             metadata: [LogKey.role: "\(session.role.rawValue)", LogKey.address: "\(ClientAddress.of(request) ?? "unknown")"]
@@ -326,9 +326,8 @@ struct ConsoleRoutes: Sendable {
         let form = try await form(CSRFForm.self, request)
         let session = try formSession(request, context: context, form: form.csrf, doing: "sign everyone out")
         try await console.endAllSessions(
-            now: now,
             newSecret: ConsoleKeyring.randomSecret(),
-            audit: auditEntry(session, request: request, action: "sign out everyone", detail: "every session ended; the session key replaced"),
+            audit: auditEntry(session, request: request, action: "sign out everyone"),
             logger: context.logger
         )
         keyring.forget()

@@ -11,9 +11,37 @@ public struct AuditRepository: Sendable {
         self.client = client
     }
 
-    /// Records an entry on its own: a sign-in or a sign-out, which change nothing else.
+    /// Records an entry on its own, for what changes nothing else.
     public func record(_ entry: AuditEntry, logger: Logger) async throws {
         try await Self.insert(entry, on: client, logger: logger)
+    }
+
+    /// Deletes the entries written before `cutoff` (the retention: `paperboy prune --audit-retention`), at most
+    /// `batchSize` a statement. How many were deleted.
+    public func prune(before cutoff: Date, batchSize: Int = 10_000, logger: Logger) async throws -> Int {
+        var deleted = 0
+        while true {
+            let rows = try await client.query(
+                """
+                WITH gone AS (
+                    DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < \(cutoff) ORDER BY at LIMIT \(max(1, batchSize)))
+                    RETURNING 1
+                ) SELECT count(*) FROM gone
+                """,
+                logger: logger
+            )
+            var count = 0
+            for try await value in rows.decode(Int.self) { count = value }
+            deleted += count
+            if count < batchSize { return deleted }
+        }
+    }
+
+    /// How many entries were written before `cutoff` (a dry run of ``prune(before:batchSize:logger:)``).
+    public func count(before cutoff: Date, logger: Logger) async throws -> Int {
+        let rows = try await client.query("SELECT count(*) FROM audit_log WHERE at < \(cutoff)", logger: logger)
+        for try await value in rows.decode(Int.self) { return value }
+        return 0
     }
 
     /// The entries that name a broadcast, oldest first.
@@ -34,14 +62,14 @@ public struct AuditRepository: Sendable {
         )
     }
 
-    static let columns = "id, at, surface, role, name, address, action, app_id, broadcast_id, edition_id, detail"
+    static let columns = "id, at, surface, role, name, address, action, app_id, broadcast_id, edition_id, detail, session_id, times, last_at"
 
     private func entries(_ tail: PostgresQuery, logger: Logger) async throws -> [AuditEntry] {
         let query = PostgresQuery(unsafeSQL: "SELECT \(Self.columns) FROM audit_log " + tail.sql, binds: tail.binds)
         let rows = try await client.query(query, logger: logger)
         var found: [AuditEntry] = []
-        for try await (id, at, surface, role, name, address, action, app, broadcast, edition, detail) in rows.decode(
-            (Int64, Date, String, String, String?, String?, String, Int?, UUID?, UUID?, String).self
+        for try await (id, at, surface, role, name, address, action, app, broadcast, edition, detail, session, times, lastAt) in rows.decode(
+            (Int64, Date, String, String, String?, String?, String, Int?, UUID?, UUID?, String, Int64?, Int32, Date?).self
         ) {
             found.append(
                 AuditEntry(
@@ -55,20 +83,48 @@ public struct AuditRepository: Sendable {
                     appID: app,
                     broadcastID: broadcast,
                     editionID: edition,
-                    detail: detail
+                    detail: detail,
+                    sessionID: session,
+                    times: Int(times),
+                    lastAt: lastAt
                 )
             )
         }
         return found
     }
 
-    /// Writes `entry` where `runner` runs its statements: a connection inside the change's transaction.
+    /// Writes `entry` where `runner` runs its statements: a connection inside the change's transaction. The time is
+    /// the database's (`now()`, the transaction's start), not `entry.at`.
     package static func insert(_ entry: AuditEntry, on runner: some StatementRunner, logger: Logger) async throws {
         _ = try await runner.run(
             """
-            INSERT INTO audit_log (at, surface, role, name, address, action, app_id, broadcast_id, edition_id, detail)
-            VALUES (\(entry.at), \(entry.surface.rawValue), \(entry.role), \(entry.name), \(entry.address), \(entry.action),
-                \(entry.appID.map { Int32(clamping: $0) }), \(entry.broadcastID), \(entry.editionID), \(entry.detail))
+            INSERT INTO audit_log (surface, role, name, address, action, app_id, broadcast_id, edition_id, detail, session_id)
+            VALUES (\(entry.surface.rawValue), \(entry.role), \(entry.name), \(entry.address), \(entry.action),
+                \(entry.appID.map { Int32(clamping: $0) }), \(entry.broadcastID), \(entry.editionID), \(entry.detail), \(entry.sessionID))
+            """,
+            logger: logger
+        )
+    }
+
+    /// Counts a sign-in: the line of the same surface, role, name and address written within the last hour gets one
+    /// more (`times`, `last_at`, the newest session), or a new line is written. One statement; a viewer signing in
+    /// again and again adds one line an hour, not one a sign-in.
+    package static func countSignIn(_ entry: AuditEntry, on runner: some StatementRunner, logger: Logger) async throws {
+        _ = try await runner.run(
+            """
+            WITH counted AS (
+                UPDATE audit_log SET times = times + 1, last_at = now(), session_id = \(entry.sessionID)
+                WHERE id = (
+                    SELECT id FROM audit_log
+                    WHERE at > now() - interval '1 hour' AND action = \(entry.action) AND surface = \(entry.surface.rawValue)
+                        AND role = \(entry.role) AND name IS NOT DISTINCT FROM \(entry.name) AND address IS NOT DISTINCT FROM \(entry.address)
+                    ORDER BY at DESC, id DESC LIMIT 1
+                )
+                RETURNING id
+            )
+            INSERT INTO audit_log (surface, role, name, address, action, detail, session_id)
+            SELECT \(entry.surface.rawValue), \(entry.role), \(entry.name), \(entry.address), \(entry.action), \(entry.detail), \(entry.sessionID)
+            WHERE NOT EXISTS (SELECT 1 FROM counted)
             """,
             logger: logger
         )
