@@ -11,6 +11,20 @@ public struct BroadcastRequest: Sendable, Equatable {
     /// Who asks: `cli`, `api`, `schedule:ID`.
     public var origin: String
 
+    /// The audit entry a started broadcast is written with: for a schedule, surface and role `scheduler`, the
+    /// schedule as the name.
+    public var audit: AuditEntry? {
+        guard origin.hasPrefix("schedule:") else { return nil }
+        return AuditEntry(
+            surface: .scheduler,
+            role: "scheduler",
+            name: "schedule " + origin.dropFirst("schedule:".count),
+            address: nil,
+            action: "start broadcast",
+            detail: "\(environment.rawValue), fired by its schedule"
+        )
+    }
+
     public init(editionID: UUID, environment: APNsEnvironment, options: BroadcastOptions, origin: String) {
         self.editionID = editionID
         self.environment = environment
@@ -36,6 +50,7 @@ extension BroadcastRepository {
                 options: request.options,
                 origin: request.origin,
                 now: Date(),
+                audit: request.audit,
                 logger: logger
             )
             let id = start.broadcast.id.uuidString.lowercased()

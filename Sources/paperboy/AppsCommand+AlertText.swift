@@ -82,7 +82,7 @@ extension AppsCommand {
                         throw CommandError("\(flag): the edition \(name) (\(day)) could not be sent in these words: \(error.message)")
                     }
                 }
-                return try await apps.setAlertText(appID: app, text, logger: logger)
+                return try await apps.setAlertText(appID: app, text, audit: CLIAudit.entry("set alert text", appID: app), logger: logger)
             }
             if output.json { return try printJSON(updated) }
             let words = updated.alertText ?? .standard

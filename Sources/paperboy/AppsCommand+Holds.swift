@@ -94,6 +94,7 @@ extension AppsCommand {
                     appID: app,
                     provider: provider,
                     environment: try environment.map(APNsEnvironment.init(flag:)),
+                    audit: CLIAudit.entry("release hold \(provider.rawValue)\(environment.map { " " + $0 } ?? "")", appID: app),
                     logger: logger
                 )
             }
@@ -150,6 +151,7 @@ extension AppsCommand {
                     appID: app,
                     provider: provider,
                     environment: try environment.map(APNsEnvironment.init(flag:)),
+                    audit: CLIAudit.entry("confirm deactivations \(provider.rawValue)\(environment.map { " " + $0 } ?? "")", appID: app),
                     logger: logger
                 )
             }
@@ -190,7 +192,12 @@ extension AppsCommand {
             let logger = Logger(label: "paperboy.apps")
             let updated = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 do {
-                    return try await AppRepository(client: client).setBundleID(appID: app, bundleID, logger: logger)
+                    return try await AppRepository(client: client).setBundleID(
+                        appID: app,
+                        bundleID,
+                        audit: CLIAudit.entry("set bundle id", appID: app, detail: bundleID),
+                        logger: logger
+                    )
                 } catch let error as StoreError {
                     throw CommandError("--\(error.field == "bundleId" ? "bundle-id" : "app"): \(error.message)")
                 }

@@ -69,7 +69,11 @@ struct AppsCommand: AsyncParsableCommand {
             }
             let (app, key) = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 do {
-                    return try await AppRepository(client: client).create(newApp, logger: logger)
+                    return try await AppRepository(client: client).create(
+                        newApp,
+                        audit: CLIAudit.entry("add app", detail: newApp.bundleID),
+                        logger: logger
+                    )
                 } catch let error as StoreError {
                     throw CommandError("--\(flagName(error.field)): \(error.message)")
                 }
@@ -167,7 +171,7 @@ struct AppsCommand: AsyncParsableCommand {
             let logger = Logger(label: "paperboy.apps")
             guard let credentials = try apns.checkedIfGiven() else { throw CommandError("set-apns needs --team-id, --key-id and --key-file") }
             let updated = try await withApps(logger: logger, database: database) { apps in
-                try await apps.setAPNs(appID: app, credentials, logger: logger)
+                try await apps.setAPNs(appID: app, credentials, audit: CLIAudit.entry("set APNs", appID: app), logger: logger)
             }
             if output.json { return try printJSON(updated) }
             print(
@@ -196,7 +200,7 @@ struct AppsCommand: AsyncParsableCommand {
         func run() async throws {
             let logger = Logger(label: "paperboy.apps")
             let updated = try await withApps(logger: logger, database: database) { apps in
-                try await apps.removeAPNs(appID: app, logger: logger)
+                try await apps.removeAPNs(appID: app, audit: CLIAudit.entry("remove APNs", appID: app), logger: logger)
             }
             if output.json { return try printJSON(updated) }
             print("app \(updated.id) (\(updated.bundleID)): APNs removed; it sends through FCM only")
@@ -236,7 +240,7 @@ struct AppsCommand: AsyncParsableCommand {
             let logger = Logger(label: "paperboy.apps")
             let credentials = try checkedServiceAccount(serviceAccount, flag: "--service-account")
             let updated = try await withApps(logger: logger, database: database) { apps in
-                try await apps.setFCM(appID: app, credentials, logger: logger)
+                try await apps.setFCM(appID: app, credentials, audit: CLIAudit.entry("set FCM", appID: app), logger: logger)
             }
             if output.json { return try printJSON(updated) }
             print("app \(updated.id) (\(updated.bundleID)): FCM project \(credentials.projectID), service account \(credentials.serviceAccount)")
@@ -260,7 +264,7 @@ struct AppsCommand: AsyncParsableCommand {
         func run() async throws {
             let logger = Logger(label: "paperboy.apps")
             let updated = try await withApps(logger: logger, database: database) { apps in
-                try await apps.removeFCM(appID: app, logger: logger)
+                try await apps.removeFCM(appID: app, audit: CLIAudit.entry("remove FCM", appID: app), logger: logger)
             }
             if output.json { return try printJSON(updated) }
             print("app \(updated.id) (\(updated.bundleID)): FCM removed; it sends through APNs only")
@@ -288,7 +292,7 @@ struct AppsCommand: AsyncParsableCommand {
         func run() async throws {
             let logger = Logger(label: "paperboy.apps")
             let (key, secret) = try await withApps(logger: logger, database: database) { apps in
-                try await apps.addAPIKey(appID: app, logger: logger)
+                try await apps.addAPIKey(appID: app, audit: CLIAudit.entry("add key", appID: app), logger: logger)
             }
             if output.json { return try printJSON(NewKey(key: key, apiKey: secret.secret)) }
             print("key \(key.id) of app \(key.appID) (shown only now; the app sends it as X-API-Key): \(secret.secret)")
@@ -323,7 +327,12 @@ struct AppsCommand: AsyncParsableCommand {
         func run() async throws {
             let logger = Logger(label: "paperboy.apps")
             let key = try await withApps(logger: logger, database: database) { apps in
-                try await apps.revokeAPIKey(appID: app, keyID: keyID, logger: logger)
+                try await apps.revokeAPIKey(
+                    appID: app,
+                    keyID: keyID,
+                    audit: CLIAudit.entry("revoke key", appID: app, detail: "key \(keyID)"),
+                    logger: logger
+                )
             }
             if output.json { return try printJSON(key) }
             let at = key.revokedAt?.formatted(.iso8601) ?? "-"

@@ -7,11 +7,12 @@ import PaperboyStore
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
-        abstract: "Show the audit log: every change made through the console or the admin API, and console sign-ins.",
+        abstract: "Show the audit log: every change made through the console, the admin API, the CLI or by a schedule, and console sign-ins.",
         discussion: """
-            Each line: when, where (console or admin API), who (the role, the name given, the client's address), \
-            what, and what it named. Changes are written in the same transaction as the change itself, so a change \
-            is never without its line. Newest first.
+            Each line: when (the database's clock), where (console, admin, cli, scheduler), who (the role, the name \
+            given, the client's address or the CLI's host), what, and what it named. Changes are written in the same \
+            transaction as the change itself, so a change is never without its line. Sign-ins are counted, one line \
+            an hour per role, name and address. Newest first.
             """
     )
 

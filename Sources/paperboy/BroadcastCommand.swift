@@ -96,6 +96,7 @@ struct BroadcastCommand: AsyncParsableCommand {
                         options: options,
                         origin: "cli",
                         now: now,
+                        audit: CLIAudit.entry("start broadcast", editionID: editionID),
                         logger: logger
                     )
                 }
@@ -262,7 +263,14 @@ struct BroadcastCommand: AsyncParsableCommand {
             let id = try broadcastID(id)
             let logger = Logger(label: "paperboy.broadcast")
             let broadcast = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
-                try await storeCall { try await BroadcastRepository(client: client).cancel(id: id, now: Date(), logger: logger) }
+                try await storeCall {
+                    try await BroadcastRepository(client: client).cancel(
+                        id: id,
+                        now: Date(),
+                        audit: CLIAudit.entry("cancel broadcast", broadcastID: id),
+                        logger: logger
+                    )
+                }
             }
             if output.json { return try printJSON(["id": broadcast.id.uuidString.lowercased(), "state": broadcast.state.rawValue]) }
             print("cancelled broadcast \(broadcast.id.uuidString.lowercased())")

@@ -184,6 +184,11 @@ struct DevicesCommand: AsyncParsableCommand {
                     throw CommandError("\(error)")
                 }
                 reporter.finish()
+                // Seeding writes in many batches, each its own transaction: its audit entry follows them.
+                try await AuditRepository(client: client).record(
+                    CLIAudit.entry("seed devices", appID: appID, detail: "\(inserted) of \(count) \(options.environment.rawValue) devices inserted"),
+                    logger: logger
+                )
                 let elapsed = start.duration(to: .now)
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                 return Seeded(

@@ -50,6 +50,7 @@ struct EditionsCommand: AsyncParsableCommand {
                         manifest,
                         appID: app,
                         check: BroadcastPreflight.checkPushes,
+                        audit: CLIAudit.entry("publish edition"),
                         logger: logger
                     )
                 } catch let error as StoreError {

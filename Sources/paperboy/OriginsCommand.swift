@@ -68,7 +68,12 @@ struct OriginsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await OriginsCommand.write(database: database, capacity: capacity, output: output) { origins, perSecond, logger in
-                let origin = try await origins.add(name: name, capacity: perSecond, logger: logger)
+                let origin = try await origins.add(
+                    name: name,
+                    capacity: perSecond,
+                    audit: CLIAudit.entry("add origin", detail: "\(name) at \(perSecond)/s"),
+                    logger: logger
+                )
                 return (origin, "origin \(origin.name) added: \(TerminalText.grouped(Int(origin.capacity)))/s")
             }
         }
@@ -95,7 +100,12 @@ struct OriginsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await OriginsCommand.write(database: database, capacity: capacity, output: output) { origins, perSecond, logger in
-                let origin = try await origins.setCapacity(name: name, capacity: perSecond, logger: logger)
+                let origin = try await origins.setCapacity(
+                    name: name,
+                    capacity: perSecond,
+                    audit: CLIAudit.entry("set origin capacity", detail: "\(name) at \(perSecond)/s"),
+                    logger: logger
+                )
                 return (origin, "origin \(origin.name): \(TerminalText.grouped(Int(origin.capacity)))/s")
             }
         }

@@ -10,7 +10,9 @@ struct PruneCommand: AsyncParsableCommand {
         abstract: "Delete deliveries and receipts older than the retention, in small batches (`paperboy serve` does it hourly).",
         discussion: """
             Kept whatever their age: the deliveries of broadcasts that are running, finished less than the retention ago, \
-            or whose edition's deadline has not passed, and the receipts of editions whose deadline has not passed.
+            or whose edition's deadline has not passed, and the receipts of editions whose deadline has not passed. \
+            The audit log is kept for --audit-retention (a year unless told); where it was made append-only for the \
+            role (docs/operations.md), it is left to its owner and the run says so.
             """
     )
 
@@ -18,6 +20,12 @@ struct PruneCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Keep rows younger than this, e.g. 7d or 36h (at least 2h).", valueName: "duration"))
     var retention = "7d"
+
+    @Option(
+        name: .customLong("audit-retention"),
+        help: ArgumentHelp("Keep audit entries younger than this, e.g. 365d (at least 1d), or `forever`.", valueName: "duration")
+    )
+    var auditRetention = "365d"
 
     @Option(name: .customLong("batch-size"), help: "Rows per DELETE statement.")
     var batchSize = 10_000
@@ -29,6 +37,7 @@ struct PruneCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try Self.retention(retention)
+        _ = try Self.auditRetention(auditRetention)
         guard batchSize > 0 else { throw ValidationError("--batch-size: \(batchSize) is not a positive number of rows") }
     }
 
@@ -50,9 +59,32 @@ struct PruneCommand: AsyncParsableCommand {
         return retention
     }
 
+    /// `--audit-retention` as a duration, nil for `forever`. - Throws: `ValidationError` naming the flag.
+    static func auditRetention(_ text: String) throws -> Duration? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed == "forever" { return nil }
+        let seconds: TimeInterval
+        if trimmed.hasSuffix("d"), let days = Double(trimmed.dropLast()), days.isFinite, days > 0, days <= 36_500 {
+            seconds = days * 86_400
+        } else {
+            do { seconds = try StaggerPlan.seconds(parsing: trimmed) } catch {
+                throw ValidationError("--audit-retention: \(text) is not a duration like 365d or 90d, nor forever")
+            }
+        }
+        let retention = Duration.seconds(seconds)
+        guard retention >= LedgerPruner.Configuration.minimumAuditRetention else {
+            throw ValidationError("--audit-retention: \(text) is shorter than 1d")
+        }
+        return retention
+    }
+
     func run() async throws {
         let logger = Logger(label: "paperboy.prune")
-        let configuration = LedgerPruner.Configuration(retention: try Self.retention(retention), batchSize: batchSize)
+        let configuration = LedgerPruner.Configuration(
+            retention: try Self.retention(retention),
+            batchSize: batchSize,
+            auditRetention: try Self.auditRetention(auditRetention)
+        )
         let result = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
             let pruner = try LedgerPruner(client: client, configuration: configuration)
             return try await pruner.prune(
@@ -76,5 +108,19 @@ struct PruneCommand: AsyncParsableCommand {
                 + (result.waveMembers > 0 ? "; \(result.waveMembers.formatted()) recorded members of follow-up waves that ended" : "")
                 + (result.opens > 0 ? "; \(result.opens.formatted()) first opens counted for those broadcasts (ready at open)" : "")
         )
+        if configuration.auditRetention == nil {
+            print("the audit log is kept forever (--audit-retention forever)")
+        } else if result.auditKept {
+            print("the audit log is append-only for this role: not pruned (prune it as the table's owner)")
+        } else {
+            print("\(verb) \(result.auditEntries.formatted()) audit entries older than \(auditRetention)")
+        }
+        if !dryRun {
+            let done =
+                "\(result.deliveries) deliveries, \(result.receipts) receipts, \(result.auditEntries) audit entries older than \(auditRetention)"
+            try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
+                try await AuditRepository(client: client).record(CLIAudit.entry("prune", detail: done), logger: logger)
+            }
+        }
     }
 }

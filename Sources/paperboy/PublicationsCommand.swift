@@ -33,7 +33,14 @@ struct PublicationsCommand: AsyncParsableCommand {
             let logger = Logger(label: "paperboy.publications")
             let publication = try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 do {
-                    return try await PublicationRepository(client: client).add(appID: app, slug: id, title: title, origin: origin, logger: logger)
+                    return try await PublicationRepository(client: client).add(
+                        appID: app,
+                        slug: id,
+                        title: title,
+                        origin: origin,
+                        audit: CLIAudit.entry("add publication", appID: app, detail: id),
+                        logger: logger
+                    )
                 } catch let error as StoreError {
                     throw CommandError(PublicationsCommand.flag(error.field) + error.message)
                 }
@@ -84,7 +91,12 @@ struct PublicationsCommand: AsyncParsableCommand {
                 do {
                     let publications = PublicationRepository(client: client)
                     let found = try await publications.resolve(slug: id, appID: app, logger: logger)
-                    return try await publications.setOrigin(found, origin: none ? nil : origin, logger: logger)
+                    return try await publications.setOrigin(
+                        found,
+                        origin: none ? nil : origin,
+                        audit: CLIAudit.entry("set publication origin", appID: found.appID),
+                        logger: logger
+                    )
                 } catch let error as StoreError {
                     throw CommandError(PublicationsCommand.flag(error.field == "publication" ? nil : error.field) + error.message)
                 }

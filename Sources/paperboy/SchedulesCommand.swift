@@ -71,6 +71,7 @@ struct SchedulesCommand: AsyncParsableCommand {
                         cron: cron,
                         timeZone: timeZone,
                         options: options,
+                        audit: CLIAudit.entry("add schedule"),
                         logger: logger
                     )
                 } catch let error as StoreError {
@@ -145,7 +146,11 @@ struct SchedulesCommand: AsyncParsableCommand {
             let logger = Logger(label: "paperboy.schedules")
             try await withDatabase(try database.requiredConfiguration(), logger: logger) { client in
                 do {
-                    try await ScheduleRepository(client: client).remove(id: id, logger: logger)
+                    try await ScheduleRepository(client: client).remove(
+                        id: id,
+                        audit: CLIAudit.entry("remove schedule", detail: "schedule \(id)"),
+                        logger: logger
+                    )
                 } catch let error as StoreError where error.code == .notFound {
                     throw CommandError("<id>: \(error.message)")
                 }

@@ -121,6 +121,15 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var retention = "7d"
 
+    @Option(
+        name: .customLong("audit-retention"),
+        help: ArgumentHelp(
+            "Audit entries older than this are pruned hourly with the rest, e.g. 365d (at least 1d), or `forever`.",
+            valueName: "duration"
+        )
+    )
+    var auditRetention = "365d"
+
     @Flag(
         name: .customLong("no-scheduler"),
         help: "Do not take part in firing broadcast schedules (`paperboy schedules`); one serve process fires each."
@@ -139,6 +148,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
         _ = try PruneCommand.retention(retention)
+        _ = try PruneCommand.auditRetention(auditRetention)
         _ = try deviceRateLimit()
         _ = try consolePublicURL()
         _ = try proxies()
@@ -322,7 +332,13 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if !noScheduler {
             let starter = BroadcastRepository(client: client).starter(logger: Logger(label: "paperboy.scheduler"))
-            let pruner = try LedgerPruner(client: client, configuration: .init(retention: try PruneCommand.retention(retention)))
+            let pruner = try LedgerPruner(
+                client: client,
+                configuration: .init(
+                    retention: try PruneCommand.retention(retention),
+                    auditRetention: try PruneCommand.auditRetention(auditRetention)
+                )
+            )
             services.append(
                 .init(
                     name: "scheduler",

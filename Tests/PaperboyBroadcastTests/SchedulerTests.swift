@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import PaperboyBroadcast
@@ -195,6 +196,41 @@ struct SchedulerTests {
                 }
             }
             #expect(await starts.requests.count == 1)
+        }
+    }
+
+    @Test("a broadcast a schedule fires is in the audit log, written with it: surface and role scheduler, the schedule named")
+    func firedBroadcastAudited() async throws {
+        try await TestDatabase.with { db in
+            let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-scheduler-\(UUID().uuidString).p8").path
+            try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: keyFile) }
+            let app = try await AppRepository(client: db.client).create(
+                try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: keyFile),
+                logger: db.logger
+            ).app
+            _ = try await PublicationRepository(client: db.client).add(appID: app.id, slug: "morning", title: nil, logger: db.logger)
+            let manifest = EditionManifest(
+                publication: "morning",
+                issueDate: "2026-11-23",
+                deadline: Date().addingTimeInterval(7200).formatted(.iso8601),
+                tiers: [
+                    "large": .init(bundles: [.init(url: "https://cdn.example.com/large-1.zip", bytes: 10, sha256: String(repeating: "0f", count: 32))]
+                    )
+                ],
+                pages: [.init(number: 1, title: "Front page")]
+            )
+            let edition = try await EditionRepository(client: db.client).publish(manifest, appID: app.id, logger: db.logger)
+            let start = BroadcastRepository(client: db.client).starter(logger: db.logger)
+            let request = BroadcastRequest(editionID: edition.id, environment: .production, options: BroadcastOptions(), origin: "schedule:7")
+            let said = try await start(request)
+            #expect(said.hasSuffix("started"))
+            let entries = try await AuditRepository(client: db.client).recent(logger: db.logger)
+            #expect(entries.count == 1)
+            let entry = try #require(entries.first)
+            #expect(entry.surface == .scheduler && entry.role == "scheduler" && entry.name == "schedule 7" && entry.action == "start broadcast")
+            #expect(entry.editionID == edition.id && entry.broadcastID != nil)
+            #expect(BroadcastRequest(editionID: edition.id, environment: .production, options: BroadcastOptions(), origin: "cli").audit == nil)
         }
     }
 

@@ -89,4 +89,83 @@ struct AuditRepositoryTests {
             #expect(all.count == 3)
         }
     }
+
+    @Test("an entry's time is the database's, whatever the writer's clock says")
+    func databaseTime() async throws {
+        try await TestDatabase.with { db in
+            let audit = AuditRepository(client: db.client)
+            try await audit.record(
+                AuditEntry(at: Date(timeIntervalSince1970: 0), surface: .cli, role: "cli", name: "ana", address: "ops-1", action: "add origin"),
+                logger: db.logger
+            )
+            let entry = try #require(try await audit.recent(logger: db.logger).first)
+            #expect(abs(entry.at.timeIntervalSinceNow) < 60, "\(entry.at)")
+            #expect(entry.who == "cli (ana) on ops-1")
+        }
+    }
+
+    @Test("the retention deletes entries older than it and keeps the rest; none given keeps all; a dry run counts")
+    func retention() async throws {
+        try await TestDatabase.with { db in
+            let audit = AuditRepository(client: db.client)
+            for action in ["old one", "old two", "recent"] { try await audit.record(Self.entry(action), logger: db.logger) }
+            try await db.client.query("UPDATE audit_log SET at = now() - interval '400 days' WHERE action LIKE 'old%'", logger: db.logger)
+            let keepAll = try LedgerPruner(client: db.client, configuration: .init(auditRetention: nil))
+            #expect(try await keepAll.prune(now: Date(), logger: db.logger).auditKept)
+            #expect(try await audit.recent(logger: db.logger).count == 3)
+            let pruner = try LedgerPruner(client: db.client)
+            #expect(try await pruner.prune(now: Date(), dryRun: true, logger: db.logger).auditEntries == 2)
+            #expect(try await audit.recent(logger: db.logger).count == 3)
+            let pruned = try await pruner.prune(now: Date(), logger: db.logger)
+            #expect(pruned.auditEntries == 2 && !pruned.auditKept)
+            #expect(try await audit.recent(logger: db.logger).map(\.action) == ["recent"])
+            #expect(throws: StoreError.self) { try LedgerPruner(client: db.client, configuration: .init(auditRetention: .seconds(3600))) }
+        }
+    }
+
+    @Test("append-only for the server's role: it adds entries and counts sign-ins, but changes and deletes none; the owner is refused")
+    func appendOnly() async throws {
+        try await TestDatabase.with { db in
+            let audit = AuditRepository(client: db.client)
+            // Roles are the cluster's, shared by the tests running beside this one: a name of its own.
+            let role = "paperboy_app_" + UUID().uuidString.prefix(8).lowercased()
+            try await db.client.query(PostgresQuery(unsafeSQL: "CREATE ROLE \(role)"), logger: db.logger)
+            await #expect(throws: StoreError.self) { try await audit.makeAppendOnly(for: "Robert'); DROP TABLE audit_log; --", logger: db.logger) }
+            await #expect(throws: StoreError.self) { try await audit.makeAppendOnly(for: "no_such_role_000", logger: db.logger) }
+            let owner = try await db.client.query("SELECT current_user::text", logger: db.logger).collect().first?.decode(String.self)
+            await #expect(throws: StoreError.self) { try await audit.makeAppendOnly(for: try #require(owner), logger: db.logger) }
+            try await audit.makeAppendOnly(for: role, logger: db.logger)
+            try await audit.record(Self.entry("before"), logger: db.logger)
+
+            /// Runs `sql` as `role`, and whether PostgreSQL refused it for want of the privilege.
+            func refused(_ sql: String) async throws -> Bool {
+                do {
+                    try await db.client.withConnection { connection in
+                        try await connection.query("BEGIN", logger: db.logger)
+                        do {
+                            try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(role)"), logger: db.logger)
+                            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: db.logger)
+                            try await connection.query("COMMIT", logger: db.logger)
+                        } catch {
+                            try? await connection.query("ROLLBACK", logger: db.logger)
+                            throw error
+                        }
+                    }
+                    return false
+                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42501" {
+                    return true
+                }
+            }
+            #expect(try await !refused("INSERT INTO audit_log (surface, role, action) VALUES ('cli', 'cli', 'added')"))
+            #expect(try await !refused("UPDATE audit_log SET times = times + 1, last_at = now() WHERE action = 'before'"))
+            #expect(try await !refused("SELECT count(*) FROM audit_log"))
+            #expect(try await refused("UPDATE audit_log SET action = 'rewritten'"))
+            #expect(try await refused("UPDATE audit_log SET at = now() - interval '1 day'"))
+            #expect(try await refused("DELETE FROM audit_log"))
+            #expect(try await refused("TRUNCATE audit_log"))
+            let entries = try await audit.recent(logger: db.logger)
+            #expect(Set(entries.map(\.action)) == ["before", "added"])
+            #expect(entries.first { $0.action == "before" }?.times == 2)
+        }
+    }
 }

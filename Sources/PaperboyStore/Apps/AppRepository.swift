@@ -14,29 +14,36 @@ public struct AppRepository: Sendable {
 
     /// Registers an app and returns it with its first device API key (shown only now).
     /// - Throws: ``StoreError`` `.conflict` naming `bundleId` when an app has that bundle id already.
-    public func create(_ app: NewApp, logger: Logger) async throws -> (app: App, apiKey: DeviceAPIKey) {
+    public func create(_ app: NewApp, audit: AuditEntry? = nil, logger: Logger) async throws -> (app: App, apiKey: DeviceAPIKey) {
         let key = DeviceAPIKey.generate()
         do {
-            // One statement: the app and its key are stored together or not at all.
-            let rows = try await client.query(
-                """
-                WITH app AS (
-                    INSERT INTO apps (bundle_id, team_id, key_id, key_reference, fcm_service_account, fcm_project_id)
-                    VALUES (\(app.bundleID), \(app.apns?.teamID), \(app.apns?.keyID), \(app.apns?.keyReference),
-                        \(app.fcm?.serviceAccount), \(app.fcm?.projectID))
-                    RETURNING id, created_at, credentials_version
-                ), key AS (
-                    INSERT INTO app_api_keys (app_id, key_hash, created_at)
-                    SELECT id, \(ByteBuffer(bytes: key.hash)), created_at FROM app
+            // One statement: the app and its key are stored together or not at all (with `audit`, in its transaction).
+            let created = try await client.audited(audit, logger: logger) { runner -> App? in
+                let rows = try await runner.run(
+                    """
+                    WITH app AS (
+                        INSERT INTO apps (bundle_id, team_id, key_id, key_reference, fcm_service_account, fcm_project_id)
+                        VALUES (\(app.bundleID), \(app.apns?.teamID), \(app.apns?.keyID), \(app.apns?.keyReference),
+                            \(app.fcm?.serviceAccount), \(app.fcm?.projectID))
+                        RETURNING id, created_at, credentials_version
+                    ), key AS (
+                        INSERT INTO app_api_keys (app_id, key_hash, created_at)
+                        SELECT id, \(ByteBuffer(bytes: key.hash)), created_at FROM app
+                    )
+                    SELECT id, created_at, credentials_version FROM app
+                    """,
+                    logger: logger
                 )
-                SELECT id, created_at, credentials_version FROM app
-                """,
-                logger: logger
-            )
-            for try await (id, createdAt, version) in rows.decode((Int, Date, Int).self) {
-                let created = App(id: id, bundleID: app.bundleID, apns: app.apns, fcm: app.fcm, credentialsVersion: version, createdAt: createdAt)
-                return (created, key)
+                for try await (id, createdAt, version) in rows.decode((Int, Date, Int).self) {
+                    return App(id: id, bundleID: app.bundleID, apns: app.apns, fcm: app.fcm, credentialsVersion: version, createdAt: createdAt)
+                }
+                return nil
+            } entry: { entry, created in
+                var entry = entry
+                entry.appID = created?.id
+                return entry
             }
+            if let created { return (created, key) }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw StoreError(code: .conflict, field: "bundleId", message: "an app with bundle id \(app.bundleID) exists already")
         }
@@ -88,10 +95,11 @@ public struct AppRepository: Sendable {
     ///
     /// - Returns: the app as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app`; `.conflict` naming `bundleId` when another app has it.
-    public func setBundleID(appID: Int, _ bundleID: String, logger: Logger) async throws -> App {
+    public func setBundleID(appID: Int, _ bundleID: String, audit: AuditEntry? = nil, logger: Logger) async throws -> App {
         do {
             return try await update(
                 appID: appID,
+                audit: audit,
                 releasing: .apns,
                 """
                 UPDATE apps a SET bundle_id = \(bundleID), credentials_version = credentials_version + 1
@@ -146,9 +154,10 @@ public struct AppRepository: Sendable {
     ///
     /// - Returns: the app as now stored.
     /// - Throws: ``StoreError`` `.notFound` naming `app` when there is no such app.
-    public func setAlertText(appID: Int, _ text: EditionAlertText?, logger: Logger) async throws -> App {
+    public func setAlertText(appID: Int, _ text: EditionAlertText?, audit: AuditEntry? = nil, logger: Logger) async throws -> App {
         try await update(
             appID: appID,
+            audit: audit,
             """
             UPDATE apps a SET alert_title = \(text?.title), alert_body = \(text?.body)
             WHERE id = \(appID) RETURNING \(unescaped: Self.columns)

@@ -37,6 +37,41 @@ public struct AuditRepository: Sendable {
         }
     }
 
+    /// Makes the audit log append-only for `role` (the role `paperboy serve` and the CLI connect as, when it is not
+    /// the one that migrates and owns the tables): it may read and add entries, and count sign-ins (`times`,
+    /// `last_at`, `session_id`), but neither change an entry's what, who or when, nor delete or truncate one. The
+    /// retention is then the owner's to run (`paperboy prune` as the owner). Run as the table's owner.
+    /// - Throws: ``StoreError`` naming `role` when it is not a plain role name, does not exist, or is the role running
+    ///   this (the owner: it could grant itself the rights back).
+    public func makeAppendOnly(for role: String, logger: Logger) async throws {
+        guard role.range(of: #"^[a-z_][a-z0-9_]{0,62}$"#, options: .regularExpression) != nil else {
+            throw StoreError(code: .invalid, field: "role", message: "\(role) is not a role name of lower-case letters, digits and _")
+        }
+        try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = \(role)), \(role) = current_user",
+                logger: logger
+            )
+            for try await (exists, current) in rows.decode((Bool, Bool).self) {
+                guard exists else { throw StoreError(code: .notFound, field: "role", message: "there is no role \(role)") }
+                guard !current else {
+                    throw StoreError(
+                        code: .invalid,
+                        field: "role",
+                        message: "\(role) is the role migrating (the audit log's owner); name the role the server connects as"
+                    )
+                }
+            }
+            for statement in [
+                "REVOKE ALL ON audit_log FROM \(role)",
+                "GRANT SELECT, INSERT ON audit_log TO \(role)",
+                "GRANT UPDATE (times, last_at, session_id) ON audit_log TO \(role)",
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+        }
+    }
+
     /// How many entries were written before `cutoff` (a dry run of ``prune(before:batchSize:logger:)``).
     public func count(before cutoff: Date, logger: Logger) async throws -> Int {
         let rows = try await client.query("SELECT count(*) FROM audit_log WHERE at < \(cutoff)", logger: logger)

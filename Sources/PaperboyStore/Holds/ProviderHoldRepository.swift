@@ -185,6 +185,7 @@ public struct ProviderHoldRepository: Sendable {
         appID: Int,
         provider: PushProvider,
         environment: APNsEnvironment? = nil,
+        audit: AuditEntry? = nil,
         logger: Logger
     ) async throws -> (released: Bool, dropped: Int) {
         let code = environment?.storageCode
@@ -199,6 +200,11 @@ public struct ProviderHoldRepository: Sendable {
                 """,
                 logger: logger
             ).collect().count
+            if var audit {
+                audit.appID = appID
+                audit.detail = (released ? "the hold ended" : "no hold") + "; \(dropped) held deactivation\(dropped == 1 ? "" : "s") dropped"
+                try await AuditRepository.insert(audit, on: connection, logger: logger)
+            }
             return (released, dropped)
         }
     }
@@ -214,6 +220,7 @@ public struct ProviderHoldRepository: Sendable {
         appID: Int,
         provider: PushProvider,
         environment: APNsEnvironment? = nil,
+        audit: AuditEntry? = nil,
         logger: Logger
     ) async throws -> (released: Bool, deactivated: Int) {
         let code = environment?.storageCode
@@ -244,7 +251,13 @@ public struct ProviderHoldRepository: Sendable {
                 """,
                 logger: logger
             )
-            return (released, try await rows.collect().count)
+            let deactivated = try await rows.collect().count
+            if var audit {
+                audit.appID = appID
+                audit.detail = (released ? "the hold ended" : "no hold") + "; \(deactivated) device\(deactivated == 1 ? "" : "s") deactivated"
+                try await AuditRepository.insert(audit, on: connection, logger: logger)
+            }
+            return (released, deactivated)
         }
     }
 

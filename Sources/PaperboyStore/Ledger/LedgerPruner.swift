@@ -29,11 +29,19 @@ public struct LedgerPruner: Sendable {
         public var retention: Duration
         /// Rows per DELETE statement.
         public var batchSize: Int
+        /// How old an audit entry must be to go; nil keeps the audit forever.
+        public var auditRetention: Duration?
 
-        public init(retention: Duration = .seconds(7 * 86_400), batchSize: Int = 10_000) {
+        public init(retention: Duration = .seconds(7 * 86_400), batchSize: Int = 10_000, auditRetention: Duration? = Self.defaultAuditRetention) {
             self.retention = retention
             self.batchSize = batchSize
+            self.auditRetention = auditRetention
         }
+
+        /// A year.
+        public static let defaultAuditRetention: Duration = .seconds(365 * 86_400)
+        /// The shortest audit retention: a day.
+        public static let minimumAuditRetention: Duration = .seconds(86_400)
     }
 
     /// What a prune deleted, or would delete in a dry run.
@@ -46,6 +54,11 @@ public struct LedgerPruner: Sendable {
         public var waveMembers: Int = 0
         /// First opens counted for broadcasts whose deliveries went (`broadcast_opens`, migration 0025).
         public var opens: Int = 0
+        /// Audit entries older than the audit retention.
+        public var auditEntries: Int = 0
+        /// Whether the audit was left as it is because the role may not delete from it (made append-only,
+        /// docs/operations.md), or no audit retention was given.
+        public var auditKept: Bool = false
         /// Rows older than this were deleted.
         public var cutoff: Date
         public var dryRun: Bool
@@ -68,6 +81,9 @@ public struct LedgerPruner: Sendable {
             )
         }
         guard configuration.batchSize > 0 else { throw StoreError(code: .invalid, field: "batchSize", message: "must be positive") }
+        if let audit = configuration.auditRetention, audit < Configuration.minimumAuditRetention {
+            throw StoreError(code: .invalid, field: "auditRetention", message: "must be at least 1d")
+        }
         self.client = client
         self.configuration = configuration
     }
@@ -176,6 +192,22 @@ public struct LedgerPruner: Sendable {
         if !dryRun {
             // Workers gone for a day, and what they said of the apps they could not send for.
             try await WorkerRepository(client: client).prune(before: now.addingTimeInterval(-86400), logger: logger)
+        }
+        if let retention = configuration.auditRetention {
+            let audit = AuditRepository(client: client)
+            let before = now.addingTimeInterval(-Double(retention.components.seconds))
+            do {
+                result.auditEntries =
+                    dryRun
+                    ? try await audit.count(before: before, logger: logger)
+                    : try await audit.prune(before: before, batchSize: limit, logger: logger)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42501" {
+                // The audit was made append-only for this role (docs/operations.md): it is pruned by the owner.
+                logger.notice("the audit log is append-only for this role: not pruned; prune it as its owner")
+                result.auditKept = true
+            }
+        } else {
+            result.auditKept = true
         }
         logger.info(
             dryRun ? "ledger prune counted" : "ledger pruned",

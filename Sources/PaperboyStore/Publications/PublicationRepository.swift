@@ -39,19 +39,28 @@ public struct PublicationRepository: Sendable {
 
     /// Declares a publication of an app, sharing the capacity of the content origin named `origin` if given.
     /// - Throws: ``StoreError``: invalid `slug`, a conflict, not found naming `app` or `origin`.
-    public func add(appID: Int, slug: String, title: String?, origin: String? = nil, logger: Logger) async throws -> Publication {
+    public func add(
+        appID: Int,
+        slug: String,
+        title: String?,
+        origin: String? = nil,
+        audit: AuditEntry? = nil,
+        logger: Logger
+    ) async throws -> Publication {
         guard slug.range(of: #"^[a-z0-9][a-z0-9_-]{0,62}$"#, options: .regularExpression) != nil else {
             throw StoreError(code: .invalid, field: "slug", message: "a publication id is lower-case letters, digits, '-' and '_', like morning")
         }
         let originID = try await originID(named: origin, logger: logger)
         do {
-            let rows = try await client.query(
-                "INSERT INTO publications (app_id, slug, title, origin_id) VALUES (\(appID), \(slug), \(title), \(originID)) RETURNING id",
-                logger: logger
-            )
-            for try await id in rows.decode(Int.self) {
-                return Publication(id: id, appID: appID, slug: slug, title: title, origin: origin)
+            let id = try await client.audited(audit, logger: logger) { runner -> Int? in
+                let rows = try await runner.run(
+                    "INSERT INTO publications (app_id, slug, title, origin_id) VALUES (\(appID), \(slug), \(title), \(originID)) RETURNING id",
+                    logger: logger
+                )
+                for try await id in rows.decode(Int.self) { return id }
+                return nil
             }
+            if let id { return Publication(id: id, appID: appID, slug: slug, title: title, origin: origin) }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw StoreError(code: .conflict, field: "slug", message: "app \(appID) has a publication \(slug) already")
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {

@@ -29,6 +29,7 @@ public struct ScheduleRepository: Sendable {
         timeZone: String,
         options: BroadcastOptions,
         now: Date = Date(),
+        audit: AuditEntry? = nil,
         logger: Logger
     ) async throws -> Schedule {
         let schedule: CronSchedule
@@ -52,15 +53,25 @@ public struct ScheduleRepository: Sendable {
         let lastInstant = schedule.previous(atOrBefore: now, in: zone)
         let json = String(decoding: try Self.encoder.encode(options), as: UTF8.self)
         do {
-            let rows = try await client.query(
-                """
-                INSERT INTO schedules (publication_id, environment, cron, time_zone, options, last_instant)
-                VALUES (\(found.id), \(environment.storageCode), \(schedule.expression), \(timeZone), \(json)::jsonb, \(lastInstant))
-                RETURNING id, created_at
-                """,
-                logger: logger
-            )
-            for try await (id, createdAt) in rows.decode((Int, Date).self) {
+            let stored = try await client.audited(audit, logger: logger) { runner -> (Int, Date)? in
+                let rows = try await runner.run(
+                    """
+                    INSERT INTO schedules (publication_id, environment, cron, time_zone, options, last_instant)
+                    VALUES (\(found.id), \(environment.storageCode), \(schedule.expression), \(timeZone), \(json)::jsonb, \(lastInstant))
+                    RETURNING id, created_at
+                    """,
+                    logger: logger
+                )
+                for try await row in rows.decode((Int, Date).self) { return row }
+                return nil
+            } entry: { entry, stored in
+                var entry = entry
+                entry.appID = found.appID
+                entry.detail =
+                    "schedule \(stored.map { String($0.0) } ?? "?"): \(found.slug) at '\(schedule.expression)' in \(timeZone), \(environment.rawValue)"
+                return entry
+            }
+            if let (id, createdAt) = stored {
                 return Schedule(
                     id: id,
                     appID: found.appID,
@@ -98,9 +109,15 @@ public struct ScheduleRepository: Sendable {
 
     /// Removes a schedule.
     /// - Throws: `StoreError` (not found, naming `id`) when there is no such schedule.
-    public func remove(id: Int, logger: Logger) async throws {
-        let rows = try await client.query("DELETE FROM schedules WHERE id = \(id) RETURNING id", logger: logger)
-        for try await _ in rows.decode(Int.self) { return }
+    public func remove(id: Int, audit: AuditEntry? = nil, logger: Logger) async throws {
+        let removed = try await client.audited(audit, logger: logger) { runner -> Bool in
+            let rows = try await runner.run("DELETE FROM schedules WHERE id = \(id) RETURNING id", logger: logger)
+            for try await _ in rows.decode(Int.self) { return true }
+            return false
+        } entry: { entry, removed in
+            removed ? entry : nil
+        }
+        if removed { return }
         throw StoreError(code: .notFound, field: "id", message: "there is no schedule \(id)")
     }
 
