@@ -3,9 +3,16 @@
 # PostgreSQL (scripts/with-postgres.sh): every console and admin route without a session or token, with forged,
 # expired, idle and signed-out cookies, from another site, without or with a wrong CSRF token, with oversized and
 # malformed bodies; each must answer as the rules say and change nothing. Prints the number of cases.
+# Then, against the same server, the console fuzzer (Tests/hostile/test_console_fuzz.py, hypothesis, issue 48): every
+# console route's query, path and form parameters drawn huge, tiny, negative, NaN, non-numeric, unicode, long,
+# repeated and malformed, with real sessions and CSRF tokens; no 5xx, the server alive, each answer within 5 s and
+# its memory within +200 MB. Fixed seeds; prints the requests per route. It runs second because it starts and
+# cancels broadcasts and signs everyone out, which the first suite's digests must not see.
+# Either failing, or the server logging an error or critical line, fails the run.
 #
-# Usage: Tests/hostile/run.sh [pytest arguments…]
-# Environment: PAPERBOY_BIN (default .build/debug/paperboy). Needs python3 -m pip install pytest, and psql.
+# Usage: Tests/hostile/run.sh [pytest arguments for test_hostile.py…]
+# Environment: PAPERBOY_BIN (default .build/debug/paperboy); HOSTILE_FUZZ_TRACE=FILE writes one line per fuzzer request
+# (route, status, time, the page's message, the request). Needs python3 -m pip install pytest hypothesis, and psql.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -45,6 +52,7 @@ PAPERBOY_ADMIN_TOKEN=$HOSTILE_ADMIN_TOKEN PAPERBOY_CONSOLE_OPERATOR_TOKEN=$HOSTI
     PAPERBOY_CONSOLE_VIEWER_TOKEN=$HOSTILE_VIEWER_TOKEN PAPERBOY_CONSOLE_SESSION_KEY=$HOSTILE_SESSION_KEY \
     "$paperboy" serve --port 0 --no-dispatch --no-scheduler --rate-limit off --trusted-proxy 127.0.0.1 > "$work/serve.log" 2>&1 &
 server=$!
+export HOSTILE_SERVER_PID=$server
 port=
 for _ in $(seq 1 300); do
     port=$(grep -oE 'address=http://127\.0\.0\.1:[0-9]+' "$work/serve.log" | head -1 | sed 's/.*://') || true
@@ -60,6 +68,9 @@ export HOSTILE_BROADCAST_ID=$(curl -fsS -X POST "http://127.0.0.1:$port/v1/broad
 
 status=0
 python3 -m pytest -q -p no:cacheprovider Tests/hostile/test_hostile.py "$@" || status=$?
+fuzz_started=$(date +%s%N)
+python3 -m pytest -q -p no:cacheprovider --tb=short Tests/hostile/test_console_fuzz.py || status=$?
+echo "console fuzz step: $((($(date +%s%N) - fuzz_started) / 1000000)) ms"
 if grep -E '^[0-9T:+-]+ (error|critical) ' "$work/serve.log" > "$work/errors.log"; then
     echo "the server logged errors:" >&2; head -20 "$work/errors.log" >&2; status=1
 fi
