@@ -43,6 +43,11 @@ public struct APIConfiguration: Sendable {
     /// that the proxy, not this server, closes a kept-alive connection first.
     public var idleTimeout: Duration = Self.defaultIdleTimeout
     public static let defaultIdleTimeout: Duration = .seconds(75)
+    /// A request not read in full within this long of its head is dropped with its connection (`serve
+    /// --body-timeout`): a body trickled a byte at a time, however steadily, holds a connection no longer. The
+    /// largest body the API takes (an edition's manifest, 1 MiB) needs a fraction of it on any link a newsroom uses.
+    public var bodyTimeout: Duration = Self.defaultBodyTimeout
+    public static let defaultBodyTimeout: Duration = .seconds(60)
     /// Wrong admin tokens by client address (one per process, shared by its listeners).
     public var adminGuesses = GuessGuard()
     /// Told about every answered request (the demo's request log); nil in production.
@@ -181,7 +186,12 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     Application(
         router: buildRouter(client: client, configuration: configuration),
-        server: paperboyServer(tls: configuration.tls, trustedProxies: configuration.trustedProxies, idleTimeout: configuration.idleTimeout),
+        server: paperboyServer(
+            tls: configuration.tls,
+            trustedProxies: configuration.trustedProxies,
+            idleTimeout: configuration.idleTimeout,
+            bodyTimeout: configuration.bodyTimeout
+        ),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "paperboy"),
         services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },

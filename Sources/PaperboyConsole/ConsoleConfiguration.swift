@@ -46,6 +46,9 @@ public struct ConsoleConfiguration: Sendable {
     public var signInPolicy = GuessThrottle.Policy()
     /// The clock: tests and the demo pass their own.
     public var now: @Sendable () -> Date = { Date() }
+    /// The sign-in limiter's clock, in seconds: nil is the process's monotonic clock (a step of the wall clock, by
+    /// NTP or by hand, neither frees a guesser early nor keeps an operator waiting). Tests pass their own.
+    public var limiterClock: (@Sendable () -> TimeInterval)? = nil
 
     public init(access: ConsoleAccess, publicURL: ConsolePublicURL? = nil, sessionSecret: ConsoleSessionSecret = .database) {
         self.access = access

@@ -102,6 +102,16 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var idleTimeout = "75s"
 
+    @Option(
+        name: .customLong("body-timeout"),
+        help: ArgumentHelp(
+            "Drop a request (and its connection) whose head and body are not read in full within this long of its head (1s to 1h).",
+            discussion: "A body trickled a byte at a time, however steadily, holds a connection no longer than this.",
+            valueName: "duration"
+        )
+    )
+    var bodyTimeout = "60s"
+
     @Option(name: .customLong("tls-cert"), help: "Serve HTTPS (TLS 1.2 or later) with this PEM certificate chain (needs --tls-key).")
     var tlsCert: String?
 
@@ -153,6 +163,7 @@ struct ServeCommand: AsyncParsableCommand {
         _ = try consolePublicURL()
         _ = try proxies()
         _ = try idleTimeoutSeconds()
+        _ = try bodyTimeoutSeconds()
         switch (tlsCert, tlsKey) {
         case (nil, nil), (.some, .some): break
         case (.some, nil): throw ValidationError("--tls-cert needs --tls-key, the certificate's private key")
@@ -165,6 +176,14 @@ struct ServeCommand: AsyncParsableCommand {
         let seconds: TimeInterval
         do { seconds = try StaggerPlan.seconds(parsing: idleTimeout) } catch { throw ValidationError("--idle-timeout: \(error)") }
         guard (1...3600).contains(seconds) else { throw ValidationError("--idle-timeout: between 1s and 1h, got \(idleTimeout)") }
+        return seconds
+    }
+
+    /// `--body-timeout` read: 1 s to 1 h.
+    func bodyTimeoutSeconds() throws -> TimeInterval {
+        let seconds: TimeInterval
+        do { seconds = try StaggerPlan.seconds(parsing: bodyTimeout) } catch { throw ValidationError("--body-timeout: \(error)") }
+        guard (1...3600).contains(seconds) else { throw ValidationError("--body-timeout: between 1s and 1h, got \(bodyTimeout)") }
         return seconds
     }
 
@@ -250,6 +269,7 @@ struct ServeCommand: AsyncParsableCommand {
         api.tls = try tlsConfiguration()
         api.trustedProxies = try proxies()
         api.idleTimeout = .milliseconds(Int64((try idleTimeoutSeconds() * 1000).rounded()))
+        api.bodyTimeout = .milliseconds(Int64((try bodyTimeoutSeconds() * 1000).rounded()))
         if adminToken == nil {
             logger.notice("PAPERBOY_ADMIN_TOKEN is not set: admin endpoints answer 401")
         }

@@ -116,4 +116,92 @@ struct IdleConnectionTests {
             #expect(run.output.contains("--idle-timeout"), "\(run.output)")
         }
     }
+
+    /// Opens 20 connections that each send a request's head announcing a 100 KB body and then trickle it a byte every
+    /// 0.3 s (never idle), prints `open N`, watches them for up to `argv[2]` seconds and prints `still open N`.
+    static let tricklingBodies = """
+        import socket, sys, time
+        port, watch = int(sys.argv[1]), float(sys.argv[2])
+        conns = []
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"POST /v1/receipts HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Type: application/json\\r\\nContent-Length: 100000\\r\\n\\r\\n")
+            s.setblocking(False)
+            conns.append(s)
+        print("open", len(conns), flush=True)
+        deadline = time.time() + watch
+        while conns and time.time() < deadline:
+            time.sleep(0.3)
+            still = []
+            for s in conns:
+                try:
+                    s.send(b" ")
+                    while True:
+                        data = s.recv(65536)
+                        if data == b"":
+                            raise ConnectionResetError
+                except BlockingIOError:
+                    still.append(s)
+                except OSError:
+                    pass
+            conns = still
+        print("still open", len(conns), flush=True)
+        """
+
+    @Test(
+        "a body trickled a byte at a time is dropped after --body-timeout, though never idle; with an hour's timeout it stays",
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests"),
+        .timeLimit(.minutes(3))
+    )
+    func tricklingBodiesDropped() async throws {
+        try await TestDatabase.with { db in
+            for (timeout, expected) in [("2s", 0), ("1h", 20)] {
+                let log = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-serve-\(UUID().uuidString).log")
+                let serve = try PaperboyBinary.start(
+                    ["serve", "--port", "0", "--body-timeout", timeout, "--idle-timeout", "60s", "--no-dispatch", "--no-scheduler"],
+                    environment: ["DATABASE_URL": db.configuration.testURL],
+                    log: log
+                )
+                defer { if serve.isRunning { kill(serve.processIdentifier, SIGKILL) } }
+                let port = try #require(
+                    try await PaperboyBinary.waitForPort(in: log, process: serve),
+                    "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+                )
+                let output = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-bodies-\(UUID().uuidString).txt")
+                _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+                let sockets = Process()
+                sockets.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                sockets.arguments = ["python3", "-c", Self.tricklingBodies, "\(port)", "8"]
+                let handle = try FileHandle(forWritingTo: output)
+                sockets.standardOutput = handle
+                sockets.standardError = handle
+                try sockets.run()
+                try? handle.close()
+                defer { if sockets.isRunning { kill(sockets.processIdentifier, SIGKILL) } }
+                for _ in 0..<200 where Self.number(after: "still open ", in: output) == nil && sockets.isRunning {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+                #expect(Self.number(after: "open ", in: output) == 20, "\(text)")
+                #expect(Self.number(after: "still open ", in: output) == expected, "--body-timeout \(timeout), 8 s of trickling: \(text)")
+                // A real client meanwhile.
+                let (_, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/health/live")!)
+                #expect((response as? HTTPURLResponse)?.statusCode == 200)
+                kill(serve.processIdentifier, SIGTERM)
+                #expect(await serve.exited(within: .seconds(20)))
+            }
+        }
+    }
+
+    @Test(
+        "--body-timeout is bounded where it is parsed: 0s, 2h and a word are refused naming the flag",
+        .enabled(if: PaperboyBinary.isBuilt, "the paperboy binary is built beside the tests")
+    )
+    func bodyTimeoutBounded() async throws {
+        for value in ["0s", "2h", "soon"] {
+            let run = try await PaperboyBinary.run(["serve", "--body-timeout", value])
+            #expect(run.status != 0)
+            #expect(run.output.contains("--body-timeout"), "\(run.output)")
+        }
+    }
 }

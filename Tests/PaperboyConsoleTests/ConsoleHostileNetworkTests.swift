@@ -38,7 +38,7 @@ struct ConsoleHostileNetworkTests {
     @Test("200 wrong tokens from one address lock out neither another address nor, after its backoff, that one")
     func noLockOut() async throws {
         let clock = ConsoleTestClock()
-        let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.now = { clock.now } }
+        let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.limiterClock = { clock.now.timeIntervalSince1970 } }
         try await ConsoleFixture.with(configure: configure) { fixture in
             let attacker: HTTPFields = [Self.clientAddress: "127.0.0.2"]
             var statuses: [HTTPResponse.Status] = []
@@ -69,7 +69,7 @@ struct ConsoleHostileNetworkTests {
     @Test("guessing from many addresses at once tightens every guesser's allowance, never a right token's")
     func globalCeiling() async throws {
         let clock = ConsoleTestClock()
-        let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.now = { clock.now } }
+        let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.limiterClock = { clock.now.timeIntervalSince1970 } }
         try await ConsoleFixture.with(configure: configure) { fixture in
             for index in 0..<150 {
                 let status = try await fixture.post(
@@ -325,6 +325,23 @@ struct ConsoleHostileNetworkTests {
             )
             let later = try await AuditRepository(client: fixture.db.client).recent(logger: fixture.db.logger).filter { $0.address == "192.0.2.90" }
             #expect(later.map(\.times) == [1, 25])
+        }
+    }
+
+    @Test("the sign-in limiter runs on a monotonic clock: the wall clock stepped a day ahead frees no guesser")
+    func limiterIgnoresTheWallClock() async throws {
+        let wall = ConsoleTestClock()
+        let configure: @Sendable (inout ConsoleConfiguration) -> Void = { $0.now = { wall.now } }
+        try await ConsoleFixture.with(configure: configure) { fixture in
+            let attacker: HTTPFields = [Self.clientAddress: "127.0.0.9"]
+            var last = HTTPResponse.Status.ok
+            for attempt in 0..<12 {
+                last = try await fixture.post("/console/sign-in", form: "token=wrong-token-\(attempt)-0000000", headers: attacker).status
+            }
+            #expect(last == .tooManyRequests)
+            wall.advance(by: 86_400)
+            let after = try await fixture.post("/console/sign-in", form: "token=\(ConsoleFixture.operatorToken)", headers: attacker)
+            #expect(after.status == .tooManyRequests, "the wall clock's step is not time waited")
         }
     }
 

@@ -159,20 +159,28 @@ public enum ClientAddress {
 /// HTTP/1.1, over TLS when `tls` is set, with the client's address stamped on every request for the limits and
 /// the audit log (``ClientAddress``): the connection's, or behind one of `trustedProxies` the one it forwarded. A
 /// connection idle for `idleTimeout` (``APIConfiguration/idleTimeout``) is closed, by Hummingbird's own
-/// `HTTPConnectionStateHandler`.
+/// `HTTPConnectionStateHandler`; one whose request is not read in full within `bodyTimeout` of its head, by
+/// ``RequestReadDeadline``.
 func paperboyServer(
     tls: TLSConfiguration?,
     trustedProxies: TrustedProxies = .none,
-    idleTimeout: Duration = APIConfiguration.defaultIdleTimeout
+    idleTimeout: Duration = APIConfiguration.defaultIdleTimeout,
+    bodyTimeout: Duration = APIConfiguration.defaultBodyTimeout
 ) -> HTTPServerBuilder {
     HTTPServerBuilder { responder in
         let stamping: HTTPChannelHandler.Responder = { request, writer, channel in
             let head = trustedProxies.stamped(request.head, connection: channel.remoteAddress)
             try await responder(Request(head: head, body: request.body), writer, channel)
         }
-        let (seconds, attoseconds) = idleTimeout.components
-        let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        let http = HTTP1Channel(responder: stamping, configuration: .init(idleTimeout: idle))
+        func amount(_ duration: Duration) -> TimeAmount {
+            let (seconds, attoseconds) = duration.components
+            return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        }
+        let body = amount(bodyTimeout)
+        let http = HTTP1Channel(
+            responder: stamping,
+            configuration: .init(additionalChannelHandlers: [RequestReadDeadline(limit: body)], idleTimeout: amount(idleTimeout))
+        )
         if let tls {
             return try TLSChannel(http, tlsConfiguration: tls)
         }

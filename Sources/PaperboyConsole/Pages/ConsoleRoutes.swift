@@ -34,8 +34,7 @@ struct ConsoleRoutes: Sendable {
         self.console = ConsoleRepository(client: client)
         self.audit = AuditRepository(client: client)
         self.keyring = keyring
-        let now = configuration.now
-        self.signIns = GuessGuard(policy: configuration.signInPolicy) { now().timeIntervalSince1970 }
+        self.signIns = GuessGuard(policy: configuration.signInPolicy, now: configuration.limiterClock)
         self.wakeRates = WakeRateCache.make()
         self.planCounts = PlanCountCache.make(timeToLive: configuration.planCountsTimeToLive)
         self.liveStreams = LiveStreamCount(
