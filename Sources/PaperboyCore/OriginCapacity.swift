@@ -59,6 +59,8 @@ public struct OriginCapacity: Sendable, Equatable {
     /// The earliest start at or after `notBefore` from which `devices` devices at `rate` (lowered to the capacity)
     /// fit beside the commitments for the whole wave.
     public func place(devices: Int, rate requested: Double, notBefore: Date) -> Placement {
+        // A capacity stored before it was bounded (below 0.01 a second) paces at 0.01: a wave's length stays finite.
+        let capacity = Swift.max(self.capacity, BroadcastOptions.capacityRange.lowerBound)
         let rate = min(requested, capacity)
         let duration = rate > 0 ? Double(devices) / rate : 0
         let candidates = ([notBefore] + commitments.map(\.end).filter { $0 > notBefore }).sorted()

@@ -51,6 +51,13 @@ struct OriginRoutesTests {
             let badCapacity = try await client.send(.post, "/v1/origins", headers: Self.admin, body: #"{"name": "api", "capacity": -1}"#)
             #expect(badCapacity.status == .badRequest)
             #expect(try badCapacity.apiError().field == "capacity")
+            // A broadcast's own bounds (0.01 to 10,000,000 a second): 5e-324 was taken, and a broadcast planned over it
+            // trapped serve (schemathesis, issue 48).
+            for capacity in ["5e-324", "0.001", "1e8", "1e308"] {
+                let refused = try await client.send(.post, "/v1/origins", headers: Self.admin, body: #"{"name": "tiny", "capacity": \#(capacity)}"#)
+                #expect(refused.status == .badRequest, "\(capacity)")
+                #expect(try refused.apiError().field == "capacity")
+            }
             #expect(try await client.send(.post, "/v1/origins", headers: Self.admin, body: #"{"name": "api", "capacity": 5}"#).status == .created)
             let twice = try await client.send(.post, "/v1/origins", headers: Self.admin, body: #"{"name": "api", "capacity": 5}"#)
             #expect(twice.status == .conflict)

@@ -58,4 +58,12 @@ struct OriginCapacityTests {
         #expect(origin.used(at: Self.t0.addingTimeInterval(100)) == 500)
         #expect(origin.used(at: Self.t0.addingTimeInterval(150)) == 0)
     }
+
+    @Test("a capacity stored before it was bounded (5e-324 a second) paces at 0.01: the wave's length stays finite (it trapped serve)")
+    func tinyCapacity() {
+        let origin = OriginCapacity(name: "content-api", capacity: 5e-324, commitments: [])
+        let placement = origin.place(devices: 1_000_000, rate: 100, notBefore: Self.t0)
+        #expect(placement.rate == 0.01 && placement.start == Self.t0)
+        #expect((Double(1_000_000) / placement.rate).isFinite)
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import PaperboyBroadcast
+import PaperboyCore
 import PaperboyStore
 
 /// `/v1/apps` (admin): the registered apps, without their keys; an app's providers (set or remove its APNs
@@ -39,9 +40,11 @@ struct AppRoutes {
         }
         group.post("apps/{app}/keys/{key}/revoke") { request, context in
             let appID = try Self.appID(context)
-            guard let keyID = context.parameters.get("key").flatMap({ Int32($0) }).map(Int.init), keyID >= 1 else {
-                throw APIError.invalid("key", "a key id is a positive integer (see GET /v1/apps/\(appID)/keys)")
-            }
+            let keyID = try RequestValue.id(
+                context.parameters.get("key"),
+                field: "key",
+                what: "a key id is a positive integer (see GET /v1/apps/\(appID)/keys)"
+            )
             let audit = AuditEntry.admin(request, action: "revoke key", appID: appID, detail: "key \(keyID) revoked")
             return Answer(try await apps.revokeAPIKey(appID: appID, keyID: keyID, audit: audit, logger: context.logger))
         }
@@ -87,10 +90,7 @@ struct AppRoutes {
     }
 
     private static func appID(_ context: APIRequestContext) throws -> Int {
-        guard let id = context.parameters.get("app").flatMap({ Int32($0) }).map(Int.init), id >= 1 else {
-            throw APIError.invalid("app", "an app id is a positive integer (see GET /v1/apps)")
-        }
-        return id
+        try RequestValue.id(context.parameters.get("app"), field: "app", what: "an app id is a positive integer (see GET /v1/apps)")
     }
 
     struct AppList: ResponseEncodable {

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import PaperboyCore
 import PaperboyStore
 
 /// `/v1/origins` (admin): the content APIs woken devices download from and the capacity each serves, shared by every
@@ -27,9 +28,7 @@ struct OriginRoutes {
             return Answer(try await origins.setCapacity(name: name, capacity: body.capacity, audit: audit, logger: context.logger))
         }
         group.put("apps/{app}/publications/{publication}/origin") { request, context in
-            guard let appID = context.parameters.get("app").flatMap({ Int32($0) }).map(Int.init), appID >= 1 else {
-                throw APIError.invalid("app", "an app id is a positive integer (see GET /v1/apps)")
-            }
+            let appID = try RequestValue.id(context.parameters.get("app"), field: "app", what: "an app id is a positive integer (see GET /v1/apps)")
             let slug = context.parameters.get("publication") ?? ""
             let body = try await request.decodeJSON(PublicationOrigin.self, limit: maxBodyBytes)
             guard let publication = try await publications.find(appID: appID, slug: slug, logger: context.logger) else {

@@ -117,10 +117,7 @@ struct BroadcastRoutes {
     }
 
     private static func id(_ context: APIRequestContext) throws -> UUID {
-        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
-            throw APIError.invalid("id", "a broadcast id is a UUID")
-        }
-        return id
+        try RequestValue.uuid(context.parameters.get("id"), field: "id", what: "a broadcast id is a UUID")
     }
 
     /// Timestamps with milliseconds (truncated), `2026-11-23T05:00:00.123Z`.

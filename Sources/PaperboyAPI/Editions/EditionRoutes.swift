@@ -49,10 +49,8 @@ struct EditionRoutes {
     /// its refusals answer 400/404/409 naming the field.
     @Sendable func publish(_ request: Request, context: APIRequestContext) async throws -> Response {
         let manifest = try await request.decodeJSON(EditionManifest.self, limit: maxBodyBytes)
-        var appID: Int?
-        if let text = request.uri.queryParameters.get("app") {
-            guard let value = Int(text) else { throw APIError.invalid("app", "app must be an app id, a number") }
-            appID = value
+        let appID = try request.uri.queryParameters.get("app").map { text throws(RequestValue.Refusal) in
+            try RequestValue.id(text, field: "app", what: "app must be an app id, a number from 1 (see GET /v1/apps)")
         }
         let audit = AuditEntry.admin(request, action: "publish edition", detail: "\(manifest.publication) \(manifest.issueDate)")
         let edition = try await editions.publish(manifest, appID: appID, check: BroadcastPreflight.checkPushes, audit: audit, logger: context.logger)
@@ -65,10 +63,10 @@ struct EditionRoutes {
     @Sendable func latest(_ request: Request, context: APIRequestContext) async throws -> Response {
         let app = try context.requireApp()
         try Self.checkIfNoneMatch(request)
-        guard let publication = request.uri.queryParameters.get("publication"), !publication.isEmpty else {
+        guard let text = request.uri.queryParameters.get("publication"), !text.isEmpty else {
             throw APIError.invalid("publication", "publication is required, like ?publication=morning")
         }
-        guard !publication.contains("\u{0}") else { throw APIError.invalid("publication", "publication may not contain NUL") }
+        let publication = try RequestValue.publication(text)
         guard let edition = try await editions.latest(appID: app.id, publication: publication, logger: context.logger) else {
             throw APIError(.notFound, code: .notFound, field: "publication", message: "there is no edition of \(publication)")
         }
@@ -79,9 +77,7 @@ struct EditionRoutes {
     @Sendable func show(_ request: Request, context: APIRequestContext) async throws -> Response {
         let app = try context.requireApp()
         try Self.checkIfNoneMatch(request)
-        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
-            throw APIError.invalid("id", "an edition id is a UUID")
-        }
+        let id = try RequestValue.uuid(context.parameters.get("id"), field: "id", what: "an edition id is a UUID")
         if let cached = cache[id] {
             guard cached.appID == app.id else { throw Self.unknown(id) }
             return Self.response(cached, request: request)

@@ -296,11 +296,10 @@ extension OpenAPISpec {
                 - name: publication
                   in: query
                   required: true
-                  description: The publication's id, e.g. `morning`; without NUL.
+                  description: The publication's id, e.g. `morning`, as publications are made (400 naming `publication` otherwise).
                   schema:
                     type: string
-                    minLength: 1
-                    pattern: "^[^\\x00]+$"
+                    pattern: "^[a-z0-9][a-z0-9_-]{0,62}$"
                   example: morning
                 - $ref: "#/components/parameters/IfNoneMatch"
               responses:
@@ -367,6 +366,8 @@ extension OpenAPISpec {
                   description: The app's id; needed only when several apps have a publication by that id.
                   schema:
                     type: integer
+                    minimum: 1
+                    maximum: 2147483647
               requestBody:
                 required: true
                 content:
@@ -737,8 +738,9 @@ extension OpenAPISpec {
                           pattern: "^[a-z0-9][a-z0-9_-]{0,62}$"
                         capacity:
                           type: number
-                          exclusiveMinimum: 0
-                          description: Wake-ups per second the origin serves.
+                          minimum: 0.01
+                          maximum: 10000000
+                          description: Wake-ups per second the origin serves, from 0.01 to 10,000,000 (a broadcast's own bounds).
                     example: { "name": "content-api", "capacity": 2000 }
               responses:
                 "201":
@@ -780,7 +782,8 @@ extension OpenAPISpec {
                       properties:
                         capacity:
                           type: number
-                          exclusiveMinimum: 0
+                          minimum: 0.01
+                          maximum: 10000000
                     example: { "capacity": 3000 }
               responses:
                 "200":

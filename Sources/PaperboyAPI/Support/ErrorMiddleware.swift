@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import PaperboyCore
 import PaperboyStore
 
 /// Answers every failure in the API's JSON error shape: Hummingbird's own errors (404, 413, …), store
@@ -10,6 +11,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             throw error
+        } catch let error as RequestValue.Refusal {
+            throw APIError.invalid(error.field, error.message)
         } catch let error as StoreError {
             switch error.code {
             case .invalid: throw APIError(.badRequest, code: .invalidValue, field: error.field, message: error.message)

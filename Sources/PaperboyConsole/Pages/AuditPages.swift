@@ -82,8 +82,11 @@ extension ConsoleRoutes {
     @Sendable func endSession(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         let form = try await form(CSRFForm.self, request)
         let session = try formSession(request, context: context, form: form.csrf, doing: "end a session")
-        guard let text = context.parameters.get("id"), text.utf8.count <= 19, let id = Int64(text), id > 0 else {
-            throw ConsolePageError.badRequest("id: not a session's number")
+        let id: Int64
+        do {
+            id = try RequestValue.bigID(context.parameters.get("id"), field: "id", what: "not a session's number")
+        } catch {
+            throw ConsolePageError.badRequest("\(error)")
         }
         let ended = try await console.endSession(
             id: id,

@@ -358,9 +358,10 @@ struct ConsoleRoutes: Sendable {
 
     /// The id in the path.
     func broadcastID(_ context: ConsoleRequestContext) throws -> UUID {
-        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
+        do {
+            return try RequestValue.uuid(context.parameters.get("id"), field: "id", what: "a broadcast id is a UUID")
+        } catch {
             throw ConsolePageError.notFound("A broadcast id is a UUID.")
         }
-        return id
     }
 }

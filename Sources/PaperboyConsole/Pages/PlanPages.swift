@@ -361,10 +361,11 @@ extension ConsoleRoutes {
     // MARK: - Reading the forms' fields, naming the field at fault
 
     static func environment(_ text: String) throws -> APNsEnvironment {
-        guard let environment = APNsEnvironment(rawValue: text.trimmingCharacters(in: .whitespaces).lowercased()) else {
-            throw ConsolePageError.badRequest("environment: production or sandbox, not \(text)")
+        do {
+            return try RequestValue.choice(text, field: "environment", as: APNsEnvironment.self)
+        } catch {
+            throw ConsolePageError.badRequest("\(error)")
         }
-        return environment
     }
 
     static func pace(window: String, capacity: String) throws -> StaggerPlan.Pace {
@@ -383,9 +384,10 @@ extension ConsoleRoutes {
     }
 
     static func integer(_ text: String, field: String, in range: ClosedRange<Int>) throws -> Int {
-        guard let value = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
-            throw ConsolePageError.badRequest("\(field): a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
+        do {
+            return try RequestValue.integer(text, field: field, in: range)
+        } catch {
+            throw ConsolePageError.badRequest("\(error)")
         }
-        return value
     }
 }

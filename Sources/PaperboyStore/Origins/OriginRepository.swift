@@ -38,8 +38,10 @@ public struct OriginRepository: Sendable {
         if let name, name.range(of: #"^[a-z0-9][a-z0-9_-]{0,62}$"#, options: .regularExpression) == nil {
             throw StoreError(code: .invalid, field: "name", message: "an origin's name is lower-case letters, digits, '-' and '_', like content-api")
         }
-        if let capacity, !(capacity > 0 && capacity.isFinite) {
-            throw StoreError(code: .invalid, field: "capacity", message: "the capacity is a positive number of wake-ups per second")
+        // The bounds of a broadcast's own capacity: a plan over 5e-324 wake-ups a second is infinitely long, and
+        // building it trapped `serve` (schemathesis, issue 48).
+        if let capacity, !(capacity.isFinite && BroadcastOptions.capacityRange.contains(capacity)) {
+            throw StoreError(code: .invalid, field: "capacity", message: "the capacity is from 0.01 to 10,000,000 wake-ups per second")
         }
     }
 
