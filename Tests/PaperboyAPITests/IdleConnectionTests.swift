@@ -12,8 +12,9 @@ import Glibc
 
 /// `serve --idle-timeout` against idle and trickling sockets (slowloris), with a real `serve` and real TCP
 /// connections on loopback. The sockets are a child process's (Python's): 2,000 descriptors open in the test process
-/// made Foundation's `Process.run` crash in the tests spawning children beside it.
-@Suite("Idle connections")
+/// made Foundation's `Process.run` crash in the tests spawning children beside it. One test at a time: each holds
+/// a real serve and thousands of sockets, and the served-meanwhile check measures time.
+@Suite("Idle connections", .serialized)
 struct IdleConnectionTests {
     /// Opens 2,000 idle connections and 100 that send a request's head a line a second, prints `open N`, then watches
     /// them for up to 30 s and prints `still open N`.
