@@ -6,7 +6,7 @@ import PaperboyCore
 public struct ConsoleConfiguration: Sendable {
     /// The tokens; ``ConsoleAccess/disabled`` serves a page that says how to enable the console.
     public var access: ConsoleAccess
-    /// Where the secret the session and CSRF keys are derived from comes from.
+    /// Where the secret the CSRF keys and the sessions' token marks are derived from comes from.
     public var sessionSecret: ConsoleSessionSecret = .database
     /// Where browsers reach the console (`--public-url`): decides the cookie's `Secure` and `__Host-`, the origin
     /// forms must come from, `Strict-Transport-Security` and absolute links. Nil: read from each request (its

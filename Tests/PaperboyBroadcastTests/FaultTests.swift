@@ -287,14 +287,23 @@ struct FaultTests {
                 let counts = simulator.acceptedCounts().merging(accepted, uniquingKeysWith: +)
                 if wave == 1 {
                     _ = try await Self.expectEveryDeviceOnce(rig, tokens: tokens, broadcast: broadcast, counts: counts)
-                } else {
-                    let off = tokens.filter { counts[$0.hex, default: 0] != 2 }
-                    #expect(
-                        off.isEmpty,
-                        "\(off.count) devices not accepted exactly twice (once a wave): \(off.prefix(3).map { counts[$0.hex, default: 0] })"
-                    )
                 }
                 let deliveries = try await rig.deliveries(broadcast, wave: wave)
+                if wave == 2 {
+                    // Once a wave each; or, in wave 2, once in all when its wave-2 push was on a connection that closed
+                    // under it (the first simulator shut down mid-request): recorded fate unknown and, by design, not
+                    // sent again. Anything else names its counts and what was recorded.
+                    let off = tokens.filter { token in
+                        let count = counts[token.hex, default: 0]
+                        return !(count == 2 || (count == 1 && deliveries[token.hex]?.outcome == "fateUnknown"))
+                    }
+                    #expect(
+                        off.isEmpty,
+                        "\(off.count) devices not accepted once a wave: \(off.prefix(5).map { "\($0.hex.suffix(6)): accepted \(counts[$0.hex, default: 0]) times, wave 2 recorded \(deliveries[$0.hex].map { "\($0.outcome) \($0.reason ?? "")" } ?? "nothing")" })"
+                    )
+                    let unknown = deliveries.values.filter { $0.outcome == "fateUnknown" }.count
+                    #expect(unknown <= 10, "\(unknown) wave-2 pushes of fate unknown")
+                }
                 #expect(deliveries.count == devices, "wave \(wave) recorded \(deliveries.count) of \(devices)")
                 let rejected = deliveries.filter { $0.value.outcome == "rejected" }
                 #expect(rejected.isEmpty, "recorded rejected: \(rejected.prefix(5).map { "\($0.value.reason ?? "")" })")

@@ -3,10 +3,10 @@ import Logging
 import PaperboyStore
 import Synchronization
 
-/// The console's current keys: derived once from a given secret, or from the database's (`console_keys`), read again
-/// at most every ``refreshInterval`` so that a "sign out everyone" in another process, which replaces it, reaches
-/// this one within seconds (sessions it ended are refused at once anyway: their ids and times are checked on every
-/// request).
+/// The console's current keys (CSRF keys, token marks): derived once from a given secret, or from the database's
+/// (`console_keys`), read again at most every ``refreshInterval`` so that a "sign out everyone" in another process,
+/// which replaces it, reaches this one within seconds (the sessions it ended are gone at once anyway: they are rows,
+/// read on every request).
 final class ConsoleKeyring: Sendable {
     let access: ConsoleAccess
     let source: ConsoleSessionSecret
