@@ -168,8 +168,11 @@ def test_an_operator_cancels_with_a_confirmation(operator):
     expect(page.locator("ul.actions")).to_contain_text("operator (ana)")
     expect(page.locator("ul.actions")).to_contain_text("cancel broadcast")
     page.goto(BASE + "/console/audit")
-    expect(page.locator("main table")).to_contain_text("cancel broadcast")
-    expect(page.locator("main table")).to_contain_text("operator (ana)")
+    expect(page.locator("#audit-log")).to_contain_text("cancel broadcast")
+    expect(page.locator("#audit-log")).to_contain_text("operator (ana)")
+    # The sessions signed in now, kept on the server: the operator's own marked, each with its End button.
+    expect(page.locator("#sessions")).to_contain_text("(yours)")
+    expect(page.locator("#sessions button", has_text="End").first).to_be_visible()
 
 
 @pytest.mark.parametrize(

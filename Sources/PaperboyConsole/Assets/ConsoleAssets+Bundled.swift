@@ -49,7 +49,7 @@ extension ConsoleAssets {
         <p class="hint">Every change made in the console, through the admin API, with the CLI or by a schedule, written with the change itself, and the console's sign-ins (counted, one line an hour per role, name and address) and sign-outs: the newest {{limit}}. Times are the database's. Also <code>paperboy audit</code>.</p>
         {{^has.entries}}<p class="empty">Nothing recorded yet.</p>{{/has.entries}}
         {{#has.entries}}
-        <div class="scroll"><table>
+        <div class="scroll"><table id="audit-log">
         <thead><tr><th>When</th><th>Where</th><th>Who</th><th>What</th><th>Detail</th></tr></thead>
         <tbody>{{#entries}}<tr><td><time datetime="{{iso}}">{{at}}</time></td><td>{{surface}}</td><td>{{who}}</td><td>{{action}}{{#href}} <a href="{{href}}">{{label}}</a>{{/href}}</td><td>{{detail}}</td></tr>{{/entries}}</tbody>
         </table></div>
@@ -58,7 +58,7 @@ extension ConsoleAssets {
         <h2>Sessions</h2>
         <p>Sessions are kept on the server: each ends after {{lifetime}}, after {{idle}} unused, when its browser closes, or when an operator ends it here. Signing everyone out ends every session now, yours included, and replaces the key the forms' tokens are made with: for a token that leaked, a laptop lost, someone who left.</p>
         {{#has.sessions}}
-        <div class="scroll"><table>
+        <div class="scroll"><table id="sessions">
         <thead><tr><th>Session</th><th>Who</th><th>From</th><th>Signed in</th><th>Last used</th><th>Ends</th><th></th></tr></thead>
         <tbody>{{#sessions}}<tr><td>{{id}}{{#current}} (yours){{/current}}</td><td>{{who}}</td><td>{{address}}</td><td>{{signedIn}}</td><td>{{seen}}{{#idle}} (idle: ended){{/idle}}</td><td>{{ends}}</td><td>{{#frame.isOperator}}<form method="post" action="/console/sessions/{{id}}/end"><input type="hidden" name="csrf" value="{{frame.csrf}}"><button type="submit" class="danger">End</button></form>{{/frame.isOperator}}</td></tr>{{/sessions}}</tbody>
         </table></div>
