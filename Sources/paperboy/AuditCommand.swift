@@ -38,11 +38,7 @@ struct AuditCommand: AsyncParsableCommand {
 
     func sinceSeconds() throws -> TimeInterval? {
         guard let since else { return nil }
-        let trimmed = since.trimmingCharacters(in: .whitespaces).lowercased()
-        if trimmed.hasSuffix("d"), let days = Double(trimmed.dropLast()), days.isFinite, days > 0 { return days * 86_400 }
-        do { return try StaggerPlan.seconds(parsing: trimmed) } catch {
-            throw ValidationError("--since: \(since) is not a duration like 24h, 7d or 90m")
-        }
+        return try DurationFlag.seconds(since, refusal: "--since: \(since) is not a duration like 24h, 7d or 90m")
     }
 
     func run() async throws {

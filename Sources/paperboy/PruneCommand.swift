@@ -43,15 +43,7 @@ struct PruneCommand: AsyncParsableCommand {
 
     /// `--retention` as a duration. - Throws: `ValidationError` naming the flag.
     static func retention(_ text: String) throws -> Duration {
-        let seconds: TimeInterval
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
-        if trimmed.hasSuffix("d"), let days = Double(trimmed.dropLast()), days.isFinite, days > 0 {
-            seconds = days * 86_400
-        } else {
-            do { seconds = try StaggerPlan.seconds(parsing: trimmed) } catch {
-                throw ValidationError("--retention: \(text) is not a duration like 7d, 36h or 90m")
-            }
-        }
+        let seconds = try DurationFlag.seconds(text, refusal: "--retention: \(text) is not a duration like 7d, 36h or 90m")
         let retention = Duration.seconds(seconds)
         guard retention >= LedgerPruner.minimumRetention else {
             throw ValidationError("--retention: \(text) is shorter than 2h; the hourly push budget reads the last hour of deliveries")
@@ -61,16 +53,8 @@ struct PruneCommand: AsyncParsableCommand {
 
     /// `--audit-retention` as a duration, nil for `forever`. - Throws: `ValidationError` naming the flag.
     static func auditRetention(_ text: String) throws -> Duration? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
-        if trimmed == "forever" { return nil }
-        let seconds: TimeInterval
-        if trimmed.hasSuffix("d"), let days = Double(trimmed.dropLast()), days.isFinite, days > 0, days <= 36_500 {
-            seconds = days * 86_400
-        } else {
-            do { seconds = try StaggerPlan.seconds(parsing: trimmed) } catch {
-                throw ValidationError("--audit-retention: \(text) is not a duration like 365d or 90d, nor forever")
-            }
-        }
+        if text.trimmingCharacters(in: .whitespaces).lowercased() == "forever" { return nil }
+        let seconds = try DurationFlag.seconds(text, refusal: "--audit-retention: \(text) is not a duration like 365d or 90d, nor forever")
         let retention = Duration.seconds(seconds)
         guard retention >= LedgerPruner.Configuration.minimumAuditRetention else {
             throw ValidationError("--audit-retention: \(text) is shorter than 1d")

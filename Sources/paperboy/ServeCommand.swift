@@ -173,18 +173,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     /// `--idle-timeout` read: 1 s to 1 h.
     func idleTimeoutSeconds() throws -> TimeInterval {
-        let seconds: TimeInterval
-        do { seconds = try StaggerPlan.seconds(parsing: idleTimeout) } catch { throw ValidationError("--idle-timeout: \(error)") }
-        guard (1...3600).contains(seconds) else { throw ValidationError("--idle-timeout: between 1s and 1h, got \(idleTimeout)") }
-        return seconds
+        try DurationFlag.listenerTimeout(idleTimeout, flag: "--idle-timeout")
     }
 
     /// `--body-timeout` read: 1 s to 1 h.
     func bodyTimeoutSeconds() throws -> TimeInterval {
-        let seconds: TimeInterval
-        do { seconds = try StaggerPlan.seconds(parsing: bodyTimeout) } catch { throw ValidationError("--body-timeout: \(error)") }
-        guard (1...3600).contains(seconds) else { throw ValidationError("--body-timeout: between 1s and 1h, got \(bodyTimeout)") }
-        return seconds
+        try DurationFlag.listenerTimeout(bodyTimeout, flag: "--body-timeout")
     }
 
     /// `--public-url` read; nil when not given.

@@ -89,6 +89,11 @@ struct AuditCommandTests {
                 let refused = try await PaperboyBinary.run(["prune", "--audit-retention", bad], database: db.configuration)
                 #expect(refused.status != 0 && refused.output.contains("--audit-retention"), "\(bad): \(refused.output)")
             }
+            // The other day-or-duration flags read the same way (DurationFlag): 1e300d trapped `prune --retention`.
+            for (arguments, flag) in [(["prune", "--retention", "1e300d"], "--retention"), (["audit", "--since", "1e300d"], "--since")] {
+                let refused = try await PaperboyBinary.run(arguments, database: db.configuration)
+                #expect(refused.status != 0 && refused.output.contains(flag) && !refused.output.contains("Fatal error"), "\(refused.output)")
+            }
             let dry = try await PaperboyBinary.run(["prune", "--dry-run", "--audit-retention", "forever"], database: db.configuration)
             #expect(dry.status == 0 && dry.output.contains("kept forever"), "\(dry.output)")
         }
