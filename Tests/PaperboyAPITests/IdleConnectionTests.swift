@@ -51,6 +51,22 @@ struct IdleConnectionTests {
         print("still open", len(left), flush=True)
         """
 
+    /// Starts `python3 -c script arguments…` with its output in a file of its own: the sockets are the child's, not
+    /// the test process's. The caller kills it when done.
+    static func python(_ script: String, arguments: [String]) throws -> (process: Process, output: URL) {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-sockets-\(UUID().uuidString).txt")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script] + arguments
+        let handle = try FileHandle(forWritingTo: output)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        try? handle.close()
+        return (process, output)
+    }
+
     /// The number after `prefix` on a line of `file`, if printed yet.
     static func number(after prefix: String, in file: URL) -> Int? {
         let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
@@ -75,16 +91,7 @@ struct IdleConnectionTests {
                 try await PaperboyBinary.waitForPort(in: log, process: serve),
                 "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
             )
-            let output = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-sockets-\(UUID().uuidString).txt")
-            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-            let sockets = Process()
-            sockets.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            sockets.arguments = ["python3", "-c", Self.sockets, "\(port)"]
-            let handle = try FileHandle(forWritingTo: output)
-            sockets.standardOutput = handle
-            sockets.standardError = handle
-            try sockets.run()
-            try? handle.close()
+            let (sockets, output) = try Self.python(Self.sockets, arguments: ["\(port)"])
             defer { if sockets.isRunning { kill(sockets.processIdentifier, SIGKILL) } }
             for _ in 0..<300 where Self.number(after: "open ", in: output) == nil && sockets.isRunning {
                 try await Task.sleep(for: .milliseconds(100))
@@ -168,16 +175,7 @@ struct IdleConnectionTests {
                     try await PaperboyBinary.waitForPort(in: log, process: serve),
                     "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
                 )
-                let output = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-bodies-\(UUID().uuidString).txt")
-                _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-                let sockets = Process()
-                sockets.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                sockets.arguments = ["python3", "-c", Self.tricklingBodies, "\(port)", "8"]
-                let handle = try FileHandle(forWritingTo: output)
-                sockets.standardOutput = handle
-                sockets.standardError = handle
-                try sockets.run()
-                try? handle.close()
+                let (sockets, output) = try Self.python(Self.tricklingBodies, arguments: ["\(port)", "8"])
                 defer { if sockets.isRunning { kill(sockets.processIdentifier, SIGKILL) } }
                 for _ in 0..<200 where Self.number(after: "still open ", in: output) == nil && sockets.isRunning {
                     try await Task.sleep(for: .milliseconds(100))
