@@ -94,6 +94,8 @@ struct ConsoleErrorMiddleware: RouterMiddleware {
             return page(error, context: context)
         } catch is SignInRequired {
             return ConsolePage.redirect(to: context.origin.link("/console/sign-in"))
+        } catch let error as RequestValue.Refusal {
+            return page(ConsolePageError.badRequest("\(error)"), context: context)
         } catch let error as StoreError {
             let status: HTTPResponse.Status =
                 switch error.code {

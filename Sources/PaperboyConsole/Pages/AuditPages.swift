@@ -82,12 +82,7 @@ extension ConsoleRoutes {
     @Sendable func endSession(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         let form = try await form(CSRFForm.self, request)
         let session = try formSession(request, context: context, form: form.csrf, doing: "end a session")
-        let id: Int64
-        do {
-            id = try RequestValue.bigID(context.parameters.get("id"), field: "id", what: "not a session's number")
-        } catch {
-            throw ConsolePageError.badRequest("\(error)")
-        }
+        let id = try RequestValue.bigID(context.parameters.get("id"), field: "id", what: "not a session's number")
         let ended = try await console.endSession(
             id: id,
             audit: auditEntry(session, request: request, action: "end session", detail: "session \(id)"),
