@@ -3,6 +3,12 @@
 # minutes, naming itself, instead of holding CI until its limit with nothing printed.
 #
 #   scripts/swift-test-bounded.sh SECONDS [swift test arguments...]
+#   scripts/swift-test-bounded.sh SECONDS --direct [--filter R] [--skip R] [--no-parallel]
+#
+# --direct runs the test binary `swift build --build-tests` left (.build/debug/paperboyPackageTests.xctest) itself,
+# without SwiftPM, which holds the lock on .build for as long as `swift test` runs, even with --skip-build: CI builds
+# the simulation in release while the timing-sensitive suite runs (.ci/run), and SwiftPM would make one wait for
+# the other.
 #
 # The runner is verbose (`-v`: every test's start is printed), line-buffered (nothing it printed is lost when it is
 # stopped), and its output is kept in a log as it is printed. After SECONDS the run is stopped and the tests that
@@ -15,7 +21,15 @@ fi
 limit=$1
 shift
 log=$(mktemp /tmp/swift-test-bounded.XXXXXX.log)
-timeout --kill-after=30 "$limit" stdbuf -oL -eL swift test -v "$@" 2>&1 | tee "$log"
+if [ "${1:-}" = "--direct" ]; then
+    shift
+    binary=$(dirname "$0")/../.build/debug/paperboyPackageTests.xctest
+    [ -x "$binary" ] || { echo "$binary is missing: run swift build --build-tests" >&2; exit 2; }
+    runner=(env NO_COLOR=1 "$binary" --testing-library swift-testing --verbose "$@")
+else
+    runner=(swift test -v "$@")
+fi
+timeout --kill-after=30 "$limit" stdbuf -oL -eL "${runner[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 if [ "$status" = 124 ] || [ "$status" = 137 ]; then
     echo "swift-test-bounded: stopped after ${limit} s; tests that started and did not end:" >&2

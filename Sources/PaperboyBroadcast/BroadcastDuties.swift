@@ -6,7 +6,7 @@ import PaperboyStore
 import ServiceLifecycle
 import Synchronization
 
-/// The per-second duties beside the sending, on every worker: moves broadcasts along (``WaveAdvancer``: waves
+/// The per-second duties beside the sending, on every worker: moves broadcasts along (``WaveDriver``: waves
 /// finished and started, deadlines), fails the broadcasts no worker can send (``UnsendablePolicy``), applies the
 /// deactivations held for "token not valid" answers once nobody suspects a misconfiguration, keeps the broadcasts'
 /// gauges, and tallies receipts (``ReceiptTallier``). Each duty runs on its own: one that fails is logged and the
@@ -28,7 +28,7 @@ public final class BroadcastDuties: Service {
     init(repository: BroadcastRepository, configuration: Dispatcher.Configuration, clock: BroadcastClock, metrics: DispatchMetrics, logger: Logger) {
         self.repository = repository
         self.advancer = WaveAdvancer(
-            repository: repository,
+            store: PostgresWaveStore(repository: repository),
             countAhead: configuration.countAhead.seconds,
             owner: configuration.owner,
             claimSeconds: min(configuration.advancePatience, .seconds(600)).seconds

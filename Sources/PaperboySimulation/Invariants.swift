@@ -20,28 +20,35 @@ struct Invariants {
         violations += drains()
         violations += pace()
         violations += ended()
+        violations += laterWavesLeaveOutReceipts()
+        violations += pushesWithinTheCap()
         return violations
     }
 
     var model: DispatchModel { simulation.model }
 
     /// Every target of a wave ends in exactly one final outcome: never two, and in a broadcast that completed, one for
-    /// every device counted into a batch.
+    /// every device counted into a batch of it.
     func exactlyOneOutcome() -> [String] {
         var violations: [String] = []
-        for (broadcast, finals) in model.finals {
+        for (key, finals) in model.finals {
             for (device, count) in finals.sorted(by: { $0.key < $1.key }) where count > 1 {
-                violations.append("device \(device) has \(count) final outcomes in broadcast \(broadcast)")
+                violations.append("device \(device) has \(count) final outcomes in wave \(key.wave) of broadcast \(key.broadcast)")
             }
         }
         // A device deactivated by an answer to another broadcast's push leaves the audience between the carving and the
         // read: no outcome is due for it.
         let deactivated = Set(model.deactivations.map(\.device))
-        for (id, broadcast) in model.broadcasts where broadcast.state == .completed {
-            let finals = model.finals[id] ?? [:]
-            let missing = (model.carved[id] ?? []).filter { finals[$0] == nil && !deactivated.contains($0) }.sorted()
+        // And a later wave's device whose receipt came after the carve and before the batch's targets were read: the
+        // reader has the edition, and the read leaves it out (`WaveAudience`, re-evaluated by every read).
+        for (key, carved) in model.carved where model.broadcasts[key.broadcast]?.state == .completed {
+            let finals = model.finals[key] ?? [:]
+            let received = key.wave > 1 ? model.broadcasts[key.broadcast].flatMap { model.receipts[$0.edition] } ?? [:] : [:]
+            let missing = carved.filter { finals[$0] == nil && !deactivated.contains($0) && received[$0] == nil }.sorted()
             if !missing.isEmpty {
-                violations.append("broadcast \(id) completed with \(missing.count) devices without an outcome, e.g. \(missing.prefix(5))")
+                violations.append(
+                    "broadcast \(key.broadcast) completed with \(missing.count) devices of wave \(key.wave) without an outcome, e.g. \(missing.prefix(5))"
+                )
             }
         }
         return violations
@@ -257,5 +264,46 @@ struct Invariants {
     /// Every broadcast ended by the end of the run: none stuck with work nobody takes.
     func ended() -> [String] {
         model.broadcasts.values.filter { $0.state == .running }.map { "broadcast \($0.id) still running at the end of the run" }
+    }
+
+    /// A later wave goes only to devices with no receipt when it was counted: a reader whose edition is on the phone is
+    /// never woken for it again. (A receipt stored between the count and the batch's carve leaves the device out too;
+    /// one stored after the carve may meet its push on the way.)
+    func laterWavesLeaveOutReceipts() -> [String] {
+        var violations: [String] = []
+        for push in simulation.provider.log where push.wave > 1 {
+            guard let edition = model.broadcasts[push.broadcast]?.edition, let received = model.receipts[edition]?[push.device],
+                let counted = model.countedAt[DispatchModel.WaveKey(broadcast: push.broadcast, wave: push.wave)], received < counted
+            else { continue }
+            violations.append(
+                "device \(push.device) pushed in wave \(push.wave) of \(push.broadcast) though its receipt was stored at "
+                    + "\(String(format: "%.1f", received.timeIntervalSince(simulation.start)))s, before the wave was counted at "
+                    + "\(String(format: "%.1f", counted.timeIntervalSince(simulation.start)))s"
+            )
+            if violations.count >= 5 { break }
+        }
+        return violations
+    }
+
+    /// No device is woken by more of a broadcast's waves than its `maxPushesPerDevice`.
+    func pushesWithinTheCap() -> [String] {
+        struct Reader: Hashable {
+            var device: Int64
+            var broadcast: UUID
+        }
+        var waves: [Reader: Set<Int>] = [:]
+        for push in simulation.provider.log {
+            waves[Reader(device: push.device, broadcast: push.broadcast), default: []].insert(push.wave)
+        }
+        var violations: [String] = []
+        for (key, pushed) in waves.sorted(by: { ($0.key.broadcast.uuidString, $0.key.device) < ($1.key.broadcast.uuidString, $1.key.device) }) {
+            guard let cap = model.broadcasts[key.broadcast]?.options.maxPushesPerDevice.audienceCap(wave: pushed.max() ?? 1), pushed.count > cap
+            else { continue }
+            violations.append(
+                "device \(key.device) pushed in \(pushed.count) waves of \(key.broadcast) (\(pushed.sorted())), more than its cap of \(cap)"
+            )
+            if violations.count >= 5 { break }
+        }
+        return violations
     }
 }

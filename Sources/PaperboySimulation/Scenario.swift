@@ -32,6 +32,12 @@ public struct Scenario: Sendable, CustomStringConvertible {
         public var cohorts: Int
         public var slot: TimeInterval
         public var origin: Int?
+        /// Background waves at most (`maxPushesPerDevice`), and their interval: the follow-ups go to the devices that
+        /// posted no receipt (``WavePolicy``, run by the real ``WaveDriver``).
+        public var waves = 1
+        public var waveInterval: TimeInterval = 1800
+        /// Seconds from its start to the edition's deadline.
+        public var deadline: TimeInterval = 3600
 
         public init(id: UUID, app: Int, start: TimeInterval, rate: Double, cohorts: Int, slot: TimeInterval, origin: Int?) {
             self.id = id
@@ -148,6 +154,10 @@ public struct Scenario: Sendable, CustomStringConvertible {
     public var faults: [Fault]
     /// Per database write: the change is committed but its answer lost.
     public var lostCommitChance: Double
+    /// The readers: the share of devices that never post a receipt (the app killed, the phone offline), and of the
+    /// others' receipts, the share that arrive late (minutes after the push: after the next wave was counted).
+    public var silentShare: Double
+    public var lateReceiptShare: Double
     /// Per push: never written (a connection lost before it), and written with no answer.
     public var notSentChance: Double
     public var fateUnknownChance: Double
@@ -250,16 +260,45 @@ public struct Scenario: Sendable, CustomStringConvertible {
         lostCommitChance = random.chance(0.3) ? 0.05 : 0
         notSentChance = random.chance(0.5) ? random.between(0...0.02) : 0
         fateUnknownChance = random.chance(0.5) ? random.between(0...0.01) : 0
+        // The morning after wave 1, from a stream of its own: the draws above stay what they were before follow-up
+        // waves were simulated.
+        var morning = SimulationRandom(seed: seed ^ 0x3A7E5)
+        for index in self.broadcasts.indices {
+            let waves = morning.int(1...3)
+            self.broadcasts[index].waves = waves
+            self.broadcasts[index].waveInterval = morning.between(60...300)
+            // Most editions leave room for every wave; one in five has its deadline during the last ones.
+            let room = Double(waves) * self.broadcasts[index].waveInterval
+            self.broadcasts[index].deadline = morning.chance(0.2) ? morning.between(60...max(61, room)) : 3600
+        }
+        silentShare = morning.between(0.05...0.6)
+        lateReceiptShare = morning.chance(0.5) ? morning.between(0...0.3) : 0
+        // A fault in a follow-up wave (the faults above fall in the first minute, in wave 1): two runs in five.
+        if let later = self.broadcasts.first(where: { $0.waves > 1 }), morning.chance(0.4) {
+            let at = later.start + later.waveInterval + morning.between(0...60)
+            let worker = morning.int(0...(workers - 1))
+            switch morning.int(0...6) {
+            case 0: self.faults.append(.kill(worker: worker, at: at))
+            case 1: self.faults.append(.pause(worker: worker, at: at, seconds: morning.between(1...90)))
+            case 2: self.faults.append(.deploy(worker: worker, at: at, restartAfter: morning.between(1...20)))
+            case 3: self.faults.append(.providerFailing(at: at, seconds: morning.between(2...300)))
+            case 4: self.faults.append(.databaseOutage(at: at, seconds: morning.between(1...40)))
+            case 5: self.faults.append(.connectionsReset(at: at, seconds: morning.between(0.05...3)))
+            default: self.faults.append(.cancel(broadcast: self.broadcasts.firstIndex { $0.id == later.id } ?? 0, at: at))
+            }
+        }
     }
 
     public var description: String {
         let apps = apps.map { "app \($0.id) \($0.providers.map(\.rawValue).sorted().joined(separator: "+")) \($0.devices) devices" }
         let broadcasts = broadcasts.enumerated().map {
             "broadcast \($0.offset) app \($0.element.app) at \(Int($0.element.start))s \(Self.rateText($0.element.rate))/s \($0.element.cohorts) cohorts"
+                + ", \($0.element.waves) waves \(Int($0.element.waveInterval))s apart, deadline +\(Int($0.element.deadline))s"
                 + ($0.element.origin != nil ? " on the origin" : "")
         }
         let origin = originCapacity.map { ["origin \(Int($0))/s"] } ?? []
-        let parts = ["seed \(seed): \(workers) workers"] + apps + broadcasts + origin + faults.map(\.description)
+        let readers = "readers: \(Int(silentShare * 100))% never post a receipt, \(Int(lateReceiptShare * 100))% of the others late"
+        let parts = ["seed \(seed): \(workers) workers"] + apps + broadcasts + origin + [readers] + faults.map(\.description)
         return parts.joined(separator: "; ")
     }
 

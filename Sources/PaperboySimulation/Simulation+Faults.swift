@@ -147,17 +147,11 @@ extension Simulation {
 
     /// What every worker does each second beside sending (``BroadcastDuties``), applied once by the world: broadcasts
     /// expired at their deadline or completed, the unsendable rule, held deactivations nobody suspects applied.
-    func duties() {
+    func duties() async {
         guard workers.contains(where: { $0.life == .running }) else { return }
-        for id in model.broadcasts.keys.sorted(by: { $0.uuidString < $1.uuidString }) {
-            guard let broadcast = model.broadcasts[id], broadcast.state == .running else { continue }
-            if now >= broadcast.deadline {
-                model.end(id, as: .expired, now: now)
-                note("broadcast \(id) expired")
-            } else if model.isDone(id) {
-                model.end(id, as: .completed, now: now)
-                note("broadcast \(id) completed")
-            }
+        // Production's wave driver and ``WavePolicy``: waves finished and started, broadcasts completed or expired.
+        if let events = try? await waves.advance(now: now, logger: Self.logger) {
+            for event in events { advanced(event) }
         }
         let rules = UnsendablePolicy.Configuration(failAfter: options.failAfter)
         for failure in UnsendablePolicy.failures(model.givenBackBroadcasts(), now: now, configuration: rules) {
@@ -207,5 +201,34 @@ extension Simulation {
             note("hold raised by \(raiser): app \(suspicion.appID) \(suspicion.environment) \(suspicion.provider.rawValue): \(suspicion.reason)")
         }
         return raised
+    }
+
+    /// What the wave driver did, noted; a broadcast completed with devices its next wave could still wake is a
+    /// violation (the policy completes one only when nobody is left to wake).
+    func advanced(_ event: BroadcastEvent) {
+        switch event {
+        case .waveStarted(let id, let wave, _, let planned, let start):
+            covered.insert("wave\(min(wave, 3))")
+            note("broadcast \(id) wave \(wave) started: \(planned) devices from \(String(format: "%.1f", start.timeIntervalSince(self.start)))s")
+        case .waveFinished(let id, let wave):
+            note("broadcast \(id) wave \(wave) finished")
+        case .expired(let id):
+            covered.insert("expired")
+            note("broadcast \(id) expired")
+        case .completed(let id):
+            note("broadcast \(id) completed")
+            guard let broadcast = model.broadcasts[id] else { return }
+            let stored = model.storedWaves(id)
+            let background = stored.count
+            let nextStart = (stored.first?.start ?? now).addingTimeInterval(Double(background) * broadcast.options.waveInterval)
+            guard broadcast.options.maxPushesPerDevice.allowsWave(after: background), nextStart < broadcast.deadline else { return }
+            let left = model.devices.values.filter { model.inLaterAudience($0, of: broadcast, wave: background + 1) }.map(\.id).sorted()
+            if !left.isEmpty {
+                found.append(
+                    "broadcast \(id) completed after \(background) waves with \(left.count) devices its wave \(background + 1) could still wake "
+                        + "(no receipt, fewer pushes than the cap, before the deadline), e.g. \(left.prefix(5).map(String.init).joined(separator: ", "))"
+                )
+            }
+        }
     }
 }

@@ -51,6 +51,8 @@ extension Simulation {
                 }
             }
             model.addDevices(devices)
+            var readers = SimulationRandom(seed: scenario.seed ^ 0x5EAD)
+            for device in devices where readers.chance(scenario.silentShare) { silent.insert(device.id) }
             for provider in app.providers {
                 keyFiles[AppProvider(appID: app.id, provider: provider)] = 1
                 self.provider.accepted[AppProvider(appID: app.id, provider: provider)] = [1]
@@ -270,6 +272,7 @@ extension Simulation {
                         byMisconfiguration: push.misconfiguration
                     )
                 )
+                if push.delivered { readerReceives(push.device, edition: send.batch.editionID, pushedAt: written) }
             }
             answers.append(push.answer)
         }
@@ -277,6 +280,18 @@ extension Simulation {
         guard !answers.isEmpty, workers[send.worker].incarnation == send.incarnation else { return }
         // Through the channel's report, as the HTTP/2 clients report: the worker hears them as its next event.
         send.report(answers)
+    }
+
+    /// The reader's app woke for the push and downloads the edition: its receipt follows in seconds, or minutes for a
+    /// late one; a silent device's never does.
+    func readerReceives(_ device: Int64, edition: UUID, pushedAt: Date) {
+        guard !silent.contains(device), model.receipts[edition]?[device] == nil else { return }
+        let late = random.chance(scenario.lateReceiptShare)
+        if late { covered.insert("lateReceipt") }
+        schedule(
+            .receipt(device: device, edition: edition),
+            at: max(now, pushedAt.addingTimeInterval(late ? random.between(60...600) : random.between(2...40)))
+        )
     }
 
     /// A drain withdraws what was not written yet: answered `notSent` at once.

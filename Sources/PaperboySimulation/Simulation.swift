@@ -14,8 +14,9 @@ import PaperboyDispatch
 /// replays it with every event.
 public final class Simulation {
     public struct Options: Sendable {
-        /// Virtual seconds after which the run stops, whatever is left.
-        public var maxTime: TimeInterval = 1800
+        /// Virtual seconds after which the run stops, whatever is left: past every broadcast's deadline (an hour after
+        /// its start, 30 s into the run at the latest), so that a broadcast still running then is stuck.
+        public var maxTime: TimeInterval = 3700
         /// Print a readable line per event as the run goes.
         public var trace = false
         public var drainTimeout: TimeInterval = 10
@@ -88,6 +89,8 @@ public final class Simulation {
         case outageEnd
         case startBroadcast(Int)
         case duties
+        /// A reader's app posts its receipt for the edition: the download is on the phone.
+        case receipt(device: Int64, edition: UUID)
     }
 
     struct PendingSend {
@@ -146,6 +149,12 @@ public final class Simulation {
     var confirmedAt: [AppProvider: Date] = [:]
     /// When pushes were handed to a provider, per second, per broadcast: the pace the plan promises.
     var handedOver: [UUID: [Int: Int]] = [:]
+    /// The devices whose app never posts a receipt (killed, offline): every follow-up wave is for them.
+    var silent: Set<Int64> = []
+    /// The production wave driver over the model (``SimulatedWaveStore``), run by the duties.
+    lazy var waves = WaveDriver(store: SimulatedWaveStore(simulation: self), countAhead: 5, owner: "duties", claimSeconds: 600)
+    /// What the duties found broken as they went (a broadcast completed with devices it could still wake).
+    var found: [String] = []
     var trace: [String] = []
     var events = 0
     var covered: Set<String> = []
@@ -178,7 +187,7 @@ public final class Simulation {
             await handle(item)
             if finished() { break }
         }
-        let violations = (looped.map { [$0] } ?? []) + Invariants(simulation: self).check()
+        let violations = (looped.map { [$0] } ?? []) + found + Invariants(simulation: self).check()
         return Result(
             scenario: scenario,
             violations: violations,
@@ -266,13 +275,21 @@ public final class Simulation {
                 rate: plan.rate,
                 cohorts: plan.cohorts,
                 slot: plan.slot,
-                deadline: now.addingTimeInterval(3600),
-                origin: plan.origin
+                deadline: now.addingTimeInterval(plan.deadline),
+                origin: plan.origin,
+                options: BroadcastOptions(
+                    cohorts: plan.cohorts,
+                    waveInterval: plan.waveInterval,
+                    maxPushesPerDevice: .fixed(plan.waves),
+                    dormantAfter: 0
+                )
             )
-            note("broadcast \(index) started: app \(plan.app), \(Int(plan.rate))/s")
+            note("broadcast \(index) started: app \(plan.app), \(Int(plan.rate))/s, \(plan.waves) waves")
         case .duties:
-            duties()
+            await duties()
             schedule(.duties, at: now.addingTimeInterval(1))
+        case .receipt(let device, let edition):
+            model.receive(device: device, edition: edition, now: now)
         }
     }
 }

@@ -248,7 +248,14 @@ struct ContractTests {
                 cohorts.append((startsAt, first, end))
                 rate = waveRate
             }
-            pair.model.startBroadcast(started.broadcast.id, app: app.id, rate: rate, cohorts: cohorts, deadline: started.broadcast.deadline)
+            pair.model.startBroadcast(
+                started.broadcast.id,
+                app: app.id,
+                rate: rate,
+                cohorts: cohorts,
+                deadline: started.broadcast.deadline,
+                options: started.broadcast.options
+            )
             do {
                 try await body(&pair)
             } catch {

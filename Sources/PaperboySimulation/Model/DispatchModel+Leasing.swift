@@ -49,14 +49,14 @@ extension DispatchModel {
             let size = max(1, min(maxBatchSize, Int((wave.rate * batchDuration).rounded(.up))))
             // The key of the batch's `size`-th device, then every device up to and including that key.
             let members = keyOrder.compactMap { self.devices[$0] }.filter {
-                $0.key >= cohort.nextKey && $0.key < cohort.endKey && self.inAudience($0, of: broadcast)
+                $0.key >= cohort.nextKey && $0.key < cohort.endKey && self.inAudience($0, of: broadcast, wave: cohort.wave)
             }
             let lastKey = members.count >= size ? members[size - 1].key : cohort.endKey - 1
             let count = members.count { $0.key <= lastKey }
             cohorts[index].nextKey = lastKey + 1
             cohorts[index].nextOrdinal += count
             guard count > 0 else { continue }
-            carved[cohort.broadcast, default: []].formUnion(members.filter { $0.key <= lastKey }.map(\.id))
+            carved[WaveKey(broadcast: cohort.broadcast, wave: cohort.wave), default: []].formUnion(members.filter { $0.key <= lastKey }.map(\.id))
             let planned = cohort.startsAt.addingTimeInterval(Double(cohort.nextOrdinal) / wave.rate)
             let slot = claimSlot(broadcast: cohort.broadcast, wave: cohort.wave, planned: planned, devices: count, now: now)
             let id = nextBatchID
@@ -199,7 +199,7 @@ extension DispatchModel {
             appID: broadcast.app,
             publicationID: 1,
             environment: .production,
-            maxPushesPerDevice: 3,
+            maxPushesPerDevice: broadcast.options.maxPushesPerDevice.audienceCap(wave: row.wave),
             deadline: broadcast.deadline,
             leases: row.leases,
             slotStart: row.slotStart ?? planned,

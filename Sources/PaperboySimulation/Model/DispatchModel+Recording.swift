@@ -9,7 +9,7 @@ extension DispatchModel {
         guard let broadcast = broadcasts[batch.broadcastID] else { return [] }
         let since = now.addingTimeInterval(-3600)
         return keyOrder.compactMap { devices[$0] }.filter { device in
-            device.key >= batch.firstKey && device.key <= batch.lastKey && inAudience(device, of: broadcast)
+            device.key >= batch.firstKey && device.key <= batch.lastKey && inAudience(device, of: broadcast, wave: batch.wave)
                 && !(batch.givenBack && deliveries[DeliveryKey(device: device.id, broadcast: batch.broadcastID, wave: batch.wave)] != nil)
         }.map { device in
             BatchTarget(
@@ -79,7 +79,7 @@ extension DispatchModel {
         for outcome in outcomes {
             let result: String
             var reason: String?
-            finals[batch.broadcastID, default: [:]][outcome.deviceID, default: 0] += 1
+            finals[WaveKey(broadcast: batch.broadcastID, wave: batch.wave), default: [:]][outcome.deviceID, default: 0] += 1
             switch outcome.result {
             case .skipped(let why):
                 cohorts[index].skipped[why.rawValue, default: 0] += 1

@@ -235,9 +235,4 @@ extension DispatchModel {
         broadcasts[id]!.state = state
         broadcasts[id]!.finishedAt = now
     }
-
-    /// Every cohort of the broadcast carved and every batch of it done: its single wave is over.
-    public func isDone(_ id: UUID) -> Bool {
-        cohorts.allSatisfy { $0.broadcast != id || $0.nextKey >= $0.endKey } && batches.values.allSatisfy { $0.broadcast != id || $0.done != nil }
-    }
 }

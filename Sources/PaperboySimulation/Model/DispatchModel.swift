@@ -50,6 +50,10 @@ public struct DispatchModel: Sendable {
         public var origin: Int?
         public var failure: String?
         public var finishedAt: Date?
+        /// The options its waves follow (``WavePolicy``): the interval, the pushes per device, the cohorts.
+        public var options = BroadcastOptions()
+        /// Wave 1's cohorts as planned: the slots every later wave keeps.
+        public var firstWave: [StaggerPlan.Cohort] = []
     }
 
     public struct Wave: Sendable, Equatable {
@@ -135,9 +139,14 @@ public struct DispatchModel: Sendable {
         public var key: HoldKey { HoldKey(appID: app, environment: environment, provider: provider) }
     }
 
-    struct WaveKey: Hashable, Sendable {
-        var broadcast: UUID
-        var wave: Int
+    public struct WaveKey: Hashable, Sendable {
+        public var broadcast: UUID
+        public var wave: Int
+
+        public init(broadcast: UUID, wave: Int) {
+            self.broadcast = broadcast
+            self.wave = wave
+        }
     }
 
     struct StatusKey: Hashable, Sendable {
@@ -179,10 +188,19 @@ public struct DispatchModel: Sendable {
     var recentPushes: [Int64: [Date]] = [:]
     /// What the simulation's invariants read, which the tables do not keep: every device counted into a batch per
     /// broadcast, every final outcome written per device and broadcast (a ledger row or a skip), every deactivation.
-    public internal(set) var carved: [UUID: Set<Int64>] = [:]
-    public internal(set) var finals: [UUID: [Int64: Int]] = [:]
+    public internal(set) var carved: [WaveKey: Set<Int64>] = [:]
+    public internal(set) var finals: [WaveKey: [Int64: Int]] = [:]
     public internal(set) var deactivations: [(device: Int64, at: Date)] = []
     var nextBatchID: Int64 = 1
+    /// `receipts`: each edition's successful receipts, by device, with when they were stored.
+    public internal(set) var receipts: [UUID: [Int64: Date]] = [:]
+    /// `wave_members`: a later wave's devices, recorded when it was counted; with when.
+    public internal(set) var members: [WaveKey: Set<Int64>] = [:]
+    public internal(set) var countedAt: [WaveKey: Date] = [:]
+    /// `broadcast_counts`: a later wave's counts, its counter's claim and until when it holds.
+    var counts: [WaveKey: (owner: String, until: Date?, counts: WavePolicy.Counts?)] = [:]
+    /// Each broadcast's cohorts' key ranges, `[first, end)`, which every wave of it shares.
+    var cohortRanges: [UUID: [(first: Int64, end: Int64)]] = [:]
 
     public init() {}
 
@@ -218,7 +236,8 @@ public struct DispatchModel: Sendable {
         cohorts count: Int,
         slot: TimeInterval,
         deadline: Date,
-        origin: Int? = nil
+        origin: Int? = nil,
+        options: BroadcastOptions = BroadcastOptions(maxPushesPerDevice: .fixed(1))
     ) {
         let low = Int64(Int32.min)
         let width = (Int64(Int32.max) - low + 1) / Int64(count)
@@ -227,7 +246,7 @@ public struct DispatchModel: Sendable {
             let end = cohort == count - 1 ? Int64(Int32.max) + 1 : first + width
             return (startsAt: start.addingTimeInterval(Double(cohort) * slot), firstKey: first, endKey: end)
         }
-        startBroadcast(id, app: app, rate: rate, cohorts: plan, deadline: deadline, origin: origin)
+        startBroadcast(id, app: app, rate: rate, cohorts: plan, deadline: deadline, origin: origin, options: options)
     }
 
     /// A running broadcast with wave 1 at `rate` in these cohorts: each a key range `[firstKey, endKey)` from `startsAt`.
@@ -237,17 +256,55 @@ public struct DispatchModel: Sendable {
         rate: Double,
         cohorts plan: [(startsAt: Date, firstKey: Int64, endKey: Int64)],
         deadline: Date,
-        origin: Int? = nil
+        origin: Int? = nil,
+        options: BroadcastOptions = BroadcastOptions(maxPushesPerDevice: .fixed(1))
     ) {
-        broadcasts[id] = Broadcast(id: id, app: app, edition: id, state: .running, deadline: deadline, origin: origin)
+        var broadcast = Broadcast(id: id, app: app, edition: id, state: .running, deadline: deadline, origin: origin)
+        broadcast.options = options
+        broadcast.options.cohorts = plan.count
+        broadcast.firstWave = plan.enumerated().map { index, cohort in
+            let count = devices.values.count { $0.key >= cohort.firstKey && $0.key < cohort.endKey && $0.app == app && $0.active }
+            let end = rate > 0 ? cohort.startsAt.addingTimeInterval(Double(count) / rate) : cohort.startsAt
+            return StaggerPlan.Cohort(index: index, devices: count, start: cohort.startsAt, end: end, rate: count == 0 ? 0 : rate)
+        }
+        broadcasts[id] = broadcast
+        cohortRanges[id] = plan.map { ($0.firstKey, $0.endKey) }
         waves[WaveKey(broadcast: id, wave: 1)] = Wave(rate: rate, startsAt: plan.map(\.startsAt).min() ?? deadline)
         for (index, cohort) in plan.enumerated() {
             cohorts.append(Cohort(broadcast: id, wave: 1, cohort: index, startsAt: cohort.startsAt, nextKey: cohort.firstKey, endKey: cohort.endKey))
         }
     }
 
-    /// The wave-1 audience: the app's active devices.
-    func inAudience(_ device: Device, of broadcast: Broadcast) -> Bool {
-        device.app == broadcast.app && device.active
+    /// `WaveAudience.condition`: wave 1, the app's active devices; a later background wave, of those, the ones with no
+    /// receipt for the edition and fewer background pushes for it than the wave's cap, among the members recorded when
+    /// it was counted (`wave_members`; re-read when a batch is carved, so a receipt stored meanwhile leaves it out).
+    /// Dormancy is not modelled: the simulation's broadcasts leave out nobody for it (`dormantAfter` 0).
+    func inAudience(_ device: Device, of broadcast: Broadcast, wave: Int) -> Bool {
+        guard device.app == broadcast.app && device.active else { return false }
+        guard wave > 1 else { return true }
+        if let members = members[WaveKey(broadcast: broadcast.id, wave: wave)], !members.contains(device.id) { return false }
+        return inLaterAudience(device, of: broadcast, wave: wave)
+    }
+
+    /// The later wave's condition alone, members aside: no receipt for the edition, fewer background pushes than the cap.
+    func inLaterAudience(_ device: Device, of broadcast: Broadcast, wave: Int) -> Bool {
+        guard device.app == broadcast.app && device.active else { return false }
+        if receipts[broadcast.edition]?[device.id] != nil { return false }
+        return backgroundPushes(of: device.id, in: broadcast.id) < broadcast.options.maxPushesPerDevice.audienceCap(wave: wave)
+    }
+
+    /// The device's background pushes for the broadcast in the ledger, across its waves (`notSent` is no push).
+    func backgroundPushes(of device: Int64, in broadcast: UUID) -> Int {
+        var count = 0
+        var wave = 1
+        while waves[WaveKey(broadcast: broadcast, wave: wave)] != nil {
+            if let delivery = deliveries[DeliveryKey(device: device, broadcast: broadcast, wave: wave)], delivery.background,
+                delivery.outcome != "notSent"
+            {
+                count += 1
+            }
+            wave += 1
+        }
+        return count
     }
 }

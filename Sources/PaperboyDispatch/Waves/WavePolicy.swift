@@ -1,10 +1,10 @@
 import Foundation
 import PaperboyCore
-import PaperboyStore
 
 /// The broadcast's decisions between waves, as pure code: given a running broadcast's rows, the time and
-/// (when it asked for them) the next wave's audience counts, what to do. ``WaveAdvancer`` reads the rows,
-/// counts audiences and carries the actions out; nothing here does I/O.
+/// (when it asked for them) the next wave's audience counts, what to do. ``WaveDriver`` reads the rows,
+/// counts audiences and carries the actions out, over PostgreSQL in production and over the simulation's model in
+/// `paperboy-sim`; nothing here does I/O.
 ///
 /// The rules:
 /// - A wave with devices left to lease or batches not recorded goes on, until the edition's deadline: then

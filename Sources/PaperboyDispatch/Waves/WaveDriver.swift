@@ -1,42 +1,32 @@
 import Foundation
 import Logging
 import PaperboyCore
-import PaperboyStore
 import Synchronization
 
-/// What advancing a broadcast did.
-public enum BroadcastEvent: Sendable, Equatable {
-    case waveStarted(broadcast: UUID, wave: Int, kind: BroadcastProgress.Wave.Kind, planned: Int, start: Date)
-    case waveFinished(broadcast: UUID, wave: Int)
-    case completed(broadcast: UUID)
-    case expired(broadcast: UUID)
-}
-
-/// Moves running broadcasts along by ``WavePolicy``: reads each one's rows under its lock, asks the policy,
-/// and carries out what it says. Any worker may run it; a broadcast another worker is advancing is skipped.
+/// Moves running broadcasts along by ``WavePolicy``: reads each one's rows under its lock, asks the policy, and
+/// carries out what it says, over any ``WaveStore`` (PostgreSQL in production, the model in the simulation). Any
+/// worker may run it; a broadcast another worker is advancing is skipped.
 ///
-/// Wave 1's pushes are counted towards dormancy after the wave, outside the lock, by whichever worker advances
-/// the broadcast (or, once it ended, by any worker): each recorded batch is counted once, by one of them.
+/// Wave 1's pushes are counted towards dormancy after the wave, outside the lock, by whichever worker advances the
+/// broadcast (or, once it ended, by any worker): each recorded batch is counted once, by one of them.
 ///
-/// A later wave's audience is counted by one worker for all: it claims the count in the database, counts
-/// outside any lock, and stores the counts; the others read them (minutes of database work at 10 million
-/// devices, which every worker used to repeat at the same time). A claim lapses after `claimSeconds`, so a
-/// worker that dies while counting delays the wave by that long at most.
-struct WaveAdvancer: Sendable {
-    let repository: BroadcastRepository
-    let cohorts: CohortRepository
+/// A later wave's audience is counted by one worker for all: it claims the count in the store, counts outside any
+/// lock, and stores the counts; the others read them (minutes of database work at 10 million devices, which every
+/// worker used to repeat at the same time). A claim lapses after `claimSeconds`, so a worker that dies while counting
+/// delays the wave by that long at most.
+public struct WaveDriver<Store: WaveStore>: Sendable {
+    public let store: Store
     /// How long before a wave's start its audience is counted (``WavePolicy``).
-    let countAhead: TimeInterval
+    public let countAhead: TimeInterval
     /// This worker's name on its count claims.
-    let owner: String
-    /// How long a count claim holds (wall-clock seconds, the database's clock).
-    let claimSeconds: Double
+    public let owner: String
+    /// How long a count claim holds (wall-clock seconds, the store's clock).
+    public let claimSeconds: Double
     /// Counts taken or read ahead of a wave's start, kept until the wave starts.
     private let counted = CountsAhead()
 
-    init(repository: BroadcastRepository, countAhead: TimeInterval, owner: String, claimSeconds: Double) {
-        self.repository = repository
-        self.cohorts = CohortRepository(client: repository.client)
+    public init(store: Store, countAhead: TimeInterval, owner: String, claimSeconds: Double) {
+        self.store = store
         self.countAhead = countAhead
         self.owner = owner
         self.claimSeconds = claimSeconds
@@ -44,12 +34,12 @@ struct WaveAdvancer: Sendable {
 
     /// Advances every running broadcast once, after counting the pushes that broadcasts which ended (cancelled,
     /// expired, failed) left uncounted.
-    func advance(now: Date, logger: Logger) async throws -> [BroadcastEvent] {
+    public func advance(now: Date, logger: Logger) async throws -> [BroadcastEvent] {
         var events: [BroadcastEvent] = []
-        for ended in try await repository.endedBroadcastsWithUncountedPushes(logger: logger) {
+        for ended in try await store.endedBroadcastsWithUncountedPushes(logger: logger) {
             try await countPushes(of: ended, logger: logger)
         }
-        let running = try await repository.runningBroadcastIDs(logger: logger)
+        let running = try await store.runningBroadcastIDs(logger: logger)
         counted.keep(Set(running))
         for id in running {
             events += try await advance(id, now: now, logger: logger)
@@ -57,14 +47,14 @@ struct WaveAdvancer: Sendable {
         return events
     }
 
-    /// One broadcast: a locked step; when the policy asks for audience counts, they are taken outside the
-    /// lock and the step runs again with them (a few times at most, when other workers move it meanwhile).
-    func advance(_ id: UUID, now: Date, logger: Logger) async throws -> [BroadcastEvent] {
+    /// One broadcast: a locked step; when the policy asks for audience counts, they are taken outside the lock and
+    /// the step runs again with them (a few times at most, when other workers move it meanwhile).
+    public func advance(_ id: UUID, now: Date, logger: Logger) async throws -> [BroadcastEvent] {
         var events: [BroadcastEvent] = []
         var readStored = false
         for _ in 0..<4 {
             let counts = counted.get(id)
-            let step = try await repository.withLockedBroadcast(id, logger: logger) { [countAhead] locked in
+            let step = try await store.withLockedBroadcast(id, logger: logger) { [countAhead] locked in
                 try await Self.apply(locked, now: now, counted: counts, countAhead: countAhead)
             }
             // Not running any more, or another worker is advancing it: its counts stay until it is no longer running.
@@ -79,48 +69,33 @@ struct WaveAdvancer: Sendable {
             // Counts another worker stored, if newer than this worker's: the policy judges whether they will do.
             if !readStored {
                 readStored = true
-                if let stored = try await repository.storedCounts(broadcastID: id, wave: request.wave, logger: logger),
-                    stored.countedAt > (counts?.countedAt ?? .distantPast)
+                if let stored = try await store.storedCounts(broadcastID: id, wave: request.wave, logger: logger),
+                    (stored.countedAt ?? now) > (counts?.countedAt ?? .distantPast)
                 {
-                    counted.set(id, Self.counts(stored, afterWave: request.wave - 1))
+                    counted.set(id, stored)
                     continue
                 }
             }
             // Another worker is counting: its counts are read on a later round.
-            guard try await repository.claimCount(broadcastID: id, wave: request.wave, owner: owner, seconds: claimSeconds, logger: logger)
+            guard try await store.claimCount(broadcastID: id, wave: request.wave, owner: owner, seconds: claimSeconds, logger: logger)
             else { return events }
             let fresh = try await count(request, of: step.broadcast, now: now, logger: logger)
-            try await repository.storeCounts(Self.stored(fresh, at: now), broadcastID: id, wave: request.wave, owner: owner, logger: logger)
+            try await store.storeCounts(fresh, broadcastID: id, wave: request.wave, owner: owner, now: now, logger: logger)
             counted.set(id, fresh)
         }
         return events
     }
 
-    static func counts(_ stored: BroadcastRepository.StoredCounts, afterWave: Int) -> WavePolicy.Counts {
-        var perCohort: [BroadcastProgress.Wave.Kind: [Int]] = [:]
-        for (kind, counts) in stored.perCohort {
-            if let kind = BroadcastProgress.Wave.Kind(rawValue: kind) { perCohort[kind] = counts }
-        }
-        return WavePolicy.Counts(afterWave: afterWave, perCohort: perCohort, countedAt: stored.countedAt)
-    }
-
-    static func stored(_ counts: WavePolicy.Counts, at now: Date) -> BroadcastRepository.StoredCounts {
-        BroadcastRepository.StoredCounts(
-            perCohort: Dictionary(uniqueKeysWithValues: counts.perCohort.map { ($0.key.rawValue, $0.value) }),
-            countedAt: counts.countedAt ?? now
-        )
-    }
-
     /// What one locked step did, and the counts it needs next, if any.
     struct Step: Sendable {
-        var broadcast: Broadcast
+        var broadcast: Store.Broadcast
         var events: [BroadcastEvent] = []
         var countRequest: (wave: Int, kinds: [BroadcastProgress.Wave.Kind])?
         /// Wave 1's pushes are to be counted towards dormancy before the broadcast goes on.
         var countPushes = false
     }
 
-    static func apply(_ locked: LockedBroadcast, now: Date, counted: WavePolicy.Counts?, countAhead: TimeInterval = 0) async throws -> Step {
+    static func apply(_ locked: Store.Locked, now: Date, counted: WavePolicy.Counts?, countAhead: TimeInterval = 0) async throws -> Step {
         let broadcast = locked.broadcast
         let state = WavePolicy.State(
             deadline: broadcast.deadline,
@@ -156,10 +131,9 @@ struct WaveAdvancer: Sendable {
         return step
     }
 
-    /// Counts `broadcast`'s recorded wave-1 pushes towards dormancy, about 250,000 devices at most per call (the
-    /// rest on the next round), and logs what it counted.
-    private func countPushes(of broadcast: Broadcast, logger: Logger) async throws {
-        let count = try await repository.countAllPushes(of: broadcast, logger: logger)
+    /// Counts `broadcast`'s recorded wave-1 pushes towards dormancy, and logs what it counted.
+    private func countPushes(of broadcast: Store.Broadcast, logger: Logger) async throws {
+        let count = try await store.countPushes(of: broadcast, logger: logger)
         guard count.batches > 0 else { return }
         logger.info(
             "counted wave 1's pushes towards dormancy",
@@ -170,22 +144,17 @@ struct WaveAdvancer: Sendable {
         )
     }
 
-    /// The audiences asked for, in order, stopping at the first that is not empty (the policy starts that one),
-    /// each recorded as the wave's members as it is counted: the wave's batches are carved from them.
+    /// The audiences asked for, in order, stopping at the first that is not empty (the policy starts that one), each
+    /// recorded as the wave's members as it is counted: the wave's batches are carved from them.
     private func count(
         _ request: (wave: Int, kinds: [BroadcastProgress.Wave.Kind]),
-        of broadcast: Broadcast,
+        of broadcast: Store.Broadcast,
         now: Date,
         logger: Logger
     ) async throws -> WavePolicy.Counts {
         var counts = WavePolicy.Counts(afterWave: request.wave - 1, countedAt: now)
         for kind in request.kinds {
-            let perCohort = try await cohorts.recordMembers(
-                of: WaveAudience(broadcast, wave: request.wave, kind: kind),
-                broadcastID: broadcast.id,
-                cohorts: broadcast.options.cohorts,
-                logger: logger
-            )
+            let perCohort = try await store.recordMembers(of: broadcast, wave: request.wave, kind: kind, logger: logger)
             counts.perCohort[kind] = perCohort
             if perCohort.contains(where: { $0 > 0 }) { break }
         }

@@ -1,0 +1,85 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboyDispatch
+
+/// ``DispatchModel`` as the wave driver's store: the ``WaveStore`` protocol `PostgresWaveStore` conforms to. The
+/// simulation's duties reach it through ``SimulatedWaveStore`` (which adds the seed's database faults); the contract
+/// suite runs the same test function against it and against PostgreSQL.
+extension ModelStore: WaveStore {
+    public typealias Broadcast = DispatchModel.Broadcast
+    public typealias Locked = ModelLockedWaves
+
+    /// Dormancy is not modelled: nothing is left to count.
+    public func endedBroadcastsWithUncountedPushes(logger: Logger) async throws -> [DispatchModel.Broadcast] { [] }
+
+    public func countPushes(of broadcast: DispatchModel.Broadcast, logger: Logger) async throws -> WavePushCount { WavePushCount() }
+
+    public func runningBroadcastIDs(logger: Logger) async throws -> [UUID] {
+        model.runningBroadcastIDs()
+    }
+
+    public func withLockedBroadcast<Result: Sendable>(
+        _ id: UUID,
+        logger: Logger,
+        _ body: (ModelLockedWaves) async throws -> Result
+    ) async throws -> Result? {
+        guard let rows = model.locked(id) else { return nil }
+        return try await body(
+            ModelLockedWaves(
+                store: self,
+                broadcast: rows.broadcast,
+                waves: rows.waves,
+                firstWaveCohorts: rows.broadcast.firstWave,
+                lastWaveHasWorkLeft: rows.workLeft
+            )
+        )
+    }
+
+    public func storedCounts(broadcastID: UUID, wave: Int, logger: Logger) async throws -> WavePolicy.Counts? {
+        model.storedCounts(broadcastID, wave: wave)
+    }
+
+    public func claimCount(broadcastID: UUID, wave: Int, owner: String, seconds: Double, logger: Logger) async throws -> Bool {
+        model.claimCount(broadcastID, wave: wave, owner: owner, seconds: seconds, now: clock())
+    }
+
+    public func storeCounts(_ counts: WavePolicy.Counts, broadcastID: UUID, wave: Int, owner: String, now: Date, logger: Logger) async throws {
+        model.storeCounts(counts, broadcast: broadcastID, wave: wave, owner: owner)
+    }
+
+    /// The background wave's members; the alert wave is not modelled (its audience counted empty).
+    public func recordMembers(
+        of broadcast: DispatchModel.Broadcast,
+        wave: Int,
+        kind: BroadcastProgress.Wave.Kind,
+        logger: Logger
+    ) async throws -> [Int] {
+        guard kind == .background else { return Array(repeating: 0, count: broadcast.options.cohorts) }
+        return model.recordMembers(broadcast.id, wave: wave, now: clock())
+    }
+}
+
+/// A running broadcast's rows as the driver reads them under the lock, and its writes, on the model.
+public struct ModelLockedWaves: LockedWaves, @unchecked Sendable {
+    let store: ModelStore
+    public let broadcast: DispatchModel.Broadcast
+    public let waves: [StoredWave]
+    public let firstWaveCohorts: [StaggerPlan.Cohort]
+    public let lastWaveHasWorkLeft: Bool
+    public var firstWavePushesUncounted: Bool { false }
+
+    public func finishWave(_ wave: Int, now: Date) async throws {
+        store.model.finishWave(broadcast.id, wave: wave, now: now)
+    }
+
+    public func startWave(_ wave: Int, kind: BroadcastProgress.Wave.Kind, plan: StaggerPlan, now: Date) async throws {
+        store.model.startWave(broadcast.id, wave: wave, plan: plan, now: now)
+    }
+
+    public func finish(_ state: BroadcastProgress.State, now: Date) async throws {
+        store.model.end(broadcast.id, as: state, now: now)
+    }
+}
+
+extension DispatchModel.Broadcast: WaveBroadcast {}

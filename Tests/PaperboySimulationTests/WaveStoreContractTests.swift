@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+import PaperboyCore
+import PaperboySimulation
+import PaperboyStore
+import PaperboyTesting
+import PostgresNIO
+import Testing
+
+@testable import PaperboyBroadcast
+@testable import PaperboyDispatch
+
+/// The wave driver's store protocol (``WaveStore``), the same test function run against the model the simulation's
+/// duties use (``ModelStore``) and against PostgreSQL (``PostgresWaveStore``, the store every worker's duties run):
+/// the same app, devices and broadcast in both (``ContractTests/with(devices:fcm:cohorts:window:_:)``), wave 1 sent
+/// through the worker's store, receipts posted, and production's ``WaveDriver`` moving the broadcast along.
+@Suite("The waves' store contract, against the model and PostgreSQL")
+struct WaveStoreContractTests {
+    typealias Kind = StoreContractTests.Kind
+    static let logger = Logger(label: "paperboy.test.contract")
+
+    /// Every batch due in the 30 s from `start` leased and recorded accepted, a second apart; the devices they carried.
+    static func sendWave(_ store: any WorkerStore, from start: Date) async throws -> (devices: [Int64], end: Date) {
+        var now = start
+        var held: [Int64] = []
+        var devices: [Int64] = []
+        while now < start.addingTimeInterval(30) {
+            guard let lease = try await store.lease(StoreContractTests.query("w1", at: now, excludingBatches: held), logger: logger) else {
+                now = now.addingTimeInterval(1)
+                continue
+            }
+            let targets = try await store.targets(of: lease.batch, now: now, logger: logger)
+            devices += targets.map(\.deviceID)
+            _ = try await store.record(
+                lease.batch,
+                outcomes: StoreContractTests.accepted(targets, at: now),
+                owner: "w1",
+                configuration: nil,
+                now: now,
+                logger: logger
+            )
+            held.append(lease.batch.id)
+            now = now.addingTimeInterval(1)
+        }
+        return (devices.sorted(), now)
+    }
+
+    /// The driver's rounds at `now` until it has nothing more to do (a few at most).
+    static func advance<Store: WaveStore>(_ driver: WaveDriver<Store>, at now: Date) async throws -> [BroadcastEvent] {
+        var events: [BroadcastEvent] = []
+        for _ in 0..<6 {
+            let round = try await driver.advance(now: now, logger: logger)
+            if round.isEmpty && !events.isEmpty { break }
+            events += round
+        }
+        return events
+    }
+
+    /// The successful receipts of `devices` for the broadcast's edition, on the store of `kind`.
+    static func receive(_ devices: [Int64], _ kind: Kind, _ pair: ContractTests.Pair, model: ModelStore) async throws {
+        switch kind {
+        case .model:
+            for device in devices { model.model.receive(device: device, edition: pair.broadcast, now: Date()) }
+        case .postgres:
+            let rows = try await pair.db.client.query("SELECT edition_id FROM broadcasts WHERE id = \(pair.broadcast)", logger: pair.logger)
+            var edition: UUID?
+            for try await id in rows.decode(UUID.self) { edition = id }
+            let receipts = ReceiptRepository(client: pair.db.client)
+            for device in devices {
+                guard case .apns(let token) = pair.model.devices[device]?.token else { continue }
+                _ = try await receipts.record(
+                    appID: pair.app,
+                    token: token,
+                    ReceiptReport(editionID: try #require(edition), result: .newData),
+                    logger: pair.logger
+                )
+            }
+        }
+    }
+
+    @Test(
+        "wave 2 goes to the devices with no receipt when it is counted: the driver starts it a wave interval after wave 1, its batches carry exactly those devices, and once everyone answered the broadcast completes",
+        arguments: Kind.allCases
+    )
+    func followUpWave(_ kind: Kind) async throws {
+        try await ContractTests.with(devices: 12, cohorts: 2, window: 2) { pair in
+            let model = ModelStore(model: pair.model, answersOnItsClock: false)
+            let worker: any WorkerStore = kind == .model ? model : StoreContractTests.store(.postgres, pair)
+            let wave1 = try await Self.sendWave(worker, from: pair.firstDue)
+            #expect(wave1.devices.count == 12)
+            let answered = Array(wave1.devices.prefix(5))
+            try await Self.receive(answered, kind, pair, model: model)
+
+            let interval = BroadcastOptions.defaultWaveInterval
+            let waveStart = pair.firstDue.addingTimeInterval(interval)
+            let events: [BroadcastEvent]
+            switch kind {
+            case .model: events = try await Self.advance(WaveDriver(store: model, countAhead: 60, owner: "d1", claimSeconds: 60), at: waveStart)
+            case .postgres:
+                events = try await Self.advance(
+                    WaveDriver(store: PostgresWaveStore(repository: pair.repository), countAhead: 60, owner: "d1", claimSeconds: 60),
+                    at: waveStart
+                )
+            }
+            #expect(events.contains(.waveFinished(broadcast: pair.broadcast, wave: 1)), "\(events)")
+            let started = events.compactMap { event -> (wave: Int, planned: Int)? in
+                if case .waveStarted(_, let wave, _, let planned, _) = event { (wave, planned) } else { nil }
+            }
+            #expect(started.map(\.wave) == [2] && started.map(\.planned) == [7], "\(events)")
+
+            // Wave 2's batches, leased from its slots: the seven devices that posted nothing, each once.
+            let wave2 = try await Self.sendWave(worker, from: waveStart)
+            #expect(wave2.devices == Array(wave1.devices.dropFirst(5)))
+
+            // Everyone answers; at wave 3's time the driver finds nobody to wake and completes the broadcast.
+            try await Self.receive(wave2.devices, kind, pair, model: model)
+            let later = pair.firstDue.addingTimeInterval(2 * interval)
+            let ending: [BroadcastEvent]
+            switch kind {
+            case .model: ending = try await Self.advance(WaveDriver(store: model, countAhead: 60, owner: "d1", claimSeconds: 60), at: later)
+            case .postgres:
+                ending = try await Self.advance(
+                    WaveDriver(store: PostgresWaveStore(repository: pair.repository), countAhead: 60, owner: "d1", claimSeconds: 60),
+                    at: later
+                )
+            }
+            #expect(ending.contains(.completed(broadcast: pair.broadcast)), "\(ending)")
+            #expect(!ending.contains { if case .waveStarted = $0 { true } else { false } }, "\(ending)")
+        }
+    }
+}
