@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Type-checks PaperboyClient's iOS glue (Sources/PaperboyClient/Platform/, compiled only where UIKit is) on Linux,
+# Type-checks PaperboyClient's iOS glue (clients/swift/Sources/PaperboyClient/Platform/, compiled only where UIKit is) on Linux,
 # against stand-ins for the iOS APIs it uses (scripts/ios-stubs/: signatures as Apple documents them, no
 # behaviour), so that a change to the portable parts that breaks the glue fails here and not first in an app's
 # Xcode build. A type-check, not a test: nothing of the glue runs here, and an API the stand-ins get wrong is
@@ -14,5 +14,5 @@ for module in UIKit Network CryptoKit; do
 done
 swiftc -typecheck -parse-as-library -swift-version 6 -enable-upcoming-feature ExistentialAny \
     -enable-upcoming-feature MemberImportVisibility -warnings-as-errors -I "$stubs" -module-name PaperboyClient \
-    Sources/PaperboyClient/*.swift Sources/PaperboyClient/Platform/*.swift
-echo "check-client-glue: Sources/PaperboyClient/Platform type-checks against scripts/ios-stubs"
+    clients/swift/Sources/PaperboyClient/*.swift clients/swift/Sources/PaperboyClient/Platform/*.swift
+echo "check-client-glue: clients/swift/Sources/PaperboyClient/Platform type-checks against scripts/ios-stubs"
