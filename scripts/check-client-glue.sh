@@ -12,7 +12,9 @@ for module in UIKit Network CryptoKit; do
     swiftc -parse-as-library -swift-version 6 -emit-module -module-name "$module" "scripts/ios-stubs/$module.swift" \
         -o "$stubs/$module.swiftmodule"
 done
+# Every file of the target, in all its folders (the portable ones and Platform/), as one module.
+mapfile -t sources < <(find clients/swift/Sources/PaperboyClient -name '*.swift' | sort)
 swiftc -typecheck -parse-as-library -swift-version 6 -enable-upcoming-feature ExistentialAny \
     -enable-upcoming-feature MemberImportVisibility -warnings-as-errors -I "$stubs" -module-name PaperboyClient \
-    clients/swift/Sources/PaperboyClient/*.swift clients/swift/Sources/PaperboyClient/Platform/*.swift
+    "${sources[@]}"
 echo "check-client-glue: clients/swift/Sources/PaperboyClient/Platform type-checks against scripts/ios-stubs"

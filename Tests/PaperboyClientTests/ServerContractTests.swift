@@ -201,8 +201,10 @@ struct ServerContractTests {
             #expect(throws: WakeUpError.self) { try EditionWakeUp.decode(data: data) }
             do {
                 _ = try EditionWakeUp.decode(data: data)
-            } catch {
+            } catch let error as WakeUpError {
                 #expect(error.key == named, "\(key)=\(value ?? "absent"): \(error)")
+            } catch {
+                Issue.record("\(key)=\(value ?? "absent"): not a WakeUpError: \(error)")
             }
         }
     }

@@ -74,6 +74,7 @@ public actor ReceiptCourier {
                 _ = try await api.postReceipt(receipt, token: token)
                 answer = ReceiptOutbox.Answer(status: 200)
             } catch {
+                let error = PaperboyAPIError(error)
                 failure = error
                 answer = error.status.map { ReceiptOutbox.Answer(status: $0, field: error.field, retryAfter: error.retryAfter) }
             }
@@ -84,6 +85,24 @@ public actor ReceiptCourier {
             deliveries.append(Delivery(receipt: receipt, verdict: verdict, error: failure))
             if verdict == .kept { return deliveries }
         }
+    }
+
+    /// What became of a foregrounding: the receipts sent, and whether the open was reported.
+    public struct Foregrounding: Sendable, Equatable {
+        public var deliveries: [Delivery]
+        public var openReported: Bool
+    }
+
+    /// When the app comes to the foreground: sends what is due and reports the open (`POST /v1/devices/{token}/opens`,
+    /// fire and forget) under the token registered last.
+    public func onForeground() async -> Foregrounding {
+        let token = try? file.read().token
+        async let deliveries = try? flush()
+        async let reported: Bool = {
+            guard let token else { return false }
+            return (try? await api.reportOpen(token)) != nil
+        }()
+        return Foregrounding(deliveries: await deliveries ?? [], openReported: await reported)
     }
 
     /// The receipts not delivered yet, oldest first.

@@ -1,0 +1,35 @@
+import Foundation
+
+/// The downloads that go on after a wake-up's time: on iOS a background `URLSession` per edition (Platform/), in
+/// tests a fake. The edition's downloader hands them the bundles it could not fetch in the wake's time and hears back
+/// through ``EditionDownloader/transferArrived(_:file:at:)`` and ``EditionDownloader/transferFailed(_:at:)``.
+public protocol BackgroundTransfers: Sendable {
+    /// Whether the edition's transfers still run: a later wave must not start the edition again.
+    func hasTransfers(editionID: String) async -> Bool
+    /// Starts the transfers, in the edition's session, which gives up at `deadline`.
+    func start(_ transfers: [BackgroundTransfer], editionID: String, deadline: Date)
+}
+
+/// One bundle to download in the background, and what finishing the edition needs to know when it arrives (perhaps in
+/// a process iOS relaunched for the session's events: it travels in the task's `taskDescription`).
+public struct BackgroundTransfer: Codable, Sendable, Equatable {
+    public var url: URL
+    public var note: TransferNote
+}
+
+/// What a background transfer carries.
+public struct TransferNote: Codable, Sendable, Equatable {
+    public var editionID: String
+    public var index: Int
+    public var count: Int
+    public var bytes: Int64
+    public var sha256: String
+    public var wave: Int
+    public var sentAt: Date?
+    /// When the push arrived.
+    public var arrival: Date
+    /// When the wake-up started downloading.
+    public var startedAt: Date
+    /// The bytes the wake-up fetched itself before handing the rest over.
+    public var bytesBefore: Int64
+}
