@@ -55,36 +55,69 @@ public actor ReceiptCourier {
         return try await flush()
     }
 
+    /// Keeps `receipt` in the outbox and sends it alone, within the wake's `budget`: the receipt a wake-up owes
+    /// before it answers the system. The backlog (other editions' receipts) waits for ``flush()`` (on foregrounding,
+    /// in background refresh): sent one at a time here, it would spend the wake's seconds on old news. A receipt the
+    /// outbox holds back (a 429's or a failure's pause, a 401, a registration awaited) is not sent now either.
+    /// - Returns: what became of it; nil when it was not sent (held back, no token yet, no time left).
+    @discardableResult
+    public func deliver(_ receipt: ReceiptReport, budget: WakeBudget, timer: any WakeTimer) async throws -> Delivery? {
+        let at = now()
+        _ = try file.update { $0.outbox.add(receipt, at: at) }
+        guard let (due, token) = try next(at: at, editionID: receipt.editionID) else { return nil }
+        let api = self.api
+        return try await send(due) {
+            do {
+                _ = try await budget.spend(.receipt, timer: timer) { try await api.postReceipt(due, token: token) }
+            } catch let exhausted as WakeBudget.Exhausted {
+                // Cut at the wake's end: sent perhaps, answered not; the outbox sends it again later.
+                throw PaperboyAPIError(status: nil, message: "\(exhausted)")
+            }
+        }
+    }
+
     /// Sends the due receipts, oldest first, until one is not delivered.
     @discardableResult
     public func flush() async throws -> [Delivery] {
         var deliveries: [Delivery] = []
         while true {
-            let at = now()
-            let unauthorized = self.unauthorized
-            let next: (ReceiptReport, PushToken)? = try file.update { contents in
-                contents.outbox.unauthorized = unauthorized
-                guard let token = contents.token, let receipt = contents.outbox.due(at: at).first else { return nil }
-                return (receipt, token)
-            }
-            guard let (receipt, token) = next else { return deliveries }
-            var answer: ReceiptOutbox.Answer?
-            var failure: PaperboyAPIError?
-            do {
-                _ = try await api.postReceipt(receipt, token: token)
-                answer = ReceiptOutbox.Answer(status: 200)
-            } catch {
-                let error = PaperboyAPIError(error)
-                failure = error
-                answer = error.status.map { ReceiptOutbox.Answer(status: $0, field: error.field, retryAfter: error.retryAfter) }
-            }
-            let recordedAt = now()
-            let random = jitter()
-            let verdict = try file.update { $0.outbox.record(answer, for: receipt, at: recordedAt, jitter: random) }
-            if failure?.reaction == .stopUntilNewKey { self.unauthorized = true }
-            deliveries.append(Delivery(receipt: receipt, verdict: verdict, error: failure))
-            if verdict == .kept { return deliveries }
+            guard let (receipt, token) = try next(at: now(), editionID: nil) else { return deliveries }
+            let api = self.api
+            let delivery = try await send(receipt) { _ = try await api.postReceipt(receipt, token: token) }
+            deliveries.append(delivery)
+            if delivery.verdict == .kept { return deliveries }
         }
+    }
+
+    /// The oldest due receipt (of `editionID` only, when given), with the token to post it under.
+    private func next(at: Date, editionID: String?) throws -> (ReceiptReport, PushToken)? {
+        let unauthorized = self.unauthorized
+        return try file.update { contents in
+            contents.outbox.unauthorized = unauthorized
+            guard let token = contents.token,
+                let receipt = contents.outbox.due(at: at).first(where: { editionID == nil || $0.editionID == editionID })
+            else { return nil }
+            return (receipt, token)
+        }
+    }
+
+    /// Posts `receipt` with `post` and records the answer in the outbox.
+    private func send(_ receipt: ReceiptReport, _ post: () async throws -> Void) async throws -> Delivery {
+        var answer: ReceiptOutbox.Answer?
+        var failure: PaperboyAPIError?
+        do {
+            try await post()
+            answer = ReceiptOutbox.Answer(status: 200)
+        } catch {
+            let error = PaperboyAPIError(error)
+            failure = error
+            answer = error.status.map { ReceiptOutbox.Answer(status: $0, field: error.field, retryAfter: error.retryAfter) }
+        }
+        let recordedAt = now()
+        let random = jitter()
+        let verdict = try file.update { $0.outbox.record(answer, for: receipt, at: recordedAt, jitter: random) }
+        if failure?.reaction == .stopUntilNewKey { self.unauthorized = true }
+        return Delivery(receipt: receipt, verdict: verdict, error: failure)
     }
 
     /// What became of a foregrounding: the receipts sent, and whether the open was reported.

@@ -51,47 +51,53 @@ public final class EditionDownloader: Sendable {
     /// Whether the edition is on the device, every bundle checked.
     public func has(editionID: String) -> Bool { store.has(editionID: editionID) }
 
-    /// The push handler's work. Answers what to tell the system, after the receipt (if any) has been sent or kept.
-    /// - Parameter budget: the seconds of the ~30 that the manifest and the first bundle may take.
-    public func wake(_ wakeUp: EditionWakeUp, arrival: Date, backgroundRefresh: Bool?, budget: TimeInterval = 22) async -> WakeResult {
+    /// The push handler's work. Answers what to tell the system, after the receipt (if any) has been sent or kept,
+    /// within a ``WakeBudget`` of `seconds` from `arrival`: every step is cut at its share, and only this edition's
+    /// receipt is sent before the answer.
+    /// - Parameters:
+    ///   - arrival: when the push arrived (the handler's first line).
+    ///   - seconds: the wake's time in all, of iOS's ~30.
+    public func wake(
+        _ wakeUp: EditionWakeUp,
+        arrival: Date,
+        backgroundRefresh: Bool?,
+        seconds: TimeInterval = WakeBudget.backgroundPushSeconds
+    ) async -> WakeResult {
         let started = timer.now
         guard !wakeUp.isExpired(at: started) else { return .noData }  // too late: nothing, and no receipt
+        let budget = WakeBudget(start: min(arrival, started), seconds: seconds, editionDeadline: wakeUp.deadline)
         let context = await context(backgroundRefresh)
         if store.has(editionID: wakeUp.editionID) {
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .noData, context: context))
+            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .noData, context: context), budget)
             return .noData
         }
         // An earlier wave's download goes on, and posts the receipt.
         if await transfers.hasTransfers(editionID: wakeUp.editionID) { return .noData }
-        let manifest: EditionManifest
+        let api = self.api
+        let plan: DownloadPlan
         do {
-            manifest = try await api.manifest(path: wakeUp.manifestPath)
+            let manifest = try await budget.spend(.manifest, timer: timer) { try await api.manifest(path: wakeUp.manifestPath) }
+            guard let found = manifest.plan(for: wakeUp.tier) else { throw PaperboyAPIError(status: nil, message: "the edition has no bundles") }
+            plan = found
         } catch {
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .failed, context: context))
-            return .failed
-        }
-        guard let plan = manifest.plan(for: wakeUp.tier) else {
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .failed, context: context))
+            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .failed, context: context), budget)
             return .failed
         }
         var first = 0
         var bytesDone: Int64 = 0
         // The first bundle in the push's own time: a background session started now runs when iOS likes.
-        if let bundle = plan.bundles.first, budget - timer.now.timeIntervalSince(started) > 5 {
-            var request = URLRequest(url: bundle.url)
-            request.timeoutInterval = budget - timer.now.timeIntervalSince(started)
-            if let (file, _) = try? await api.transport.download(for: request),
-                store.place(file, bundle: bundle, index: 0, editionID: wakeUp.editionID)
-            {
-                first = 1
-                bytesDone = bundle.bytes
-            }
+        if let bundle = plan.bundles.first, let file = try? await download(bundle, budget: budget),
+            store.place(file, bundle: bundle, index: 0, editionID: wakeUp.editionID)
+        {
+            first = 1
+            bytesDone = bundle.bytes
         }
         if first == plan.bundles.count {
             store.markComplete(wakeUp.editionID)
             let seconds = timer.now.timeIntervalSince(started)
             await deliver(
-                ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .newData, bytes: bytesDone, seconds: seconds, context: context)
+                ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .newData, bytes: bytesDone, seconds: seconds, context: context),
+                budget
             )
             return .newData
         }
@@ -118,24 +124,24 @@ public final class EditionDownloader: Sendable {
         return .newData
     }
 
-    /// The extension's work for an alert that carries `extension`: the small tier's bundles, checked, inside the
-    /// extension's seconds (less a margin for the receipt). Returns whether the edition is now on the device: only
-    /// then may the extension change the alert's words to "ready".
+    /// The extension's work for an alert that carries `extension`: the small tier's bundles, checked, within the
+    /// extension's seconds (a ``WakeBudget`` that keeps the receipt's share back). Returns whether the edition is now
+    /// on the device: only then may the extension change the alert's words to "ready".
     public func fetchInExtension(_ wakeUp: EditionWakeUp, arrival: Date) async -> Bool {
         guard let limits = wakeUp.extensionLimits, !wakeUp.isExpired(at: timer.now) else { return false }
         if store.has(editionID: wakeUp.editionID) { return true }
         let started = timer.now
-        let budget = TimeInterval(limits.seconds) - 8
+        let budget = WakeBudget.forExtension(limits, start: min(arrival, started), editionDeadline: wakeUp.deadline)
         let context = await context(nil)
         var bytes: Int64 = 0
         var ok = false
-        if let manifest = try? await api.manifest(path: wakeUp.manifestPath), let plan = manifest.plan(for: .small) {
+        let api = self.api
+        if let manifest = try? await budget.spend(.manifest, timer: timer, { try await api.manifest(path: wakeUp.manifestPath) }),
+            let plan = manifest.plan(for: .small)
+        {
             ok = true
             for (index, bundle) in plan.bundles.enumerated() {
-                let left = budget - timer.now.timeIntervalSince(started)
-                var request = URLRequest(url: bundle.url)
-                request.timeoutInterval = max(1, left)
-                guard left > 1, let (file, _) = try? await api.transport.download(for: request),
+                guard let file = try? await download(bundle, budget: budget),
                     store.place(file, bundle: bundle, index: index, editionID: wakeUp.editionID)
                 else {
                     ok = false
@@ -155,9 +161,19 @@ public final class EditionDownloader: Sendable {
                 bytes: bytes,
                 seconds: seconds,
                 context: context
-            )
+            ),
+            budget
         )
         return ok
+    }
+
+    /// A bundle fetched in the foreground, cut at the budget's share for downloads.
+    private func download(_ bundle: EditionManifest.Bundle, budget: WakeBudget) async throws -> URL {
+        let transport = api.transport
+        let timeout = api.timeout
+        return try await budget.spend(.download, timer: timer) {
+            try await transport.download(for: URLRequest(url: bundle.url, timeoutInterval: timeout)).0
+        }
     }
 
     // MARK: background transfers
@@ -203,7 +219,8 @@ public final class EditionDownloader: Sendable {
         )
     }
 
-    private func deliver(_ receipt: ReceiptReport) async {
-        _ = try? await courier.post(receipt)
+    /// Hands the receipt to the courier, which sends it alone within what is left of the budget (the backlog later).
+    private func deliver(_ receipt: ReceiptReport, _ budget: WakeBudget) async {
+        _ = try? await courier.deliver(receipt, budget: budget, timer: timer)
     }
 }

@@ -155,7 +155,9 @@ final class URLSessionBackgroundTransfers: NSObject, BackgroundTransfers, URLSes
             state.withValue { $0.sessions.invalidating(identifier, session: session) }
             session.invalidateAndCancel()
         }
-        let task = Task { _ = try? await courier.post(receipt) }
+        // Relaunched for the session's events, the app has about as long as for a push: this receipt alone, bounded.
+        let budget = WakeBudget(start: Date())
+        let task = Task { _ = try? await courier.deliver(receipt, budget: budget, timer: SystemWakeTimer()) }
         state.withValue { $0.receipts[identifier] = task }
     }
 
