@@ -79,7 +79,10 @@ final class URLSessionBackgroundTransfers: NSObject, BackgroundTransfers, URLSes
     private struct State {
         var sessions = EditionSessions<URLSession>()
         var eventHandlers: [String: @Sendable () -> Void] = [:]
-        var receipts: [String: Task<Void, Never>] = [:]
+        /// The receipts being sent, per identifier: awaited before iOS is told the session's events are handled.
+        var receipts: [String: [UUID: Task<Void, Never>]] = [:]
+        /// Transfers to start once the identifier's invalidated session is gone.
+        var waiting: [String: (transfers: [BackgroundTransfer], deadline: Date)] = [:]
     }
 
     private let state = Locked(State())
@@ -89,11 +92,19 @@ final class URLSessionBackgroundTransfers: NSObject, BackgroundTransfers, URLSes
     }
 
     func hasTransfers(editionID: String) async -> Bool {
-        !(await session(editionID, deadline: nil).allTasks).isEmpty
+        // A session being invalidated has none that will finish.
+        guard let session = session(editionID, deadline: nil) else { return false }
+        return !(await session.allTasks).isEmpty
     }
 
     func start(_ transfers: [BackgroundTransfer], editionID: String, deadline: Date) {
-        let session = session(editionID, deadline: deadline)
+        let identifier = sessionPrefix + "." + editionID
+        guard let session = session(editionID, deadline: deadline) else {
+            // The previous attempt's session is still being invalidated: started once it is gone.
+            state.withValue { $0.waiting[identifier] = (transfers, deadline) }
+            return
+        }
+        state.withValue { $0.sessions.attemptStarted(identifier) }
         for transfer in transfers {
             let task = session.downloadTask(with: transfer.url)
             task.taskDescription = (try? JSONEncoder().encode(transfer.note)).map { String(decoding: $0, as: UTF8.self) }
@@ -106,6 +117,8 @@ final class URLSessionBackgroundTransfers: NSObject, BackgroundTransfers, URLSes
         guard identifier.hasPrefix(sessionPrefix + ".") else { return false }
         let editionID = String(identifier.dropFirst(sessionPrefix.count + 1))
         state.withValue { $0.eventHandlers[identifier] = completionHandler }
+        // Re-created (after a relaunch) so that its delegate gets the events; nil while an invalidated one of this
+        // identifier is still going, whose own delegate calls are this one's.
         _ = session(editionID, deadline: nil)
         return true
     }
@@ -125,17 +138,20 @@ final class URLSessionBackgroundTransfers: NSObject, BackgroundTransfers, URLSes
 
     func urlSession(_ session: URLSession, didBecomeInvalidWithError error: (any Error)?) {
         guard let identifier = session.configuration.identifier else { return }
-        state.withValue { $0.sessions.invalidated(identifier, session: session) }
+        let waiting = state.withValue { state in
+            state.sessions.invalidated(identifier, session: session)
+            return state.waiting.removeValue(forKey: identifier)
+        }
+        if let waiting { start(waiting.transfers, editionID: String(identifier.dropFirst(sessionPrefix.count + 1)), deadline: waiting.deadline) }
     }
 
     func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
         guard let identifier = session.configuration.identifier else { return }
-        let (handler, receipt) = state.withValue { state in
-            state.sessions.eventsFinished(identifier)
-            return (state.eventHandlers.removeValue(forKey: identifier), state.receipts.removeValue(forKey: identifier))
+        let (handler, receipts) = state.withValue { state in
+            (state.eventHandlers.removeValue(forKey: identifier), Array((state.receipts[identifier] ?? [:]).values))
         }
         Task {
-            await receipt?.value  // the receipt leaves before iOS may suspend the app again
+            for receipt in receipts { await receipt.value }  // the receipt leaves before iOS may suspend the app again
             await MainActor.run { handler?() }
         }
     }
@@ -157,14 +173,23 @@ final class URLSessionBackgroundTransfers: NSObject, BackgroundTransfers, URLSes
         }
         // Relaunched for the session's events, the app has about as long as for a push: this receipt alone, bounded.
         let budget = WakeBudget(start: Date())
-        let task = Task { _ = try? await courier.deliver(receipt, budget: budget, timer: SystemWakeTimer()) }
-        state.withValue { $0.receipts[identifier] = task }
+        let key = UUID()
+        let task = Task { [state] in
+            _ = try? await courier.deliver(receipt, budget: budget, timer: SystemWakeTimer())
+            state.withValue { $0.receipts[identifier]?[key] = nil }
+        }
+        state.withValue { $0.receipts[identifier, default: [:]][key] = task }
     }
 
-    private func session(_ editionID: String, deadline: Date?) -> URLSession {
+    /// The edition's session: the live one, or a new one; nil while its invalidated one is not gone yet.
+    private func session(_ editionID: String, deadline: Date?) -> URLSession? {
         let identifier = sessionPrefix + "." + editionID
         return state.withValue { state in
-            if case .use(let session) = state.sessions.lookup(identifier) { return session }
+            switch state.sessions.lookup(identifier) {
+            case .use(let session): return session
+            case .wait: return nil
+            case .create: break
+            }
             let configuration = URLSessionConfiguration.background(withIdentifier: identifier)
             configuration.sessionSendsLaunchEvents = true
             if let deadline { configuration.timeoutIntervalForResource = max(60, deadline.timeIntervalSinceNow) }
