@@ -20,6 +20,8 @@ public struct BackgroundTransfer: Codable, Sendable, Equatable {
 /// What a background transfer carries.
 public struct TransferNote: Codable, Sendable, Equatable {
     public var editionID: String
+    /// The edition store's claim the transfer writes under (``EditionStore/Claim``).
+    public var claimID: UUID
     public var index: Int
     public var count: Int
     public var bytes: Int64

@@ -53,7 +53,8 @@ public final class EditionDownloader: Sendable {
 
     /// The push handler's work. Answers what to tell the system, after the receipt (if any) has been sent or kept,
     /// within a ``WakeBudget`` of `seconds` from `arrival`: every step is cut at its share, and only this edition's
-    /// receipt is sent before the answer.
+    /// receipt is sent before the answer. The edition's store decides who writes: an edition already there is answered
+    /// `noData`; one that another download holds (an earlier wave's background session, the extension) is left to it.
     /// - Parameters:
     ///   - arrival: when the push arrived (the handler's first line).
     ///   - seconds: the wake's time in all, of iOS's ~30.
@@ -67,19 +68,27 @@ public final class EditionDownloader: Sendable {
         guard !wakeUp.isExpired(at: started) else { return .noData }  // too late: nothing, and no receipt
         let budget = WakeBudget(start: min(arrival, started), seconds: seconds, editionDeadline: wakeUp.deadline)
         let context = await context(backgroundRefresh)
-        if store.has(editionID: wakeUp.editionID) {
+        let claim: EditionStore.Claim
+        switch await claimForApp(wakeUp.editionID, until: budget.deadline) {
+        case .claimed(let mine): claim = mine
+        case .held:
             await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .noData, context: context), budget)
             return .noData
+        case .busy:
+            return .noData  // the download that holds the edition posts its receipt
+        case nil:
+            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .failed, context: context), budget)
+            return .failed
         }
-        // An earlier wave's download goes on, and posts the receipt.
-        if await transfers.hasTransfers(editionID: wakeUp.editionID) { return .noData }
         let api = self.api
         let plan: DownloadPlan
         do {
             let manifest = try await budget.spend(.manifest, timer: timer) { try await api.manifest(path: wakeUp.manifestPath) }
             guard let found = manifest.plan(for: wakeUp.tier) else { throw PaperboyAPIError(status: nil, message: "the edition has no bundles") }
             plan = found
+            guard try store.extend(claim, editionID: wakeUp.editionID, tier: plan.tier, until: budget.deadline) != nil else { return .noData }
         } catch {
+            store.release(claim, editionID: wakeUp.editionID)
             await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .failed, context: context), budget)
             return .failed
         }
@@ -87,27 +96,37 @@ public final class EditionDownloader: Sendable {
         var bytesDone: Int64 = 0
         // The first bundle in the push's own time: a background session started now runs when iOS likes.
         if let bundle = plan.bundles.first, let file = try? await download(bundle, budget: budget),
-            store.place(file, bundle: bundle, index: 0, editionID: wakeUp.editionID)
+            store.place(file, bundle: bundle, index: 0, claim: claim, editionID: wakeUp.editionID)
         {
             first = 1
             bytesDone = bundle.bytes
         }
         if first == plan.bundles.count {
-            store.markComplete(wakeUp.editionID)
+            let result = finish(claim, editionID: wakeUp.editionID)
             let seconds = timer.now.timeIntervalSince(started)
             await deliver(
-                ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .newData, bytes: bytesDone, seconds: seconds, context: context),
+                ReceiptReport(
+                    for: wakeUp,
+                    arrival: arrival,
+                    now: timer.now,
+                    result: result,
+                    bytes: result == .newData ? bytesDone : 0,
+                    seconds: seconds,
+                    context: context
+                ),
                 budget
             )
-            return .newData
+            return result == .failed ? .failed : result == .newData ? .newData : .noData
         }
-        // The rest in the edition's background session, which ends at the deadline.
+        // The rest in the edition's background session, which ends at the deadline; the claim lives as long.
+        guard (try? store.extend(claim, editionID: wakeUp.editionID, tier: plan.tier, until: wakeUp.deadline)) != nil else { return .noData }
         let rest = (first..<plan.bundles.count).map { index in
             let bundle = plan.bundles[index]
             return BackgroundTransfer(
                 url: bundle.url,
                 note: TransferNote(
                     editionID: wakeUp.editionID,
+                    claimID: claim.id,
                     index: index,
                     count: plan.bundles.count,
                     bytes: bundle.bytes,
@@ -124,47 +143,85 @@ public final class EditionDownloader: Sendable {
         return .newData
     }
 
+    /// The app's claim on an edition. Its own earlier claim stands while its background session has transfers; one
+    /// whose session has none left (the process was killed, the transfers cancelled) is taken over. Nil when the
+    /// store cannot be written.
+    private func claimForApp(_ editionID: String, until: Date) async -> EditionStore.Claiming? {
+        guard let claiming = try? store.claim(editionID, writer: .app, until: until, at: timer.now) else { return nil }
+        guard case .busy(let standing) = claiming, standing.writer == .app else { return claiming }
+        if await transfers.hasTransfers(editionID: editionID) { return claiming }
+        return try? store.claim(editionID, writer: .app, until: until, at: timer.now, replacing: standing)
+    }
+
     /// The extension's work for an alert that carries `extension`: the small tier's bundles, checked, within the
-    /// extension's seconds (a ``WakeBudget`` that keeps the receipt's share back). Returns whether the edition is now
-    /// on the device: only then may the extension change the alert's words to "ready".
+    /// extension's seconds (a ``WakeBudget`` that keeps the receipt's share back), under the edition store's claim.
+    /// Returns whether the edition is now on the device: only then may the extension change the alert's words to
+    /// "ready". An edition already there is answered `noData` (and is ready); one the app is downloading is left to
+    /// the app, which posts its receipt.
     public func fetchInExtension(_ wakeUp: EditionWakeUp, arrival: Date) async -> Bool {
         guard let limits = wakeUp.extensionLimits, !wakeUp.isExpired(at: timer.now) else { return false }
-        if store.has(editionID: wakeUp.editionID) { return true }
         let started = timer.now
         let budget = WakeBudget.forExtension(limits, start: min(arrival, started), editionDeadline: wakeUp.deadline)
         let context = await context(nil)
+        let claim: EditionStore.Claim
+        switch try? store.claim(wakeUp.editionID, writer: .appExtension, until: budget.deadline, at: started) {
+        case .claimed(let mine): claim = mine
+        case .held:
+            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .noData, context: context), budget)
+            return true
+        case .busy, nil:
+            return false
+        }
         var bytes: Int64 = 0
-        var ok = false
+        var placed = false
         let api = self.api
         if let manifest = try? await budget.spend(.manifest, timer: timer, { try await api.manifest(path: wakeUp.manifestPath) }),
-            let plan = manifest.plan(for: .small)
+            let plan = manifest.plan(for: .small),
+            (try? store.extend(claim, editionID: wakeUp.editionID, tier: plan.tier, until: budget.deadline)) != nil
         {
-            ok = true
+            placed = true
             for (index, bundle) in plan.bundles.enumerated() {
                 guard let file = try? await download(bundle, budget: budget),
-                    store.place(file, bundle: bundle, index: index, editionID: wakeUp.editionID)
+                    store.place(file, bundle: bundle, index: index, claim: claim, editionID: wakeUp.editionID)
                 else {
-                    ok = false
+                    placed = false
                     break
                 }
                 bytes += bundle.bytes
             }
         }
-        if ok { store.markComplete(wakeUp.editionID) }
+        let result = placed ? finish(claim, editionID: wakeUp.editionID) : failure(claim, editionID: wakeUp.editionID)
         let seconds = timer.now.timeIntervalSince(started)
         await deliver(
             ReceiptReport(
                 for: wakeUp,
                 arrival: arrival,
                 now: timer.now,
-                result: ok ? .newData : .failed,
-                bytes: bytes,
+                result: result,
+                bytes: result == .newData ? bytes : 0,
                 seconds: seconds,
                 context: context
             ),
             budget
         )
-        return ok
+        return result != .failed
+    }
+
+    /// Completes the claim: `newData` when its bundles are the edition now, `noData` when it was there already,
+    /// `failed` when the store could not be written.
+    private func finish(_ claim: EditionStore.Claim, editionID: String) -> ReceiptResult {
+        switch try? store.complete(claim, editionID: editionID) {
+        case .committed: return .newData
+        case .alreadyHeld: return .noData
+        case nil:
+            store.release(claim, editionID: editionID)
+            return .failed
+        }
+    }
+
+    private func failure(_ claim: EditionStore.Claim, editionID: String) -> ReceiptResult {
+        store.release(claim, editionID: editionID)
+        return .failed
     }
 
     /// A bundle fetched in the foreground, cut at the budget's share for downloads.
@@ -180,24 +237,31 @@ public final class EditionDownloader: Sendable {
 
     /// A background transfer's file arrived. Synchronous: on iOS the file is gone once the session's delegate returns.
     /// - Returns: the edition's receipt when the transfer finishes it (the last bundle, or a file that is not the
-    ///   bundle), for the platform to send once per session before it tells the system its events are handled.
+    ///   bundle), for the platform to send before it tells the system its events are handled; nil otherwise, and for
+    ///   a transfer whose claim is no longer the edition's (its attempt ended, or another writer took over).
     public func transferArrived(_ note: TransferNote, file: URL, at now: Date) -> ReceiptReport? {
-        let bundle = EditionManifest.Bundle(url: file, bytes: note.bytes, sha256: note.sha256)
-        if !store.place(file, bundle: bundle, index: note.index, editionID: note.editionID) {
-            return receipt(note, result: .failed, at: now)
+        guard let claim = store.claim(of: note.editionID), claim.id == note.claimID else {
+            try? FileManager.default.removeItem(at: file)
+            return nil
         }
-        guard store.allPresent(editionID: note.editionID, count: note.count) else { return nil }
-        store.markComplete(note.editionID)
-        return receipt(note, result: .newData, at: now)
+        let bundle = EditionManifest.Bundle(url: file, bytes: note.bytes, sha256: note.sha256)
+        guard store.place(file, bundle: bundle, index: note.index, claim: claim, editionID: note.editionID) else {
+            return receipt(note, result: failure(claim, editionID: note.editionID), bytes: 0, at: now)
+        }
+        guard store.hasAll(note.count, claim: claim, editionID: note.editionID) else { return nil }
+        let bytes = store.arrived(claim, editionID: note.editionID).bytes - note.bytesBefore
+        let result = finish(claim, editionID: note.editionID)
+        return receipt(note, result: result, bytes: result == .newData ? bytes : 0, at: now)
     }
 
     /// A background transfer ended in an error (a timeout, no network, cancelled).
-    /// - Returns: the edition's receipt, for the platform to send once per session.
+    /// - Returns: the edition's receipt, once per attempt: nil for the attempt's other transfers.
     public func transferFailed(_ note: TransferNote, at now: Date) -> ReceiptReport? {
-        receipt(note, result: .failed, at: now)
+        guard let claim = store.claim(of: note.editionID), claim.id == note.claimID else { return nil }
+        return receipt(note, result: failure(claim, editionID: note.editionID), bytes: 0, at: now)
     }
 
-    private func receipt(_ note: TransferNote, result: ReceiptResult, at now: Date) -> ReceiptReport {
+    private func receipt(_ note: TransferNote, result: ReceiptResult, bytes: Int64, at now: Date) -> ReceiptReport {
         let wakeUp = EditionWakeUp(
             editionID: note.editionID,
             manifestPath: "/v1/editions/\(note.editionID)",
@@ -207,7 +271,6 @@ public final class EditionDownloader: Sendable {
             wave: note.wave,
             sentAt: note.sentAt
         )
-        let bytes = result == .newData ? store.bytes(editionID: note.editionID, count: note.count) - note.bytesBefore : 0
         return ReceiptReport(
             for: wakeUp,
             arrival: note.arrival,
