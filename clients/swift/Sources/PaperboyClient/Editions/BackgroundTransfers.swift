@@ -15,6 +15,10 @@ public protocol BackgroundTransfers: Sendable {
 public struct BackgroundTransfer: Codable, Sendable, Equatable {
     public var url: URL
     public var note: TransferNote
+
+    /// The least time before the deadline worth handing to a background session: iOS runs its transfers when it
+    /// likes, and the session gives up at the deadline (its `timeoutIntervalForResource`), never after.
+    public static let shortestSession: TimeInterval = 60
 }
 
 /// What a background transfer carries.
@@ -28,9 +32,12 @@ public struct TransferNote: Codable, Sendable, Equatable {
     public var sha256: String
     public var wave: Int
     public var sentAt: Date?
+    /// The edition's deadline: no receipt after it.
+    public var deadline: Date
     /// When the push arrived.
     public var arrival: Date
-    /// When the wake-up started downloading.
+    /// When the wake-up ran (the receipt's `secondsFromPush` ends there) and started downloading (its `seconds`
+    /// start there).
     public var startedAt: Date
     /// The bytes the wake-up fetched itself before handing the rest over.
     public var bytesBefore: Int64

@@ -72,12 +72,12 @@ public final class EditionDownloader: Sendable {
         switch await claimForApp(wakeUp.editionID, until: budget.deadline) {
         case .claimed(let mine): claim = mine
         case .held:
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .noData, context: context), budget)
+            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: started, result: .noData, context: context), budget)
             return .noData
         case .busy:
             return .noData  // the download that holds the edition posts its receipt
         case nil:
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .failed, context: context), budget)
+            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: started, result: .failed, context: context), budget)
             return .failed
         }
         let api = self.api
@@ -89,7 +89,7 @@ public final class EditionDownloader: Sendable {
             guard try store.extend(claim, editionID: wakeUp.editionID, tier: plan.tier, until: budget.deadline) != nil else { return .noData }
         } catch {
             store.release(claim, editionID: wakeUp.editionID)
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .failed, context: context), budget)
+            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: started, result: .failed, context: context), budget)
             return .failed
         }
         var first = 0
@@ -108,7 +108,7 @@ public final class EditionDownloader: Sendable {
                 ReceiptReport(
                     for: wakeUp,
                     arrival: arrival,
-                    now: timer.now,
+                    now: started,
                     result: result,
                     bytes: result == .newData ? bytesDone : 0,
                     seconds: seconds,
@@ -118,7 +118,23 @@ public final class EditionDownloader: Sendable {
             )
             return result == .failed ? .failed : result == .newData ? .newData : .noData
         }
-        // The rest in the edition's background session, which ends at the deadline; the claim lives as long.
+        // The rest in the edition's background session, which ends at the deadline; the claim lives as long. Not when
+        // the deadline is too near for one: the wake says failed while it still may (the next wave, if any, tries).
+        guard wakeUp.deadline.timeIntervalSince(timer.now) >= BackgroundTransfer.shortestSession else {
+            store.release(claim, editionID: wakeUp.editionID)
+            await deliver(
+                ReceiptReport(
+                    for: wakeUp,
+                    arrival: arrival,
+                    now: started,
+                    result: .failed,
+                    seconds: timer.now.timeIntervalSince(started),
+                    context: context
+                ),
+                budget
+            )
+            return .failed
+        }
         guard (try? store.extend(claim, editionID: wakeUp.editionID, tier: plan.tier, until: wakeUp.deadline)) != nil else { return .noData }
         let rest = (first..<plan.bundles.count).map { index in
             let bundle = plan.bundles[index]
@@ -133,6 +149,7 @@ public final class EditionDownloader: Sendable {
                     sha256: bundle.sha256,
                     wave: wakeUp.wave,
                     sentAt: wakeUp.sentAt,
+                    deadline: wakeUp.deadline,
                     arrival: arrival,
                     startedAt: started,
                     bytesBefore: bytesDone
@@ -167,7 +184,7 @@ public final class EditionDownloader: Sendable {
         switch try? store.claim(wakeUp.editionID, writer: .appExtension, until: budget.deadline, at: started) {
         case .claimed(let mine): claim = mine
         case .held:
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: timer.now, result: .noData, context: context), budget)
+            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: started, result: .noData, context: context), budget)
             return true
         case .busy, nil:
             return false
@@ -196,7 +213,7 @@ public final class EditionDownloader: Sendable {
             ReceiptReport(
                 for: wakeUp,
                 arrival: arrival,
-                now: timer.now,
+                now: started,
                 result: result,
                 bytes: result == .newData ? bytes : 0,
                 seconds: seconds,
@@ -237,8 +254,9 @@ public final class EditionDownloader: Sendable {
 
     /// A background transfer's file arrived. Synchronous: on iOS the file is gone once the session's delegate returns.
     /// - Returns: the edition's receipt when the transfer finishes it (the last bundle, or a file that is not the
-    ///   bundle), for the platform to send before it tells the system its events are handled; nil otherwise, and for
-    ///   a transfer whose claim is no longer the edition's (its attempt ended, or another writer took over).
+    ///   bundle), for the platform to send before it tells the system its events are handled; nil otherwise, at or
+    ///   after the deadline (the edition is kept, nothing is posted), and for a transfer whose claim is no longer the
+    ///   edition's (its attempt ended, or another writer took over).
     public func transferArrived(_ note: TransferNote, file: URL, at now: Date) -> ReceiptReport? {
         guard let claim = store.claim(of: note.editionID), claim.id == note.claimID else {
             try? FileManager.default.removeItem(at: file)
@@ -246,38 +264,46 @@ public final class EditionDownloader: Sendable {
         }
         let bundle = EditionManifest.Bundle(url: file, bytes: note.bytes, sha256: note.sha256)
         guard store.place(file, bundle: bundle, index: note.index, claim: claim, editionID: note.editionID) else {
-            return receipt(note, result: failure(claim, editionID: note.editionID), bytes: 0, at: now)
+            let got = store.arrived(claim, editionID: note.editionID)
+            return receipt(note, result: failure(claim, editionID: note.editionID), bytes: got.bytes, lastArrival: got.last, at: now)
         }
         guard store.hasAll(note.count, claim: claim, editionID: note.editionID) else { return nil }
-        let bytes = store.arrived(claim, editionID: note.editionID).bytes - note.bytesBefore
+        let got = store.arrived(claim, editionID: note.editionID)
         let result = finish(claim, editionID: note.editionID)
-        return receipt(note, result: result, bytes: result == .newData ? bytes : 0, at: now)
+        return receipt(note, result: result, bytes: result == .newData ? got.bytes - note.bytesBefore : 0, lastArrival: got.last, at: now)
     }
 
     /// A background transfer ended in an error (a timeout, no network, cancelled).
-    /// - Returns: the edition's receipt, once per attempt: nil for the attempt's other transfers.
+    /// - Returns: the edition's receipt, once per attempt (nil for its other transfers), and never at or after the
+    ///   deadline: a session times out then, and the guide allows no receipt after it.
     public func transferFailed(_ note: TransferNote, at now: Date) -> ReceiptReport? {
         guard let claim = store.claim(of: note.editionID), claim.id == note.claimID else { return nil }
-        return receipt(note, result: failure(claim, editionID: note.editionID), bytes: 0, at: now)
+        let got = store.arrived(claim, editionID: note.editionID)
+        return receipt(note, result: failure(claim, editionID: note.editionID), bytes: got.bytes, lastArrival: got.last, at: now)
     }
 
-    private func receipt(_ note: TransferNote, result: ReceiptResult, bytes: Int64, at now: Date) -> ReceiptReport {
+    /// A background attempt's receipt: nil at or after the deadline. `secondsFromPush` is the wake's (how long the
+    /// system held the push, to the run); `seconds` run from the wake to the last bytes' arrival, not to the hour
+    /// iOS delivered the session's events.
+    private func receipt(_ note: TransferNote, result: ReceiptResult, bytes: Int64, lastArrival: Date?, at now: Date) -> ReceiptReport? {
+        guard now < note.deadline else { return nil }
         let wakeUp = EditionWakeUp(
             editionID: note.editionID,
             manifestPath: "/v1/editions/\(note.editionID)",
             tier: .small,
-            deadline: .distantFuture,
+            deadline: note.deadline,
             fetch: [],
             wave: note.wave,
             sentAt: note.sentAt
         )
+        let downloaded = lastArrival.map { min($0, now) } ?? note.startedAt
         return ReceiptReport(
             for: wakeUp,
             arrival: note.arrival,
-            now: now,
+            now: note.startedAt,
             result: result,
             bytes: max(0, bytes),
-            seconds: now.timeIntervalSince(note.startedAt),
+            seconds: downloaded.timeIntervalSince(note.startedAt),
             context: DeviceContext()
         )
     }

@@ -192,7 +192,8 @@ final class URLSessionBackgroundTransfers: NSObject, BackgroundTransfers, URLSes
             }
             let configuration = URLSessionConfiguration.background(withIdentifier: identifier)
             configuration.sessionSendsLaunchEvents = true
-            if let deadline { configuration.timeoutIntervalForResource = max(60, deadline.timeIntervalSinceNow) }
+            // Gives up at the deadline, not after: a transfer still running then fails, and posts nothing.
+            if let deadline { configuration.timeoutIntervalForResource = max(1, deadline.timeIntervalSinceNow) }
             let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
             state.sessions.add(session, identifier: identifier)
             return session

@@ -58,6 +58,8 @@ final class FakeServer: HTTPTransport, @unchecked Sendable {
         let (data, response) = try await respond(request)
         let file = downloads.appendingPathComponent(UUID().uuidString)
         try data.write(to: file)
+        // Written when the bytes arrived, in the test's time.
+        try FileManager.default.setAttributes([.modificationDate: timer.now], ofItemAtPath: file.path)
         return (file, response)
     }
 
