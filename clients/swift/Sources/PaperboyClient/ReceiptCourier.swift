@@ -89,14 +89,14 @@ public actor ReceiptCourier {
         }
     }
 
-    /// The oldest due receipt (of `editionID` only, when given), with the token to post it under.
-    private func next(at: Date, editionID: String?) throws -> (ReceiptReport, PushToken)? {
+    /// The oldest due receipt (of `editionID` only, when given; on foregrounding, the backoff lifted), with the token
+    /// to post it under.
+    private func next(at: Date, editionID: String?, foreground: Bool = false) throws -> (ReceiptReport, PushToken)? {
         let unauthorized = self.unauthorized
         return try file.update { contents in
             contents.outbox.unauthorized = unauthorized
-            guard let token = contents.token,
-                let receipt = contents.outbox.due(at: at).first(where: { editionID == nil || $0.editionID == editionID })
-            else { return nil }
+            let due = foreground ? contents.outbox.dueOnForeground(at: at) : contents.outbox.due(at: at)
+            guard let token = contents.token, let receipt = due.first(where: { editionID == nil || $0.editionID == editionID }) else { return nil }
             return (receipt, token)
         }
     }
@@ -126,16 +126,30 @@ public actor ReceiptCourier {
         public var openReported: Bool
     }
 
-    /// When the app comes to the foreground: sends what is due and reports the open (`POST /v1/devices/{token}/opens`,
-    /// fire and forget) under the token registered last.
-    public func onForeground() async -> Foregrounding {
-        let token = try? file.read().token
-        async let deliveries = try? flush()
-        async let reported: Bool = {
-            guard let token else { return false }
-            return (try? await api.reportOpen(token)) != nil
-        }()
-        return Foregrounding(deliveries: await deliveries ?? [], openReported: await reported)
+    /// When the app comes to the foreground (every time: the scene becomes active), in one ordered step: drains the
+    /// outbox, its failure backoff lifted (``ReceiptOutbox/dueOnForeground(at:)``), within `seconds`; then reports
+    /// the open (`POST /v1/devices/{token}/opens`, fire and forget) under the token registered last, unless a
+    /// success receipt still waits (``ReceiptOutbox/openReport(at:)``): Paperboy's "ready at open" counts what its
+    /// receipts say was on the phone when the report came.
+    public func onForeground(seconds: TimeInterval = 10, timer: any WakeTimer = SystemWakeTimer()) async -> Foregrounding {
+        let budget = WakeBudget(start: timer.now, seconds: seconds)
+        var deliveries: [Delivery] = []
+        let api = self.api
+        while let (receipt, token) = try? next(at: now(), editionID: nil, foreground: true) {
+            guard
+                let delivery = try? await send(
+                    receipt,
+                    { _ = try await budget.spend(.receipt, timer: timer) { try await api.postReceipt(receipt, token: token) } }
+                )
+            else { break }
+            deliveries.append(delivery)
+            if delivery.verdict == .kept { break }
+        }
+        guard let contents = try? file.read(), let token = contents.token, contents.outbox.openReport(at: now()) == .send else {
+            return Foregrounding(deliveries: deliveries, openReported: false)
+        }
+        let reported = (try? await api.reportOpen(token)) != nil
+        return Foregrounding(deliveries: deliveries, openReported: reported)
     }
 
     /// The receipts not delivered yet, oldest first.
