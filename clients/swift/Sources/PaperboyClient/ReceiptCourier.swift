@@ -152,6 +152,15 @@ public actor ReceiptCourier {
         return Foregrounding(deliveries: deliveries, openReported: reported)
     }
 
+    /// When the receipts left in the outbox are next worth a try (``ReceiptOutbox/nextAttempt(at:)``); nil when none
+    /// are, or none will get through by waiting.
+    public func nextAttempt() -> Date? {
+        let unauthorized = self.unauthorized
+        guard var outbox = try? file.read().outbox else { return nil }
+        outbox.unauthorized = unauthorized
+        return outbox.nextAttempt(at: now())
+    }
+
     /// The receipts not delivered yet, oldest first.
     public var pending: [ReceiptReport] {
         get throws { try file.read().outbox.entries.map(\.receipt) }

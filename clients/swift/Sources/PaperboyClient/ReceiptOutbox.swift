@@ -95,6 +95,14 @@ public struct ReceiptOutbox: Codable, Sendable, Equatable {
         return entries.map(\.receipt)
     }
 
+    /// When sending is next worth a try, for a request of background time: now when receipts are due, the pause's end
+    /// when they wait for it; nil when there is nothing to send, or nothing time alone will let through (a 401, a
+    /// registration awaited).
+    public func nextAttempt(at now: Date) -> Date? {
+        guard !entries.isEmpty, !unauthorized, !awaitingRegistration else { return nil }
+        return max(now, pausedUntil ?? now)
+    }
+
     /// Whether the open report may go after the drain (rule 10).
     public enum OpenReport: Sendable, Equatable {
         case send

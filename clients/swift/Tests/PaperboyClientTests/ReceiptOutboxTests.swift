@@ -158,6 +158,18 @@ struct ReceiptOutboxTests {
         #expect(outbox.openReport(at: Self.t0.addingTimeInterval(86_401)) == .send)
     }
 
+    @Test("the next attempt, for background time: now when due, the pause's end, none when empty or stopped by a 401 or a registration")
+    func nextAttempt() {
+        var outbox = ReceiptOutbox()
+        #expect(outbox.nextAttempt(at: Self.t0) == nil)
+        outbox.add(Self.receipt("e1", .newData), at: Self.t0)
+        #expect(outbox.nextAttempt(at: Self.t0) == Self.t0)
+        _ = outbox.record(.init(status: 500), for: Self.receipt("e1", .newData), at: Self.t0, jitter: 0)
+        #expect(outbox.nextAttempt(at: Self.t0) == Self.t0.addingTimeInterval(30))
+        _ = outbox.record(.init(status: 404, field: "token"), for: Self.receipt("e1", .newData), at: Self.t0, jitter: 0)
+        #expect(outbox.nextAttempt(at: Self.t0) == nil)
+    }
+
     @Test("an outbox file written before the rate-limit pause was kept apart still reads")
     func olderFile() throws {
         let json = #"{"entries": [], "failures": 2, "awaitingRegistration": false, "pausedUntil": 800000000}"#

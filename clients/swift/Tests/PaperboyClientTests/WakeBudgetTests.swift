@@ -52,6 +52,7 @@ struct WakeBudgetTests {
         let (result, _) = await newsroom.wake(tier: .small)
         #expect(result == .newData)
         #expect(newsroom.server.receipts.map(\.editionID) == [Newsroom.editionID])
+        #expect(newsroom.backlog.requests == [newsroom.timer.now], "background time asked for the backlog")
         let later = try await newsroom.courier.flush()
         #expect(later.map(\.receipt.editionID) == earlier)
     }

@@ -42,3 +42,11 @@ public struct TransferNote: Codable, Sendable, Equatable {
     /// The bytes the wake-up fetched itself before handing the rest over.
     public var bytesBefore: Int64
 }
+
+/// Background time for the receipts a wake-up left in the outbox (the backlog, and its own receipt when it could not
+/// go): on iOS a `BGAppRefreshTask` (Platform/), whose run sends them (``ReceiptCourier/flush()``); the app sends them
+/// on foregrounding too (``ReceiptCourier/onForeground(seconds:timer:)``).
+public protocol BacklogRefresh: Sendable {
+    /// Asks for background time no earlier than `earliest`.
+    func schedule(earliest: Date)
+}

@@ -24,6 +24,7 @@ public final class EditionDownloader: Sendable {
     let transfers: any BackgroundTransfers
     let timer: any WakeTimer
     let context: @Sendable (_ backgroundRefresh: Bool?) async -> DeviceContext
+    let backlog: (any BacklogRefresh)?
 
     /// - Parameters:
     ///   - store: where editions go.
@@ -32,13 +33,15 @@ public final class EditionDownloader: Sendable {
     ///   - transfers: the background sessions.
     ///   - timer: the time (the system's in use).
     ///   - context: what the device is doing, for the receipt (`DeviceContext.current(backgroundRefresh:)` on iOS).
+    ///   - backlog: background time for the receipts a wake leaves in the outbox (none in an extension).
     public init(
         store: EditionStore,
         api: PaperboyAPIClient,
         courier: ReceiptCourier,
         transfers: any BackgroundTransfers,
         timer: any WakeTimer = SystemWakeTimer(),
-        context: @escaping @Sendable (_ backgroundRefresh: Bool?) async -> DeviceContext
+        context: @escaping @Sendable (_ backgroundRefresh: Bool?) async -> DeviceContext,
+        backlog: (any BacklogRefresh)? = nil
     ) {
         self.store = store
         self.api = api
@@ -46,6 +49,7 @@ public final class EditionDownloader: Sendable {
         self.transfers = transfers
         self.timer = timer
         self.context = context
+        self.backlog = backlog
     }
 
     /// Whether the edition is on the device, every bundle checked.
@@ -311,5 +315,6 @@ public final class EditionDownloader: Sendable {
     /// Hands the receipt to the courier, which sends it alone within what is left of the budget (the backlog later).
     private func deliver(_ receipt: ReceiptReport, _ budget: WakeBudget) async {
         _ = try? await courier.deliver(receipt, budget: budget, timer: timer)
+        if let backlog, let earliest = await courier.nextAttempt() { backlog.schedule(earliest: earliest) }
     }
 }

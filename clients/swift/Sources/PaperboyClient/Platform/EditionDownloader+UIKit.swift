@@ -28,14 +28,23 @@ extension EditionDownloader {
     ///     if !downloader.handleEvents(forBackgroundURLSession: identifier, completionHandler: completionHandler) { completionHandler() }
     /// }
     /// ```
-    public convenience init(sessionPrefix: String, directory: URL, api: PaperboyAPIClient, courier: ReceiptCourier) {
+    /// - Parameter backlog: background time for the receipts a wake leaves in the outbox: in the app an
+    ///   ``AppRefreshBacklog``; nil in an extension.
+    public convenience init(
+        sessionPrefix: String,
+        directory: URL,
+        api: PaperboyAPIClient,
+        courier: ReceiptCourier,
+        backlog: (any BacklogRefresh)? = nil
+    ) {
         let transfers = URLSessionBackgroundTransfers(sessionPrefix: sessionPrefix)
         self.init(
             store: EditionStore(directory: directory, digest: Self.sha256),
             api: api,
             courier: courier,
             transfers: transfers,
-            context: { backgroundRefresh in await DeviceContext.current(backgroundRefresh: backgroundRefresh) }
+            context: { backgroundRefresh in await DeviceContext.current(backgroundRefresh: backgroundRefresh) },
+            backlog: backlog
         )
         transfers.downloader = self
     }

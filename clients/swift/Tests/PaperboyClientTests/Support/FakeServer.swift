@@ -111,3 +111,12 @@ final class FakeTransfers: BackgroundTransfers, @unchecked Sendable {
         }
     }
 }
+
+/// Background time for the outbox, faked: the instants asked for.
+final class FakeBacklog: BacklogRefresh, @unchecked Sendable {
+    private let asked = Guarded<[Date]>([])
+
+    var requests: [Date] { asked { $0 } }
+
+    func schedule(earliest: Date) { asked { $0.append(earliest) } }
+}

@@ -13,6 +13,7 @@ struct Newsroom {
     let timer: VirtualTimer
     let server: FakeServer
     let transfers = FakeTransfers()
+    let backlog = FakeBacklog()
     let directory: URL
     let outbox: ReceiptOutboxFile
     let courier: ReceiptCourier
@@ -37,7 +38,8 @@ struct Newsroom {
             courier: courier,
             transfers: transfers,
             timer: timer,
-            context: { backgroundRefresh in DeviceContext(network: .wifi, charging: true, backgroundRefresh: backgroundRefresh) }
+            context: { backgroundRefresh in DeviceContext(network: .wifi, charging: true, backgroundRefresh: backgroundRefresh) },
+            backlog: backlog
         )
         server.answer("GET", "/v1/editions/\(Self.editionID)", .init(body: manifestJSON))
         for (tier, count) in bundles {
