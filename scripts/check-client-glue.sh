@@ -3,8 +3,8 @@
 # Linux, against stand-ins for the iOS APIs it uses (scripts/ios-stubs/: UIKit, Network, CryptoKit, UserNotifications,
 # BackgroundTasks; signatures as Apple documents them, no behaviour), so that a change to the portable parts that
 # breaks the glue fails here and not first in an app's Xcode build. Every decision the glue acts on is portable and
-# tested by `swift test` in clients/swift. A type-check, not a test: nothing of the glue runs here, and an API the stand-ins get wrong is
-# not caught (docs/app-integration.md, "What is tested here").
+# tested by `swift test` in clients/swift. A type-check, not a test: nothing of the glue runs here, and an API the
+# stand-ins get wrong is not caught (docs/app-integration.md, "What is tested here").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stubs=$(mktemp -d)
