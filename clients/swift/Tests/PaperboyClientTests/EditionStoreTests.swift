@@ -203,4 +203,31 @@ struct EditionStoreTests {
         let stale = try #require(newsroom.transfers.started.first)
         #expect(newsroom.downloader.transferFailed(stale.note, at: newsroom.timer.now) == nil)
     }
+
+    @Test("two pushes at once (a wave and its follow-up): one wake downloads, the other leaves it and posts nothing")
+    func twoWakesAtOnce() async throws {
+        let newsroom = try Newsroom(bundles: [.small: 1])
+        newsroom.server.answer("GET", "/v1/editions/\(Newsroom.editionID)", .init(body: newsroom.manifestJSON, takes: 1))
+        let downloader = newsroom.downloader
+        let first = newsroom.wakeUp(tier: .small)
+        let arrival = newsroom.timer.now
+        let (results, _) = await newsroom.timer.run { () -> [WakeResult] in
+            async let one = downloader.wake(first, arrival: arrival, backgroundRefresh: true)
+            async let two = downloader.wake(first, arrival: arrival, backgroundRefresh: true)
+            return await [one, two]
+        }
+        #expect(results.sorted { "\($0)" < "\($1)" } == [.newData, .noData])
+        #expect(newsroom.server.calls.filter { $0.hasPrefix("GET /v1/editions") }.count == 1)
+        #expect(newsroom.server.receipts.map(\.result) == [.newData])
+    }
+
+    @Test("an edition removed (the app prunes old ones) is gone for every writer")
+    func removed() async throws {
+        let newsroom = try Newsroom(bundles: [.small: 1])
+        _ = await newsroom.wake(tier: .small)
+        #expect(newsroom.downloader.has(editionID: Newsroom.editionID))
+        try newsroom.downloader.store.remove(editionID: Newsroom.editionID)
+        #expect(!newsroom.downloader.has(editionID: Newsroom.editionID))
+        #expect(newsroom.downloader.store.bundles(editionID: Newsroom.editionID).isEmpty)
+    }
 }

@@ -123,4 +123,15 @@ struct WakeBudgetTests {
         }
         #expect(skipped?.step == .receipt)
     }
+
+    @Test("a device context that never comes (the network's first path) holds the wake 2 s at most; the receipt goes without it")
+    func contextNeverComes() async throws {
+        let newsroom = try Newsroom(bundles: [.small: 1], contextTakes: 3_600)
+        let start = newsroom.timer.now
+        let (result, at) = await newsroom.wake(tier: .small)
+        #expect(result == .newData)
+        #expect(at.timeIntervalSince(start) <= 2)
+        #expect(newsroom.server.receipts.first?.network == nil)
+        #expect(newsroom.server.receipts.first?.backgroundRefresh == true)
+    }
 }

@@ -71,7 +71,7 @@ public final class EditionDownloader: Sendable {
         let started = timer.now
         guard !wakeUp.isExpired(at: started) else { return .noData }  // too late: nothing, and no receipt
         let budget = WakeBudget(start: min(arrival, started), seconds: seconds, editionDeadline: wakeUp.deadline)
-        let context = await context(backgroundRefresh)
+        let context = await context(backgroundRefresh, budget: budget)
         let claim: EditionStore.Claim
         switch await claimForApp(wakeUp.editionID, until: budget.deadline) {
         case .claimed(let mine): claim = mine
@@ -164,14 +164,25 @@ public final class EditionDownloader: Sendable {
         return .newData
     }
 
-    /// The app's claim on an edition. Its own earlier claim stands while its background session has transfers; one
-    /// whose session has none left (the process was killed, the transfers cancelled) is taken over. Nil when the
-    /// store cannot be written.
+    /// The app's claim on an edition. Another wake's claim stands (two pushes at once: one downloads); so does a
+    /// background session's (it outlives this wake's budget) while the session has transfers; one whose session has
+    /// none left (the process was killed, the transfers cancelled) is taken over. Nil when the store cannot be written.
     private func claimForApp(_ editionID: String, until: Date) async -> EditionStore.Claiming? {
         guard let claiming = try? store.claim(editionID, writer: .app, until: until, at: timer.now) else { return nil }
-        guard case .busy(let standing) = claiming, standing.writer == .app else { return claiming }
+        guard case .busy(let standing) = claiming, standing.writer == .app, standing.until > until else { return claiming }
         if await transfers.hasTransfers(editionID: editionID) { return claiming }
         return try? store.claim(editionID, writer: .app, until: until, at: timer.now, replacing: standing)
+    }
+
+    /// What the device is doing, for the receipt; what is known of it (`backgroundRefresh`) when it does not come
+    /// within a second or two (the network's first path comes at once, as a rule).
+    private func context(_ backgroundRefresh: Bool?, budget: WakeBudget) async -> DeviceContext {
+        let read = context
+        let known = DeviceContext(backgroundRefresh: backgroundRefresh)
+        return
+            (try? await TimeLimit.run(seconds: min(2, budget.remaining(at: timer.now)), timer: timer, onTimeout: CancellationError()) {
+                await read(backgroundRefresh)
+            }) ?? known
     }
 
     /// The extension's work for an alert that carries `extension`: the small tier's bundles, checked, within the
@@ -183,7 +194,7 @@ public final class EditionDownloader: Sendable {
         guard let limits = wakeUp.extensionLimits, !wakeUp.isExpired(at: timer.now) else { return false }
         let started = timer.now
         let budget = WakeBudget.forExtension(limits, start: min(arrival, started), editionDeadline: wakeUp.deadline)
-        let context = await context(nil)
+        let context = await context(nil, budget: budget)
         let claim: EditionStore.Claim
         switch try? store.claim(wakeUp.editionID, writer: .appExtension, until: budget.deadline, at: started) {
         case .claimed(let mine): claim = mine

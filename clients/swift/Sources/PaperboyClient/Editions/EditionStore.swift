@@ -192,6 +192,14 @@ public struct EditionStore: Sendable {
         }) ?? false
     }
 
+    /// Removes the edition from the device (the app's own pruning of old editions), whoever held it.
+    public func remove(editionID: String) throws {
+        try locked(editionID) {
+            if FileManager.default.fileExists(atPath: folder(editionID).path) { try FileManager.default.removeItem(at: folder(editionID)) }
+        }
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("\(editionID).lock"))
+    }
+
     // MARK: files
 
     private func folder(_ editionID: String) -> URL { directory.appendingPathComponent(editionID, isDirectory: true) }

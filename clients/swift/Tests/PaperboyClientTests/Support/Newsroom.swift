@@ -21,7 +21,8 @@ struct Newsroom {
     /// Bundles per tier.
     let bundles: [ImageTier: Int]
 
-    init(bundles: [ImageTier: Int] = [.small: 1, .large: 2]) throws {
+    /// - Parameter contextTakes: the virtual seconds the device's context takes to read (its network's first path).
+    init(bundles: [ImageTier: Int] = [.small: 1, .large: 2], contextTakes: TimeInterval = 0) throws {
         self.bundles = bundles
         timer = VirtualTimer(now: Self.t0.addingTimeInterval(2))
         server = FakeServer(timer: timer)
@@ -38,7 +39,10 @@ struct Newsroom {
             courier: courier,
             transfers: transfers,
             timer: timer,
-            context: { backgroundRefresh in DeviceContext(network: .wifi, charging: true, backgroundRefresh: backgroundRefresh) },
+            context: { backgroundRefresh in
+                if contextTakes > 0 { try? await timer.sleep(seconds: contextTakes) }
+                return DeviceContext(network: .wifi, charging: true, backgroundRefresh: backgroundRefresh)
+            },
             backlog: backlog
         )
         server.answer("GET", "/v1/editions/\(Self.editionID)", .init(body: manifestJSON))
