@@ -7,6 +7,15 @@ import FoundationNetworking
 /// What a wake-up tells the system: on iOS `UIBackgroundFetchResult`'s three cases (Platform/).
 public enum WakeResult: Sendable, Equatable {
     case newData, noData, failed
+
+    /// As the receipt says.
+    init(_ result: ReceiptResult) {
+        switch result {
+        case .newData: self = .newData
+        case .noData: self = .noData
+        case .failed: self = .failed
+        }
+    }
 }
 
 /// Gets an edition onto the device inside the system's rules: the manifest and the first bundle in the time a
@@ -72,17 +81,19 @@ public final class EditionDownloader: Sendable {
         guard !wakeUp.isExpired(at: started) else { return .noData }  // too late: nothing, and no receipt
         let budget = WakeBudget(start: min(arrival, started), seconds: seconds, editionDeadline: wakeUp.deadline)
         let context = await context(backgroundRefresh, budget: budget)
+        /// Posts the wake's receipt (`secondsFromPush` at the run) within the budget, and answers the system as it says.
+        func answer(_ result: ReceiptResult, bytes: Int64 = 0) async -> WakeResult {
+            let seconds = timer.now.timeIntervalSince(started)
+            let receipt = ReceiptReport(for: wakeUp, arrival: arrival, now: started, result: result, bytes: bytes, seconds: seconds, context: context)
+            await deliver(receipt, budget)
+            return WakeResult(result)
+        }
         let claim: EditionStore.Claim
         switch await claimForApp(wakeUp.editionID, until: budget.deadline) {
         case .claimed(let mine): claim = mine
-        case .held:
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: started, result: .noData, context: context), budget)
-            return .noData
-        case .busy:
-            return .noData  // the download that holds the edition posts its receipt
-        case nil:
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: started, result: .failed, context: context), budget)
-            return .failed
+        case .held: return await answer(.noData)
+        case .busy: return .noData  // the download that holds the edition posts its receipt
+        case nil: return await answer(.failed)
         }
         let api = self.api
         let plan: DownloadPlan
@@ -92,9 +103,7 @@ public final class EditionDownloader: Sendable {
             plan = found
             guard try store.extend(claim, editionID: wakeUp.editionID, tier: plan.tier, until: budget.deadline) != nil else { return .noData }
         } catch {
-            store.release(claim, editionID: wakeUp.editionID)
-            await deliver(ReceiptReport(for: wakeUp, arrival: arrival, now: started, result: .failed, context: context), budget)
-            return .failed
+            return await answer(failure(claim, editionID: wakeUp.editionID))
         }
         var first = 0
         var bytesDone: Int64 = 0
@@ -107,58 +116,32 @@ public final class EditionDownloader: Sendable {
         }
         if first == plan.bundles.count {
             let result = finish(claim, editionID: wakeUp.editionID)
-            let seconds = timer.now.timeIntervalSince(started)
-            await deliver(
-                ReceiptReport(
-                    for: wakeUp,
-                    arrival: arrival,
-                    now: started,
-                    result: result,
-                    bytes: result == .newData ? bytesDone : 0,
-                    seconds: seconds,
-                    context: context
-                ),
-                budget
-            )
-            return result == .failed ? .failed : result == .newData ? .newData : .noData
+            return await answer(result, bytes: result == .newData ? bytesDone : 0)
         }
         // The rest in the edition's background session, which ends at the deadline; the claim lives as long. Not when
         // the deadline is too near for one: the wake says failed while it still may (the next wave, if any, tries).
-        guard wakeUp.deadline.timeIntervalSince(timer.now) >= BackgroundTransfer.shortestSession else {
-            store.release(claim, editionID: wakeUp.editionID)
-            await deliver(
-                ReceiptReport(
-                    for: wakeUp,
-                    arrival: arrival,
-                    now: started,
-                    result: .failed,
-                    seconds: timer.now.timeIntervalSince(started),
-                    context: context
-                ),
-                budget
-            )
-            return .failed
-        }
-        guard (try? store.extend(claim, editionID: wakeUp.editionID, tier: plan.tier, until: wakeUp.deadline)) != nil else { return .noData }
+        guard wakeUp.deadline.timeIntervalSince(timer.now) >= BackgroundTransfer.shortestSession,
+            (try? store.extend(claim, editionID: wakeUp.editionID, tier: plan.tier, until: wakeUp.deadline)) != nil
+        else { return await answer(failure(claim, editionID: wakeUp.editionID)) }
+        let note = TransferNote(
+            editionID: wakeUp.editionID,
+            claimID: claim.id,
+            index: 0,
+            count: plan.bundles.count,
+            bytes: 0,
+            sha256: "",
+            wave: wakeUp.wave,
+            sentAt: wakeUp.sentAt,
+            deadline: wakeUp.deadline,
+            arrival: arrival,
+            startedAt: started,
+            bytesBefore: bytesDone
+        )
         let rest = (first..<plan.bundles.count).map { index in
             let bundle = plan.bundles[index]
-            return BackgroundTransfer(
-                url: bundle.url,
-                note: TransferNote(
-                    editionID: wakeUp.editionID,
-                    claimID: claim.id,
-                    index: index,
-                    count: plan.bundles.count,
-                    bytes: bundle.bytes,
-                    sha256: bundle.sha256,
-                    wave: wakeUp.wave,
-                    sentAt: wakeUp.sentAt,
-                    deadline: wakeUp.deadline,
-                    arrival: arrival,
-                    startedAt: started,
-                    bytesBefore: bytesDone
-                )
-            )
+            var bundleNote = note
+            (bundleNote.index, bundleNote.bytes, bundleNote.sha256) = (index, bundle.bytes, bundle.sha256)
+            return BackgroundTransfer(url: bundle.url, note: bundleNote)
         }
         transfers.start(rest, editionID: wakeUp.editionID, deadline: wakeUp.deadline)
         return .newData
