@@ -105,12 +105,14 @@ final class VirtualTimer: WakeTimer, @unchecked Sendable {
         for sleeper in due { sleeper.continuation.resume() }
     }
 
-    /// Real milliseconds until nothing changed for a while: the tasks have done what they can at this instant.
+    /// Real milliseconds until nothing changed for 20 of them: the tasks have done what they can at this instant. (A
+    /// heuristic: a task starved of a thread for longer would let time move before it waits; Swift Testing's parallel
+    /// tests on two cores were seen to need far less.)
     private func settle() async {
         var last = -1
         var quiet = 0
-        while quiet < 4 {
-            try? await Task.sleep(nanoseconds: 2_000_000)
+        while quiet < 5 {
+            try? await Task.sleep(nanoseconds: 4_000_000)
             let changes = state { $0.changes }
             if changes == last { quiet += 1 } else { (last, quiet) = (changes, 0) }
         }
