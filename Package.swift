@@ -8,8 +8,7 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "paperboy",
-    // iOS for PaperboyClient only (an app imports that product); the server's targets are built for Linux and macOS.
-    platforms: [.macOS(.v15), .iOS(.v16)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "paperboy", targets: ["paperboy"]),
         .executable(name: "paperboy-bench", targets: ["paperboy-bench"]),
@@ -26,7 +25,6 @@ let package = Package(
         .library(name: "PaperboyBroadcast", targets: ["PaperboyBroadcast"]),
         .library(name: "PaperboyDemo", targets: ["PaperboyDemo"]),
         .library(name: "PaperboyConsole", targets: ["PaperboyConsole"]),
-        .library(name: "PaperboyClient", targets: ["PaperboyClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -45,17 +43,12 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        // The news app's client library, a package of its own with no dependencies (an app that adds it fetches none
+        // of the above); here for the tests that run it against a real `paperboy serve`. Its identity is the folder's
+        // name, `swift` (the folder names the platform, as clients/android does).
+        .package(path: "clients/swift"),
     ],
     targets: [
-        // For the news app, not the server: what every app gets wrong, as a Swift package an iOS app imports:
-        // decoding a push of either provider's shape, the tier and its fallback, the registration body, the
-        // receipt outbox and courier, the reaction to each status. Foundation only (FoundationNetworking on
-        // Linux, where its tests run against a real `paperboy serve`); the iOS glue (Platform/) only under
-        // `#if canImport(UIKit)`.
-        .target(
-            name: "PaperboyClient",
-            swiftSettings: swiftSettings
-        ),
         // Domain values and pure logic: tokens, payload shapes, cohorts, plans. No I/O.
         .target(
             name: "PaperboyCore",
@@ -398,12 +391,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // The client library: pure tests (both push shapes, tiers, the outbox's rules) and against a real
-        // `paperboy serve` with PostgreSQL.
+        // The client library (clients/swift, whose own tests need no server) against the server: against a real
+        // `paperboy serve` with PostgreSQL, the docs' curl examples, and the server's pushes, editions and registration
+        // decoder against the client's (ServerContractTests).
         .testTarget(
             name: "PaperboyClientTests",
             dependencies: [
-                "PaperboyClient",
+                .product(name: "PaperboyClient", package: "swift"),
                 "PaperboyCore",
                 "PaperboyStore",
                 "PaperboyBroadcast",

@@ -17,6 +17,12 @@ import Foundation
 /// 7. Any other 4xx (a 400, 413, or 404 naming the edition): the receipt is dropped; sending it again cannot help.
 /// 8. A receipt older than 7 days (Paperboy's default ledger retention) is dropped; at most 64 are kept, the oldest
 ///    dropped first.
+/// 9. On foregrounding (``dueOnForeground(at:)``) the failure backoff of rule 4 is lifted: the reader is here, and a
+///    receipt held for up to an hour would make an edition that is on the phone count as missing at this open. A
+///    429's pause, a 401 and an awaited registration still hold.
+/// 10. The open report goes after the drain, and only when no success receipt of the last day still waits
+///    (``openReport(at:)``): one that waits would count its edition as missing at this open. The report is then
+///    dropped, never sent later (its time is what Paperboy learns).
 public struct ReceiptOutbox: Codable, Sendable, Equatable {
     public struct Entry: Codable, Sendable, Equatable {
         public var receipt: ReceiptReport
@@ -45,10 +51,16 @@ public struct ReceiptOutbox: Codable, Sendable, Equatable {
     public private(set) var awaitingRegistration = false
     /// A 401 was answered (not persisted: see rule 6).
     public internal(set) var unauthorized = false
+    /// Nothing is sent before it, on foregrounding too: a 429's `Retry-After` (rule 3).
+    public private(set) var rateLimitedUntil: Date?
 
     enum CodingKeys: String, CodingKey {
-        case entries, pausedUntil, failures, awaitingRegistration
+        case entries, pausedUntil, failures, awaitingRegistration, rateLimitedUntil
     }
+
+    /// How far back a success receipt still bears on an open report (rule 10): an edition's broadcast lasts until its
+    /// deadline, within a day.
+    public static let openReportHorizon: TimeInterval = 86_400
 
     public init() {}
 
@@ -75,6 +87,35 @@ public struct ReceiptOutbox: Codable, Sendable, Equatable {
         return entries.map(\.receipt)
     }
 
+    /// The receipts to send on foregrounding, oldest first (rule 9): as ``due(at:)``, the failure backoff lifted.
+    public mutating func dueOnForeground(at now: Date) -> [ReceiptReport] {
+        entries.removeAll { now.timeIntervalSince($0.madeAt) > Self.maximumAge }
+        guard !unauthorized, !awaitingRegistration else { return [] }
+        if let rateLimitedUntil, now < rateLimitedUntil { return [] }
+        return entries.map(\.receipt)
+    }
+
+    /// When sending is next worth a try, for a request of background time: now when receipts are due, the pause's end
+    /// when they wait for it; nil when there is nothing to send, or nothing time alone will let through (a 401, a
+    /// registration awaited).
+    public func nextAttempt(at now: Date) -> Date? {
+        guard !entries.isEmpty, !unauthorized, !awaitingRegistration else { return nil }
+        return max(now, pausedUntil ?? now)
+    }
+
+    /// Whether the open report may go after the drain (rule 10).
+    public enum OpenReport: Sendable, Equatable {
+        case send
+        /// Dropped: success receipts of the last day still wait.
+        case drop(waiting: Int)
+    }
+
+    /// What to do with the open report once the outbox has been drained (rule 10).
+    public func openReport(at now: Date) -> OpenReport {
+        let waiting = entries.filter { $0.receipt.result.isSuccess && now.timeIntervalSince($0.madeAt) <= Self.openReportHorizon }.count
+        return waiting == 0 ? .send : .drop(waiting: waiting)
+    }
+
     /// Records the answer to sending `receipt`: a status with the error's field and `Retry-After`, or nil for no
     /// answer. `jitter` is a number in 0..<1 (random in use, fixed in tests).
     public mutating func record(_ answer: Answer?, for receipt: ReceiptReport, at now: Date, jitter: Double) -> Verdict {
@@ -84,6 +125,7 @@ public struct ReceiptOutbox: Codable, Sendable, Equatable {
             remove(receipt)
             failures = 0
             pausedUntil = nil
+            rateLimitedUntil = nil
             return .delivered
         case .drop:
             remove(receipt)
@@ -96,6 +138,7 @@ public struct ReceiptOutbox: Codable, Sendable, Equatable {
             return .kept
         case .retryAfter(let seconds):
             pausedUntil = now.addingTimeInterval(Double(seconds) + 1 + jitter)
+            rateLimitedUntil = pausedUntil
             return .kept
         case .retryLater:
             let delay = min(Self.firstBackoff * pow(2, Double(min(failures, 16))), Self.longestBackoff)

@@ -8,18 +8,27 @@ import FoundationNetworking
 /// remove or erase the device. Each call sends the app's device API key in `X-API-Key` and answers the decoded value, or
 /// throws ``PaperboyAPIError`` with the status, the error's code and field, `Retry-After`, and the
 /// ``APIReaction`` to it. Foreground calls: background transfers are the platform's (Platform/).
+///
+/// The calls are declared `throws`, not `throws(PaperboyAPIError)`, so that Swift 5.9 (Xcode 15) compiles them; every
+/// error they throw is a ``PaperboyAPIError`` (``PaperboyAPIError/init(_:)`` reads any error as one).
 public struct PaperboyAPIClient: Sendable {
     /// Where `paperboy serve` (or the proxy before it) answers, e.g. `https://push.example.com`.
     public var baseURL: URL
     let apiKey: String
-    let session: URLSession
-    /// How long a call may take before it counts as no answer.
+    let transport: any HTTPTransport
+    /// How long a call may wait for data before it counts as no answer (`URLRequest.timeoutInterval`, an idle
+    /// timeout, not a total: in a wake-up, ``WakeBudget`` bounds the total).
     public var timeout: TimeInterval
 
     public init(baseURL: URL, apiKey: String, session: URLSession = .shared, timeout: TimeInterval = 20) {
+        self.init(baseURL: baseURL, apiKey: apiKey, transport: URLSessionTransport(session: session), timeout: timeout)
+    }
+
+    /// - Parameter transport: the HTTP; tests answer as Paperboy would.
+    public init(baseURL: URL, apiKey: String, transport: any HTTPTransport, timeout: TimeInterval = 20) {
         self.baseURL = baseURL
         self.apiKey = apiKey
-        self.session = session
+        self.transport = transport
         self.timeout = timeout
     }
 
@@ -28,7 +37,7 @@ public struct PaperboyAPIClient: Sendable {
     public func register(
         _ token: PushToken,
         _ registration: DeviceRegistration
-    ) async throws(PaperboyAPIError) -> (
+    ) async throws -> (
         device: RegisteredDevice, created: Bool
     ) {
         let (data, status) = try await send("PUT", "/v1/devices/\(token.pathSegment)", body: registration)
@@ -36,23 +45,23 @@ public struct PaperboyAPIClient: Sendable {
     }
 
     /// `GET /v1/devices/{token}`: what Paperboy holds about this device.
-    public func device(_ token: PushToken) async throws(PaperboyAPIError) -> RegisteredDevice {
+    public func device(_ token: PushToken) async throws -> RegisteredDevice {
         try decode(RegisteredDevice.self, try await send("GET", "/v1/devices/\(token.pathSegment)").data)
     }
 
     /// `DELETE /v1/devices/{token}`: stops the broadcasts to the device (kept, inactive), or with `erase`
     /// deletes it with its receipts and deliveries (the reader asked to have their data erased).
-    public func remove(_ token: PushToken, erase: Bool = false) async throws(PaperboyAPIError) {
+    public func remove(_ token: PushToken, erase: Bool = false) async throws {
         _ = try await send("DELETE", "/v1/devices/\(token.pathSegment)" + (erase ? "?erase=true" : ""))
     }
 
     /// The edition at a push's `manifest` path.
-    public func manifest(path: String) async throws(PaperboyAPIError) -> EditionManifest {
+    public func manifest(path: String) async throws -> EditionManifest {
         try decode(EditionManifest.self, try await send("GET", path).data)
     }
 
     /// `GET /v1/editions/latest?publication=…`: the newest edition, for an app opened without a push.
-    public func latestEdition(publication: String) async throws(PaperboyAPIError) -> EditionManifest {
+    public func latestEdition(publication: String) async throws -> EditionManifest {
         var allowed = CharacterSet.urlQueryAllowed
         allowed.remove(charactersIn: "&=+#")
         let name = publication.addingPercentEncoding(withAllowedCharacters: allowed) ?? publication
@@ -65,7 +74,7 @@ public struct PaperboyAPIClient: Sendable {
     public func postReceipt(
         _ receipt: ReceiptReport,
         token: PushToken
-    ) async throws(PaperboyAPIError) -> (
+    ) async throws -> (
         receipt: StoredReceipt, created: Bool
     ) {
         let (data, status) = try await send("POST", "/v1/devices/\(token.pathSegment)/receipts", body: receipt)
@@ -75,17 +84,17 @@ public struct PaperboyAPIClient: Sendable {
     /// `POST /v1/devices/{token}/opens`: the app came to the foreground, now. Paperboy learns the reader's usual first
     /// open from these reports and measures whether the edition was there (`readyAtOpen`). Call it on every
     /// foreground; on an error drop it and never send it later: the report's time is what Paperboy learns.
-    public func reportOpen(_ token: PushToken) async throws(PaperboyAPIError) {
+    public func reportOpen(_ token: PushToken) async throws {
         _ = try await send("POST", "/v1/devices/\(token.pathSegment)/opens")
     }
 
     private struct NoBody: Encodable {}
 
-    private func send(_ method: String, _ path: String) async throws(PaperboyAPIError) -> (data: Data, status: Int) {
+    private func send(_ method: String, _ path: String) async throws -> (data: Data, status: Int) {
         try await send(method, path, body: NoBody?.none)
     }
 
-    private func send(_ method: String, _ path: String, body: (some Encodable)?) async throws(PaperboyAPIError) -> (data: Data, status: Int) {
+    private func send(_ method: String, _ path: String, body: (some Encodable)?) async throws -> (data: Data, status: Int) {
         let base = baseURL.absoluteString.hasSuffix("/") ? String(baseURL.absoluteString.dropLast()) : baseURL.absoluteString
         guard let url = URL(string: base + path) else { throw PaperboyAPIError(status: nil, message: "\(base + path) is not a URL") }
         var request = URLRequest(url: url, timeoutInterval: timeout)
@@ -103,7 +112,7 @@ public struct PaperboyAPIClient: Sendable {
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await session.data(for: request)
+            (data, response) = try await transport.data(for: request)
         } catch {
             throw PaperboyAPIError(status: nil, message: "\(method) \(path): \(error.localizedDescription)")
         }
@@ -133,7 +142,7 @@ public struct PaperboyAPIClient: Sendable {
         return PaperboyAPIError(status: status, code: body.error.code, field: body.error.field, message: body.error.message, retryAfter: retry)
     }
 
-    private func decode<Value: Decodable>(_ type: Value.Type, _ data: Data) throws(PaperboyAPIError) -> Value {
+    private func decode<Value: Decodable>(_ type: Value.Type, _ data: Data) throws -> Value {
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch {

@@ -121,6 +121,63 @@ struct ReceiptOutboxTests {
         #expect(remaining.first?.editionID == "e11")
     }
 
+    @Test("on foregrounding the failure backoff is lifted; a 429's pause, a 401 and an awaited registration still hold")
+    func foregroundDue() {
+        var failing = ReceiptOutbox()
+        failing.add(Self.receipt("e1", .newData), at: Self.t0)
+        _ = failing.record(.init(status: 503), for: Self.receipt("e1", .newData), at: Self.t0, jitter: 0)
+        let held = failing.due(at: Self.t0.addingTimeInterval(1))
+        #expect(held.isEmpty)
+        let lifted = failing.dueOnForeground(at: Self.t0.addingTimeInterval(1))
+        #expect(lifted.map(\.editionID) == ["e1"])
+        var limited = failing
+        _ = limited.record(.init(status: 429, retryAfter: 60), for: Self.receipt("e1", .newData), at: Self.t0, jitter: 0)
+        let rateLimited = limited.dueOnForeground(at: Self.t0.addingTimeInterval(30))
+        #expect(rateLimited.isEmpty)
+        let afterIt = limited.dueOnForeground(at: Self.t0.addingTimeInterval(62))
+        #expect(afterIt.count == 1)
+        var unregistered = failing
+        _ = unregistered.record(.init(status: 404, field: "token"), for: Self.receipt("e1", .newData), at: Self.t0, jitter: 0)
+        let awaiting = unregistered.dueOnForeground(at: Self.t0.addingTimeInterval(1))
+        #expect(awaiting.isEmpty)
+        var refused = failing
+        _ = refused.record(.init(status: 401), for: Self.receipt("e1", .newData), at: Self.t0, jitter: 0)
+        let unauthorized = refused.dueOnForeground(at: Self.t0.addingTimeInterval(1))
+        #expect(unauthorized.isEmpty)
+    }
+
+    @Test("the open report goes only when no success receipt of the last day waits; failed ones and older ones hold nothing")
+    func openReport() {
+        var outbox = ReceiptOutbox()
+        #expect(outbox.openReport(at: Self.t0) == .send)
+        outbox.add(Self.receipt("e1", .failed), at: Self.t0)
+        #expect(outbox.openReport(at: Self.t0) == .send)
+        outbox.add(Self.receipt("e2", .noData), at: Self.t0)
+        outbox.add(Self.receipt("e3", .newData), at: Self.t0.addingTimeInterval(-2 * 86_400))
+        #expect(outbox.openReport(at: Self.t0) == .drop(waiting: 1))
+        #expect(outbox.openReport(at: Self.t0.addingTimeInterval(86_401)) == .send)
+    }
+
+    @Test("the next attempt, for background time: now when due, the pause's end, none when empty or stopped by a 401 or a registration")
+    func nextAttempt() {
+        var outbox = ReceiptOutbox()
+        #expect(outbox.nextAttempt(at: Self.t0) == nil)
+        outbox.add(Self.receipt("e1", .newData), at: Self.t0)
+        #expect(outbox.nextAttempt(at: Self.t0) == Self.t0)
+        _ = outbox.record(.init(status: 500), for: Self.receipt("e1", .newData), at: Self.t0, jitter: 0)
+        #expect(outbox.nextAttempt(at: Self.t0) == Self.t0.addingTimeInterval(30))
+        _ = outbox.record(.init(status: 404, field: "token"), for: Self.receipt("e1", .newData), at: Self.t0, jitter: 0)
+        #expect(outbox.nextAttempt(at: Self.t0) == nil)
+    }
+
+    @Test("an outbox file written before the rate-limit pause was kept apart still reads")
+    func olderFile() throws {
+        let json = #"{"entries": [], "failures": 2, "awaitingRegistration": false, "pausedUntil": 800000000}"#
+        let outbox = try JSONDecoder().decode(ReceiptOutbox.self, from: Data(json.utf8))
+        #expect(outbox.failures == 2)
+        #expect(outbox.rateLimitedUntil == nil)
+    }
+
     @Test("the outbox file keeps receipts and the token across processes, and a courier without a token sends nothing")
     func file() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-outbox-\(UUID().uuidString)")

@@ -20,6 +20,12 @@ public struct PaperboyAPIError: Error, Sendable, Equatable, CustomStringConverti
         self.retryAfter = retryAfter
     }
 
+    /// `error` as the API's error: itself when it is one (every call of ``PaperboyAPIClient`` throws only these),
+    /// else as no answer.
+    public init(_ error: any Error) {
+        self = error as? PaperboyAPIError ?? PaperboyAPIError(status: nil, message: "\(error)")
+    }
+
     /// What to do about it.
     public var reaction: APIReaction {
         guard let status else { return .retryLater }

@@ -4,12 +4,15 @@ import Foundation
 import PaperboyBroadcast
 import PaperboyClient
 import PaperboyCore
+import PaperboyStore
 import Testing
 
-/// The client decodes the pushes the server builds (BroadcastPreflight, the dispatcher's one definition), in both
-/// shapes an iOS app receives and the one an Android app does.
-@Suite("EditionWakeUp: a push of either provider's shape")
-struct EditionWakeUpTests {
+/// The contract between the server and the client package (clients/swift), from the server's side: the client decodes
+/// the pushes the server builds (BroadcastPreflight, the dispatcher's one definition) in both shapes an iOS app
+/// receives and the one an Android app does, the editions it serves, and the server decodes the client's registration
+/// body. The client package's own tests check the same decoding against fixed payloads, without the server.
+@Suite("The server's pushes, editions and registration decoder against PaperboyClient")
+struct ServerContractTests {
     static let sentAt = Date(timeIntervalSince1970: 1_795_377_909)  // 2026-11-22T20:05:09Z
 
     static func edition(tiers: [String] = ["small", "large"]) -> PaperboyCore.Edition {
@@ -175,15 +178,6 @@ struct EditionWakeUpTests {
         #expect(wakeUp.secondsFromPush(arrival: arrival, now: arrival.addingTimeInterval(3)) == 3)
     }
 
-    @Test("secondsFromPush counts from sentAt on iOS (arrival is the run), 0 for a clock behind, at most a day")
-    func secondsFromPush() throws {
-        let wakeUp = Self.expected
-        let arrival = Self.sentAt.addingTimeInterval(1_800)  // iOS held it half an hour
-        #expect(wakeUp.secondsFromPush(arrival: arrival, now: arrival.addingTimeInterval(0.2)) == 1_800)
-        #expect(wakeUp.secondsFromPush(arrival: arrival, now: Self.sentAt.addingTimeInterval(-5)) == 0)
-        #expect(wakeUp.secondsFromPush(arrival: arrival, now: Self.sentAt.addingTimeInterval(200_000)) == 86_400)
-    }
-
     @Test("another notification is not an edition's (nil); a malformed one names its key")
     func notOursOrMalformed() throws {
         #expect(try EditionWakeUp.decode(userInfo: ["aps": ["alert": "Breaking news"], "article": "123"]) == nil)
@@ -207,9 +201,101 @@ struct EditionWakeUpTests {
             #expect(throws: WakeUpError.self) { try EditionWakeUp.decode(data: data) }
             do {
                 _ = try EditionWakeUp.decode(data: data)
-            } catch {
+            } catch let error as WakeUpError {
                 #expect(error.key == named, "\(key)=\(value ?? "absent"): \(error)")
+            } catch {
+                Issue.record("\(key)=\(value ?? "absent"): not a WakeUpError: \(error)")
             }
         }
+    }
+
+    /// The server's edition, as `GET /v1/editions/{id}` encodes it, decoded by the client.
+    static func manifest(tiers: [String]) throws -> PaperboyClient.EditionManifest {
+        let encoder = JSONEncoder()
+        let data = try encoder.encode(edition(tiers: tiers))
+        return try JSONDecoder().decode(PaperboyClient.EditionManifest.self, from: data)
+    }
+
+    @Test("the server's edition decodes: its tiers' bundles with lengths and SHA-256, the pages, the deadline")
+    func decodesTheServersEdition() throws {
+        let manifest = try Self.manifest(tiers: ["small", "large"])
+        #expect(manifest.id == "0b4ed6a3-3c2e-4b8e-9a55-0d2f3f1b7c11")
+        #expect(Set(manifest.tiers.keys) == [.small, .large])
+        #expect(manifest.tiers[.large]?.map(\.bytes) == [1_000, 2_000])
+        #expect(manifest.tiers[.large]?.first?.sha256 == String(repeating: "ab", count: 32))
+        #expect(manifest.deadlineDate == Date(timeIntervalSince1970: 1_795_392_000))
+        #expect(manifest.pages.count == 1)
+    }
+
+    @Test("a device gets its own tier; without it, the nearest smaller one, else the nearest larger; nil without bundles")
+    func plans() throws {
+        let both = try Self.manifest(tiers: ["small", "large"])
+        #expect(both.plan(for: .large)?.tier == .large)
+        #expect(both.plan(for: .large)?.fellBack == false)
+        #expect(both.plan(for: .large)?.bytes == 3_000)
+        #expect(both.plan(for: .medium)?.tier == .small)
+        #expect(both.plan(for: .medium)?.fellBack == true)
+        let largeOnly = try Self.manifest(tiers: ["large"])
+        #expect(largeOnly.plan(for: .small)?.tier == .large)
+        #expect(try Self.manifest(tiers: []).plan(for: .small) == nil)
+    }
+
+    @Test("a push to a tier the edition lacks has an empty fetch: the manifest's plan is the way to the bundles")
+    func emptyFetch() throws {
+        let edition = Self.edition(tiers: ["small", "large"])
+        let pushes = try APNsService.notifications(for: edition, kind: .background, wave: 1)
+        let wakeUp = try Self.wakeUp(pushes[.medium])
+        #expect(wakeUp.fetch.isEmpty)
+        #expect(wakeUp.tier == .medium)
+        #expect(
+            try Self.manifest(tiers: ["small", "large"]).plan(for: wakeUp.tier)?.bundles.map(\.url.lastPathComponent) == [
+                "small-1.zip", "small-2.zip",
+            ]
+        )
+    }
+
+    static func json(_ registration: PaperboyClient.DeviceRegistration) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(registration)) as? [String: Any])
+    }
+
+    @Test("an APNs registration names its environment and every required field; the server's decoder takes it")
+    func apns() throws {
+        let registration = PaperboyClient.DeviceRegistration(
+            route: .apns(.sandbox),
+            subscriptions: ["morning"],
+            timeZone: TimeZone(identifier: "Asia/Tokyo")!,
+            tier: .large,
+            alertsAuthorized: false,
+            model: String(repeating: "m", count: 80)
+        )
+        let body = try Self.json(registration)
+        #expect(body["provider"] as? String == "apns")
+        #expect(body["platform"] as? String == "ios")
+        #expect(body["environment"] as? String == "sandbox")
+        #expect(body["alertsAuthorized"] as? Bool == false)
+        #expect(body["autoDownload"] as? Bool == true)
+        #expect(body["timeZone"] as? String == "Asia/Tokyo")
+        #expect((body["model"] as? String)?.count == 64, "cut to the API's limit, not refused")
+        let server = try JSONDecoder().decode(PaperboyStore.DeviceRegistration.self, from: JSONEncoder().encode(registration))
+        #expect(server.environment == .sandbox)
+        #expect(server.provider == .apns)
+        #expect(!server.alertsAuthorized)
+    }
+
+    @Test("an FCM registration names its provider and platform and no environment")
+    func fcm() throws {
+        let registration = PaperboyClient.DeviceRegistration(
+            route: .fcm(.android),
+            subscriptions: ["morning", "evening"],
+            tier: .medium,
+            alertsAuthorized: true
+        )
+        let body = try Self.json(registration)
+        #expect(body["provider"] as? String == "fcm")
+        #expect(body["platform"] as? String == "android")
+        #expect(body["environment"] == nil)
+        let server = try JSONDecoder().decode(PaperboyStore.DeviceRegistration.self, from: JSONEncoder().encode(registration))
+        #expect(server.provider == .fcm)
+        #expect(server.platform == .android)
     }
 }

@@ -66,7 +66,7 @@ public struct EditionWakeUp: Sendable, Equatable {
     /// The push in an iOS app's `userInfo`, APNs' shape or FCM's.
     /// - Returns: nil when the push is not an edition's (no `edition` key): another kind of notification.
     /// - Throws: ``WakeUpError`` naming the key that is missing or malformed.
-    public static func decode(userInfo: [AnyHashable: Any]) throws(WakeUpError) -> EditionWakeUp? {
+    public static func decode(userInfo: [AnyHashable: Any]) throws -> EditionWakeUp? {
         guard userInfo["edition"] != nil else { return nil }
         var keys = Keys()
         for (key, value) in userInfo {
@@ -80,7 +80,7 @@ public struct EditionWakeUp: Sendable, Equatable {
     /// The push as FCM's data (an Android app's `RemoteMessage.data`).
     /// - Returns: nil when the message is not an edition's (no `edition` key).
     /// - Throws: ``WakeUpError`` naming the key that is missing or malformed.
-    public static func decode(data: [String: String]) throws(WakeUpError) -> EditionWakeUp? {
+    public static func decode(data: [String: String]) throws -> EditionWakeUp? {
         guard data["edition"] != nil else { return nil }
         var keys = Keys()
         for (name, value) in data { keys.values[name] = value }
@@ -103,7 +103,7 @@ public struct EditionWakeUp: Sendable, Equatable {
         var values: [String: Any] = [:]
         var isAlert = false
 
-        func wakeUp() throws(WakeUpError) -> EditionWakeUp {
+        func wakeUp() throws -> EditionWakeUp {
             let edition = try text("edition")
             guard UUID(uuidString: edition) != nil else { throw WakeUpError(key: "edition", problem: "is not a UUID") }
             let manifest = try text("manifest")
@@ -134,14 +134,14 @@ public struct EditionWakeUp: Sendable, Equatable {
             )
         }
 
-        func text(_ key: String) throws(WakeUpError) -> String {
+        func text(_ key: String) throws -> String {
             guard let value = values[key] else { throw WakeUpError(key: key, problem: "is missing") }
             guard let text = value as? String else { throw WakeUpError(key: key, problem: "is not text") }
             return text
         }
 
         /// A number (APNs), or its digits (FCM).
-        func integer(_ key: String) throws(WakeUpError) -> Int {
+        func integer(_ key: String) throws -> Int {
             guard let value = values[key] else { throw WakeUpError(key: key, problem: "is missing") }
             if let text = value as? String, let number = Int(text) { return number }
             guard let number = Self.whole(value) else { throw WakeUpError(key: key, problem: "is not a whole number") }
@@ -159,7 +159,7 @@ public struct EditionWakeUp: Sendable, Equatable {
         }
 
         /// An array of URLs (APNs), or its JSON text (FCM).
-        func urls(_ key: String) throws(WakeUpError) -> [URL] {
+        func urls(_ key: String) throws -> [URL] {
             let strings: [String]
             switch values[key] {
             case nil: throw WakeUpError(key: key, problem: "is missing")
@@ -183,7 +183,7 @@ public struct EditionWakeUp: Sendable, Equatable {
         }
 
         /// An object (APNs), or its JSON text (FCM); nil when absent.
-        func limits(_ key: String) throws(WakeUpError) -> ExtensionLimits? {
+        func limits(_ key: String) throws -> ExtensionLimits? {
             switch values[key] {
             case nil: return nil
             case let object as [String: Any]:

@@ -1,13 +1,5 @@
 import Foundation
 
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The outbox kept in a file, with the token the device last registered: in an iOS app, in the app group's
 /// container, so that the app and its Notification Service Extension (two processes) share it. Every change
 /// reads, changes and writes the file under an exclusive `flock` of a lock file beside it, and writes it
@@ -53,14 +45,6 @@ public struct ReceiptOutboxFile: Sendable {
     }
 
     private func locked<Value>(_ body: () throws -> Value) throws -> Value {
-        let lockPath = url.path + ".lock"
-        let descriptor = open(lockPath, O_CREAT | O_RDWR, 0o644)
-        guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: lockPath]) }
-        defer { close(descriptor) }
-        while flock(descriptor, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw CocoaError(.fileLocking, userInfo: [NSFilePathErrorKey: lockPath]) }
-        }
-        defer { flock(descriptor, LOCK_UN) }
-        return try body()
+        try FileLock(path: url.path + ".lock").locked(body)
     }
 }
