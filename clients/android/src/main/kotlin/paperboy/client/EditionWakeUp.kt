@@ -47,8 +47,9 @@ data class EditionWakeUp(
      */
     fun secondsFromPush(arrival: Instant, now: Instant): Double {
         val from = sentAt ?: arrival
-        val seconds = Duration.between(from, now).toMillis() / 1000.0
-        return Math.min(Math.max(0.0, Math.rint(seconds)), 86_400.0)
+        val seconds = Duration.between(from, now).toNanos() / 1e9
+        // Half away from zero, as Swift's rounded() (Math.rint would round 12.5 to 12).
+        return Math.min(Math.max(0.0, Math.round(seconds).toDouble()), 86_400.0)
     }
 
     companion object {

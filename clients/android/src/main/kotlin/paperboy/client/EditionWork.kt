@@ -64,6 +64,54 @@ object EditionWork {
         return OnMessage.Enqueue(wakeUp, uniqueName(wakeUp.editionId), highPriority, input)
     }
 
+    /**
+     * The reader tapped the alert last resort that Android showed while the app was in the background: the
+     * notification's intent carries the message's data as extras. Expedited (the reader is waiting), never a
+     * foreground service (no high-priority exemption applies then).
+     */
+    @JvmStatic
+    fun onNotificationTap(extras: Map<String, String>, now: Instant): OnMessage =
+        when (val decision = onMessage(extras, highPriority = false, isAlert = true, arrivedAt = now)) {
+            is OnMessage.Enqueue -> decision.copy(expedited = true)
+            else -> decision
+        }
+
+    /** What a worker's run asks WorkManager for (`Result.success()`, `retry()`, `failure()`). */
+    enum class Verdict { SUCCESS, RETRY, FAILURE }
+
+    /** Runs of an edition's work that failed and may try again before the next wave does (3 in all). */
+    const val ATTEMPTS = 3
+
+    /**
+     * After an edition's run: done when downloaded, held, or expired; again when its time ran out (the partial files
+     * resume); again after a failure worth retrying while attempts remain (WorkManager's backoff spaces them), else
+     * done: the `failed` receipt is posted and the next wave tries again.
+     * @param runAttemptCount `ListenableWorker.runAttemptCount` (0 for the first run).
+     */
+    @JvmStatic
+    fun verdict(outcome: EditionJob.Outcome, runAttemptCount: Int): Verdict = when (outcome) {
+        is EditionJob.Outcome.Unfinished -> Verdict.RETRY
+        is EditionJob.Outcome.Failed -> if (outcome.retry && runAttemptCount + 1 < ATTEMPTS) Verdict.RETRY else Verdict.SUCCESS
+        else -> Verdict.SUCCESS
+    }
+
+    /**
+     * After a registration's attempt (the token at launch, `onNewToken`): done on 2xx; again later on no answer,
+     * 5xx, 429 (WorkManager's backoff, and the next launch registers anyway); given up on a refusal (a bug: log the
+     * field) or a revoked key.
+     */
+    @JvmStatic
+    fun registrationVerdict(reaction: ApiReaction): Verdict = when (reaction) {
+        ApiReaction.Done -> Verdict.SUCCESS
+        ApiReaction.RetryLater, ApiReaction.RegisterThenRetry, is ApiReaction.RetryAfter -> Verdict.RETRY
+        ApiReaction.StopUntilNewKey, ApiReaction.Drop -> Verdict.FAILURE
+    }
+
+    /** The token to remove (`DELETE`) after registering [registered]: the one registered before it, if another. */
+    @JvmStatic
+    fun previousTokenToRemove(previous: PushToken?, registered: PushToken): PushToken? =
+        if (previous != null && previous != registered) previous else null
+
     /** One unit of work per edition: a later wave while it is queued or running starts nothing new (`KEEP`). */
     @JvmStatic
     fun uniqueName(editionId: String): String = "paperboy-edition-$editionId"

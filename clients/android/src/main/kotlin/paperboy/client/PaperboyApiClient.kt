@@ -122,8 +122,10 @@ class PaperboyApiClient @JvmOverloads constructor(
             if (method == "POST" || method == "PUT") {
                 val bytes = (body ?: "").toByteArray(StandardCharsets.UTF_8)
                 if (body != null) connection.setRequestProperty("Content-Type", "application/json")
+                // Buffered, not setFixedLengthStreamingMode: in streaming mode the JDK cannot read a 401's body
+                // (HttpRetryException), and bodies are small (the API takes at most 16 KiB). An open report sends
+                // `Content-Length: 0`, which every proxy takes.
                 connection.doOutput = true
-                connection.setFixedLengthStreamingMode(bytes.size)
                 connection.outputStream.use { it.write(bytes) }
             }
             val status = connection.responseCode
