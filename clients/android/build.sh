@@ -41,16 +41,27 @@ started=$(date +%s)
 echo "android: compiling the library (src/main: the JDK and the Kotlin standard library only)"
 kotlinc_ -d "$build/main" src/main/kotlin
 
-echo "android: compiling the tests (src/test)"
-kotlinc_ -cp "$build/main:$junit" -d "$build/test" src/test/kotlin
-
+# The tests and the glue need only the library: compiled side by side (two cores), each reported when both end.
+echo "android: compiling the tests (src/test)$([ "$glue" = 1 ] && echo ', and type-checking the glue (glue/) against the stand-ins (stubs/)')"
+test_log=$(mktemp)
+glue_log=$(mktemp)
+trap 'rm -f "$test_log" "$glue_log"' EXIT
+kotlinc_ -cp "$build/main:$junit" -d "$build/test" src/test/kotlin > "$test_log" 2>&1 &
+test_pid=$!
+glue_status=0
 if [ "$glue" = 1 ]; then
     # The glue is Kotlin; the platform it calls is Java (stubs/java, checked by javac) except WorkManager's
     # CoroutineWorker and kotlinx.coroutines, whose suspend functions only Kotlin can declare (stubs/kotlin).
-    echo "android: type-checking the glue (glue/) against the stand-ins (stubs/)"
-    nice -n 19 javac -nowarn -Xlint:none -d "$build/stubs" $(find stubs/java -name '*.java' | sort)
-    kotlinc_ -cp "$build/main:$build/stubs" -d "$build/glue" stubs/kotlin glue
+    {
+        nice -n 19 javac -nowarn -Xlint:none -d "$build/stubs" $(find stubs/java -name '*.java' | sort) &&
+            kotlinc_ -cp "$build/main:$build/stubs" -d "$build/glue" stubs/kotlin glue
+    } > "$glue_log" 2>&1 || glue_status=$?
 fi
+test_status=0
+wait "$test_pid" || test_status=$?
+cat "$test_log" "$glue_log"
+[ "$test_status" = 0 ] || { echo "android: the tests do not compile" >&2; exit 1; }
+[ "$glue_status" = 0 ] || { echo "android: the glue does not type-check against stubs/" >&2; exit 1; }
 
 echo "android: running the tests"
 tests=$(cd src/test/kotlin && grep -l '@Test' $(find . -name '*Tests.kt') | sed 's|^\./||; s|\.kt$||; s|/|.|g' | sort)

@@ -18,7 +18,6 @@ import androidx.work.WorkManager
 import androidx.work.WorkerParameters
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.withContext
-import paperboy.client.AndroidRules
 import paperboy.client.EditionWork
 import paperboy.client.WakeUpException
 import java.time.Instant
@@ -42,7 +41,7 @@ class EditionWorker(context: Context, params: WorkerParameters) : CoroutineWorke
             } catch (refused: IllegalStateException) {
                 // Android 12+: ForegroundServiceStartNotAllowedException (an IllegalStateException, API 31) when the
                 // high-priority exemption is over or was not granted; the work goes on in the background.
-                if (AndroidRules.foregroundStartMayBeRefused(Build.VERSION.SDK_INT)) Log.i(TAG, "no foreground service: ${refused.message}")
+                if (Build.VERSION.SDK_INT >= Build.VERSION_CODES.S) Log.i(TAG, "no foreground service: ${refused.message}")
                 false
             }
         }
@@ -69,7 +68,7 @@ class EditionWorker(context: Context, params: WorkerParameters) : CoroutineWorke
             .setSilent(true)
             .setPriority(NotificationCompat.PRIORITY_LOW)
             .build()
-        return if (AndroidRules.foregroundInfoTakesType(Build.VERSION.SDK_INT)) {
+        return if (Build.VERSION.SDK_INT >= Build.VERSION_CODES.Q) {
             ForegroundInfo(NOTIFICATION_ID, notification, ServiceInfo.FOREGROUND_SERVICE_TYPE_DATA_SYNC)
         } else {
             ForegroundInfo(NOTIFICATION_ID, notification)

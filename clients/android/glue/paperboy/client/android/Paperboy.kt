@@ -8,7 +8,6 @@ import android.os.Build
 import android.util.Log
 import androidx.lifecycle.ProcessLifecycleOwner
 import com.google.firebase.messaging.FirebaseMessaging
-import paperboy.client.AndroidRules
 import paperboy.client.EditionJob
 import paperboy.client.EditionWork
 import paperboy.client.ImageTier
@@ -78,7 +77,7 @@ object Paperboy {
      * `com.google.firebase.messaging.default_notification_channel_id`), and the download's, quiet.
      */
     fun createChannels(context: Context) {
-        if (!AndroidRules.needsNotificationChannels(Build.VERSION.SDK_INT)) return
+        if (Build.VERSION.SDK_INT < Build.VERSION_CODES.O) return
         val manager = context.getSystemService(NotificationManager::class.java) ?: return
         val alerts = NotificationChannel(ALERT_CHANNEL, "New editions", NotificationManager.IMPORTANCE_DEFAULT)
         alerts.setDescription("When an edition is out and could not be downloaded in the background")

@@ -14,10 +14,6 @@ class AndroidRulesTests {
         assertTrue(AndroidRules.mustAskForNotifications(33, granted = false))
         assertFalse(AndroidRules.mustAskForNotifications(33, granted = true))
         assertFalse(AndroidRules.mustAskForNotifications(32, granted = false))
-        assertTrue(AndroidRules.needsNotificationChannels(26))
-        assertFalse(AndroidRules.needsNotificationChannels(25))
-        assertTrue(AndroidRules.foregroundInfoTakesType(29) && !AndroidRules.foregroundInfoTakesType(28))
-        assertTrue(AndroidRules.foregroundStartMayBeRefused(31) && !AndroidRules.foregroundStartMayBeRefused(30))
     }
 
     @Test
