@@ -1,0 +1,3 @@
+package android.app;
+/** Stand-in (stubs/README.md). */
+public class Notification {}

@@ -1,0 +1,3 @@
+package android.net;
+/** Stand-in (stubs/README.md). */
+public class Network {}

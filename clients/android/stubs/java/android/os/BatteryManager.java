@@ -1,0 +1,5 @@
+package android.os;
+/** Stand-in (stubs/README.md). */
+public class BatteryManager {
+    public boolean isCharging() { throw new RuntimeException("Stub!"); }
+}

@@ -1,0 +1,3 @@
+package androidx.lifecycle;
+/** Stand-in (stubs/README.md). */
+public interface LifecycleObserver {}

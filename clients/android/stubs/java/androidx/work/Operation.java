@@ -1,0 +1,3 @@
+package androidx.work;
+/** Stand-in (stubs/README.md). */
+public interface Operation {}

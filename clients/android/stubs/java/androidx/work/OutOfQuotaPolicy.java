@@ -1,0 +1,3 @@
+package androidx.work;
+/** Stand-in (stubs/README.md). */
+public enum OutOfQuotaPolicy { RUN_AS_NON_EXPEDITED_WORK_REQUEST,DROP_WORK_REQUEST }
