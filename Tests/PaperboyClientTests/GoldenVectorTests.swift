@@ -7,12 +7,29 @@ import PaperboyCore
 import PaperboyStore
 import Testing
 
+/// The client's type, named outside `#require`, whose expansion cannot take a module-qualified call.
+private typealias ClientTier = PaperboyClient.ImageTier
+private typealias ClientReceiptResult = PaperboyClient.ReceiptResult
+private typealias ClientDevicePlatform = PaperboyClient.DeviceRegistration.DevicePlatform
+private typealias ClientAPNsEnvironment = PaperboyClient.DeviceRegistration.APNsEnvironment
+
 /// The golden vectors (clients/vectors), shared with the Android client (clients/android, whose tests they drive): the
 /// server builds its pushes and its edition JSON with its real code and must send exactly what the files say, decodes the
 /// clients' bodies as the files say, and the Swift client reads and writes them as the files say. A failure names the
 /// file: when the server's output changes on purpose, change the file, and the clients' tests tell what that breaks.
 @Suite("Golden vectors: what the server sends and the clients read")
 struct GoldenVectorTests {
+    /// A vector's string, required (a helper, since `#require` cannot nest in `#require`).
+    static func string(_ value: Any?, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        try #require(value as? String, sourceLocation: sourceLocation)
+    }
+
+    /// A vector's string read as `make` reads it, required.
+    static func parse<Value>(_ value: Any?, _ make: (String) -> Value?, sourceLocation: SourceLocation = #_sourceLocation) throws -> Value {
+        let text = try string(value, sourceLocation: sourceLocation)
+        return try #require(make(text), "'\(text)' read as \(Value.self)", sourceLocation: sourceLocation)
+    }
+
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("clients/vectors")
 
@@ -132,7 +149,7 @@ struct GoldenVectorTests {
             #expect(plans.count == 3, "\(path)")
             for (name, value) in plans {
                 let expected = try #require(value as? [String: Any])
-                let tier = try #require(PaperboyClient.ImageTier(rawValue: name))
+                let tier = try #require(ClientTier(rawValue: name))
                 let plan = try #require(manifest.plan(for: tier), "\(path): no plan for \(name)")
                 #expect(plan.tier.rawValue == expected["tier"] as? String, "\(path) \(name)")
                 #expect(plan.fellBack == expected["fellBack"] as? Bool, "\(path) \(name)")
@@ -172,12 +189,12 @@ struct GoldenVectorTests {
             let edition = try Self.edition(try #require(build["edition"] as? String), publicationTitle: build["publicationTitle"] as? String)
             let message = try FCMService.fcmMessage(
                 for: edition,
-                tier: try #require(PaperboyCore.ImageTier(rawValue: try #require(build["tier"] as? String))),
-                kind: try #require(BroadcastProgress.Wave.Kind(rawValue: try #require(build["kind"] as? String))),
+                tier: try Self.parse(build["tier"], PaperboyCore.ImageTier.init(rawValue:)),
+                kind: try Self.parse(build["kind"], BroadcastProgress.Wave.Kind.init(rawValue:)),
                 wave: try #require(build["wave"] as? Int),
-                platform: try #require(DevicePlatform(rawValue: try #require(build["platform"] as? String))),
-                priority: try #require(BroadcastOptions.AndroidPriority(rawValue: try #require(build["priority"] as? String))),
-                sentAt: try #require(Self.instant(try #require(build["sentAt"] as? String)))
+                platform: try Self.parse(build["platform"], DevicePlatform.init(rawValue:)),
+                priority: try Self.parse(build["priority"], BroadcastOptions.AndroidPriority.init(rawValue:)),
+                sentAt: try #require(Self.instant(try Self.string(build["sentAt"])))
             )
             let body = try #require(try JSONSerialization.jsonObject(with: Data(message.body(token: "TOKEN"))) as? [String: Any])
             var sent = try #require(body["message"] as? [String: Any])
@@ -198,10 +215,10 @@ struct GoldenVectorTests {
             let vector = try Self.load(path)
             let build = try #require(vector["build"] as? [String: Any])
             let edition = try Self.edition(try #require(build["edition"] as? String), publicationTitle: build["publicationTitle"] as? String)
-            let tier = try #require(PaperboyCore.ImageTier(rawValue: try #require(build["tier"] as? String)))
+            let tier = try Self.parse(build["tier"], PaperboyCore.ImageTier.init(rawValue:))
             let pushes = try APNsService.notifications(
                 for: edition,
-                kind: try #require(BroadcastProgress.Wave.Kind(rawValue: try #require(build["kind"] as? String))),
+                kind: try Self.parse(build["kind"], BroadcastProgress.Wave.Kind.init(rawValue:)),
                 wave: try #require(build["wave"] as? Int),
                 sentAt: (build["sentAt"] as? String).flatMap(Self.instant)
             )
@@ -227,7 +244,7 @@ struct GoldenVectorTests {
                 _ = try EditionWakeUp.decode(data: data)
                 Issue.record("\(item["name"] ?? "?"): decoded")
             } catch {
-                #expect(error.key == item["refusal"] as? String, "\(item["name"] ?? "?"): \(error)")
+                #expect((error as? WakeUpError)?.key == item["refusal"] as? String, "\(item["name"] ?? "?"): \(error)")
             }
         }
         for data in try #require(vector["notOurs"] as? [[String: String]]) {
@@ -248,7 +265,7 @@ struct GoldenVectorTests {
             let input = try #require(item["input"] as? [String: Any])
             let receipt = PaperboyClient.ReceiptReport(
                 editionID: try #require(input["editionId"] as? String),
-                result: try #require(PaperboyClient.ReceiptResult(rawValue: try #require(input["result"] as? String))),
+                result: try Self.parse(input["result"], ClientReceiptResult.init(rawValue:)),
                 bytes: (input["bytes"] as? NSNumber)?.int64Value ?? 0,
                 seconds: (input["seconds"] as? NSNumber)?.doubleValue ?? 0,
                 network: (input["network"] as? String).flatMap(PaperboyClient.ReceiptReport.Network.init(rawValue:)),
@@ -291,15 +308,15 @@ struct GoldenVectorTests {
             let route = try #require(input["route"] as? [String: String])
             let clientRoute: PaperboyClient.DeviceRegistration.Route
             if route["provider"] == "fcm" {
-                clientRoute = .fcm(try #require(PaperboyClient.DeviceRegistration.DevicePlatform(rawValue: route["platform"] ?? "")))
+                clientRoute = .fcm(try #require(ClientDevicePlatform(rawValue: route["platform"] ?? "")))
             } else {
-                clientRoute = .apns(try #require(PaperboyClient.DeviceRegistration.APNsEnvironment(rawValue: route["environment"] ?? "")))
+                clientRoute = .apns(try #require(ClientAPNsEnvironment(rawValue: route["environment"] ?? "")))
             }
             let registration = PaperboyClient.DeviceRegistration(
                 route: clientRoute,
                 subscriptions: try #require(input["subscriptions"] as? [String]),
-                timeZone: try #require(TimeZone(identifier: try #require(input["timeZone"] as? String))),
-                tier: try #require(PaperboyClient.ImageTier(rawValue: try #require(input["tier"] as? String))),
+                timeZone: try Self.parse(input["timeZone"], TimeZone.init(identifier:)),
+                tier: try Self.parse(input["tier"], ClientTier.init(rawValue:)),
                 autoDownload: input["autoDownload"] as? Bool ?? true,
                 alertsAuthorized: try #require(input["alertsAuthorized"] as? Bool),
                 notifyWhenReady: input["notifyWhenReady"] as? Bool ?? false,
@@ -359,7 +376,7 @@ struct GoldenVectorTests {
         }
         func receipt(_ value: Any?) throws -> PaperboyClient.ReceiptReport {
             let spec = try #require(value as? [String: String])
-            let result = try #require(PaperboyClient.ReceiptResult(rawValue: spec["result"] ?? ""))
+            let result = try #require(ClientReceiptResult(rawValue: spec["result"] ?? ""))
             return PaperboyClient.ReceiptReport(
                 editionID: try #require(spec["edition"]),
                 result: result,
