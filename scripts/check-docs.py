@@ -15,11 +15,16 @@
    shell block validates against the request body of the operation its method and URL path name, with the shell's
    quoting as bash reads it and the variables of SAMPLE_VALUES filled in (a body read from a file, `@file`, is the
    reader's). That is how a refused example is caught before an app team copies it.
+5. Every code block marked `<!-- from: PATH#NAME -->` on the line before its fence is, line for line, the region NAME
+   of the source file PATH (between `// snippet: NAME` and `// end snippet: NAME`, its common indentation
+   removed): the guide's code is the clients' code, compiled and tested, never retyped. In the files of
+   SNIPPET_DOCS every Swift, Kotlin and Java block must carry such a marker, or `<!-- from: none (why) -->`.
+   `--write-snippets` rewrites the marked blocks from their sources instead of reporting them.
 
 Prints one line per finding (`file:line: what`) and exits 1 when there is any; exits 0 and prints a summary
 otherwise. Needs PyYAML and jsonschema (installed with pip when missing).
 
-Usage: scripts/check-docs.py [--binary PATH] [--root DIR] [--examples-only]
+Usage: scripts/check-docs.py [--binary PATH] [--root DIR] [--examples-only] [--write-snippets]
 """
 
 from __future__ import annotations
@@ -817,6 +822,92 @@ def check_curl_body(where: str, method: str, request_path: str | None, body: str
 # ---------------------------------------------------------------------------------------------- main
 
 
+# ---------------------------------------------------------------------------------------------- snippets
+
+# The guides whose every Swift, Kotlin and Java block must come from a client's source (check 5).
+SNIPPET_DOCS = ("docs/app-integration.md",)
+SNIPPET_LANGUAGES = ("swift", "kotlin", "kt", "java")
+FROM_MARKER = re.compile(r"^\s*<!--\s*from:\s*(.+?)\s*-->\s*$")
+SNIPPET_START = re.compile(r"^\s*(?://|#)\s*snippet:\s*(\S+)\s*$")
+SNIPPET_END = re.compile(r"^\s*(?://|#)\s*end snippet:\s*(\S+)\s*$")
+
+
+def source_snippet(root: Path, reference: str) -> tuple[list[str] | None, str]:
+    """The lines of region NAME in PATH (`PATH#NAME`), dedented; or None and why not."""
+    if "#" not in reference:
+        return None, f"'{reference}' names no region (PATH#NAME)"
+    relative, name = reference.rsplit("#", 1)
+    path = root / relative
+    if not path.is_file():
+        return None, f"{relative} does not exist"
+    region: list[str] | None = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        start, end = SNIPPET_START.match(line), SNIPPET_END.match(line)
+        if start and start.group(1) == name:
+            if region is not None:
+                return None, f"{relative} opens region '{name}' twice"
+            region = []
+        elif end and end.group(1) == name:
+            if region is None:
+                return None, f"{relative} closes region '{name}' before opening it"
+            indents = [len(text) - len(text.lstrip()) for text in region if text.strip()]
+            cut = min(indents, default=0)
+            # Nested markers of other regions are not the guide's code.
+            return [text[cut:].rstrip() for text in region if not (SNIPPET_START.match(text) or SNIPPET_END.match(text))], ""
+        elif region is not None:
+            region.append(line)
+    return None, f"{relative} has no region '{name}' (// snippet: {name} … // end snippet: {name})"
+
+
+def check_snippets(root: Path, files: list[Path], findings: Finding, write: bool) -> int:
+    checked = 0
+    for path in files:
+        relative = str(path.relative_to(root))
+        lines = path.read_text(encoding="utf-8").splitlines()
+        enforced = relative in SNIPPET_DOCS
+        output: list[str] = []
+        changed = False
+        index = 0
+        previous = ""
+        while index < len(lines):
+            line = lines[index]
+            output.append(line)
+            if not FENCE.match(line):
+                if line.strip():
+                    previous = line
+                index += 1
+                continue
+            language = line.strip().lstrip("`~").strip().lower()
+            end = index + 1
+            while end < len(lines) and not FENCE.match(lines[end]):
+                end += 1
+            block = lines[index + 1 : end]
+            marker = FROM_MARKER.match(previous)
+            where = f"{relative}:{index + 1}"
+            if marker and not marker.group(1).startswith("none"):
+                checked += 1
+                expected, why = source_snippet(root, marker.group(1))
+                if expected is None:
+                    findings.add(where, why)
+                elif [text.rstrip() for text in block] != expected:
+                    if write:
+                        block = expected
+                        changed = True
+                    else:
+                        findings.add(where, f"differs from {marker.group(1)}: run scripts/check-docs.py --write-snippets")
+            elif enforced and not marker and language in SNIPPET_LANGUAGES:
+                findings.add(where, f"a {language} block with no `<!-- from: PATH#NAME -->` (or `<!-- from: none (why) -->`) before it")
+            output.extend(block)
+            if end < len(lines):
+                output.append(lines[end])
+            previous = lines[end] if end < len(lines) else ""
+            index = end + 1
+        if changed:
+            path.write_text("\n".join(output) + "\n", encoding="utf-8")
+            print(f"check-docs: rewrote the marked snippets of {relative}")
+    return checked
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binary", default=".build/debug/paperboy", help="the paperboy binary whose --help to read")
@@ -824,7 +915,12 @@ def main() -> int:
     parser.add_argument(
         "--examples-only",
         action="store_true",
-        help="check only the JSON examples (4 and 3), without links or the CLI: no binary needed",
+        help="check only the JSON examples (4 and 3) and the snippets (5), without links or the CLI: no binary needed",
+    )
+    parser.add_argument(
+        "--write-snippets",
+        action="store_true",
+        help="rewrite every block marked `<!-- from: PATH#NAME -->` from its source region, then check as usual",
     )
     args = parser.parse_args()
     root = Path(args.root).resolve()
@@ -841,17 +937,24 @@ def main() -> int:
         lines, flags = check_cli(binary, files, root, findings)
     examples = check_openapi(root, findings)
     doc_examples = check_doc_examples(root, files, OpenAPI(root), findings)
+    if args.write_snippets:
+        check_snippets(root, files, Finding(), write=True)
+    snippets = check_snippets(root, files, findings, write=False)
     for line in findings.lines:
         print(line)
     if findings.lines:
         print(f"check-docs: {len(findings.lines)} findings", file=sys.stderr)
         return 1
     if args.examples_only:
-        print(f"check-docs: {len(files)} files, {doc_examples} JSON blocks and curl bodies, {examples} OpenAPI examples: all agree")
+        print(
+            f"check-docs: {len(files)} files, {doc_examples} JSON blocks and curl bodies, {examples} OpenAPI examples, "
+            f"{snippets} snippets from the clients' sources: all agree"
+        )
         return 0
     print(
         f"check-docs: {len(files)} files, {links} relative links, {lines} paperboy command lines against {flags} flags "
-        f"in --help, {examples} OpenAPI examples, {doc_examples} JSON blocks and curl bodies in the docs: all agree"
+        f"in --help, {examples} OpenAPI examples, {doc_examples} JSON blocks and curl bodies in the docs, {snippets} snippets "
+        f"from the clients' sources: all agree"
     )
     return 0
 

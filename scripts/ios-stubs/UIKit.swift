@@ -15,6 +15,14 @@ import FoundationNetworking
 
 public enum UIBackgroundFetchResult: UInt, Sendable { case newData, noData, failed }
 
+public enum UIBackgroundRefreshStatus: Int, Sendable { case restricted, denied, available }
+
+@MainActor open class UIApplication {
+    public static let shared = UIApplication()
+    open var backgroundRefreshStatus: UIBackgroundRefreshStatus { .available }
+    open func registerForRemoteNotifications() {}
+}
+
 // Foundation's members that exist on Apple's platforms only.
 extension ProcessInfo {
     public var isLowPowerModeEnabled: Bool { false }

@@ -34,6 +34,7 @@ class EditionWorker(context: Context, params: WorkerParameters) : CoroutineWorke
         }
         val start = Instant.now()
         var foreground = false
+        // snippet: android-foreground
         if (EditionWork.mayStartForeground(queued, start)) {
             foreground = try {
                 setForeground(foregroundInfo())
@@ -45,6 +46,7 @@ class EditionWorker(context: Context, params: WorkerParameters) : CoroutineWorke
                 false
             }
         }
+        // end snippet: android-foreground
         val until = EditionWork.workUntil(queued.wakeUp, start, foreground)
         val outcome = withContext(Dispatchers.IO) {
             Paperboy.job(applicationContext).run(queued.wakeUp, queued.arrivedAt, until, DeviceFacts.context(applicationContext))
@@ -79,6 +81,7 @@ class EditionWorker(context: Context, params: WorkerParameters) : CoroutineWorke
         private const val TAG = "Paperboy"
         private const val NOTIFICATION_ID = 0x7062
 
+        // snippet: android-enqueue
         /** Unique work per edition (`KEEP`: a later wave while it is queued or running starts nothing new). */
         fun enqueue(context: Context, decision: EditionWork.OnMessage.Enqueue) {
             val request = OneTimeWorkRequest.Builder(EditionWorker::class.java)
@@ -88,5 +91,6 @@ class EditionWorker(context: Context, params: WorkerParameters) : CoroutineWorke
             if (decision.expedited) request.setExpedited(OutOfQuotaPolicy.RUN_AS_NON_EXPEDITED_WORK_REQUEST)
             WorkManager.getInstance(context).enqueueUniqueWork(decision.uniqueName, ExistingWorkPolicy.KEEP, request.build())
         }
+        // end snippet: android-enqueue
     }
 }

@@ -14,6 +14,7 @@ import paperboy.client.AndroidRules
  * (e.g. on the settings screen that offers "tell me when the edition is out"), then register again: the
  * registration's `alertsAuthorized` follows the answer (and the Settings app: check it when the app comes back).
  */
+// snippet: android-notification-permission
 object NotificationPermission {
     fun mustAsk(context: Context): Boolean = AndroidRules.mustAskForNotifications(
         Build.VERSION.SDK_INT,
@@ -25,3 +26,4 @@ object NotificationPermission {
         if (mustAsk(activity)) ActivityCompat.requestPermissions(activity, arrayOf(Manifest.permission.POST_NOTIFICATIONS), requestCode)
     }
 }
+// end snippet: android-notification-permission

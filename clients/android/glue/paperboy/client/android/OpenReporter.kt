@@ -11,6 +11,7 @@ import java.util.concurrent.Executors
  * On every foreground (the process reaching `ON_START`, not launch alone: a push also launches the app): the open
  * report, fire and forget (never queued, never retried), and a flush of the receipt outbox.
  */
+// snippet: android-open-reporter
 class OpenReporter(private val context: Context) : DefaultLifecycleObserver {
     override fun onStart(owner: LifecycleOwner) {
         background.execute {
@@ -35,3 +36,4 @@ class OpenReporter(private val context: Context) : DefaultLifecycleObserver {
         val background = Executors.newSingleThreadExecutor()
     }
 }
+// end snippet: android-open-reporter

@@ -53,6 +53,7 @@ object Paperboy {
 
     fun job(context: Context) = EditionJob(api, courier(context), File(context.noBackupFilesDir, "paperboy-editions"))
 
+    // snippet: android-start
     /**
      * At every launch: the notification channels, the open reports, the periodic outbox flush, and the token, which
      * is registered (every launch: it revives a device Paperboy stopped following, and it is cheap).
@@ -86,6 +87,7 @@ object Paperboy {
         downloads.setDescription("Shown while an edition downloads")
         manager.createNotificationChannel(downloads)
     }
+    // end snippet: android-start
 
     /**
      * From the launcher activity's `onCreate`: when the reader tapped the alert last resort that Android showed while

@@ -10,6 +10,7 @@ import java.time.Instant
  * Receives Paperboy's FCM messages (declared in the manifest with `com.google.firebase.MESSAGING_EVENT`). It has
  * seconds: it decodes and enqueues, and the worker downloads.
  */
+// snippet: android-messaging-service
 class PaperboyMessagingService : FirebaseMessagingService() {
     override fun onMessageReceived(message: RemoteMessage) {
         val decision = EditionWork.onMessage(
@@ -35,3 +36,4 @@ class PaperboyMessagingService : FirebaseMessagingService() {
         const val TAG = "Paperboy"
     }
 }
+// end snippet: android-messaging-service

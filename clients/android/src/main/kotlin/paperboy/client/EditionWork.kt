@@ -51,11 +51,13 @@ object EditionWork {
      */
     @JvmStatic
     fun onMessage(data: Map<String, String>, highPriority: Boolean, isAlert: Boolean, arrivedAt: Instant): OnMessage {
+        // snippet: android-decode
         val wakeUp = try {
             EditionWakeUp.decode(data, isAlert) ?: return OnMessage.NotOurs
         } catch (error: WakeUpException) {
             return OnMessage.Malformed(error)
         }
+        // end snippet: android-decode
         if (wakeUp.isExpired(arrivedAt)) return OnMessage.Expired(wakeUp)
         val input = LinkedHashMap<String, Any>(data)
         input[ARRIVED_AT_KEY] = arrivedAt.toEpochMilli()
