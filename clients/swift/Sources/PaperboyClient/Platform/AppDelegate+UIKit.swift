@@ -14,8 +14,8 @@ extension EditionDownloader {
     @MainActor
     public static func didFinishLaunching(_ application: UIApplication, backlog: AppRefreshBacklog, courier: ReceiptCourier) {
         // snippet: ios-launch
-        backlog.register(courier: courier)              // Info.plist: BGTaskSchedulerPermittedIdentifiers lists its identifier
-        application.registerForRemoteNotifications()    // every launch; no permission needed for background pushes
+        backlog.register(courier: courier)  // Info.plist: BGTaskSchedulerPermittedIdentifiers lists its identifier
+        application.registerForRemoteNotifications()  // every launch; no permission needed for background pushes
         // end snippet: ios-launch
     }
 
@@ -23,8 +23,11 @@ extension EditionDownloader {
     /// From `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`: an edition's push, in APNs's shape
     /// or FCM's, downloaded within its budget; the completion handler is called once its receipt is sent or kept.
     @MainActor
-    public func application(_ application: UIApplication, didReceiveRemoteNotification userInfo: [AnyHashable: Any],
-                            fetchCompletionHandler completion: @escaping (UIBackgroundFetchResult) -> Void) {
+    public func application(
+        _ application: UIApplication,
+        didReceiveRemoteNotification userInfo: [AnyHashable: Any],
+        fetchCompletionHandler completion: @escaping (UIBackgroundFetchResult) -> Void
+    ) {
         let arrival = Date()
         let wakeUp: EditionWakeUp
         do {
@@ -42,10 +45,13 @@ extension EditionDownloader {
     // snippet: ios-session-events
     /// From `application(_:handleEventsForBackgroundURLSession:completionHandler:)`: iOS relaunched the app for an
     /// edition's background session; the handler is called once its events are handled and its receipt sent.
-    public func application(_ application: UIApplication, handleEventsForBackgroundURLSession identifier: String,
-                            completionHandler: @escaping @Sendable () -> Void) {
+    public func application(
+        _ application: UIApplication,
+        handleEventsForBackgroundURLSession identifier: String,
+        completionHandler: @escaping @Sendable () -> Void
+    ) {
         if !handleEvents(forBackgroundURLSession: identifier, completionHandler: completionHandler) {
-            completionHandler()                         // another part of the app's session
+            completionHandler()  // another part of the app's session
         }
     }
     // end snippet: ios-session-events
@@ -60,7 +66,7 @@ extension ReceiptCourier {
             _ = try await api.register(.apns(deviceToken), registration)
             try await registered(.apns(deviceToken))
         } catch let error as PaperboyAPIError where error.reaction == .drop {
-            NSLog("Paperboy: registration refused: %@", "\(error)")   // a bug: names the field
+            NSLog("Paperboy: registration refused: %@", "\(error)")  // a bug: names the field
         } catch {
             // no answer, 429, 5xx: registered again at the next launch or when the app becomes active
         }
