@@ -22,6 +22,7 @@ struct Invariants {
         violations += ended()
         violations += laterWavesLeaveOutReceipts()
         violations += pushesWithinTheCap()
+        violations += dormantLeftOut()
         return violations
     }
 
@@ -41,10 +42,12 @@ struct Invariants {
         let deactivated = Set(model.deactivations.map(\.device))
         // And a later wave's device whose receipt came after the carve and before the batch's targets were read: the
         // reader has the edition, and the read leaves it out (`WaveAudience`, re-evaluated by every read).
+        // Or one that a count of another broadcast's wave-1 pushes (the same app's) made dormant meanwhile.
         for (key, carved) in model.carved where model.broadcasts[key.broadcast]?.state == .completed {
             let finals = model.finals[key] ?? [:]
             let received = key.wave > 1 ? model.broadcasts[key.broadcast].flatMap { model.receipts[$0.edition] } ?? [:] : [:]
-            let missing = carved.filter { finals[$0] == nil && !deactivated.contains($0) && received[$0] == nil }.sorted()
+            let dormant = key.wave > 1 && model.broadcasts[key.broadcast].map { $0.options.dormantAfter > 0 } == true ? model.turnedDormant : []
+            let missing = carved.filter { finals[$0] == nil && !deactivated.contains($0) && received[$0] == nil && !dormant.contains($0) }.sorted()
             if !missing.isEmpty {
                 violations.append(
                     "broadcast \(key.broadcast) completed with \(missing.count) devices of wave \(key.wave) without an outcome, e.g. \(missing.prefix(5))"
@@ -303,6 +306,42 @@ struct Invariants {
                 "device \(key.device) pushed in \(pushed.count) waves of \(key.broadcast) (\(pushed.sorted())), more than its cap of \(cap)"
             )
             if violations.count >= 5 { break }
+        }
+        return violations
+    }
+
+    /// Dormancy (`dormantAfter` D > 0), read from the readers' side: a reader who never posts a receipt and was dormant
+    /// before the run (yesterday's receipt never came) gets no push of a later wave; nor, in a broadcast's later waves,
+    /// one whose wave-1 push of it was recorded accepted with D - 1 or more editions unanswered before (its count,
+    /// taken after wave 1 and before a later wave is counted, reaches D).
+    func dormantLeftOut() -> [String] {
+        var violations: [String] = []
+        for push in simulation.provider.log where push.wave > 1 && simulation.silent.contains(push.device) {
+            guard let broadcast = model.broadcasts[push.broadcast], broadcast.options.dormantAfter > 0 else { continue }
+            let after = broadcast.options.dormantAfter
+            let at = String(format: "%.1f", push.writtenAt.timeIntervalSince(simulation.start))
+            if simulation.dormantBefore.contains(push.device) {
+                violations.append(
+                    "device \(push.device), dormant before the run and silent since, pushed in wave \(push.wave) of \(push.broadcast) at \(at)s"
+                )
+            } else if let before = simulation.unansweredBefore[push.device], before + 1 >= after,
+                model.deliveries[DispatchModel.DeliveryKey(device: push.device, broadcast: push.broadcast, wave: 1)]?.outcome == "accepted"
+            {
+                violations.append(
+                    "device \(push.device) pushed in wave \(push.wave) of \(push.broadcast) at \(at)s though its wave-1 push, accepted, "
+                        + "made its editions unanswered in a row \(before + 1) (dormant after \(after))"
+                )
+            } else {
+                continue
+            }
+            if violations.count >= 5 { break }
+        }
+        if violations.isEmpty
+            && simulation.provider.log.contains(where: {
+                $0.wave == 1 && simulation.dormantBefore.contains($0.device) && (model.storedWaves($0.broadcast).count > 1)
+            })
+        {
+            simulation.covered.insert("dormantLeftOut")
         }
         return violations
     }

@@ -158,6 +158,11 @@ public struct Scenario: Sendable, CustomStringConvertible {
     /// others' receipts, the share that arrive late (minutes after the push: after the next wave was counted).
     public var silentShare: Double
     public var lateReceiptShare: Double
+    /// Each app's broadcasts' `dormantAfter` (0 in a quarter of the apps: nobody left out), and the share of its
+    /// devices with pushes of earlier mornings counted (`device_pushes`: up to four editions unanswered in a row,
+    /// dormant when that reached `dormantAfter`).
+    public var dormantAfter: [Int: Int] = [:]
+    public var historyShare: Double = 0
     /// Per push: never written (a connection lost before it), and written with no answer.
     public var notSentChance: Double
     public var fateUnknownChance: Double
@@ -287,6 +292,10 @@ public struct Scenario: Sendable, CustomStringConvertible {
             default: self.faults.append(.cancel(broadcast: self.broadcasts.firstIndex { $0.id == later.id } ?? 0, at: at))
             }
         }
+        // Earlier mornings, from a stream of their own again.
+        var history = SimulationRandom(seed: seed ^ 0xD0A7)
+        for app in apps { dormantAfter[app.id] = history.chance(0.25) ? 0 : history.int(1...3) }
+        historyShare = history.between(0.2...0.9)
     }
 
     public var description: String {
@@ -297,7 +306,10 @@ public struct Scenario: Sendable, CustomStringConvertible {
                 + ($0.element.origin != nil ? " on the origin" : "")
         }
         let origin = originCapacity.map { ["origin \(Int($0))/s"] } ?? []
-        let readers = "readers: \(Int(silentShare * 100))% never post a receipt, \(Int(lateReceiptShare * 100))% of the others late"
+        let readers =
+            "readers: \(Int(silentShare * 100))% never post a receipt, \(Int(lateReceiptShare * 100))% of the others late"
+            + "; \(Int(historyShare * 100))% with earlier editions counted, dormant after "
+            + dormantAfter.sorted { $0.key < $1.key }.map { "\($0.value) (app \($0.key))" }.joined(separator: ", ")
         let parts = ["seed \(seed): \(workers) workers"] + apps + broadcasts + origin + [readers] + faults.map(\.description)
         return parts.joined(separator: "; ")
     }

@@ -31,7 +31,9 @@ final class SimulatedWaveStore: WaveStore, @unchecked Sendable {
     }
 
     func countPushes(of broadcast: DispatchModel.Broadcast, logger: Logger) async throws -> WavePushCount {
-        try await reach().countPushes(of: broadcast, logger: logger)
+        let count = try await reach().countPushes(of: broadcast, logger: logger)
+        if count.dormant > 0 { simulation.covered.insert("countedDormant") }
+        return count
     }
 
     func runningBroadcastIDs(logger: Logger) async throws -> [UUID] {

@@ -53,6 +53,7 @@ extension Simulation {
             model.addDevices(devices)
             var readers = SimulationRandom(seed: scenario.seed ^ 0x5EAD)
             for device in devices where readers.chance(scenario.silentShare) { silent.insert(device.id) }
+            pastMornings(app: app.id, devices: devices)
             for provider in app.providers {
                 keyFiles[AppProvider(appID: app.id, provider: provider)] = 1
                 self.provider.accepted[AppProvider(appID: app.id, provider: provider)] = [1]
@@ -344,5 +345,27 @@ final class WorkerClock: @unchecked Sendable {
     /// NTP steps the wall clock.
     func step(by seconds: TimeInterval) {
         skew += seconds
+    }
+}
+
+extension Simulation {
+    /// What earlier mornings left (`device_pushes`, `devices.dormant`): yesterday's edition pushed to a share of the
+    /// app's devices, each with up to four editions unanswered in a row before it, dormant when that reached the app's
+    /// `dormantAfter`; a third of those not silent posted yesterday's receipt since (late: today's count revives them).
+    func pastMornings(app: Int, devices: [DispatchModel.Device]) {
+        var past = SimulationRandom(seed: scenario.seed ^ 0x9A57 ^ UInt64(app))
+        let yesterday = UUID(uuid: (0xD0, 0xA7, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, UInt8(truncatingIfNeeded: app)))
+        let after = scenario.dormantAfter[app] ?? 0
+        for device in devices where past.chance(scenario.historyShare) {
+            let unanswered = past.int(0...4)
+            let dormant = after > 0 && unanswered >= after
+            model.setHistory(device.id, DispatchModel.PushHistory(edition: yesterday, unanswered: unanswered), dormant: dormant)
+            if !silent.contains(device.id) && past.chance(1.0 / 3) {
+                model.receive(device: device.id, edition: yesterday, now: start.addingTimeInterval(-600))
+            } else {
+                unansweredBefore[device.id] = unanswered
+                if dormant { dormantBefore.insert(device.id) }
+            }
+        }
     }
 }

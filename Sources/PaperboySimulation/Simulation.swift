@@ -151,6 +151,9 @@ public final class Simulation {
     var handedOver: [UUID: [Int: Int]] = [:]
     /// The devices whose app never posts a receipt (killed, offline): every follow-up wave is for them.
     var silent: Set<Int64> = []
+    /// Earlier mornings' counts at the start: each counted device's editions unanswered in a row, and the ones dormant.
+    var unansweredBefore: [Int64: Int] = [:]
+    var dormantBefore: Set<Int64> = []
     /// The production wave driver over the model (``SimulatedWaveStore``), run by the duties.
     lazy var waves = WaveDriver(store: SimulatedWaveStore(simulation: self), countAhead: 5, owner: "duties", claimSeconds: 600)
     /// What the duties found broken as they went (a broadcast completed with devices it could still wake).
@@ -281,7 +284,7 @@ public final class Simulation {
                     cohorts: plan.cohorts,
                     waveInterval: plan.waveInterval,
                     maxPushesPerDevice: .fixed(plan.waves),
-                    dormantAfter: 0
+                    dormantAfter: scenario.dormantAfter[plan.app] ?? 0
                 )
             )
             note("broadcast \(index) started: app \(plan.app), \(Int(plan.rate))/s, \(plan.waves) waves")

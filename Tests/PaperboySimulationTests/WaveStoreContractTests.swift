@@ -128,4 +128,84 @@ struct WaveStoreContractTests {
             #expect(!ending.contains { if case .waveStarted = $0 { true } else { false } }, "\(ending)")
         }
     }
+
+    /// Earlier editions' counts on the store of `kind`: each device's `device_pushes` row (an edition of yesterday,
+    /// so many unanswered in a row before it) and its `dormant` flag.
+    static func history(
+        _ rows: [(device: Int64, unanswered: Int, dormant: Bool)],
+        _ kind: Kind,
+        _ pair: ContractTests.Pair,
+        model: ModelStore
+    )
+        async throws
+    {
+        let yesterday = UUID()
+        for row in rows {
+            switch kind {
+            case .model:
+                model.model.setHistory(row.device, DispatchModel.PushHistory(edition: yesterday, unanswered: row.unanswered), dormant: row.dormant)
+            case .postgres:
+                let unanswered = Int16(row.unanswered)
+                _ = try await pair.db.client.query(
+                    "INSERT INTO device_pushes (device_id, pushed_edition, editions_unanswered) VALUES (\(row.device), \(yesterday), \(unanswered))",
+                    logger: pair.logger
+                )
+                _ = try await pair.db.client.query("UPDATE devices SET dormant = \(row.dormant) WHERE id = \(row.device)", logger: pair.logger)
+            }
+        }
+    }
+
+    /// The devices flagged dormant on the store of `kind`.
+    static func dormant(_ kind: Kind, _ pair: ContractTests.Pair, model: ModelStore) async throws -> [Int64] {
+        switch kind {
+        case .model:
+            return model.model.devices.values.filter(\.dormant).map(\.id).sorted()
+        case .postgres:
+            let rows = try await pair.db.client.query("SELECT id FROM devices WHERE dormant ORDER BY id", logger: pair.logger)
+            return try await rows.collect().map { try $0.decode(Int64.self) }
+        }
+    }
+
+    @Test(
+        "dormancy: wave 1 goes to dormant devices too; its accepted pushes are counted after it, before wave 2 is counted, so a device whose third edition in a row went unanswered falls dormant and wave 2 leaves it out",
+        arguments: Kind.allCases
+    )
+    func dormancy(_ kind: Kind) async throws {
+        try await ContractTests.with(devices: 12, cohorts: 2, window: 2) { pair in
+            let model = ModelStore(model: pair.model, answersOnItsClock: false)
+            let worker: any WorkerStore = kind == .model ? model : StoreContractTests.store(.postgres, pair)
+            let ids = pair.model.devices.keys.sorted()
+            #expect(pair.model.broadcasts[pair.broadcast]?.options.dormantAfter == 3)
+            // Two dormant since earlier mornings, two at two unanswered (this edition's push makes three), one at one
+            // (two: still awake); the others counted for the first time (0).
+            try await Self.history(
+                [(ids[0], 5, true), (ids[1], 3, true), (ids[2], 2, false), (ids[3], 2, false), (ids[4], 1, false)],
+                kind,
+                pair,
+                model: model
+            )
+            let wave1 = try await Self.sendWave(worker, from: pair.firstDue)
+            #expect(wave1.devices == ids, "wave 1 goes to every device, dormant or not")
+            let answered = [ids[5], ids[6]]
+            try await Self.receive(answered, kind, pair, model: model)
+
+            let waveStart = pair.firstDue.addingTimeInterval(BroadcastOptions.defaultWaveInterval)
+            let events: [BroadcastEvent]
+            switch kind {
+            case .model: events = try await Self.advance(WaveDriver(store: model, countAhead: 60, owner: "d1", claimSeconds: 60), at: waveStart)
+            case .postgres:
+                events = try await Self.advance(
+                    WaveDriver(store: PostgresWaveStore(repository: pair.repository), countAhead: 60, owner: "d1", claimSeconds: 60),
+                    at: waveStart
+                )
+            }
+            #expect(try await Self.dormant(kind, pair, model: model) == [ids[0], ids[1], ids[2], ids[3]])
+            let started = events.compactMap { event -> Int? in
+                if case .waveStarted(_, 2, _, let planned, _) = event { planned } else { nil }
+            }
+            #expect(started == [6], "\(events)")
+            let wave2 = try await Self.sendWave(worker, from: waveStart)
+            #expect(wave2.devices == [ids[4]] + Array(ids[7...]))
+        }
+    }
 }

@@ -133,6 +133,7 @@ extension DispatchModel {
                 if background && result != "notSent" { recentPushes[outcome.deviceID, default: []].append(outcome.sentAt) }
             }
         }
+        queuePushes(batch, outcomes: outcomes)
     }
 
     /// `unregister`: inactive unless registered again after `time`.

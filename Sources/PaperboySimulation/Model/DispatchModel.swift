@@ -19,6 +19,8 @@ public struct DispatchModel: Sendable {
         public var platform: DevicePlatform
         public var tier: ImageTier
         public var active = true
+        /// `devices.dormant`: later waves leave the device out (of a broadcast whose `dormantAfter` is not 0).
+        public var dormant = false
         public var registeredAt: Date
         public var unregisteredAt: Date?
 
@@ -191,6 +193,8 @@ public struct DispatchModel: Sendable {
     public internal(set) var carved: [WaveKey: Set<Int64>] = [:]
     public internal(set) var finals: [WaveKey: [Int64: Int]] = [:]
     public internal(set) var deactivations: [(device: Int64, at: Date)] = []
+    /// Every device a count made dormant (`countPushes`), however briefly.
+    public internal(set) var turnedDormant: Set<Int64> = []
     var nextBatchID: Int64 = 1
     /// `receipts`: each edition's successful receipts, by device, with when they were stored.
     public internal(set) var receipts: [UUID: [Int64: Date]] = [:]
@@ -201,6 +205,11 @@ public struct DispatchModel: Sendable {
     var counts: [WaveKey: (owner: String, until: Date?, counts: WavePolicy.Counts?)] = [:]
     /// Each broadcast's cohorts' key ranges, `[first, end)`, which every wave of it shares.
     var cohortRanges: [UUID: [(first: Int64, end: Int64)]] = [:]
+    /// `device_pushes` (migration 0011): the edition each device was last counted for and how many editions in a
+    /// row before it went unanswered; `uncounted_pushes` (migration 0029): each broadcast's recorded wave-1 batches'
+    /// accepted background pushes, not yet counted, in the order written.
+    public internal(set) var pushHistory: [Int64: PushHistory] = [:]
+    var uncounted: [UUID: [[Int64]]] = [:]
 
     public init() {}
 
@@ -278,7 +287,7 @@ public struct DispatchModel: Sendable {
     /// `WaveAudience.condition`: wave 1, the app's active devices; a later background wave, of those, the ones with no
     /// receipt for the edition and fewer background pushes for it than the wave's cap, among the members recorded when
     /// it was counted (`wave_members`; re-read when a batch is carved, so a receipt stored meanwhile leaves it out).
-    /// Dormancy is not modelled: the simulation's broadcasts leave out nobody for it (`dormantAfter` 0).
+    /// Neither goes to a dormant device when the broadcast's `dormantAfter` is not 0.
     func inAudience(_ device: Device, of broadcast: Broadcast, wave: Int) -> Bool {
         guard device.app == broadcast.app && device.active else { return false }
         guard wave > 1 else { return true }
@@ -289,6 +298,7 @@ public struct DispatchModel: Sendable {
     /// The later wave's condition alone, members aside: no receipt for the edition, fewer background pushes than the cap.
     func inLaterAudience(_ device: Device, of broadcast: Broadcast, wave: Int) -> Bool {
         guard device.app == broadcast.app && device.active else { return false }
+        if broadcast.options.dormantAfter > 0 && device.dormant { return false }
         if receipts[broadcast.edition]?[device.id] != nil { return false }
         return backgroundPushes(of: device.id, in: broadcast.id) < broadcast.options.maxPushesPerDevice.audienceCap(wave: wave)
     }

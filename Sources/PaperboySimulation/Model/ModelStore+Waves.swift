@@ -10,10 +10,24 @@ extension ModelStore: WaveStore {
     public typealias Broadcast = DispatchModel.Broadcast
     public typealias Locked = ModelLockedWaves
 
-    /// Dormancy is not modelled: nothing is left to count.
-    public func endedBroadcastsWithUncountedPushes(logger: Logger) async throws -> [DispatchModel.Broadcast] { [] }
+    public func endedBroadcastsWithUncountedPushes(logger: Logger) async throws -> [DispatchModel.Broadcast] {
+        model.endedBroadcastsWithUncountedPushes()
+    }
 
-    public func countPushes(of broadcast: DispatchModel.Broadcast, logger: Logger) async throws -> WavePushCount { WavePushCount() }
+    /// As `countAllPushes`: 16 batches a statement, at most 16 statements a call.
+    public func countPushes(of broadcast: DispatchModel.Broadcast, logger: Logger) async throws -> WavePushCount {
+        var total = WavePushCount()
+        for _ in 0..<16 {
+            let count = model.countPushes(broadcast.id, batches: 16)
+            guard count.batches > 0 else { break }
+            total = WavePushCount(
+                batches: total.batches + count.batches,
+                devices: total.devices + count.devices,
+                dormant: total.dormant + count.dormant
+            )
+        }
+        return total
+    }
 
     public func runningBroadcastIDs(logger: Logger) async throws -> [UUID] {
         model.runningBroadcastIDs()
@@ -31,7 +45,8 @@ extension ModelStore: WaveStore {
                 broadcast: rows.broadcast,
                 waves: rows.waves,
                 firstWaveCohorts: rows.broadcast.firstWave,
-                lastWaveHasWorkLeft: rows.workLeft
+                lastWaveHasWorkLeft: rows.workLeft,
+                firstWavePushesUncounted: model.hasUncountedPushes(id)
             )
         )
     }
@@ -67,7 +82,7 @@ public struct ModelLockedWaves: LockedWaves, @unchecked Sendable {
     public let waves: [StoredWave]
     public let firstWaveCohorts: [StaggerPlan.Cohort]
     public let lastWaveHasWorkLeft: Bool
-    public var firstWavePushesUncounted: Bool { false }
+    public let firstWavePushesUncounted: Bool
 
     public func finishWave(_ wave: Int, now: Date) async throws {
         store.model.finishWave(broadcast.id, wave: wave, now: now)
