@@ -32,19 +32,37 @@ public struct TestDatabase: Sendable {
         let logger = Logger(label: "paperboy.test")
         let client = configuration.makeClient(logger: logger)
         let database = TestDatabase(configuration: configuration, client: client, logger: logger)
+        let running = await client.started()
         let result: Result
         do {
-            result = try await withThrowingTaskGroup(of: Void.self) { group in
-                await client.start(in: &group)
-                defer { group.cancelAll() }
-                return try await body(database)
-            }
+            result = try await body(database)
         } catch {
+            running.cancel()
+            _ = await running.ended(within: Self.stopLimit)
             try? await cluster.dropDatabase(name)
             throw error
         }
+        // The client's run() returns once its pool has closed. A run that never did once held a test run for 25
+        // minutes with nothing said (its connections closed, the database still there): it is waited for a bounded
+        // time, and the test fails naming it; the database is dropped either way (FORCE ends what is left).
+        running.cancel()
+        let stopped = await running.ended(within: Self.stopLimit)
         try await cluster.dropDatabase(name)
+        guard stopped else { throw ClientDidNotStop(database: name, limit: Self.stopLimit) }
         return result
+    }
+
+    /// How long a test's client gets to stop once the test is over.
+    static let stopLimit: Duration = .seconds(30)
+}
+
+/// A test database's `PostgresClient.run()` had not returned ``TestDatabase/stopLimit`` after it was cancelled.
+public struct ClientDidNotStop: Error, CustomStringConvertible {
+    public var database: String
+    public var limit: Duration
+
+    public var description: String {
+        "the PostgresClient of test database \(database) did not stop within \(limit) of the test's end (run() cancelled, not returned); the database was dropped"
     }
 }
 

@@ -147,7 +147,7 @@ struct AuditRepositoryTests {
                             try await connection.query(PostgresQuery(unsafeSQL: sql), logger: db.logger)
                             try await connection.query("COMMIT", logger: db.logger)
                         } catch {
-                            try? await connection.query("ROLLBACK", logger: db.logger)
+                            _ = try? await connection.query("ROLLBACK", logger: db.logger)
                             throw error
                         }
                     }
