@@ -329,7 +329,7 @@ struct Invariants {
             {
                 violations.append(
                     "device \(push.device) pushed in wave \(push.wave) of \(push.broadcast) at \(at)s though its wave-1 push, accepted, "
-                        + "made its editions unanswered in a row \(before + 1) (dormant after \(after))"
+                        + "brought its count of editions unanswered in a row to \(before + 1) (dormant after \(after))"
                 )
             } else {
                 continue
