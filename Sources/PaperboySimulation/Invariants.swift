@@ -299,9 +299,13 @@ struct Invariants {
             waves[Reader(device: push.device, broadcast: push.broadcast), default: []].insert(push.wave)
         }
         var violations: [String] = []
-        for (key, pushed) in waves.sorted(by: { ($0.key.broadcast.uuidString, $0.key.device) < ($1.key.broadcast.uuidString, $1.key.device) }) {
-            guard let cap = model.broadcasts[key.broadcast]?.options.maxPushesPerDevice.audienceCap(wave: pushed.max() ?? 1), pushed.count > cap
-            else { continue }
+        let broadcasts = model.broadcasts
+        let over = waves.filter { key, pushed in
+            guard let cap = broadcasts[key.broadcast]?.options.maxPushesPerDevice.audienceCap(wave: pushed.max() ?? 1) else { return false }
+            return pushed.count > cap
+        }
+        for (key, pushed) in over.sorted(by: { ($0.key.broadcast.uuidString, $0.key.device) < ($1.key.broadcast.uuidString, $1.key.device) }) {
+            guard let cap = broadcasts[key.broadcast]?.options.maxPushesPerDevice.audienceCap(wave: pushed.max() ?? 1) else { continue }
             violations.append(
                 "device \(key.device) pushed in \(pushed.count) waves of \(key.broadcast) (\(pushed.sorted())), more than its cap of \(cap)"
             )

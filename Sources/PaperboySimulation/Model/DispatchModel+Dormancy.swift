@@ -41,7 +41,7 @@ extension DispatchModel {
 
     /// `endedBroadcastsWithUncountedPushes`: the broadcasts not running with pushes left to count.
     public func endedBroadcastsWithUncountedPushes() -> [Broadcast] {
-        uncounted.keys.sorted { $0.uuidString < $1.uuidString }.compactMap { id in
+        uncounted.keys.sorted(by: UUID.inStringOrder).compactMap { id in
             guard hasUncountedPushes(id), let broadcast = broadcasts[id], broadcast.state != .running else { return nil }
             return broadcast
         }

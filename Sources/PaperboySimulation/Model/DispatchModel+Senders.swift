@@ -41,7 +41,7 @@ extension DispatchModel {
             found[id]!.statuses = statuses.values.filter { $0.appID == app && found[id]!.givenBackSince[$0.provider] != nil }
                 .sorted { ($0.provider.rawValue, $0.worker) < ($1.provider.rawValue, $1.worker) }
         }
-        return found.values.sorted { $0.broadcastID.uuidString < $1.broadcastID.uuidString }
+        return found.values.sorted { UUID.inStringOrder($0.broadcastID, $1.broadcastID) }
     }
 
     /// `fail`: a planned or running broadcast ends as failed.

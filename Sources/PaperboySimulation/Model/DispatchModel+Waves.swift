@@ -11,7 +11,7 @@ extension DispatchModel {
     }
 
     public func runningBroadcastIDs() -> [UUID] {
-        broadcasts.values.filter { $0.state == .running }.map(\.id).sorted { $0.uuidString < $1.uuidString }
+        broadcasts.values.filter { $0.state == .running }.map(\.id).sorted(by: UUID.inStringOrder)
     }
 
     /// The rows ``WavePolicy`` decides on (`withLockedBroadcast`), nil when not running.
@@ -88,5 +88,13 @@ extension DispatchModel {
         members[key] = Set(found.map(\.id))
         countedAt[key] = now
         return ranges.map { range in found.count { $0.key >= range.first && $0.key < range.end } }
+    }
+}
+
+extension UUID {
+    /// `a.uuidString < b.uuidString`, from the bytes: the same order (uppercase hex, byte by byte) without formatting
+    /// two strings per comparison (their `sprintf` was a tenth of a seed's time when the duties sorted every second).
+    static func inStringOrder(_ a: UUID, _ b: UUID) -> Bool {
+        withUnsafeBytes(of: a.uuid) { x in withUnsafeBytes(of: b.uuid) { y in x.lexicographicallyPrecedes(y) } }
     }
 }
