@@ -2,6 +2,7 @@ package paperboy.client
 
 import java.io.IOException
 import java.time.Instant
+import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.locks.ReentrantLock
 
 /** What the courier needs of the API: posting one receipt ([PaperboyApiClient] is one). */
@@ -21,7 +22,8 @@ interface ReceiptSender {
  * registration ([registered]); call [flush] when the app comes to the foreground and from a periodic worker.
  *
  * Blocking: call it off the main thread. The file's lock is held only to read and write it, never while a request
- * is out; one flush at a time per courier.
+ * is out. One flush at a time per outbox file in this process, whichever courier of it flushes (the glue makes one
+ * per call): two at once would post the same receipt twice.
  */
 class ReceiptCourier @JvmOverloads constructor(
     private val api: ReceiptSender,
@@ -35,7 +37,7 @@ class ReceiptCourier @JvmOverloads constructor(
     /** A 401 in this process: nothing more is sent until the app runs with another key (rule 6). */
     @Volatile
     private var unauthorized = false
-    private val sending = ReentrantLock()
+    private val sending: ReentrantLock = sendingLocks.getOrPut(file.file.absoluteFile.path) { ReentrantLock() }
 
     /**
      * After a successful registration (2xx) with [token]: receipts are posted under it from now on, and those that
@@ -98,4 +100,9 @@ class ReceiptCourier @JvmOverloads constructor(
     /** The receipts not delivered yet, oldest first. */
     val pending: List<ReceiptReport>
         @Throws(IOException::class) get() = file.read().outbox.entries.map { it.receipt }
+
+    private companion object {
+        // Per outbox file (its absolute path), for every courier of it in this process.
+        val sendingLocks = ConcurrentHashMap<String, ReentrantLock>()
+    }
 }
