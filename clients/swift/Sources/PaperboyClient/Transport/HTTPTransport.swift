@@ -27,12 +27,38 @@ public struct URLSessionTransport: HTTPTransport {
     }
 
     public func data(for request: URLRequest) async throws -> (Data, URLResponse) {
-        try await session.data(for: request, delegate: RedirectGuard(.api))
+        let (data, response) = try await session.data(for: request, delegate: RedirectGuard(.api))
+        try Self.check(response, of: request, .api)
+        return (data, response)
     }
 
     public func download(for request: URLRequest) async throws -> (URL, URLResponse) {
-        try await session.download(for: request, delegate: RedirectGuard(.bundle))
+        let (file, response) = try await session.download(for: request, delegate: RedirectGuard(.bundle))
+        do {
+            try Self.check(response, of: request, .bundle)
+        } catch {
+            try? FileManager.default.removeItem(at: file)
+            throw error
+        }
+        return (file, response)
     }
+
+    /// The answer's URL against the request's, after the fact: where a task delegate is not consulted (Linux's
+    /// FoundationNetworking follows every redirect whatever it says), an answer from a redirect the policy refuses is
+    /// not used. On iOS the delegate refuses the redirect before it is sent.
+    static func check(_ response: URLResponse, of request: URLRequest, _ policy: RedirectPolicy) throws {
+        guard let from = request.url, let to = response.url, from != to else { return }
+        guard policy.allows(from: from, to: to) else { throw RedirectRefused(from: from, to: to) }
+    }
+}
+
+/// An answer that came through a redirect the ``RedirectPolicy`` refuses.
+public struct RedirectRefused: LocalizedError, Sendable, Equatable, CustomStringConvertible {
+    public var from: URL
+    public var to: URL
+
+    public var description: String { "the redirect from \(from) to \(to) is refused" }
+    public var errorDescription: String? { description }
 }
 
 /// Which HTTP redirects a request may follow. URLSession follows any by default, to any host, https to http included.
