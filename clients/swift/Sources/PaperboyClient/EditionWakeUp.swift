@@ -20,8 +20,12 @@ public struct EditionWakeUp: Sendable, Equatable {
     /// The tier's bundles, in the order to download them. Empty when the edition has no bundles of this tier:
     /// read the manifest and fall back (``EditionManifest/plan(for:)``).
     public var fetch: [URL]
-    /// The push's wave (1 for the first), echoed in the receipt.
+    /// The push's wave (1 for the first, at most ``largestWave``), echoed in the receipt.
     public var wave: Int
+
+    /// The largest wave a push carries: the server's `deliveries.wave` is a smallint, and the API refuses a receipt's
+    /// wave outside 1...32767 (a receipt refused so is dropped: the edition would count as not delivered).
+    public static let largestWave = 32_767
     /// When Paperboy sent the push; nil from a Paperboy that does not send it.
     public var sentAt: Date?
     /// Only in an alert for the Notification Service Extension (the ready alert, the alert last resort): the
@@ -30,10 +34,25 @@ public struct EditionWakeUp: Sendable, Equatable {
     /// Whether the push is an alert (`aps.alert`), which iOS shows after the extension ran.
     public var isAlert: Bool
 
-    /// What a Notification Service Extension has to fetch `fetch` in.
+    /// What a Notification Service Extension has to fetch `fetch` in. Decoded from a push, each is cut to what iOS
+    /// gives an extension (``longestExtensionSeconds``, ``largestExtensionMegabytes``), never below 0: the seconds are
+    /// the extension's time budget, and one that outlasts iOS's would be killed before its receipt.
     public struct ExtensionLimits: Codable, Sendable, Equatable {
         public var seconds: Int
         public var megabytes: Int
+
+        /// About 30 s: what iOS gives a Notification Service Extension.
+        public static let longestExtensionSeconds = 30
+        /// About 24 MB: the memory iOS gives a Notification Service Extension.
+        public static let largestExtensionMegabytes = 24
+
+        /// Limits from the network, cut to what iOS gives.
+        static func bounded(seconds: Int, megabytes: Int) -> ExtensionLimits {
+            ExtensionLimits(
+                seconds: min(max(0, seconds), longestExtensionSeconds),
+                megabytes: min(max(0, megabytes), largestExtensionMegabytes)
+            )
+        }
 
         public init(seconds: Int, megabytes: Int) {
             self.seconds = seconds
@@ -127,7 +146,7 @@ public struct EditionWakeUp: Sendable, Equatable {
                 tier: tier,
                 deadline: deadline,
                 fetch: try urls("fetch"),
-                wave: try integer("wave"),
+                wave: try wave(),
                 sentAt: sentAt,
                 extensionLimits: try limits("extension"),
                 isAlert: isAlert
@@ -138,6 +157,15 @@ public struct EditionWakeUp: Sendable, Equatable {
             guard let value = values[key] else { throw WakeUpError(key: key, problem: "is missing") }
             guard let text = value as? String else { throw WakeUpError(key: key, problem: "is not text") }
             return text
+        }
+
+        /// The wave: 1 to ``EditionWakeUp/largestWave`` (a receipt with another is refused by the API).
+        func wave() throws -> Int {
+            let wave = try integer("wave")
+            guard (1...EditionWakeUp.largestWave).contains(wave) else {
+                throw WakeUpError(key: "wave", problem: "is not from 1 to \(EditionWakeUp.largestWave)")
+            }
+            return wave
         }
 
         /// A number (APNs), or its digits (FCM).
@@ -190,12 +218,12 @@ public struct EditionWakeUp: Sendable, Equatable {
                 guard let seconds = Self.whole(object["seconds"]), let megabytes = Self.whole(object["megabytes"]) else {
                     throw WakeUpError(key: key, problem: "lacks seconds or megabytes")
                 }
-                return ExtensionLimits(seconds: seconds, megabytes: megabytes)
+                return .bounded(seconds: seconds, megabytes: megabytes)
             case let text as String:
                 guard let limits = try? JSONDecoder().decode(ExtensionLimits.self, from: Data(text.utf8)) else {
                     throw WakeUpError(key: key, problem: "is not the JSON text of {seconds, megabytes}")
                 }
-                return limits
+                return .bounded(seconds: limits.seconds, megabytes: limits.megabytes)
             default: throw WakeUpError(key: key, problem: "is not an object")
             }
         }

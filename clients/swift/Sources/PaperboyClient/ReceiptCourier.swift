@@ -6,7 +6,9 @@ import Foundation
 /// foreground or gets background time.
 ///
 /// The file's lock is held only to read and write it, never while a request is out: the app and its extension
-/// may both send a receipt, which Paperboy then answers 200 with the one it stored.
+/// may both send a receipt, which Paperboy then answers 200 with the one it stored. Within a process, one sending at a
+/// time (``flush()``, ``deliver(_:budget:timer:)``, ``onForeground(seconds:timer:)``): an actor is reentrant at every
+/// `await`, and a second flush started while the first one's request is out would post the same receipt again.
 public actor ReceiptCourier {
     /// What became of a receipt that was sent.
     public struct Delivery: Sendable, Equatable {
@@ -22,6 +24,25 @@ public actor ReceiptCourier {
     let jitter: @Sendable () -> Double
     /// A 401 in this process: nothing more is sent until the app runs with another key (rule 6).
     private var unauthorized = false
+    /// A sending (a flush, a wake's receipt, a foregrounding) is under way; the others wait their turn, in order.
+    private var sending = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Waits until no other sending is under way, then holds the turn until ``endSending()``.
+    private func beginSending() async {
+        if sending {
+            await withCheckedContinuation { waiting.append($0) }  // the turn is handed over by endSending
+        }
+        sending = true
+    }
+
+    private func endSending() {
+        if waiting.isEmpty {
+            sending = false
+        } else {
+            waiting.removeFirst().resume()  // `sending` stays true: the turn passes to the oldest waiting
+        }
+    }
 
     public init(
         api: PaperboyAPIClient,
@@ -64,7 +85,9 @@ public actor ReceiptCourier {
     public func deliver(_ receipt: ReceiptReport, budget: WakeBudget, timer: any WakeTimer) async throws -> Delivery? {
         let at = now()
         _ = try file.update { $0.outbox.add(receipt, at: at) }
-        guard let (due, token) = try next(at: at, editionID: receipt.editionID) else { return nil }
+        await beginSending()
+        defer { endSending() }
+        guard let (due, token) = try next(at: now(), editionID: receipt.editionID) else { return nil }
         let api = self.api
         return try await send(due) {
             do {
@@ -79,6 +102,8 @@ public actor ReceiptCourier {
     /// Sends the due receipts, oldest first, until one is not delivered.
     @discardableResult
     public func flush() async throws -> [Delivery] {
+        await beginSending()
+        defer { endSending() }
         var deliveries: [Delivery] = []
         while true {
             guard let (receipt, token) = try next(at: now(), editionID: nil) else { return deliveries }
@@ -133,6 +158,8 @@ public actor ReceiptCourier {
     /// receipts say was on the phone when the report came.
     public func onForeground(seconds: TimeInterval = 10, timer: any WakeTimer = SystemWakeTimer()) async -> Foregrounding {
         let budget = WakeBudget(start: timer.now, seconds: seconds)
+        await beginSending()
+        defer { endSending() }
         var deliveries: [Delivery] = []
         let api = self.api
         while let (receipt, token) = try? next(at: now(), editionID: nil, foreground: true) {

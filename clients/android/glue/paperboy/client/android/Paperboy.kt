@@ -47,7 +47,9 @@ object Paperboy {
     val api: PaperboyApiClient by lazy { PaperboyApiClient(config.baseUrl, config.apiKey) }
 
     /** The outbox file and the token registered last, in the app's no-backup directory (a restored token is dead). */
-    fun outboxFile(context: Context) = ReceiptOutboxFile(File(context.noBackupFilesDir, "paperboy-receipts.json"))
+    fun outboxFile(context: Context) = ReceiptOutboxFile(File(context.noBackupFilesDir, "paperboy-receipts.json")) { aside, error ->
+        Log.w(TAG, "the receipt outbox could not be read: moved to $aside, starting empty", error)
+    }
 
     fun courier(context: Context) = ReceiptCourier(api, outboxFile(context))
 

@@ -34,8 +34,22 @@ data class EditionWakeUp(
     /** Whether the message came with a `notification` (the alert last resort): Android showed it, or will. */
     val isAlert: Boolean = false
 ) {
-    /** What an iOS Notification Service Extension has to fetch in (`extension`: seconds and megabytes). */
-    data class ExtensionLimits(val seconds: Int, val megabytes: Int)
+    /**
+     * What an iOS Notification Service Extension has to fetch in (`extension`: seconds and megabytes). Decoded from a
+     * push, each is cut to what iOS gives an extension ([LONGEST_SECONDS], [LARGEST_MEGABYTES]), never below 0, as the
+     * Swift client does: the seconds are the extension's time budget there.
+     */
+    data class ExtensionLimits(val seconds: Int, val megabytes: Int) {
+        companion object {
+            const val LONGEST_SECONDS = 30
+            const val LARGEST_MEGABYTES = 24
+
+            /** Limits from the network, cut to what iOS gives. */
+            @JvmStatic
+            fun bounded(seconds: Int, megabytes: Int) =
+                ExtensionLimits(Math.min(Math.max(0, seconds), LONGEST_SECONDS), Math.min(Math.max(0, megabytes), LARGEST_MEGABYTES))
+        }
+    }
 
     /** Whether the deadline has passed at [now]: nothing is worth downloading or posting then. */
     fun isExpired(now: Instant): Boolean = !now.isBefore(deadline)
@@ -119,7 +133,7 @@ data class EditionWakeUp(
             } ?: throw refused
             val seconds = whole(value["seconds"]) ?: throw refused
             val megabytes = whole(value["megabytes"]) ?: throw refused
-            return ExtensionLimits(seconds, megabytes)
+            return ExtensionLimits.bounded(seconds, megabytes)
         }
 
         private fun whole(value: Any?): Int? = try {

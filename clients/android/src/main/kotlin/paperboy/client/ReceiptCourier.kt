@@ -2,6 +2,7 @@ package paperboy.client
 
 import java.io.IOException
 import java.time.Instant
+import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.locks.ReentrantLock
 
 /** What the courier needs of the API: posting one receipt ([PaperboyApiClient] is one). */
@@ -21,7 +22,8 @@ interface ReceiptSender {
  * registration ([registered]); call [flush] when the app comes to the foreground and from a periodic worker.
  *
  * Blocking: call it off the main thread. The file's lock is held only to read and write it, never while a request
- * is out; one flush at a time per courier.
+ * is out. One flush at a time per outbox file in this process, whichever courier of it flushes (the glue makes one
+ * per call): two at once would post the same receipt twice.
  */
 class ReceiptCourier @JvmOverloads constructor(
     private val api: ReceiptSender,
@@ -35,7 +37,7 @@ class ReceiptCourier @JvmOverloads constructor(
     /** A 401 in this process: nothing more is sent until the app runs with another key (rule 6). */
     @Volatile
     private var unauthorized = false
-    private val sending = ReentrantLock()
+    private val sending: ReentrantLock = sendingLocks.getOrPut(file.file.absoluteFile.path) { ReentrantLock() }
 
     /**
      * After a successful registration (2xx) with [token]: receipts are posted under it from now on, and those that
@@ -60,7 +62,41 @@ class ReceiptCourier @JvmOverloads constructor(
 
     /** Sends the due receipts, oldest first, until one is not delivered. */
     @Throws(IOException::class)
-    fun flush(): List<Delivery> {
+    fun flush(): List<Delivery> = flush(foreground = false)
+
+    /** What became of a foregrounding: the receipts sent, and whether the open was reported. */
+    data class Foregrounding(val deliveries: List<Delivery>, val openReported: Boolean)
+
+    /**
+     * When the app comes to the foreground (every `ON_START`), in one ordered step, as `ReceiptCourier.onForeground`
+     * in the Swift client (docs/app-integration.md, section 12): drains the outbox, its failure backoff lifted
+     * ([ReceiptOutbox.dueOnForeground]); then reports the open with [reportOpen] under the token registered last,
+     * unless a success receipt still waits ([ReceiptOutbox.openReportWaiting]): Paperboy's "ready at open" counts
+     * what its receipts say was on the phone when the report came. The report is fire and forget: an error drops it.
+     */
+    fun onForeground(reportOpen: (PushToken) -> Unit): Foregrounding {
+        val deliveries = try {
+            flush(foreground = true)
+        } catch (error: IOException) {
+            emptyList<Delivery>()
+        }
+        val at = now()
+        val token = try {
+            val contents = file.read()
+            if (contents.outbox.openReportWaiting(at) > 0) null else contents.token
+        } catch (error: IOException) {
+            null
+        } ?: return Foregrounding(deliveries, false)
+        val reported = try {
+            reportOpen(token)
+            true
+        } catch (error: PaperboyApiException) {
+            false  // dropped, whatever it was (OpenReport.retries is false): a late report would teach a wrong minute
+        }
+        return Foregrounding(deliveries, reported)
+    }
+
+    private fun flush(foreground: Boolean): List<Delivery> {
         sending.lock()
         try {
             val deliveries = ArrayList<Delivery>()
@@ -70,7 +106,8 @@ class ReceiptCourier @JvmOverloads constructor(
                 val next = file.update { contents ->
                     contents.outbox.unauthorized = blocked
                     val token = contents.token
-                    val receipt = contents.outbox.due(at).firstOrNull()
+                    val due = if (foreground) contents.outbox.dueOnForeground(at) else contents.outbox.due(at)
+                    val receipt = due.firstOrNull()
                     if (token == null || receipt == null) null else Pair(receipt, token)
                 } ?: return deliveries
                 val (receipt, token) = next
@@ -98,4 +135,9 @@ class ReceiptCourier @JvmOverloads constructor(
     /** The receipts not delivered yet, oldest first. */
     val pending: List<ReceiptReport>
         @Throws(IOException::class) get() = file.read().outbox.entries.map { it.receipt }
+
+    private companion object {
+        // Per outbox file (its absolute path), for every courier of it in this process.
+        val sendingLocks = ConcurrentHashMap<String, ReentrantLock>()
+    }
 }

@@ -21,6 +21,12 @@ import java.time.Instant
  * 6. 401: nothing more until the app runs with another key (kept in memory only: a new app version starts clean).
  * 7. Any other 4xx (a 400, 413, or 404 naming the edition): the receipt is dropped; sending it again cannot help.
  * 8. A receipt older than 7 days (Paperboy's default retention) is dropped; at most 64 are kept, the oldest first.
+ * 9. On foregrounding ([dueOnForeground]) the failure backoff of rule 4 is lifted: the reader is here, and a receipt
+ *    held for up to an hour would make an edition that is on the phone count as missing at this open. A 429's pause,
+ *    a 401 and an awaited registration still hold.
+ * 10. The open report goes after the drain, and only when no success receipt of the last day still waits
+ *    ([openReportWaiting]): one that waits would count its edition as missing at this open. The report is then
+ *    dropped, never sent later (its time is what Paperboy learns).
  */
 class ReceiptOutbox {
     /** A receipt and when the app handed it over. */
@@ -52,6 +58,10 @@ class ReceiptOutbox {
     /** A 401 was answered (not persisted: see rule 6). */
     var unauthorized: Boolean = false
 
+    /** Nothing is sent before it, on foregrounding too: a 429's `Retry-After` (rule 3). */
+    var rateLimitedUntil: Instant? = null
+        private set
+
     /**
      * Adds a receipt (rule 1).
      * @return false when the outbox holds a receipt for the edition that this one does not replace.
@@ -80,6 +90,22 @@ class ReceiptOutbox {
         return list.map { it.receipt }
     }
 
+    /** The receipts to send on foregrounding, oldest first (rule 9): as [due], the failure backoff lifted. */
+    fun dueOnForeground(now: Instant): List<ReceiptReport> {
+        list.removeAll { Duration.between(it.madeAt, now) > MAXIMUM_AGE }
+        if (unauthorized || awaitingRegistration) return emptyList()
+        val until = rateLimitedUntil
+        if (until != null && now.isBefore(until)) return emptyList()
+        return list.map { it.receipt }
+    }
+
+    /**
+     * The success receipts of the last day ([OPEN_REPORT_HORIZON]) still waiting once the outbox was drained: the
+     * open report goes only when there are none (rule 10).
+     */
+    fun openReportWaiting(now: Instant): Int =
+        list.count { it.receipt.result.isSuccess && Duration.between(it.madeAt, now) <= OPEN_REPORT_HORIZON }
+
     /**
      * Records the answer to sending [receipt]: a status with the error's field and `Retry-After`, or null for no
      * answer. [jitter] is a number in 0 until 1 (random in use, fixed in tests).
@@ -91,6 +117,7 @@ class ReceiptOutbox {
                 remove(receipt)
                 failures = 0
                 pausedUntil = null
+                rateLimitedUntil = null
                 Verdict.DELIVERED
             }
             ApiReaction.Drop -> {
@@ -107,6 +134,7 @@ class ReceiptOutbox {
             }
             is ApiReaction.RetryAfter -> {
                 pausedUntil = plusSeconds(now, reaction.seconds + 1 + jitter)
+                rateLimitedUntil = pausedUntil
                 Verdict.KEPT
             }
             ApiReaction.RetryLater -> {
@@ -133,6 +161,7 @@ class ReceiptOutbox {
         val body = LinkedHashMap<String, Any?>()
         body["entries"] = list.map { mapOf("receipt" to it.receipt.toJsonObject(), "madeAt" to it.madeAt.toString()) }
         pausedUntil?.let { body["pausedUntil"] = it.toString() }
+        rateLimitedUntil?.let { body["rateLimitedUntil"] = it.toString() }
         body["failures"] = failures
         body["awaitingRegistration"] = awaitingRegistration
         return body
@@ -147,6 +176,10 @@ class ReceiptOutbox {
         @JvmField
         val MAXIMUM_AGE: Duration = Duration.ofDays(7)
         const val CAPACITY = 64
+
+        /** How far back a success receipt still bears on an open report (rule 10): a broadcast lasts within a day. */
+        @JvmField
+        val OPEN_REPORT_HORIZON: Duration = Duration.ofDays(1)
         internal const val FIRST_BACKOFF_SECONDS = 30.0
         internal const val LONGEST_BACKOFF_SECONDS = 3_600.0
 
@@ -168,6 +201,7 @@ class ReceiptOutbox {
                 outbox.list.add(Entry(ReceiptReport.fromJsonObject(entryFields.obj("receipt", refuse)), madeAt))
             }
             outbox.pausedUntil = fields.optionalString("pausedUntil", refuse)?.let { instant(it) ?: refuse("pausedUntil", "is not an instant") }
+            outbox.rateLimitedUntil = fields.optionalString("rateLimitedUntil", refuse)?.let { instant(it) ?: refuse("rateLimitedUntil", "is not an instant") }
             outbox.failures = (body["failures"] as? BigDecimal)?.toInt() ?: 0
             outbox.awaitingRegistration = body["awaitingRegistration"] as? Boolean ?: false
             return outbox

@@ -15,9 +15,13 @@ import java.util.concurrent.locks.ReentrantLock
  * temporary file renamed over it), so that a receipt added by one writer is never lost by another's write.
  *
  * A file that cannot be read (cut short by a crash of an older version, or hand-edited) is moved aside to
- * `<name>.unreadable` and the outbox starts empty, rather than failing every receipt from then on.
+ * `<name>.unreadable` and the outbox starts empty, rather than failing every receipt from then on; [onUnreadable] is
+ * told where and why (the glue logs it), as `ReceiptOutboxFile`'s hook in the Swift client.
  */
-class ReceiptOutboxFile(val file: File) {
+class ReceiptOutboxFile @JvmOverloads constructor(
+    val file: File,
+    private val onUnreadable: (setAside: File, error: Exception) -> Unit = { _, _ -> }
+) {
     /** What the file holds. */
     class Contents(
         val outbox: ReceiptOutbox = ReceiptOutbox(),
@@ -56,7 +60,9 @@ class ReceiptOutboxFile(val file: File) {
             val outbox = root["outbox"] as? Map<String, Any?> ?: throw JsonException("no outbox")
             Contents(ReceiptOutbox.fromJsonObject(outbox), (root["token"] as? String)?.let { PushToken.fromStored(it) })
         } catch (error: JsonException) {
-            file.renameTo(File(file.parentFile, file.name + ".unreadable"))
+            val aside = File(file.parentFile, file.name + ".unreadable")
+            file.renameTo(aside)
+            onUnreadable(aside, error)
             Contents()
         }
     }

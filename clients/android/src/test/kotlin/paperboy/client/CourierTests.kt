@@ -99,4 +99,33 @@ class CourierTests {
         val deliveries = courier.registered(token)
         assertEquals(listOf(ReceiptOutbox.Verdict.DROPPED, ReceiptOutbox.Verdict.DELIVERED), deliveries.map { it.verdict })
     }
+    @Test
+    fun `two couriers of one file in one process never post the same receipt at once (a flush while another's request is out)`() {
+        val inside = java.util.concurrent.CountDownLatch(1)
+        val release = java.util.concurrent.CountDownLatch(1)
+        val posts = java.util.concurrent.atomic.AtomicInteger()
+        val sender = object : ReceiptSender {
+            override fun postReceipt(receipt: ReceiptReport, token: PushToken): Pair<StoredReceipt, Boolean> {
+                posts.incrementAndGet()
+                inside.countDown()
+                release.await(5, java.util.concurrent.TimeUnit.SECONDS)
+                throw PaperboyApiException(null, detail = "stand-in: no answer (kept, backing off)")
+            }
+        }
+        val file = ReceiptOutboxFile(File(folder, "shared.json"))
+        file.update { it.token = token; it.outbox.add(receipt("e1"), clock) }
+        // The glue makes a courier per call (the open reporter, the periodic worker, the edition job): one file.
+        val first = ReceiptCourier(sender, file, { clock }, { 0.0 })
+        val second = ReceiptCourier(sender, ReceiptOutboxFile(File(folder, "shared.json")), { clock }, { 0.0 })
+        val one = Thread { first.flush() }
+        one.start()
+        assertTrue(inside.await(5, java.util.concurrent.TimeUnit.SECONDS))
+        val two = Thread { second.flush() }
+        two.start()
+        two.join(500)
+        release.countDown()
+        one.join(5_000)
+        two.join(5_000)
+        assertEquals("one request for e1 at a time", 1, posts.get())
+    }
 }

@@ -120,6 +120,23 @@ class OutboxVectorTests {
     }
 
     @Test
+    fun `an unreadable outbox file set aside is told through the hook, once`() {
+        val folder = temporaryFolder()
+        try {
+            val path = File(folder, "receipts.json")
+            path.writeText("not json at all")
+            val told = ArrayList<File>()
+            val file = ReceiptOutboxFile(path) { aside, _ -> told.add(aside) }
+            assertTrue(file.read().outbox.entries.isEmpty())
+            file.update { it.outbox.add(ReceiptReport("e2", ReceiptResult.NO_DATA), start) }
+            assertEquals(1, file.read().outbox.entries.size)
+            assertEquals(listOf(File(folder, "receipts.json.unreadable")), told)
+        } finally {
+            folder.deleteRecursively()
+        }
+    }
+
+    @Test
     fun `writers on several threads lose no receipt`() {
         val folder = temporaryFolder()
         val pool = Executors.newFixedThreadPool(4)
