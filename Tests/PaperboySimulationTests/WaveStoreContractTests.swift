@@ -56,6 +56,18 @@ struct WaveStoreContractTests {
         return events
     }
 
+    /// Production's wave driver, over the store of `kind`, advanced at `now` (``advance(_:at:)``).
+    static func advance(_ kind: Kind, _ pair: ContractTests.Pair, model: ModelStore, at now: Date) async throws -> [BroadcastEvent] {
+        switch kind {
+        case .model: try await advance(WaveDriver(store: model, countAhead: 60, owner: "d1", claimSeconds: 60), at: now)
+        case .postgres:
+            try await advance(
+                WaveDriver(store: PostgresWaveStore(repository: pair.repository), countAhead: 60, owner: "d1", claimSeconds: 60),
+                at: now
+            )
+        }
+    }
+
     /// The successful receipts of `devices` for the broadcast's edition, on the store of `kind`.
     static func receive(_ devices: [Int64], _ kind: Kind, _ pair: ContractTests.Pair, model: ModelStore) async throws {
         switch kind {
@@ -93,15 +105,7 @@ struct WaveStoreContractTests {
 
             let interval = BroadcastOptions.defaultWaveInterval
             let waveStart = pair.firstDue.addingTimeInterval(interval)
-            let events: [BroadcastEvent]
-            switch kind {
-            case .model: events = try await Self.advance(WaveDriver(store: model, countAhead: 60, owner: "d1", claimSeconds: 60), at: waveStart)
-            case .postgres:
-                events = try await Self.advance(
-                    WaveDriver(store: PostgresWaveStore(repository: pair.repository), countAhead: 60, owner: "d1", claimSeconds: 60),
-                    at: waveStart
-                )
-            }
+            let events = try await Self.advance(kind, pair, model: model, at: waveStart)
             #expect(events.contains(.waveFinished(broadcast: pair.broadcast, wave: 1)), "\(events)")
             let started = events.compactMap { event -> (wave: Int, planned: Int)? in
                 if case .waveStarted(_, let wave, _, let planned, _) = event { (wave, planned) } else { nil }
@@ -115,15 +119,7 @@ struct WaveStoreContractTests {
             // Everyone answers; at wave 3's time the driver finds nobody to wake and completes the broadcast.
             try await Self.receive(wave2.devices, kind, pair, model: model)
             let later = pair.firstDue.addingTimeInterval(2 * interval)
-            let ending: [BroadcastEvent]
-            switch kind {
-            case .model: ending = try await Self.advance(WaveDriver(store: model, countAhead: 60, owner: "d1", claimSeconds: 60), at: later)
-            case .postgres:
-                ending = try await Self.advance(
-                    WaveDriver(store: PostgresWaveStore(repository: pair.repository), countAhead: 60, owner: "d1", claimSeconds: 60),
-                    at: later
-                )
-            }
+            let ending = try await Self.advance(kind, pair, model: model, at: later)
             #expect(ending.contains(.completed(broadcast: pair.broadcast)), "\(ending)")
             #expect(!ending.contains { if case .waveStarted = $0 { true } else { false } }, "\(ending)")
         }
@@ -190,15 +186,7 @@ struct WaveStoreContractTests {
             try await Self.receive(answered, kind, pair, model: model)
 
             let waveStart = pair.firstDue.addingTimeInterval(BroadcastOptions.defaultWaveInterval)
-            let events: [BroadcastEvent]
-            switch kind {
-            case .model: events = try await Self.advance(WaveDriver(store: model, countAhead: 60, owner: "d1", claimSeconds: 60), at: waveStart)
-            case .postgres:
-                events = try await Self.advance(
-                    WaveDriver(store: PostgresWaveStore(repository: pair.repository), countAhead: 60, owner: "d1", claimSeconds: 60),
-                    at: waveStart
-                )
-            }
+            let events = try await Self.advance(kind, pair, model: model, at: waveStart)
             #expect(try await Self.dormant(kind, pair, model: model) == [ids[0], ids[1], ids[2], ids[3]])
             let started = events.compactMap { event -> Int? in
                 if case .waveStarted(_, 2, _, let planned, _) = event { planned } else { nil }

@@ -82,19 +82,15 @@ class ReceiptOutbox {
      * The receipts to send now, oldest first: none while paused, unauthorized or awaiting a registration. Drops
      * those older than [MAXIMUM_AGE] (rule 8), whatever else holds.
      */
-    fun due(now: Instant): List<ReceiptReport> {
-        list.removeAll { Duration.between(it.madeAt, now) > MAXIMUM_AGE }
-        if (unauthorized || awaitingRegistration) return emptyList()
-        val until = pausedUntil
-        if (until != null && now.isBefore(until)) return emptyList()
-        return list.map { it.receipt }
-    }
+    fun due(now: Instant): List<ReceiptReport> = dueUnless(pausedUntil, now)
 
     /** The receipts to send on foregrounding, oldest first (rule 9): as [due], the failure backoff lifted. */
-    fun dueOnForeground(now: Instant): List<ReceiptReport> {
+    fun dueOnForeground(now: Instant): List<ReceiptReport> = dueUnless(rateLimitedUntil, now)
+
+    /** The receipts to send, oldest first, unless paused until [until]; drops the too old ones first. */
+    private fun dueUnless(until: Instant?, now: Instant): List<ReceiptReport> {
         list.removeAll { Duration.between(it.madeAt, now) > MAXIMUM_AGE }
         if (unauthorized || awaitingRegistration) return emptyList()
-        val until = rateLimitedUntil
         if (until != null && now.isBefore(until)) return emptyList()
         return list.map { it.receipt }
     }
