@@ -8,9 +8,9 @@ WITH subscribed AS (
 ), upserted AS (
 INSERT INTO devices AS d (
     app_id, provider, platform, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
-    time_zone, app_version, os_version, model, locale, notify_when_ready
+    time_zone, app_version, os_version, model, locale, notify_when_ready, edition_alerts
 )
-SELECT 1, 0, 0, 0, hashtext(:r::text), sha256(:r::text::bytea), true, false, 2, subscribed.ids, 'Asia/Tokyo', '5.1', '17.4', 'iPad13,1', 'ja_JP', false
+SELECT 1, 0, 0, 0, hashtext(:r::text), sha256(:r::text::bytea), true, false, 2, subscribed.ids, 'Asia/Tokyo', '5.1', '17.4', 'iPad13,1', 'ja_JP', false, false
 FROM subscribed WHERE subscribed.found = 1
 ON CONFLICT (app_id, token, provider, environment) DO UPDATE SET
     platform = excluded.platform,
@@ -24,6 +24,7 @@ ON CONFLICT (app_id, token, provider, environment) DO UPDATE SET
     model = excluded.model,
     locale = excluded.locale,
     notify_when_ready = excluded.notify_when_ready,
+    edition_alerts = excluded.edition_alerts,
     registered_at = now(),
     updated_at = now(),
     deleted_at = NULL,

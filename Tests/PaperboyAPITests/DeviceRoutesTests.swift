@@ -20,10 +20,15 @@ struct DeviceRoutesTests {
             #expect(try created.json()["active"] as? Bool == true)
             // Absent, the reader did not ask to be told when the edition is ready.
             #expect(try created.json()["notifyWhenReady"] as? Bool == false)
+            // Nor for edition alerts: no alert last resort, whatever the system allows.
+            #expect(try created.json()["editionAlerts"] as? Bool == false)
 
             let update = validRegistration.replacingOccurrences(of: "[\"morning\"]", with: "[\"morning\", \"evening\"]")
                 .replacingOccurrences(of: "\"large\"", with: "\"small\"")
-                .replacingOccurrences(of: "\"autoDownload\": true", with: "\"autoDownload\": true, \"notifyWhenReady\": true")
+                .replacingOccurrences(
+                    of: "\"autoDownload\": true",
+                    with: "\"autoDownload\": true, \"notifyWhenReady\": true, \"editionAlerts\": true"
+                )
             let updated = try await client.send(.put, "/v1/devices/\(token())", key: fixture.apiKey, body: update)
             #expect(updated.status == .ok)
 
@@ -36,6 +41,7 @@ struct DeviceRoutesTests {
             #expect(json["model"] as? String == "iPad13,1")
             #expect(json["environment"] as? String == "production")
             #expect(json["notifyWhenReady"] as? Bool == true)
+            #expect(json["editionAlerts"] as? Bool == true)
 
             let rows = try await fixture.db.client.query("SELECT count(*) FROM devices")
             for try await count in rows.decode(Int.self) { #expect(count == 1) }
@@ -122,6 +128,12 @@ struct DeviceRoutesTests {
             body: validRegistration.replacingOccurrences(of: "\"autoDownload\": true", with: "\"autoDownload\": true, \"notifyWhenReady\": 1"),
             code: .wrongType,
             field: "notifyWhenReady"
+        ),
+        BadInput(
+            name: "editionAlerts not a boolean",
+            body: validRegistration.replacingOccurrences(of: "\"autoDownload\": true", with: "\"autoDownload\": true, \"editionAlerts\": \"yes\""),
+            code: .wrongType,
+            field: "editionAlerts"
         ),
         BadInput(
             name: "wrong element type",

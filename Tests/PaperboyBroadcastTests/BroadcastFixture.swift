@@ -115,7 +115,8 @@ struct BroadcastFixture {
         tier: ImageTier = .large,
         alerts: Bool = false,
         autoDownload: Bool = true,
-        notifyWhenReady: Bool = false
+        notifyWhenReady: Bool = false,
+        editionAlerts: Bool = false
     ) async throws {
         let devices = DeviceRepository(client: db.client)
         for index in 0..<count {
@@ -130,7 +131,8 @@ struct BroadcastFixture {
                     tier: tier,
                     autoDownload: autoDownload,
                     alertsAuthorized: alerts,
-                    notifyWhenReady: notifyWhenReady
+                    notifyWhenReady: notifyWhenReady,
+                    editionAlerts: editionAlerts
                 ),
                 logger: logger
             )

@@ -49,7 +49,7 @@ struct DormantDeviceTests {
     func sparedUntilRevived() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
-            try await fixture.register(30, alerts: true)
+            try await fixture.register(30, alerts: true, editionAlerts: true)
             let answering = Array(fixture.tokens[0..<10])
             let silent = Array(fixture.tokens[10..<30])
             let options = BroadcastOptions(pace: .window(10 * 60), cohorts: 4, maxPushesPerDevice: 2, alertLastResort: true, dormantAfter: 2)
@@ -88,7 +88,8 @@ struct DormantDeviceTests {
                     timeZone: "Asia/Tokyo",
                     tier: .large,
                     autoDownload: true,
-                    alertsAuthorized: true
+                    alertsAuthorized: true,
+                    editionAlerts: true
                 ),
                 logger: fixture.logger
             )

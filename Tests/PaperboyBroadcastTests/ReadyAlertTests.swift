@@ -81,14 +81,15 @@ struct ReadyAlertTests {
     }
 
     @Test(
-        "in the last follow-up, devices whose reader asked and that allow alerts get the ready alert, recorded as no background push; the others a background push"
+        "in the last follow-up, devices whose reader asked and that allow alerts get the ready alert, recorded as no background push; the others a background push; the last resort only to readers who asked for edition alerts"
     )
     func inPlaceOfTheLastFollowUp() async throws {
         let t0 = Date()
         try await BroadcastFixture.with(start: t0) { fixture in
             try await fixture.register(5, alerts: true, notifyWhenReady: true)
             try await fixture.register(5, offset: 100, alerts: false, notifyWhenReady: true)  // alerts not allowed: no alert
-            try await fixture.register(5, offset: 200, alerts: true)
+            try await fixture.register(5, offset: 200, alerts: true, editionAlerts: true)
+            try await fixture.register(5, offset: 300, alerts: true)  // alerts allowed for something else: no edition alert
             let edition = try await fixture.publish(deadline: t0.addingTimeInterval(6 * 3600))
             let started = try await fixture.repository.start(
                 editionID: edition.id,
@@ -105,12 +106,14 @@ struct ReadyAlertTests {
             }
             let patterns = try await Self.patterns(started.broadcast.id, fixture: fixture)
             // Asked and allowed: background, then the ready alert, and no alert last resort (it had an alert).
-            // Asked but alerts not allowed: two background pushes. Allowed, not asked: two background pushes and
-            // the last resort.
-            #expect(patterns == Array(repeating: "1b 2a", count: 5) + Array(repeating: "1b 2b", count: 5) + Array(repeating: "1b 2b 3a", count: 5))
+            // Asked but alerts not allowed: two background pushes. Allowed, asked for edition alerts but not the
+            // ready alert: two background pushes and the last resort. Allowed, asked for neither (the reader
+            // allowed the app's alerts for something else): two background pushes and no alert (App Review 4.5.4).
+            #expect(patterns == Array(repeating: "1b 2a", count: 5) + Array(repeating: "1b 2b", count: 10) + Array(repeating: "1b 2b 3a", count: 5))
             let progress = try #require(try await fixture.repository.progress(id: started.broadcast.id, logger: fixture.logger))
             #expect(progress.waves.map(\.kind) == [.background, .background, .alert])
-            #expect(progress.waves[1].counts.accepted == 15)
+            #expect(progress.waves[1].counts.accepted == 20)
+            #expect(progress.waves[2].counts.planned == 5)
         }
     }
 

@@ -320,6 +320,7 @@ struct GoldenVectorTests {
                 autoDownload: input["autoDownload"] as? Bool ?? true,
                 alertsAuthorized: try #require(input["alertsAuthorized"] as? Bool),
                 notifyWhenReady: input["notifyWhenReady"] as? Bool ?? false,
+                editionAlerts: input["editionAlerts"] as? Bool ?? false,
                 appVersion: input["appVersion"] as? String,
                 osVersion: input["osVersion"] as? String,
                 model: input["model"] as? String,
@@ -338,6 +339,7 @@ struct GoldenVectorTests {
             #expect(server.autoDownload == body["autoDownload"] as? Bool, "\(name)")
             #expect(server.alertsAuthorized == body["alertsAuthorized"] as? Bool, "\(name)")
             #expect(server.notifyWhenReady == body["notifyWhenReady"] as? Bool, "\(name)")
+            #expect(server.editionAlerts == body["editionAlerts"] as? Bool, "\(name)")
             #expect(server.appVersion == body["appVersion"] as? String, "\(name)")
             #expect(server.model == body["model"] as? String, "\(name)")
             #expect(server.locale == body["locale"] as? String, "\(name)")

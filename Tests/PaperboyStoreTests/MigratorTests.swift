@@ -40,18 +40,14 @@ struct MigratorTests {
                 try NewApp(bundleID: "com.example.migrated", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: key),
                 logger: db.logger
             ).app
-            for (index, environment) in [APNsEnvironment.sandbox, .production].enumerated() {
-                _ = try await DeviceRepository(client: db.client).register(
-                    appID: app.id,
-                    token: .apns(try DeviceToken(hex: String(format: "%064x", index + 1))),
-                    DeviceRegistration(
-                        environment: environment,
-                        subscriptions: [],
-                        timeZone: "Asia/Tokyo",
-                        tier: .large,
-                        autoDownload: true,
-                        alertsAuthorized: false
-                    ),
+            // Devices as the schema before 0032 stores them: today's registration statement names later columns.
+            for (index, environment) in [Int16(1), 0].enumerated() {
+                try await db.client.query(
+                    """
+                    INSERT INTO devices (app_id, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions, time_zone)
+                    VALUES (\(app.id), \(environment), \(Int32(index)), decode(\(String(format: "%064x", index + 1)), 'hex'), true, false, 2, '{}',
+                        'Asia/Tokyo')
+                    """,
                     logger: db.logger
                 )
             }

@@ -17,9 +17,10 @@ struct PgbenchScriptTests {
             with: [
                 1: "1", 2: "ARRAY['morning']", 3: "1", 4: "0", 5: "0", 6: "0", 7: "hashtext(:r::text)", 8: "sha256(:r::text::bytea)",
                 9: "true", 10: "false", 11: "2", 12: "'Asia/Tokyo'", 13: "'5.1'", 14: "'17.4'", 15: "'iPad13,1'", 16: "'ja_JP'", 17: "false",
+                18: "false",
             ]
         )
-        #expect(RegisterDevice.bindingDataTypes.count == 17)
+        #expect(RegisterDevice.bindingDataTypes.count == 18)
     }
 
     @Test("scripts/pgbench-receipt.sql is RecordReceipt's statement")

@@ -15,6 +15,7 @@ struct DeviceResponse: ResponseEncodable {
     var autoDownload: Bool
     var alertsAuthorized: Bool
     var notifyWhenReady: Bool
+    var editionAlerts: Bool
     var appVersion: String?
     var osVersion: String?
     var model: String?
@@ -37,6 +38,7 @@ struct DeviceResponse: ResponseEncodable {
         autoDownload = registration.autoDownload
         alertsAuthorized = registration.alertsAuthorized
         notifyWhenReady = registration.notifyWhenReady
+        editionAlerts = registration.editionAlerts
         appVersion = registration.appVersion
         osVersion = registration.osVersion
         model = registration.model

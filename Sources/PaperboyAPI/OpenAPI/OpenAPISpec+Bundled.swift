@@ -1502,6 +1502,10 @@ extension OpenAPISpec {
                   type: boolean
                   default: false
                   description: The reader asked to be told when the edition is ready (the app's own setting, distinct from the system's alert permission). A broadcast sends such a device, when alertsAuthorized is also true, an alert with mutable-content 1 in place of its last background follow-up, for the app's Notification Service Extension to fetch the small tier (the extension has about 30 seconds and 24 MB). Set it only in an app that has such an extension.
+                editionAlerts:
+                  type: boolean
+                  default: false
+                  description: The reader asked for alerts about new editions (the app's own setting, the one the app asks the system's alert permission for). Only a device with alertsAuthorized and editionAlerts (or notifyWhenReady, which asks for an edition alert too) gets the alert last resort of a broadcast started with --alert-last-resort. A reader who allowed alerts for something else (breaking news) gets no edition alert (App Review guideline 4.5.4).
                 appVersion:
                   type: [string, "null"]
                   maxLength: 64
@@ -1523,8 +1527,8 @@ extension OpenAPISpec {
               type: object
               additionalProperties: false
               required:
-                [token, provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, notifyWhenReady, active,
-                  registeredAt, updatedAt]
+                [token, provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, notifyWhenReady, editionAlerts,
+                  active, registeredAt, updatedAt]
               properties:
                 token:
                   type: string
@@ -1557,6 +1561,8 @@ extension OpenAPISpec {
                 locale:
                   type: string
                 notifyWhenReady:
+                  type: boolean
+                editionAlerts:
                   type: boolean
                 active:
                   type: boolean

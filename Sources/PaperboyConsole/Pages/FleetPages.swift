@@ -144,7 +144,8 @@ extension ConsoleRoutes {
             subscriptions: registration.subscriptions.isEmpty ? "none" : registration.subscriptions.joined(separator: ", "),
             tier: registration.tier.rawValue,
             autoDownload: registration.autoDownload ? "auto-download on" : "auto-download off",
-            alerts: (registration.alertsAuthorized ? "allowed" : "not allowed") + (registration.notifyWhenReady ? ", wants the ready alert" : ""),
+            alerts: (registration.alertsAuthorized ? "allowed" : "not allowed")
+                + (registration.notifyWhenReady ? ", wants the ready alert" : registration.editionAlerts ? ", wants edition alerts" : ""),
             model: details.isEmpty ? "-" : details.joined(separator: ", "),
             timeZone: registration.timeZone + (registration.locale.map { ", \($0)" } ?? ""),
             registered: TimeText.dateTime(device.registeredAt, timeZone: timeZone),

@@ -12,8 +12,9 @@ import PostgresNIO
 ///   push): the fixed `maxPushesPerDevice`, or with `auto` the wave's number. A device whose token APNs declared permanently bad (410, `BadDeviceToken`,
 ///   `DeviceTokenNotForTopic`) is inactive from the moment the batch is recorded, so `active` alone keeps
 ///   it out, until a newer registration revives it.
-/// - The alert wave: targets without a successful receipt that allowed alerts, got a background push for
-///   the edition and no alert yet.
+/// - The alert wave: targets without a successful receipt that allowed alerts and asked for edition alerts
+///   (`editionAlerts`, or `notifyWhenReady`: migration 0036), got a background push for the edition and no
+///   alert yet.
 /// - Neither kind of later wave goes to a dormant device (`devices.dormant`): one whose last counted push
 ///   followed `dormantAfter` or more editions pushed without a receipt (`device_pushes`, migration 0011,
 ///   counted after wave 1, before the next wave is counted: migration 0029; a broadcast with `dormantAfter` 0
@@ -99,7 +100,7 @@ public struct WaveAudience: Sendable, Equatable {
             SELECT count(*) FROM broadcasts xb CROSS JOIN LATERAL (
                 SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background AND x.outcome <> 'notSent' OFFSET 0) x
             WHERE xb.edition_id = $4) < $7)
-        AND (NOT $6 OR (d.alerts_authorized
+        AND (NOT $6 OR (d.alerts_authorized AND (d.edition_alerts OR d.notify_when_ready)
             AND EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (
                 SELECT 1 FROM deliveries x WHERE x.device_id = d.id AND x.broadcast_id = xb.id AND x.background OFFSET 0) x
                 WHERE xb.edition_id = $4 OFFSET 0)

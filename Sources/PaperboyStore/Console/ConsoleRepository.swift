@@ -553,7 +553,7 @@ public struct ConsoleRepository: Sendable {
                 array(SELECT slug FROM publications p WHERE p.id = ANY(d.subscriptions) ORDER BY slug),
                 d.time_zone, d.tier, d.auto_download, d.alerts_authorized, d.app_version, d.os_version, d.model, d.locale,
                 d.active, d.registered_at, d.updated_at, d.deleted_at, d.unregistered_at, d.notify_when_ready, d.dormant,
-                (SELECT x.editions_unanswered FROM device_pushes x WHERE x.device_id = d.id)
+                (SELECT x.editions_unanswered FROM device_pushes x WHERE x.device_id = d.id), d.edition_alerts
             FROM apps a CROSS JOIN LATERAL (
                 SELECT * FROM devices x WHERE x.app_id = a.id AND x.token = \(lookup.apns) AND x.provider = 0
                 UNION ALL
@@ -565,7 +565,7 @@ public struct ConsoleRepository: Sendable {
         )
         typealias Row = (
             Int64, Int, String, Int16, ByteBuffer, Int16, Int16, [String], String, Int16, Bool, Bool, String?, String?, String?, String?,
-            Bool, Date, Date, Date?, Date?, Bool, Bool, Int16?
+            Bool, Date, Date, Date?, Date?, Bool, Bool, Int16?, Bool
         )
         var found: [DeviceRecord] = []
         for try await row in rows.decode(Row.self) {
@@ -580,6 +580,7 @@ public struct ConsoleRepository: Sendable {
                 autoDownload: row.10,
                 alertsAuthorized: row.11,
                 notifyWhenReady: row.21,
+                editionAlerts: row.24,
                 appVersion: row.12,
                 osVersion: row.13,
                 model: row.14,

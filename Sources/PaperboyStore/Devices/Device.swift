@@ -23,6 +23,11 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
     /// `mutable-content: 1` in place of its last background follow-up, for the app's Notification Service
     /// Extension to fetch the small tier. Only for apps that have such an extension. Default false.
     public var notifyWhenReady: Bool
+    /// The reader asked for alerts about new editions (the app's own setting, which is what the app asks the
+    /// system's alert permission for): only such a device, when it allows alerts, gets the alert last resort
+    /// (`--alert-last-resort`). `notifyWhenReady` asks for an edition alert too. Default false: a reader who
+    /// allowed alerts for something else (breaking news) gets no edition alert (App Review guideline 4.5.4).
+    public var editionAlerts: Bool
     public var appVersion: String?
     public var osVersion: String?
     public var model: String?
@@ -38,6 +43,7 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
         autoDownload: Bool,
         alertsAuthorized: Bool,
         notifyWhenReady: Bool = false,
+        editionAlerts: Bool = false,
         appVersion: String? = nil,
         osVersion: String? = nil,
         model: String? = nil,
@@ -52,6 +58,7 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
         self.autoDownload = autoDownload
         self.alertsAuthorized = alertsAuthorized
         self.notifyWhenReady = notifyWhenReady
+        self.editionAlerts = editionAlerts
         self.appVersion = appVersion
         self.osVersion = osVersion
         self.model = model
@@ -59,8 +66,8 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, notifyWhenReady, appVersion,
-            osVersion, model, locale
+        case provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, notifyWhenReady, editionAlerts,
+            appVersion, osVersion, model, locale
     }
 
     public init(from decoder: any Decoder) throws {
@@ -86,6 +93,7 @@ public struct DeviceRegistration: Sendable, Codable, Equatable {
         autoDownload = try container.decode(Bool.self, forKey: .autoDownload)
         alertsAuthorized = try container.decode(Bool.self, forKey: .alertsAuthorized)
         notifyWhenReady = try decode(.notifyWhenReady, default: false)
+        editionAlerts = try decode(.editionAlerts, default: false)
         appVersion = try container.decodeIfPresent(String.self, forKey: .appVersion)
         osVersion = try container.decodeIfPresent(String.self, forKey: .osVersion)
         model = try container.decodeIfPresent(String.self, forKey: .model)

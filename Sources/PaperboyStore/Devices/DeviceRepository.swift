@@ -56,7 +56,7 @@ public struct DeviceRepository: Sendable {
         let rows = try await client.query(RequestStatements.findDevice(appID: appID, candidates: candidates), logger: logger)
         typealias Row = (
             Int16, ByteBuffer, Int16, Int16, [String], String, Int16, Bool, Bool, String?, String?, String?, String?, Bool, Date, Date, Date?,
-            Date?, Bool
+            Date?, Bool, Bool
         )
         for try await row in rows.decode(Row.self) {
             let provider = PushProvider(storageCode: row.0)
@@ -70,6 +70,7 @@ public struct DeviceRepository: Sendable {
                 autoDownload: row.7,
                 alertsAuthorized: row.8,
                 notifyWhenReady: row.18,
+                editionAlerts: row.19,
                 appVersion: row.9,
                 osVersion: row.10,
                 model: row.11,

@@ -69,7 +69,8 @@ public struct DeviceSeeder: Sendable {
     ///   - seed: Makes tokens and attributes repeatable; device `i` of seed `s` is always the same.
     ///   - tokenPrefix: A hex prefix for every token not given one of `prefixes`.
     ///   - prefixes: Hex prefixes given to shares of the fleet (the first `prefixes[0].share` of it, and so on).
-    ///   - alertsShare: The share of devices with alerts authorized (0...1).
+    ///   - alertsShare: The share of devices with alerts authorized (0...1); these asked for edition alerts too
+    ///     (`editionAlerts`), so that a seeded fleet's alert last resort reaches them.
     ///   - autoDownloadShare: The share of devices with auto-download on (0...1), i.e. broadcast targets.
     ///   - fcmShare: The share of devices that are Android devices registered with FCM (0...1); production only.
     ///   - tiers: The split between image tiers.
@@ -214,11 +215,11 @@ public struct DeviceSeeder: Sendable {
             """
             WITH inserted AS (
                 INSERT INTO devices (
-                    app_id, provider, platform, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
-                    time_zone
+                    app_id, provider, platform, environment, cohort_key, token, auto_download, alerts_authorized, edition_alerts, tier,
+                    subscriptions, time_zone
                 )
                 SELECT \(appID), s.provider, s.platform, \(environment.storageCode), s.cohort_key, s.token, s.auto_download,
-                    s.alerts_authorized, s.tier, \(subscriptions)::integer[], \(timeZone)
+                    s.alerts_authorized, s.alerts_authorized, s.tier, \(subscriptions)::integer[], \(timeZone)
                 FROM unnest(\(chunk.providers)::smallint[], \(chunk.platforms)::smallint[], \(chunk.cohortKeys)::integer[],
                     \(chunk.tokens)::bytea[], \(chunk.autoDownload)::boolean[], \(chunk.alerts)::boolean[], \(chunk.tiers)::smallint[])
                     AS s (provider, platform, cohort_key, token, auto_download, alerts_authorized, tier)

@@ -17,9 +17,9 @@ struct RegisterDevice: PostgresPreparedStatement {
         ), upserted AS (
         INSERT INTO devices AS d (
             app_id, provider, platform, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions,
-            time_zone, app_version, os_version, model, locale, notify_when_ready
+            time_zone, app_version, os_version, model, locale, notify_when_ready, edition_alerts
         )
-        SELECT $1, $4, $5, $6, $7, $8, $9, $10, $11, subscribed.ids, $12, $13, $14, $15, $16, $17
+        SELECT $1, $4, $5, $6, $7, $8, $9, $10, $11, subscribed.ids, $12, $13, $14, $15, $16, $17, $18
         FROM subscribed WHERE subscribed.found = $3
         ON CONFLICT (app_id, token, provider, environment) DO UPDATE SET
             platform = excluded.platform,
@@ -33,6 +33,7 @@ struct RegisterDevice: PostgresPreparedStatement {
             model = excluded.model,
             locale = excluded.locale,
             notify_when_ready = excluded.notify_when_ready,
+            edition_alerts = excluded.edition_alerts,
             registered_at = now(),
             updated_at = now(),
             deleted_at = NULL,
@@ -50,7 +51,7 @@ struct RegisterDevice: PostgresPreparedStatement {
     /// Stated, not inferred from the first registration's values: a connection prepares the statement once, and a
     /// first registration without an app version would leave that parameter's type to the server.
     static let bindingDataTypes: [PostgresDataType] = [
-        .int8, .textArray, .int8, .int2, .int2, .int2, .int4, .bytea, .bool, .bool, .int2, .text, .text, .text, .text, .text, .bool,
+        .int8, .textArray, .int8, .int2, .int2, .int2, .int4, .bytea, .bool, .bool, .int2, .text, .text, .text, .text, .text, .bool, .bool,
     ]
 
     /// Whether the device was created, then what is stored of it. No row: a subscription names no publication of
@@ -84,6 +85,7 @@ struct RegisterDevice: PostgresPreparedStatement {
         bindings.append(registration.model)
         bindings.append(registration.locale)
         bindings.append(registration.notifyWhenReady)
+        bindings.append(registration.editionAlerts)
         return bindings
     }
 

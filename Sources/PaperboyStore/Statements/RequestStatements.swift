@@ -461,7 +461,7 @@ public enum RequestStatements {
         return """
             SELECT provider, token, platform, environment, array(SELECT slug FROM publications p WHERE p.id = ANY(d.subscriptions) ORDER BY slug),
                 time_zone, tier, auto_download, alerts_authorized, app_version, os_version, model, locale,
-                active, registered_at, updated_at, deleted_at, unregistered_at, notify_when_ready
+                active, registered_at, updated_at, deleted_at, unregistered_at, notify_when_ready, edition_alerts
             FROM devices d
             WHERE d.app_id = \(appID) AND ((d.provider = 0 AND d.token = \(lookup.apns)) OR (d.provider = 1 AND d.token = \(lookup.fcm)))
             ORDER BY updated_at DESC LIMIT 1

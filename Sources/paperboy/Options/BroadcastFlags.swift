@@ -31,7 +31,7 @@ struct BroadcastFlags: ParsableArguments {
 
     @Flag(
         name: .customLong("alert-last-resort"),
-        help: "After the last wave, one alert (mutable-content) to devices that allowed alerts and reported nothing."
+        help: "After the last wave, one alert (mutable-content) to devices that asked for edition alerts, allow alerts and reported nothing."
     )
     var alertLastResort = false
 

@@ -34,6 +34,10 @@ public struct DeviceRegistration: Encodable, Sendable, Equatable {
     /// The reader asked to be told when the edition is ready; only in an app with a Notification Service
     /// Extension.
     public var notifyWhenReady: Bool
+    /// The reader asked for alerts about new editions (the app's setting that the alert permission is asked for):
+    /// only then, with alerts allowed, does the alert last resort reach the device (`notifyWhenReady` asks too).
+    /// A reader who allowed alerts for something else gets no edition alert (App Review guideline 4.5.4).
+    public var editionAlerts: Bool
     public var appVersion: String?
     public var osVersion: String?
     /// As the system says it (`iPhone15,2`, `Pixel 8`): wake rates are grouped by it.
@@ -48,6 +52,7 @@ public struct DeviceRegistration: Encodable, Sendable, Equatable {
         autoDownload: Bool = true,
         alertsAuthorized: Bool,
         notifyWhenReady: Bool = false,
+        editionAlerts: Bool = false,
         appVersion: String? = nil,
         osVersion: String? = nil,
         model: String? = nil,
@@ -60,6 +65,7 @@ public struct DeviceRegistration: Encodable, Sendable, Equatable {
         self.autoDownload = autoDownload
         self.alertsAuthorized = alertsAuthorized
         self.notifyWhenReady = notifyWhenReady
+        self.editionAlerts = editionAlerts
         self.appVersion = appVersion
         self.osVersion = osVersion
         self.model = model
@@ -68,7 +74,7 @@ public struct DeviceRegistration: Encodable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case provider, platform, environment, subscriptions, timeZone, tier, autoDownload, alertsAuthorized, notifyWhenReady
-        case appVersion, osVersion, model, locale
+        case editionAlerts, appVersion, osVersion, model, locale
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -88,6 +94,7 @@ public struct DeviceRegistration: Encodable, Sendable, Equatable {
         try container.encode(autoDownload, forKey: .autoDownload)
         try container.encode(alertsAuthorized, forKey: .alertsAuthorized)
         try container.encode(notifyWhenReady, forKey: .notifyWhenReady)
+        try container.encode(editionAlerts, forKey: .editionAlerts)
         // The API's limits, in code points as the API counts them, so that a long value from the system is cut
         // rather than refusing the registration.
         func cut(_ text: String?, _ limit: Int) -> String? {

@@ -24,6 +24,7 @@ struct DeviceRegistrationTests {
         #expect(body["platform"] as? String == "ios")
         #expect(body["environment"] as? String == "sandbox")
         #expect(body["alertsAuthorized"] as? Bool == false)
+        #expect(body["editionAlerts"] as? Bool == false, "no edition alert unless the reader asked")
         #expect(body["autoDownload"] as? Bool == true)
         #expect(body["timeZone"] as? String == "Asia/Tokyo")
         #expect((body["model"] as? String)?.count == 64, "cut to the API's limit, not refused")

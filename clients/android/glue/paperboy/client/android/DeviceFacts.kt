@@ -47,6 +47,7 @@ object DeviceFacts {
             tier = settings.tier(),
             autoDownload = settings.autoDownload(),
             alertsAuthorized = NotificationManagerCompat.from(context).areNotificationsEnabled(),
+            editionAlerts = settings.editionAlerts(),
             appVersion = settings.appVersion,
             osVersion = Build.VERSION.RELEASE,
             model = Build.MODEL,

@@ -31,7 +31,13 @@ object Paperboy {
         val subscriptions: () -> List<String>,
         val tier: () -> ImageTier,
         val autoDownload: () -> Boolean,
-        val appVersion: String?
+        val appVersion: String?,
+        /**
+         * The reader asked for alerts about new editions (the settings screen where `POST_NOTIFICATIONS` is asked
+         * for): only then does the alert last resort reach the device. False: no edition alert, whatever else the
+         * reader allowed notifications for.
+         */
+        val editionAlerts: () -> Boolean = { false }
     )
 
     const val ALERT_CHANNEL = "paperboy-editions"

@@ -19,6 +19,12 @@ data class DeviceRegistration @JvmOverloads constructor(
     val alertsAuthorized: Boolean,
     /** The reader asked to be told when the edition is ready (iOS only, with a Notification Service Extension). */
     val notifyWhenReady: Boolean = false,
+    /**
+     * The reader asked for alerts about new editions (the app's setting that `POST_NOTIFICATIONS` is asked for):
+     * only then, with notifications enabled, does the alert last resort reach the device. A reader who allowed
+     * notifications for something else gets no edition alert.
+     */
+    val editionAlerts: Boolean = false,
     val appVersion: String? = null,
     val osVersion: String? = null,
     /** As the system says it (`Build.MODEL`, `Pixel 8`): wake rates are grouped by it. */
@@ -58,6 +64,7 @@ data class DeviceRegistration @JvmOverloads constructor(
         body["autoDownload"] = autoDownload
         body["alertsAuthorized"] = alertsAuthorized
         body["notifyWhenReady"] = notifyWhenReady
+        body["editionAlerts"] = editionAlerts
         // The API's limits, in code points as the API counts them: a long value from the system is cut rather
         // than refusing the registration.
         cut(appVersion, 64)?.let { body["appVersion"] = it }

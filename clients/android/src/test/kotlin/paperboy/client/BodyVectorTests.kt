@@ -63,6 +63,7 @@ class BodyVectorTests {
                 autoDownload = input["autoDownload"] as Boolean? ?: true,
                 alertsAuthorized = input["alertsAuthorized"] as Boolean,
                 notifyWhenReady = input["notifyWhenReady"] as Boolean? ?: false,
+                editionAlerts = input["editionAlerts"] as Boolean? ?: false,
                 appVersion = input["appVersion"] as String?,
                 osVersion = input["osVersion"] as String?,
                 model = input["model"] as String?,
