@@ -4,24 +4,27 @@ import PaperboyDispatch
 import PaperboyStore
 import Synchronization
 
-/// The worker on a clock that jumps, for tests: the same machine and the same executor as ``Dispatcher/run()``, run
-/// one at a time (a send's answers are awaited before the next event), and the clock jumped to the next instant the
-/// machine or a due batch asks for in between, so that waves an hour apart run in no time.
+/// The worker on a clock that jumps, for tests: production's ``WorkerLoop`` (the machine, the executor, the order of the
+/// actions), with hands that carry each action out one at a time (a send's answers are awaited before the next event),
+/// and the clock jumped to the next instant the machine or a due batch asks for in between, so that waves an hour apart
+/// run in no time.
 extension Dispatcher {
     /// From the clock's now until `end`: moves broadcasts along (``BroadcastDuties``), leases and sends every batch as
     /// it comes due (each device at its instant according to the clock), and jumps the clock to the next due batch,
     /// wake or expiring lease in between; batches taken before `end` are finished. Tests call this with a clock whose
-    /// `sleep` sets it to the instant. The machine (its health included) carries over from one call to the next.
+    /// `sleep` sets it to the instant. The loop (the machine's health included) carries over from one call to the next.
     public func step(until end: Date) async throws -> StepReport {
         var report = StepReport()
-        var machine = stepping.withLock { $0.take() } ?? WorkerMachine(configuration: configuration.machine)
+        var loop =
+            stepping.withLock { $0.take() } ?? WorkerLoop(executor: executor, machine: WorkerMachine(configuration: configuration.machine))
         var queue: [WorkerMachine.Event] = []
-        if machine.nextWake == nil && machine.batchesHeld == 0 { queue.append(.started) }
+        if loop.isIdle { queue.append(.started) }
         var lastDuties: Date?
         var stall = StallWatch(from: clock.now())
         while true {
             try Task.checkCancellation()
             let now = clock.now()
+            let machine = loop.machine
             try stall.check(
                 now: now,
                 sent: report.sent + report.skipped,
@@ -34,14 +37,15 @@ extension Dispatcher {
             }
             if queue.isEmpty { queue.append(.tick) }
             while !queue.isEmpty {
-                let event = queue.removeFirst()
-                queue += await perform(executor.handle(event, &machine), until: end, &report)
+                let hands = SteppingHands()
+                loop.handle(queue.removeFirst(), through: hands)
+                queue += await carryOut(hands.work, until: end, &report)
             }
             let past = clock.now() >= end
-            if past && machine.batchesHeld == 0 { break }
+            if past && loop.machine.batchesHeld == 0 { break }
             var wake: Date
-            if machine.batchesHeld > 0 {
-                guard let next = machine.nextWake else { break }
+            if loop.machine.batchesHeld > 0 {
+                guard let next = loop.machine.nextWake else { break }
                 wake = next
             } else {
                 let due = try await repository.nextDue(
@@ -51,10 +55,10 @@ extension Dispatcher {
                     logger: logger
                 )
                 wake = max(clock.now(), due ?? end)
-                if wake <= clock.now(), let retry = machine.health.nextRetry(now: clock.monotonic()) {
+                if wake <= clock.now(), let retry = loop.machine.health.nextRetry(now: clock.monotonic()) {
                     // Work is due, but of an app this worker leaves to others for now: on when it tries again.
                     wake = clock.now().addingTimeInterval(retry - clock.monotonic())
-                } else if wake <= clock.now(), let next = machine.nextWake, next > clock.now() {
+                } else if wake <= clock.now(), let next = loop.machine.nextWake, next > clock.now() {
                     // Work is due that the last lease did not take (an expired lease, which a worker that has just
                     // listened to the database for less than the takeover grace leaves alone): on at its next poll.
                     wake = next
@@ -64,15 +68,15 @@ extension Dispatcher {
             // A moment past the instant: an expiring lease can be taken over only after it.
             try await clock.sleep(max(clock.now(), wake.addingTimeInterval(0.001)))
         }
-        stepping.withLock { $0 = machine }
+        stepping.withLock { $0 = loop }
         return report
     }
 
-    /// The actions, one at a time; returns the events they reported. Past `end`, nothing more is leased.
-    private func perform(_ actions: [WorkerMachine.Action], until end: Date, _ report: inout StepReport) async -> [WorkerMachine.Event] {
+    /// What the loop handed over, one at a time; returns the events they reported. Past `end`, nothing more is leased.
+    private func carryOut(_ work: [SteppingHands.Work], until end: Date, _ report: inout StepReport) async -> [WorkerMachine.Event] {
         var events: [WorkerMachine.Event] = []
-        for action in actions {
-            switch action {
+        for item in work {
+            switch item {
             case .send(let id, let send):
                 let answers = Answers()
                 guard let (channel, targets) = executor.channel(id, send.provider) else {
@@ -81,13 +85,7 @@ extension Dispatcher {
                 }
                 await channel.send(send.pushes, targets: targets, sentAt: send.sentAt, logger: logger) { answers.add($0) }
                 events.append(.answered(id, answers.all))
-            case .withdraw(let id):
-                // Each send's answers were awaited before the next event: nothing is left to withdraw, as the executor says.
-                executor.withdraw(id)
-            case .stop:
-                break
-            case .ended(let batch, let end):
-                executor.ended(batch, end)
+            case .ended(let end):
                 let outcomes: [BatchOutcome] =
                     switch end {
                     case .recorded(let outcomes): outcomes
@@ -97,9 +95,9 @@ extension Dispatcher {
                 for outcome in outcomes {
                     if outcome.isSkip { report.skipped += 1 } else { report.sent += 1 }
                 }
-            case .lease where clock.now() > end:
+            case .io(.lease) where clock.now() > end:
                 events.append(.leased(nil))
-            default:
+            case .io(let action):
                 if let event = await executor.run(action) {
                     if case .leased(.some) = event { report.batches += 1 }
                     events.append(event)
@@ -108,6 +106,24 @@ extension Dispatcher {
         }
         return events
     }
+}
+
+/// The stepping tests' hands: what the loop hands over is kept, in order, and carried out one at a time after the
+/// event (``Dispatcher/step(until:)``); the clock is jumped to the machine's next wake there, so no timer is set.
+private final class SteppingHands: WorkerHands, @unchecked Sendable {
+    enum Work {
+        case io(WorkerMachine.Action)
+        case send(Int64, BatchSendMachine.Send)
+        case ended(WorkerMachine.BatchEnd)
+    }
+
+    /// Touched only by the stepping task, while it handles one event.
+    private(set) var work: [Work] = []
+
+    func start(_ action: WorkerMachine.Action) { work.append(.io(action)) }
+    func send(_ id: Int64, _ send: BatchSendMachine.Send) { work.append(.send(id, send)) }
+    func wake(at instant: Date) {}
+    func ended(_ batch: LeasedBatch, _ end: WorkerMachine.BatchEnd) { work.append(.ended(end)) }
 }
 
 /// Stepping that has stopped moving: many rounds in which the clock moved less than a second and nothing was sent or

@@ -150,8 +150,8 @@ public final class Dispatcher: Service {
     public var health: WorkerHealth { executor.health }
     /// I/O in flight, cancelled when the dispatcher stops.
     let tasks = Mutex(Tasks())
-    /// The machine of ``step(until:)``, kept from one call to the next.
-    let stepping = Mutex<WorkerMachine?>(nil)
+    /// The loop of ``step(until:)``, kept from one call to the next.
+    let stepping = Mutex<WorkerLoop<PostgresWorkerStore, ProviderTransport>?>(nil)
 
     struct Tasks: Sendable {
         var running: [Int: Task<Void, Never>] = [:]
@@ -228,57 +228,62 @@ public final class Dispatcher: Service {
         logger.info("dispatcher stopped")
     }
 
-    /// The event loop: every event through the executor's machine, every action carried out (the I/O in a task of its
-    /// own), one timer for the instant the machine asked to be woken at.
+    /// The event loop: every event through production's ``WorkerLoop`` (the one the simulation and the stepping tests
+    /// run), its I/O in tasks of their own and its timer on the system's clock (``DispatcherHands``).
     private func loop(_ events: AsyncStream<WorkerMachine.Event>, _ input: AsyncStream<WorkerMachine.Event>.Continuation) async {
-        var machine = WorkerMachine(configuration: configuration.machine)
-        var timer: (at: Date, task: Task<Void, Never>)?
-        func handle(_ event: WorkerMachine.Event) {
-            if case .tick = event { timer = nil }
-            perform(executor.handle(event, &machine), input)
-            guard !machine.stopped, let wake = machine.nextWake else { return }
-            if let timer, timer.at <= wake { return }
-            timer?.task.cancel()
-            // The machine's instants are the database's clock; the worker's own clock sleeps.
-            let local = wake.addingTimeInterval(-executor.offset)
-            timer = (
-                wake,
-                Task { [clock] in
-                    guard (try? await clock.sleep(local)) != nil else { return }
-                    input.yield(.tick)
-                }
-            )
-        }
-        handle(.started)
+        var loop = WorkerLoop(executor: executor, machine: WorkerMachine(configuration: configuration.machine))
+        let hands = DispatcherHands(dispatcher: self, input: input)
+        loop.handle(.started, through: hands)
         for await event in events {
-            handle(event)
-            if machine.stopped { break }
+            loop.handle(event, through: hands)
+            if loop.machine.stopped { break }
         }
-        timer?.task.cancel()
+        hands.cancelTimer()
+    }
+}
+
+/// Production's hands for the worker's loop: each I/O action in a task that reports its event back through the stream,
+/// sends handed to the HTTP/2 clients, and one timer task sleeping on the worker's clock.
+final class DispatcherHands: WorkerHands, Sendable {
+    let dispatcher: Dispatcher
+    let input: AsyncStream<WorkerMachine.Event>.Continuation
+    private let timer = Mutex<Task<Void, Never>?>(nil)
+
+    init(dispatcher: Dispatcher, input: AsyncStream<WorkerMachine.Event>.Continuation) {
+        self.dispatcher = dispatcher
+        self.input = input
     }
 
-    /// Carries the actions out: the quick ones here, the I/O in tasks that report back as events.
-    func perform(_ actions: [WorkerMachine.Action], _ input: AsyncStream<WorkerMachine.Event>.Continuation) {
-        for action in actions {
-            switch action {
-            case .send(let id, let send):
-                executor.startSend(id, send) { input.yield($0) }
-            case .withdraw(let id):
-                executor.withdraw(id)
-            case .ended(let batch, let end):
-                executor.ended(batch, end)
-            case .stop:
-                break
-            default:
-                tasks.withLock { tasks in
-                    tasks.next += 1
-                    let id = tasks.next
-                    tasks.running[id] = Task {
-                        if let event = await self.executor.run(action) { input.yield(event) }
-                        _ = self.tasks.withLock { $0.running.removeValue(forKey: id) }
-                    }
-                }
+    func start(_ action: WorkerMachine.Action) {
+        let (dispatcher, input) = (dispatcher, input)
+        dispatcher.tasks.withLock { tasks in
+            tasks.next += 1
+            let id = tasks.next
+            tasks.running[id] = Task {
+                if let event = await dispatcher.executor.run(action) { input.yield(event) }
+                _ = dispatcher.tasks.withLock { $0.running.removeValue(forKey: id) }
             }
         }
+    }
+
+    func send(_ id: Int64, _ send: BatchSendMachine.Send) {
+        let input = input
+        dispatcher.executor.startSend(id, send) { input.yield($0) }
+    }
+
+    func wake(at instant: Date) {
+        let (clock, input) = (dispatcher.clock, input)
+        let task = Task {
+            guard (try? await clock.sleep(instant)) != nil else { return }
+            input.yield(.tick)
+        }
+        timer.withLock { timer in
+            timer?.cancel()
+            timer = task
+        }
+    }
+
+    func cancelTimer() {
+        timer.withLock { $0?.cancel() }
     }
 }

@@ -322,6 +322,11 @@ struct Invariants {
         var violations: [String] = []
         for push in simulation.provider.log where push.wave > 1 && simulation.silent.contains(push.device) {
             guard let broadcast = model.broadcasts[push.broadcast], broadcast.options.dormantAfter > 0 else { continue }
+            // Registered again before the push: revived, whatever its count was (RegisterDevice).
+            if let again = simulation.registeredAgain[push.device], again <= push.writtenAt {
+                if simulation.dormantBefore.contains(push.device) { simulation.covered.insert("revivedPushed") }
+                continue
+            }
             let after = broadcast.options.dormantAfter
             let at = String(format: "%.1f", push.writtenAt.timeIntervalSince(simulation.start))
             if simulation.dormantBefore.contains(push.device) {

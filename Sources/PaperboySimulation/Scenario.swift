@@ -163,6 +163,9 @@ public struct Scenario: Sendable, CustomStringConvertible {
     /// dormant when that reached `dormantAfter`).
     public var dormantAfter: [Int: Int] = [:]
     public var historyShare: Double = 0
+    /// The share of devices whose app registers them again during the run (an app update, a changed setting): a
+    /// registration revives a dormant device (`RegisterDevice`). 0 in half the runs.
+    public var registerAgainShare: Double = 0
     /// Per push: never written (a connection lost before it), and written with no answer.
     public var notSentChance: Double
     public var fateUnknownChance: Double
@@ -296,6 +299,9 @@ public struct Scenario: Sendable, CustomStringConvertible {
         var history = SimulationRandom(seed: seed ^ 0xD0A7)
         for app in apps { dormantAfter[app.id] = history.chance(0.25) ? 0 : history.int(1...3) }
         historyShare = history.between(0.2...0.9)
+        // Registrations during the run, from a stream of their own.
+        var registrations = SimulationRandom(seed: seed ^ 0x2E61)
+        registerAgainShare = registrations.chance(0.5) ? registrations.between(0.05...0.3) : 0
     }
 
     public var description: String {
@@ -310,6 +316,7 @@ public struct Scenario: Sendable, CustomStringConvertible {
             "readers: \(Int(silentShare * 100))% never post a receipt, \(Int(lateReceiptShare * 100))% of the others late"
             + "; \(Int(historyShare * 100))% with earlier editions counted, dormant after "
             + dormantAfter.sorted { $0.key < $1.key }.map { "\($0.value) (app \($0.key))" }.joined(separator: ", ")
+            + (registerAgainShare > 0 ? "; \(Int(registerAgainShare * 100))% registered again during the run" : "")
         let parts = ["seed \(seed): \(workers) workers"] + apps + broadcasts + origin + [readers] + faults.map(\.description)
         return parts.joined(separator: "; ")
     }

@@ -54,6 +54,7 @@ extension Simulation {
             var readers = SimulationRandom(seed: scenario.seed ^ 0x5EAD)
             for device in devices where readers.chance(scenario.silentShare) { silent.insert(device.id) }
             pastMornings(app: app.id, devices: devices)
+            registrationsAgain(app: app.id, devices: devices)
             for provider in app.providers {
                 keyFiles[AppProvider(appID: app.id, provider: provider)] = 1
                 self.provider.accepted[AppProvider(appID: app.id, provider: provider)] = [1]
@@ -117,7 +118,12 @@ extension Simulation {
             logger: Self.logger,
             metrics: Self.metrics
         )
-        let worker = Worker(name: name, machine: WorkerMachine(configuration: machine), executor: executor, clock: clocks, startedAt: now)
+        let worker = Worker(
+            name: name,
+            runLoop: RunningLoop(WorkerLoop(executor: executor, machine: WorkerMachine(configuration: machine))),
+            clock: clocks,
+            startedAt: now
+        )
         workers.append(worker)
         workers[index].running.append((now, nil))
         note(
@@ -131,7 +137,8 @@ extension Simulation {
     /// The workers' instruments, into swift-metrics' default (no-op) backend.
     static let metrics = DispatchMetrics()
 
-    /// An event into a worker's machine through its executor, its actions carried out, its timer set.
+    /// An event into a worker's run loop (production's ``WorkerLoop``), its actions carried out through the worker's
+    /// ``SimulatedHands``.
     func deliver(_ event: WorkerMachine.Event, to index: Int) {
         switch workers[index].life {
         case .paused:
@@ -142,61 +149,14 @@ extension Simulation {
         case .running:
             break
         }
-        let executor = workers[index].executor
-        let actions = executor.handle(event, &workers[index].machine)
-        if options.trace { note("\(workers[index].name) ← \(Self.describe(event)) → \(actions.map(Self.describe).joined(separator: ", "))") }
-        for action in actions { perform(action, by: index) }
-        if workers[index].machine.stopped {
+        if options.trace { note("\(workers[index].name) ← \(Self.describe(event))") }
+        let runLoop = workers[index].runLoop
+        runLoop.loop.handle(event, through: SimulatedHands(simulation: self, worker: index, executor: runLoop.loop.executor))
+        if runLoop.loop.machine.stopped {
             workers[index].life = .exited
             workers[index].exitedAt = now
             close(&workers[index].running)
             note("\(workers[index].name) exited")
-            return
-        }
-        guard let wake = workers[index].machine.nextWake else { return }
-        // The machine's instants are the database's clock; the worker's own clock sleeps.
-        // A microsecond late: the instant computed back from a drifting clock may round to just before its reading.
-        let at = workers[index].clock.instant(reading: wake.addingTimeInterval(-executor.offset)).addingTimeInterval(1e-6)
-        if let timer = workers[index].timer, timer.at <= at { return }
-        workers[index].nextToken += 1
-        workers[index].timer = (at, workers[index].nextToken)
-        schedule(.wake(worker: index, incarnation: workers[index].incarnation, token: workers[index].nextToken), at: at)
-    }
-
-    /// Carries an action out as the dispatcher does, through the worker's executor: sends are handed over at once, the
-    /// I/O reaches the database after the latency the seed draws (``handle(_:)`` runs it).
-    func perform(_ action: WorkerMachine.Action, by index: Int) {
-        let executor = workers[index].executor
-        switch action {
-        case .send(let id, let send):
-            let incarnation = workers[index].incarnation
-            executor.startSend(id, send) { [reference = SimulationReference(self)] event in
-                reference.simulation.schedule(.event(worker: index, incarnation: incarnation, event), at: reference.simulation.now)
-            }
-        case .withdraw(let id):
-            covered.insert("withdraw")
-            executor.withdraw(id)
-        case .ended(let batch, let end):
-            executor.ended(batch, end)
-            workers[index].held.remove(batch.id)
-            if case .givenBack(_, _, let because) = end {
-                covered.insert(because.draining ? "givenBack.draining" : "givenBack.provider")
-            }
-            if case .lost = end { covered.insert("leaseLost") }
-            if case .unwritten = end {
-                // Left to its lease unrecorded (the database away past the patience or the drain's deadline): sent
-                // again when the lease expires, like a dead worker's.
-                workers[index].abandoned.insert(batch.id)
-                covered.insert("unwritten")
-            }
-        case .stop:
-            break
-        default:
-            if case .confirmLease = action { covered.insert("leaseConfirm") }
-            schedule(
-                .database(worker: index, incarnation: workers[index].incarnation, action),
-                at: now.addingTimeInterval(random.between(0.001...0.02))
-            )
         }
     }
 
@@ -349,6 +309,17 @@ final class WorkerClock: @unchecked Sendable {
 }
 
 extension Simulation {
+    /// Apps registering a share of their devices again during the run (``Scenario/registerAgainShare``), at instants
+    /// from before the first broadcast to 20 minutes in: some before a later wave is counted, some after.
+    func registrationsAgain(app: Int, devices: [DispatchModel.Device]) {
+        guard scenario.registerAgainShare > 0 else { return }
+        var draw = SimulationRandom(seed: scenario.seed ^ 0x2E61 ^ UInt64(app))
+        // Only devices whose app is still installed with a good token: an uninstalled app registers nothing.
+        for device in devices where draw.chance(scenario.registerAgainShare) && provider.tokens[device.id] == nil {
+            schedule(.register(device: device.id), at: start.addingTimeInterval(draw.between(1...1200)))
+        }
+    }
+
     /// What earlier mornings left (`device_pushes`, `devices.dormant`): yesterday's edition pushed to a share of the
     /// app's devices, each with up to four editions unanswered in a row before it, dormant when that reached the app's
     /// `dormantAfter`; a third of those not silent posted yesterday's receipt since (late: today's count revives them).
@@ -367,5 +338,66 @@ extension Simulation {
                 if dormant { dormantBefore.insert(device.id) }
             }
         }
+    }
+}
+
+/// A simulated worker's hands (``WorkerHands``): what its run loop hands over happens when the simulation says. A send
+/// is handed to the simulated providers at once; I/O reaches the model store after the latency the seed draws
+/// (``Simulation/handle(_:)`` runs it through the executor); the timer is an item at the virtual instant the worker's
+/// clock reads the wake-up.
+struct SimulatedHands: WorkerHands {
+    let simulation: Simulation
+    let worker: Int
+    /// The worker's executor (its loop is busy handling the event while the hands act).
+    let executor: WorkerExecutor<SimulatedStore, SimulatedTransport>
+
+    func start(_ action: WorkerMachine.Action) {
+        if case .confirmLease = action { simulation.covered.insert("leaseConfirm") }
+        trace(action)
+        simulation.schedule(
+            .database(worker: worker, incarnation: simulation.workers[worker].incarnation, action),
+            at: simulation.now.addingTimeInterval(simulation.random.between(0.001...0.02))
+        )
+    }
+
+    func send(_ id: Int64, _ send: BatchSendMachine.Send) {
+        trace(.send(id, send))
+        let (index, incarnation) = (worker, simulation.workers[worker].incarnation)
+        executor.startSend(id, send) { [reference = SimulationReference(simulation)] event in
+            reference.simulation.schedule(.event(worker: index, incarnation: incarnation, event), at: reference.simulation.now)
+        }
+    }
+
+    func wake(at instant: Date) {
+        // A microsecond late: the instant computed back from a drifting clock may round to just before its reading.
+        let at = simulation.workers[worker].clock.instant(reading: instant).addingTimeInterval(1e-6)
+        simulation.workers[worker].nextToken += 1
+        let token = simulation.workers[worker].nextToken
+        simulation.workers[worker].timer = (at, token)
+        simulation.schedule(.wake(worker: worker, incarnation: simulation.workers[worker].incarnation, token: token), at: at)
+    }
+
+    func ended(_ batch: LeasedBatch, _ end: WorkerMachine.BatchEnd) {
+        trace(.ended(batch, end))
+        simulation.workers[worker].held.remove(batch.id)
+        if case .givenBack(_, _, let because) = end {
+            simulation.covered.insert(because.draining ? "givenBack.draining" : "givenBack.provider")
+        }
+        if case .lost = end { simulation.covered.insert("leaseLost") }
+        if case .unwritten = end {
+            // Left to its lease unrecorded (the database away past the patience or the drain's deadline): sent again
+            // when the lease expires, like a dead worker's.
+            simulation.workers[worker].abandoned.insert(batch.id)
+            simulation.covered.insert("unwritten")
+        }
+    }
+
+    func withdrew(_ id: Int64) {
+        trace(.withdraw(id))
+        simulation.covered.insert("withdraw")
+    }
+
+    private func trace(_ action: WorkerMachine.Action) {
+        simulation.note("\(simulation.workers[worker].name)   → \(Simulation.describe(action))")
     }
 }

@@ -49,13 +49,14 @@ public final class Simulation {
     struct Worker {
         var name: String
         var incarnation = 0
-        var machine: WorkerMachine
+        /// Production's run loop: its machine, and the executor that carries the actions out over this worker's store and
+        /// transport.
+        let runLoop: RunningLoop
         var life = Life.running
-        /// The production executor that carries its machine's actions out, over this worker's store and transport.
-        var executor: WorkerExecutor<SimulatedStore, SimulatedTransport>
         /// Its clocks against the database's (the virtual time).
         var clock: WorkerClock
         var buffered: [WorkerMachine.Event] = []
+        /// The wake-up the loop asked for, as the simulation scheduled it: a newer one makes it stale.
         var timer: (at: Date, token: Int)?
         var nextToken = 0
         var keyless: Set<Int> = []
@@ -91,6 +92,8 @@ public final class Simulation {
         case duties
         /// A reader's app posts its receipt for the edition: the download is on the phone.
         case receipt(device: Int64, edition: UUID)
+        /// The app registers the device again (`PUT /v1/devices/{token}`): a dormant one is revived.
+        case register(device: Int64)
     }
 
     struct PendingSend {
@@ -154,6 +157,9 @@ public final class Simulation {
     /// Earlier mornings' counts at the start: each counted device's editions unanswered in a row, and the ones dormant.
     var unansweredBefore: [Int64: Int] = [:]
     var dormantBefore: Set<Int64> = []
+    /// When each device registered again during the run (``Item/register(device:)``): from then on it may be pushed in
+    /// any wave, dormant before or not.
+    var registeredAgain: [Int64: Date] = [:]
     /// The production wave driver over the model (``SimulatedWaveStore``), run by the duties.
     lazy var waves = WaveDriver(store: SimulatedWaveStore(simulation: self), countAhead: 5, owner: "duties", claimSeconds: 600)
     /// What the duties found broken as they went (a broadcast completed with devices it could still wake).
@@ -213,7 +219,7 @@ public final class Simulation {
     /// the next broadcast).
     func finished() -> Bool {
         model.broadcasts.count == scenario.broadcasts.count && model.broadcasts.values.allSatisfy { $0.state != .running }
-            && workers.allSatisfy { $0.life != .running || $0.machine.batchesHeld == 0 } && sends.isEmpty
+            && workers.allSatisfy { $0.life != .running || $0.runLoop.loop.machine.batchesHeld == 0 } && sends.isEmpty
             && model.heldDeactivations.values.allSatisfy { held in
                 model.holds[held.key] != nil || waiting[held.key].map { held.answeredAt >= $0 } ?? false
             }
@@ -238,7 +244,7 @@ public final class Simulation {
             workers[index].timer = nil
             deliver(.tick, to: index)
         case .database(let index, let incarnation, let action):
-            if let event = await workers[index].executor.run(action) {
+            if let event = await workers[index].runLoop.loop.executor.run(action) {
                 schedule(.event(worker: index, incarnation: incarnation, event), at: now.addingTimeInterval(random.between(0.001...0.02)))
             }
         case .answers(let id, let at):
@@ -298,6 +304,12 @@ public final class Simulation {
             schedule(.duties, at: now.addingTimeInterval(1))
         case .receipt(let device, let edition):
             model.receive(device: device, edition: edition, now: now)
+        case .register(let device):
+            let wasDormant = model.devices[device]?.dormant == true
+            model.register(device, now: now)
+            registeredAgain[device] = now
+            if wasDormant { covered.insert("revivedByRegistration") }
+            note("device \(device) registered again\(wasDormant ? ": no longer dormant" : "")")
         }
     }
 }
@@ -358,6 +370,15 @@ final class SimulatedTime: @unchecked Sendable {
 }
 
 /// The simulation, for the executors' callbacks (a channel's report), which run on the simulation's one task.
+/// A worker's run loop, held by reference: while it handles an event, its hands reach back into the simulation's workers.
+final class RunningLoop {
+    var loop: WorkerLoop<SimulatedStore, SimulatedTransport>
+
+    init(_ loop: WorkerLoop<SimulatedStore, SimulatedTransport>) {
+        self.loop = loop
+    }
+}
+
 struct SimulationReference: @unchecked Sendable {
     unowned let simulation: Simulation
 

@@ -196,4 +196,50 @@ struct WaveStoreContractTests {
             #expect(wave2.devices == [ids[4]] + Array(ids[7...]))
         }
     }
+
+    @Test(
+        "a registration revives a dormant device: it is no longer dormant, its count starts again, and the next wave counted includes it",
+        arguments: Kind.allCases
+    )
+    func registrationRevives(_ kind: Kind) async throws {
+        try await ContractTests.with(devices: 6, cohorts: 1, window: 2) { pair in
+            let model = ModelStore(model: pair.model, answersOnItsClock: false)
+            let worker: any WorkerStore = kind == .model ? model : StoreContractTests.store(.postgres, pair)
+            let ids = pair.model.devices.keys.sorted()
+            // Both dormant since earlier mornings (5 editions unanswered; dormant after 3); the first registers again.
+            try await Self.history([(ids[0], 5, true), (ids[1], 5, true)], kind, pair, model: model)
+            switch kind {
+            case .model:
+                model.model.register(ids[0], now: Date())
+            case .postgres:
+                guard case .apns(let token) = pair.model.devices[ids[0]]?.token else {
+                    Issue.record("an APNs device")
+                    return
+                }
+                _ = try await DeviceRepository(client: pair.db.client).register(
+                    appID: pair.app,
+                    token: .apns(token),
+                    DeviceRegistration(
+                        environment: .production,
+                        subscriptions: ["morning"],
+                        timeZone: "Asia/Tokyo",
+                        tier: .large,
+                        autoDownload: true,
+                        alertsAuthorized: false
+                    ),
+                    logger: pair.logger
+                )
+            }
+            #expect(try await Self.dormant(kind, pair, model: model) == [ids[1]])
+
+            let wave1 = try await Self.sendWave(worker, from: pair.firstDue)
+            #expect(wave1.devices == ids)
+            let waveStart = pair.firstDue.addingTimeInterval(BroadcastOptions.defaultWaveInterval)
+            _ = try await Self.advance(kind, pair, model: model, at: waveStart)
+            // Its count started again at 0: this edition's push makes one, far from three.
+            #expect(try await Self.dormant(kind, pair, model: model) == [ids[1]])
+            let wave2 = try await Self.sendWave(worker, from: waveStart)
+            #expect(wave2.devices == [ids[0]] + Array(ids[2...]), "the revived device is in wave 2, the dormant one is not")
+        }
+    }
 }

@@ -225,10 +225,18 @@ public struct DispatchModel: Sendable {
         keyOrder = devices.values.sorted { ($0.key, $0.id) < ($1.key, $1.id) }.map(\.id)
     }
 
-    /// Registers the device again now: active, its registration newer than any answer before.
+    /// `RegisterDevice` for a device already stored (an app's launch after an update, a changed setting): registered
+    /// again now, its registration newer than any answer before; active unless its provider said the token stopped
+    /// being valid after now; no longer dormant, its count of editions unanswered in a row started again (its
+    /// `device_pushes` row keeps the edition it was last pushed).
     public mutating func register(_ id: Int64, now: Date) {
+        guard let stored = devices[id] else { return }
         devices[id]?.registeredAt = now
-        devices[id]?.active = true
+        devices[id]?.active = stored.unregisteredAt.map { now > $0 } ?? true
+        devices[id]?.dormant = false
+        if let history = pushHistory[id], history.unanswered != 0 {
+            pushHistory[id] = PushHistory(edition: history.edition, unanswered: 0)
+        }
     }
 
     public mutating func addOrigin(_ id: Int, capacity: Double) {
