@@ -40,6 +40,9 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
         /// The least silence after which a connection with requests outstanding counts as stalled
         /// (``StateMachine/silenceLimit``).
         package var stalledAfter: TimeAmount
+        /// For a sender that paces its own sends: while the endpoint cannot be reached, what waits for a connection
+        /// is answered not sent at once (``PushConnectionSettings/failWaitingWhileUnreachable``).
+        package var failWaitingWhileUnreachable: Bool
         package var timing: PushConnectionTiming
 
         package init(
@@ -54,6 +57,7 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
             reconnectInitialBackoff: TimeAmount,
             reconnectMaximumBackoff: TimeAmount,
             stalledAfter: TimeAmount,
+            failWaitingWhileUnreachable: Bool = false,
             timing: PushConnectionTiming
         ) {
             self.service = service
@@ -67,6 +71,7 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
             self.reconnectInitialBackoff = reconnectInitialBackoff
             self.reconnectMaximumBackoff = reconnectMaximumBackoff
             self.stalledAfter = stalledAfter
+            self.failWaitingWhileUnreachable = failWaitingWhileUnreachable
             self.timing = timing
         }
     }

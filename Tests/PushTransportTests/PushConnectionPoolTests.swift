@@ -27,7 +27,7 @@ struct PushConnectionPoolTests {
         names.map { Request(name: $0, enqueuedAt: time) }
     }
 
-    static func machine(connections: Int = 1, maximumResends: Int = 10) -> Machine {
+    static func machine(connections: Int = 1, maximumResends: Int = 10, failWaitingWhileUnreachable: Bool = false) -> Machine {
         Machine(
             configuration: .init(
                 service: "APNs",
@@ -41,6 +41,7 @@ struct PushConnectionPoolTests {
                 reconnectInitialBackoff: .milliseconds(100),
                 reconnectMaximumBackoff: .milliseconds(400),
                 stalledAfter: .milliseconds(500),
+                failWaitingWhileUnreachable: failWaitingWhileUnreachable,
                 timing: .init(requestTimeout: .seconds(10), pingInterval: .seconds(60), pingTimeout: .seconds(10))
             )
         )
@@ -87,6 +88,42 @@ struct PushConnectionPoolTests {
         #expect(ready.connect == nil)
         #expect(machine.inFlight == 4)
         #expect(machine.waitingCount == 0)
+    }
+
+    /// A connection that answered `a`, then closed with `b` and `c` unprocessed, and a reconnect refused: what the pool
+    /// does with `b` and `c`, and with `d` submitted after.
+    static func endpointGoesAway(
+        failWaitingWhileUnreachable: Bool
+    ) -> (closed: Machine.Actions, refused: Machine.Actions, later: Machine.Actions, retry: Machine.Actions) {
+        var machine = Self.machine(failWaitingWhileUnreachable: failWaitingWhileUnreachable)
+        _ = Self.ready(&machine, 1, limit: 2)
+        _ = machine.submit(Self.requests("a"), now: Self.t0)
+        _ = machine.requestFinished(on: 1, Self.requests("a")[0], result: Self.answered, now: Self.at(5))
+        _ = machine.submit(Self.requests("b", "c", at: Self.at(10)), now: Self.at(10))
+        let closed = machine.connectionClosed(1, resend: Self.requests("b", "c", at: Self.at(10)), now: Self.at(20))
+        let refused = machine.connectFailed(closed.connect ?? 2, error: "connection refused", now: Self.at(21))
+        let later = machine.submit(Self.requests("d", at: Self.at(30)), now: Self.at(30))
+        let retry = machine.timerFired(now: Self.at(2_000))
+        return (closed, refused, later, retry)
+    }
+
+    @Test(
+        "for a sender that paces itself: what waits when the endpoint turns unreachable (a refused reconnect) is answered not sent at once, and so is what comes while it is"
+    )
+    func waitingFailsWhileUnreachable() {
+        let (closed, refused, later, retry) = Self.endpointGoesAway(failWaitingWhileUnreachable: true)
+        #expect(closed.complete.isEmpty, "a connection that worked closed: not unreachable yet")
+        #expect(closed.connect != nil, "a new connection for what waits")
+        #expect(Set(Self.notSent(refused).keys) == ["b", "c"], "nothing waits to go out all at once when the endpoint is back")
+        #expect(refused.timer != nil, "the next connect attempt after the backoff")
+        #expect(Set(Self.notSent(later).keys) == ["d"])
+        #expect(retry.connect != nil, "nothing waits, yet the pool tries again: it must see the endpoint back before the sender sends")
+    }
+
+    @Test("a sender that does not pace itself (paperboy push): what waits while the endpoint is unreachable waits for it, up to the wait limit")
+    func waitingWaitsByDefault() {
+        let (closed, refused, later, _) = Self.endpointGoesAway(failWaitingWhileUnreachable: false)
+        #expect(closed.complete.isEmpty && refused.complete.isEmpty && later.complete.isEmpty)
     }
 
     @Test("a finished request's stream goes to the next waiting request on the same connection; an idle connection is reused")
