@@ -42,9 +42,10 @@ public struct PushConnectionSettings: Sendable {
     public var connectTimeout: Duration = .seconds(10)
     /// How long a request may wait for a connection, a free stream or a credential before it fails as not sent.
     public var maximumWait: Duration = .seconds(60)
-    /// For a sender that paces its own sends (a broadcast worker): while the endpoint cannot be reached (``PushClient/isUnreachable``),
-    /// requests waiting for a connection fail at once as not sent, instead of waiting up to ``maximumWait`` and
-    /// all going out together the moment the endpoint is back. The sender learns of the outage from
+    /// For a sender that paces its own sends (a broadcast worker): while the endpoint cannot be reached (a connect
+    /// failed, or a connection closed as one), requests waiting for a connection fail at once as not sent, instead
+    /// of waiting up to ``maximumWait`` and all going out together the moment the endpoint is back. Slow or stalled
+    /// connections are not this: what waits for them goes out when they answer. The sender learns of the outage from
     /// `isUnreachable` a moment later; what it handed over meanwhile (and what a closed connection gave back
     /// unprocessed) is its to send again at its own pace. Off by default: a one-off sender (`paperboy push`) waits.
     public var failWaitingWhileUnreachable = false

@@ -224,11 +224,12 @@ extension PushConnectionPool {
         }
 
         /// For a sender that paces its own sends (``Configuration/failWaitingWhileUnreachable``): while the endpoint
-        /// cannot be reached, every request waiting for a connection is answered not sent at once. Kept, they would
-        /// all go out the moment the endpoint is back, on top of what the sender then sends at its pace (an APNs
-        /// away for 10 s gave 180 pushes in a second against a plan of 100, `FaultTests`).
+        /// cannot be reached (a connect failed, or a connection closed as one: not merely slow or stalled connections,
+        /// whose requests still go out when they answer), every request waiting for a connection is answered not sent
+        /// at once. Kept, they would all go out the moment the endpoint is back, on top of what the sender then sends
+        /// at its pace (an APNs away for 10 s gave 180 pushes in a second against a plan of 100, `FaultTests`).
         private mutating func releaseWaitingIfUnreachable(now: NIODeadline, _ actions: inout Actions) {
-            guard configuration.failWaitingWhileUnreachable, !waiting.isEmpty, isUnreachable(now: now) else { return }
+            guard configuration.failWaitingWhileUnreachable, !waiting.isEmpty, consecutiveFailures > 0, isUnreachable(now: now) else { return }
             let error = PushTransportError(.connectFailed, "\(configuration.service) cannot be reached: \(whyNotSent())")
             while let request = waiting.popFirst() { actions.complete.append((request, .notSent(error))) }
             probing = true
@@ -548,10 +549,6 @@ extension PushConnectionPool {
             if now < noConnectBefore && wantsConnection { consider(noConnectBefore) }
             if let first = waiting.first {
                 consider(first.enqueuedAt + configuration.maximumWait)
-                // The moment the first waiting request makes the endpoint unreachable (``isUnreachable(now:)``), once:
-                // a request that waits behind busy connections past it is not, and must not wake the timer again.
-                let silent = first.enqueuedAt + silenceLimit
-                if configuration.failWaitingWhileUnreachable && silent > now { consider(silent) }
             }
             for entry in entries.values {
                 if let deadline = entry.handshakeDeadline { consider(deadline) }
