@@ -38,14 +38,13 @@ struct ReceiptContextTests {
             morningID = try await PublicationRepository(client: db.client).add(appID: appID, slug: "morning", title: nil, logger: db.logger).id
         }
         if seeded {
-            _ = try await DeviceSeeder(client: db.client).seed(
-                appID: appID,
-                publicationSlugs: ["morning"],
-                count: 1,
-                environment: .production,
-                seed: 1,
-                alertsShare: 0,
-                autoDownloadShare: 1,
+            // A device as the schema before 0010 stores it: today's seeder names later columns (edition_alerts, 0036).
+            try await db.client.query(
+                """
+                INSERT INTO devices (app_id, environment, cohort_key, token, auto_download, alerts_authorized, tier, subscriptions, time_zone)
+                VALUES (\(appID), 0, 1, decode(\(String(repeating: "ab", count: 32)), 'hex'), true, false, 2, ARRAY[\(morningID)]::integer[],
+                    'Asia/Tokyo')
+                """,
                 logger: db.logger
             )
         } else {
