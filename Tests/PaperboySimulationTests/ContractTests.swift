@@ -135,6 +135,16 @@ struct ContractTests {
 
     /// The same app, devices and broadcast in PostgreSQL and the model: `devices` APNs devices, and `fcm` more through
     /// FCM (Android), when the app has FCM too.
+    /// How the pair's APNs devices are registered in PostgreSQL.
+    static let apnsRegistration = DeviceRegistration(
+        environment: .production,
+        subscriptions: ["morning"],
+        timeZone: "Asia/Tokyo",
+        tier: .large,
+        autoDownload: true,
+        alertsAuthorized: false
+    )
+
     static func with(
         devices: Int,
         fcm: Int = 0,
@@ -162,14 +172,7 @@ struct ContractTests {
                 _ = try await DeviceRepository(client: db.client).register(
                     appID: app.id,
                     token: .apns(try DeviceToken(hex: hex)),
-                    DeviceRegistration(
-                        environment: .production,
-                        subscriptions: ["morning"],
-                        timeZone: "Asia/Tokyo",
-                        tier: .large,
-                        autoDownload: true,
-                        alertsAuthorized: false
-                    ),
+                    Self.apnsRegistration,
                     logger: db.logger
                 )
             }

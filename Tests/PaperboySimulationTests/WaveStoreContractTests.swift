@@ -219,14 +219,7 @@ struct WaveStoreContractTests {
                 _ = try await DeviceRepository(client: pair.db.client).register(
                     appID: pair.app,
                     token: .apns(token),
-                    DeviceRegistration(
-                        environment: .production,
-                        subscriptions: ["morning"],
-                        timeZone: "Asia/Tokyo",
-                        tier: .large,
-                        autoDownload: true,
-                        alertsAuthorized: false
-                    ),
+                    ContractTests.apnsRegistration,
                     logger: pair.logger
                 )
             }
