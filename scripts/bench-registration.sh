@@ -11,7 +11,8 @@
 #               scripts/bench-morning.sh --out DIR on a kept cluster): no migrate, app or publication; app 1's
 #               device API key is replaced by a new random one (a benchmark database only)
 #   env: PAPERBOY (binary, default .build-release/release/paperboy), DURATION (seconds, default 30),
-#        RUNS (per concurrency, default 3), DEVICES (devices seeded for --receipts without --reuse, default 100000)
+#        RUNS (per concurrency, default 3), DEVICES (devices seeded for --receipts without --reuse, default 100000),
+#        PERF_OUT (a file: perf record -g of serve during the first wrk run, for perf report -i FILE)
 # Needs wrk and pgbench (apt-get install wrk postgresql-contrib).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,18 +104,27 @@ fresh() {
 }
 # pg_stat_statements (loaded by scripts/with-postgres.sh when postgresql-contrib is installed): what serve ran.
 statements=$(psql -X -Atc "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'" 2>/dev/null || echo 0)
+# serve's own CPU (clock ticks: user and system time of the process).
+serve_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 # Milliseconds of PostgreSQL CPU per request: ticks $1, requests $2.
 per_request() { python3 -c "print(f'{$1 * 1000 / $hz / max(1, $2):.3f}')"; }
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; paperboy: $paperboy; $([ "$mode" = receipt ] && echo receipts || echo registrations), ${duration}s per run; $(psql -X -Atc 'SELECT count(*) FROM devices') devices"
-printf '%-6s %-4s %12s %10s %10s %12s %10s %10s %7s\n' conns run paperboy_rps p99_ms pg_ms_req pgbench_tps avg_ms pg_ms_tx ratio
+printf '%-6s %-4s %12s %10s %10s %12s %12s %10s %10s %7s\n' conns run paperboy_rps p99_ms pg_ms_req serve_ms_req pgbench_tps avg_ms pg_ms_tx ratio
+perf_pid=
 for c in ${connections[*]}; do
     for run in $(seq "$runs"); do
         # Receipts: every run records new ones (a run after another would otherwise find most already stored).
         fresh
         [ "$statements" = 0 ] || psql -X -Atqc 'SELECT pg_stat_statements_reset()' >/dev/null
         t0=$(pg_ticks)
+        s0=$(serve_ticks)
+        if [ -n "${PERF_OUT:-}" ] && [ -z "$perf_pid" ]; then
+            perf record -F 499 -g -p "$server" -o "$PERF_OUT" -- sleep "$duration" > "$work/perf.log" 2>&1 &
+            perf_pid=$!
+        fi
         wrk -t2 -c"$c" -d"${duration}s" --latency -s "scripts/wrk-$mode.lua" "http://127.0.0.1:$port" > "$work/wrk.txt" 2>&1
         t1=$(pg_ticks)
+        s1=$(serve_ticks)
         if [ "$statements" = 1 ]; then
             # What the requests ran: each statement's calls and milliseconds per request (those run by at least 1 %).
             requests_so_far=$(awk '/requests in/ {print $1}' "$work/wrk.txt")
@@ -142,7 +152,8 @@ for c in ${connections[*]}; do
         done_tx=$(awk '/number of transactions actually processed/ {split($NF, a, "/"); print a[1]}' "$work/pgbench.txt")
         requests=$(awk '/requests in/ {print $1}' "$work/wrk.txt")
         ratio=$(python3 -c "print(f'{$rps / $tps:.2f}')")
-        printf '%-6s %-4s %12s %10s %10s %12.0f %10s %10s %7s\n' "$c" "$run" "$rps" "$p99" "$(per_request $((t1 - t0)) "$requests")" "$tps" "$lat" \
+        printf '%-6s %-4s %12s %10s %10s %12s %12.0f %10s %10s %7s\n' "$c" "$run" "$rps" "$p99" "$(per_request $((t1 - t0)) "$requests")" \
+            "$(per_request $((s1 - s0)) "$requests")" "$tps" "$lat" \
             "$(per_request $((t2 - t1)) "$done_tx")" "$ratio"
         [ "$statements" = 0 ] || cat "$work/statements.txt"
     done

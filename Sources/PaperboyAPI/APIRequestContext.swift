@@ -14,10 +14,14 @@ public struct APIRequestContext: RequestContext {
         self.app = nil
     }
 
-    public var responseEncoder: JSONEncoder {
+    public var responseEncoder: JSONEncoder { Self.encoder }
+
+    /// One encoder for every response (its settings never change after this, and encoding with it is thread-safe):
+    /// not one made for each request, on the receipts' path among others.
+    private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
-    }
+    }()
 }

@@ -69,6 +69,9 @@ public struct APIConfiguration: Sendable {
     public var moreRoutes: [@Sendable (Router<APIRequestContext>) -> Void] = []
     /// The clock open reports are read by (`POST /v1/devices/{token}/opens`): the wall clock; the demo's runs faster.
     public var now: @Sendable () -> Date = { Date() }
+    /// The client receipts are recorded with (`DatabaseConfiguration.makeReceiptClient(logger:)`, run beside the
+    /// API's): its sessions plan the receipts' statements once. Nil: the API's client records them.
+    public var receiptClient: PostgresClient?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String? = nil) {
         self.host = host
@@ -145,7 +148,8 @@ func buildRoutes(client: PostgresClient, configuration: APIConfiguration, findAp
         }
         deviceAPI.add(middleware: DeviceKeyMiddleware(directory: directory))
         DeviceRoutes(devices: DeviceRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI)
-        ReceiptRoutes(receipts: ReceiptRepository(client: client), maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI)
+        let receipts = ReceiptRepository(client: client, recordingClient: configuration.receiptClient)
+        ReceiptRoutes(receipts: receipts, maxBodyBytes: configuration.maxBodyBytes).add(to: deviceAPI)
         OpenRoutes(habits: HabitRepository(client: client), now: configuration.now).add(to: deviceAPI)
         editionRoutes.addReading(to: deviceAPI)
     }

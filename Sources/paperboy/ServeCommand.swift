@@ -308,8 +308,13 @@ struct ServeCommand: AsyncParsableCommand {
         banner: (@Sendable (Int) -> String)?
     ) async throws {
         let client = configuration.makeClient(logger: logger)
-        var services: [ProcessServices.Entry] = [.init(name: "postgres", service: client)]
+        // The receipts' own sessions, which plan their statements once (DatabaseConfiguration.receiptSessionSettings).
+        let receiptClient = configuration.makeReceiptClient(logger: logger)
+        var services: [ProcessServices.Entry] = [
+            .init(name: "postgres", service: client), .init(name: "postgres-receipts", service: receiptClient),
+        ]
         var api = api
+        api.receiptClient = receiptClient
         let consoleAccess = consoleConfiguration.access
         let console = Console(client: client, configuration: consoleConfiguration)
         api.moreRoutes.append { router in console.addRoutes(to: router) }

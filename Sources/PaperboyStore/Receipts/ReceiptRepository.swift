@@ -6,13 +6,19 @@ import PostgresNIO
 /// Receipts in PostgreSQL: what each device reported for each edition, one row per device and edition.
 public struct ReceiptRepository: Sendable {
     let client: PostgresClient
+    /// The client receipts are recorded and read back with: `recordingClient`, else `client`.
+    let recording: PostgresClient
     /// Receipts recorded at the same time share a statement (``ReceiptBatcher``): one per repository, so every
     /// request of a server that builds its repository once shares it.
     let batcher: ReceiptBatcher
 
-    public init(client: PostgresClient) {
+    /// - Parameter recordingClient: a client for recording receipts alone, made by
+    ///   ``DatabaseConfiguration/makeReceiptClient(logger:)`` so that its statements are planned once per connection;
+    ///   nil: `client` records them too (tests, tools).
+    public init(client: PostgresClient, recordingClient: PostgresClient? = nil) {
         self.client = client
-        self.batcher = ReceiptBatcher(client: client)
+        self.recording = recordingClient ?? client
+        self.batcher = ReceiptBatcher(client: recordingClient ?? client)
     }
 
     /// Records a device's receipt for an edition, idempotently per device and edition.
@@ -85,9 +91,7 @@ public struct ReceiptRepository: Sendable {
     }
 
     private func find(deviceID: Int64, editionID: UUID, logger: Logger) async throws -> Receipt? {
-        let rows = try await client.query(RequestStatements.findReceipt(deviceID: deviceID, editionID: editionID), logger: logger)
-        typealias Row = (String, Int64, Double, Date, Int16?, Bool?, Bool?, Bool?, Int16?, Int32?)
-        for try await row in rows.decode(Row.self) {
+        for row in try await recording.executePrepared(FindReceipt(deviceID: deviceID, editionID: editionID), logger: logger) {
             guard let result = ReceiptResult(rawValue: row.0) else { continue }
             let context = Self.context(
                 network: row.4,

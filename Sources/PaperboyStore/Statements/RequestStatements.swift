@@ -169,7 +169,9 @@ public enum RequestStatements {
                 ReceiptReport(editionID: s.editionID, result: .newData, bytes: 1, seconds: 1)
             )
         },
-        Statement("POST /v1/devices/{token}/receipts: read the stored one") { s in findReceipt(deviceID: s.deviceID, editionID: s.editionID) },
+        Statement("POST /v1/devices/{token}/receipts: read the stored one", preparedTypes: FindReceipt.bindingDataTypes) { s in
+            findReceipt(deviceID: s.deviceID, editionID: s.editionID)
+        },
         Statement("POST /v1/devices/{token}/opens: the device and its habit", preparedTypes: ReadDeviceHabit.bindingDataTypes) { s in
             readDeviceHabit(appID: s.appID, candidates: [.apns(s.token)])
         },
@@ -669,11 +671,9 @@ public enum RequestStatements {
     }
 
     // The edition as `(SELECT …)`, a value the planner does not see: see `WaveAudience.condition`.
+    /// ``FindReceipt``'s statement with its values bound, as the catalogue explains it.
     static func findReceipt(deviceID: Int64, editionID: UUID) -> PostgresQuery {
-        """
-        SELECT result, bytes, seconds, received_at, network, charging, low_power_mode, background_refresh, wave, seconds_from_push
-        FROM receipts WHERE device_id = \(deviceID) AND edition_id = (SELECT \(editionID)::uuid)
-        """
+        PostgresQuery(unsafeSQL: FindReceipt.sql, binds: FindReceipt(deviceID: deviceID, editionID: editionID).makeBindings())
     }
 
     // MARK: Broadcasts
