@@ -79,6 +79,30 @@ struct MigratorTests {
         }
     }
 
+    @Test("no table but devices checks which providers there are: a provider's code is stored as Paperboy's enum gives it (0037)")
+    func providerCodesUnchecked() async throws {
+        try await TestDatabase.with { db in
+            let rows = try await db.client.query(
+                """
+                SELECT conrelid::regclass::text FROM pg_constraint
+                WHERE contype = 'c' AND connamespace = 'public'::regnamespace AND conrelid <> 'devices'::regclass
+                    AND pg_get_constraintdef(oid) ~ '\\mprovider\\M'
+                ORDER BY 1
+                """,
+                logger: db.logger
+            )
+            var tables: [String] = []
+            for try await table in rows.decode(String.self) { tables.append(table) }
+            #expect(tables == [], "tables with a CHECK on their provider column")
+            // A provider Paperboy does not know today is stored by the worker's tables as any other code.
+            let app = try await AppRepository(client: db.client).create(
+                try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
+                logger: db.logger
+            ).app.id
+            try await db.client.query("INSERT INTO sender_status (app_id, provider, worker, updated_at) VALUES (\(app), 2, 'w1', now())", logger: db.logger)
+        }
+    }
+
     @Test("running the migrations again changes nothing")
     func rerunIsNoOp() async throws {
         try await TestDatabase.with { db in
