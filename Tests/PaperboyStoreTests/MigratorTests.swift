@@ -99,7 +99,10 @@ struct MigratorTests {
                 try NewApp(bundleID: "com.example.news", teamID: "TEAM123456", keyID: "KEY1234567", keyReference: "/keys/news.p8"),
                 logger: db.logger
             ).app.id
-            try await db.client.query("INSERT INTO sender_status (app_id, provider, worker, updated_at) VALUES (\(app), 2, 'w1', now())", logger: db.logger)
+            try await db.client.query(
+                "INSERT INTO sender_status (app_id, provider, worker, updated_at) VALUES (\(app), 2, 'w1', now())",
+                logger: db.logger
+            )
         }
     }
 
