@@ -133,8 +133,6 @@ struct ContractTests {
         }
     }
 
-    /// The same app, devices and broadcast in PostgreSQL and the model: `devices` APNs devices, and `fcm` more through
-    /// FCM (Android), when the app has FCM too.
     /// How the pair's APNs devices are registered in PostgreSQL.
     static let apnsRegistration = DeviceRegistration(
         environment: .production,
@@ -145,6 +143,8 @@ struct ContractTests {
         alertsAuthorized: false
     )
 
+    /// The same app, devices and broadcast in PostgreSQL and the model: `devices` APNs devices, and `fcm` more through
+    /// FCM (Android), when the app has FCM too.
     static func with(
         devices: Int,
         fcm: Int = 0,

@@ -215,14 +215,8 @@ public struct DemoRunner: Sendable {
             portContinuation.finish()
         }
         // As `paperboy worker` makes them: the batches pace their own retries.
-        let apnsClients = APNsClients(logger: quiet) {
-            $0.retryPolicy = .senderPaced
-            $0.failWaitingWhileUnreachable = true
-        }
-        let fcmClients = FCMClients(endpoint: try PushEndpoint(url: fcmSimulator.url), logger: quiet) {
-            $0.retryPolicy = .senderPaced
-            $0.failWaitingWhileUnreachable = true
-        }
+        let apnsClients = APNsClients(logger: quiet) { $0.pacedByDispatcher() }
+        let fcmClients = FCMClients(endpoint: try PushEndpoint(url: fcmSimulator.url), logger: quiet) { $0.pacedByDispatcher() }
         // In a service group, shut down gracefully and awaited at the end: cancelled with the task group, it
         // logs errors (CancellationError) that a healthy run must not show. The APNs clients stop last.
         let services: [any Service] = [apnsClients, fcmClients, application] + (consoleSampler.map { [$0] } ?? [])

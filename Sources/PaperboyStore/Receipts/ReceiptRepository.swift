@@ -18,7 +18,7 @@ public struct ReceiptRepository: Sendable {
     public init(client: PostgresClient, recordingClient: PostgresClient? = nil) {
         self.client = client
         self.recording = recordingClient ?? client
-        self.batcher = ReceiptBatcher(client: recordingClient ?? client)
+        self.batcher = ReceiptBatcher(client: recording)
     }
 
     /// Records a device's receipt for an edition, idempotently per device and edition.

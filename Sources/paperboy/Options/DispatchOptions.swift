@@ -132,17 +132,11 @@ struct DispatchOptions: ParsableArguments {
     /// The dispatcher and the APNs and FCM clients it sends with: run all in the service group, the clients
     /// listed before the dispatcher so that they stop after it.
     func makeDispatcher(client: PostgresClient, logger: Logger) throws -> (Dispatcher, APNsClients, FCMClients) {
-        // The worker paces its own retries: a provider busy or failing is paused and probed by the batch, and what
-        // it held back goes out at the plan's rate once the provider answers (BatchSendMachine). So does what waited
-        // for a connection when the provider could not be reached: answered not sent, sent again at the plan's pace.
-        let clients = APNsClients(logger: Logger(label: "paperboy.apns")) {
-            $0.retryPolicy = .senderPaced
-            $0.failWaitingWhileUnreachable = true
-        }
+        // The worker paces its own sends and retries (`pacedByDispatcher`).
+        let clients = APNsClients(logger: Logger(label: "paperboy.apns")) { $0.pacedByDispatcher() }
         let channels = APNsChannels(clients: clients, endpoints: try endpoints())
         let fcmClients = FCMClients(endpoint: try FCMOptions.resolvedEndpoint(fcmEndpoint), logger: Logger(label: "paperboy.fcm")) {
-            $0.retryPolicy = .senderPaced
-            $0.failWaitingWhileUnreachable = true
+            $0.pacedByDispatcher()
         }
         let fcmChannels = FCMChannels(clients: fcmClients)
         var configuration = Dispatcher.Configuration(owner: workerName ?? Dispatcher.Configuration.defaultOwner())
