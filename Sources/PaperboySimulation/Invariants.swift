@@ -13,6 +13,7 @@ struct Invariants {
         violations += countsEqualTheLedger()
         violations += pushedOncePerWave()
         violations += transientNeverFinal()
+        violations += unreachableNeverFinal()
         violations += configurationNeverFinal()
         violations += deactivations()
         violations += confirmEndsTheHold()
@@ -63,6 +64,21 @@ struct Invariants {
         model.deliveries.values.filter { $0.outcome == "rejected" && SimulatedProvider.transientReasons.contains($0.reason ?? "") }
             .sorted { ($0.broadcast.uuidString, $0.device) < ($1.broadcast.uuidString, $1.device) }.prefix(5)
             .map { "device \($0.device) recorded rejected \($0.reason ?? "") in broadcast \($0.broadcast): the provider's answer was transient" }
+    }
+
+    /// A push the provider never received because it could not be reached (an outage: every connect refused) is never
+    /// a device's final outcome: the batch holds until the provider is back or the deadline.
+    func unreachableNeverFinal() -> [String] {
+        let outages = simulation.scenario.faults.compactMap { fault -> ClosedRange<Date>? in
+            guard case .providerOutage(let at, let seconds) = fault else { return nil }
+            let start = simulation.start.addingTimeInterval(at)
+            return start...start.addingTimeInterval(seconds)
+        }
+        return model.deliveries.values.filter { delivery in
+            delivery.outcome == "notSent" && outages.contains { $0.contains(delivery.sentAt) }
+        }
+        .sorted { ($0.broadcast.uuidString, $0.device) < ($1.broadcast.uuidString, $1.device) }.prefix(5)
+        .map { "device \($0.device) recorded notSent in broadcast \($0.broadcast), sent at \($0.sentAt) while the provider could not be reached" }
     }
 
     /// An answer that the app's configuration is wrong (`TopicDisallowed`, `THIRD_PARTY_AUTH_ERROR`) is never a device's

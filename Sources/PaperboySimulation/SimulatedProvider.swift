@@ -49,7 +49,7 @@ struct SimulatedProvider {
     /// The reasons it answers then: never a device's outcome.
     static let configurationReasons: Set<String> = ["TopicDisallowed", "THIRD_PARTY_AUTH_ERROR"]
     var tokens: [Int64: Token] = [:]
-    /// While set, the provider takes no connection and answers nothing.
+    /// While set, the provider takes no connection (a connect is refused) and answers nothing written before it.
     var outage: (from: Date, until: Date)?
     /// Until then, a push handed over waits for a new connection (``Scenario/Fault/connectionsReset``).
     var reconnecting: Date?
@@ -62,8 +62,7 @@ struct SimulatedProvider {
     var log: [Push] = []
     var notSentChance: Double
     var fateUnknownChance: Double
-    /// How long a request waits for a connection before it is not sent, and for its answer before its fate is unknown.
-    static let connectWait: TimeInterval = 10
+    /// How long a written request waits for its answer before its fate is unknown.
     static let requestTimeout: TimeInterval = 10
 
     /// When a push is written, when (and what) it is answered, and what that says: the verdict and reason the
@@ -100,10 +99,10 @@ struct SimulatedProvider {
     ) -> Decision {
         var written: Date? = now
         if let outage, now >= outage.from && now < outage.until {
-            if outage.until.timeIntervalSince(now) > Self.connectWait {
-                return Decision(writtenAt: nil, answerAt: now.addingTimeInterval(Self.connectWait), verdict: .notSent)
-            }
-            written = outage.until
+            // The worker's clients fail what waits for a connection once a connect failed (`pacedByDispatcher()`,
+            // `failWaitingWhileUnreachable`): a push handed over while the provider takes no connection is answered
+            // `notSent` as soon as the connect is refused, never held to go out on the provider's return.
+            return Decision(writtenAt: nil, answerAt: now.addingTimeInterval(latency), verdict: .notSent)
         }
         if let reconnecting, written! < reconnecting { written = reconnecting }
         if random.chance(notSentChance) { return Decision(writtenAt: nil, answerAt: written!.addingTimeInterval(latency), verdict: .notSent) }

@@ -350,6 +350,57 @@ struct BatchSendMachineTests {
         #expect(Self.recorded(decision)?.map(\.result) == [.accepted, .notSent])
     }
 
+    @Test(
+        "targets answered notSent while the provider cannot be reached spend no round: an outage longer than the patience and the rounds together is a hold, and they are accepted once it is back (FaultTests: APNs away 10 s recorded 100 devices notSent)"
+    )
+    func notSentWhileUnreachableIsAHold() {
+        var machine = Self.machine([Self.apns(1), Self.apns(2)], batch: Self.batch(rate: 1000), notSentRounds: 1)
+        #expect(Self.positions(machine.next(.started, at: Self.at(0))) == [0, 1])
+        _ = machine.next(.reachability(.apns, unreachable: true, silenceLimit: 2), at: Self.at(0.01))
+        var decision = machine.next(
+            .answered([Machine.Answer(position: 0, result: .notSent, generation: 1), Machine.Answer(position: 1, result: .notSent, generation: 1)]),
+            at: Self.at(0.01)
+        )
+        #expect(decision.action == .claimSlot(from: 0, remaining: 2, notBefore: nil))
+        var now = 0.02
+        var sendsWhileAway = 0
+        // Four times the one round left: before the change, the second notSent answer was the targets' outcome.
+        for _ in 0..<4 {
+            decision = machine.next(.slotClaimed(Self.t0.addingTimeInterval(now)), at: Self.at(now))
+            #expect(decision.sends.isEmpty, "held: the provider is still away")
+            // Polled until the patience ends; then a slot a silence limit later, in which the batch tries once.
+            while decision.sends.isEmpty, case .wait(let until) = decision.action {
+                now = until.timeIntervalSince(Self.t0)
+                decision = machine.next(.tick, at: Self.at(now))
+            }
+            if case .claimSlot(_, _, let notBefore?) = decision.action {
+                now = notBefore.timeIntervalSince(Self.t0)
+                decision = machine.next(.slotClaimed(notBefore), at: Self.at(now))
+            }
+            #expect(Self.positions(decision) == [0, 1], "after the patience, one try")
+            sendsWhileAway += 1
+            now += 0.01
+            decision = machine.next(
+                .answered([
+                    Machine.Answer(position: 0, result: .notSent, generation: 1), Machine.Answer(position: 1, result: .notSent, generation: 1),
+                ]),
+                at: Self.at(now)
+            )
+            #expect(Self.recorded(decision) == nil, "never an outcome while the provider is away")
+            guard case .claimSlot = decision.action else {
+                Issue.record("expected a new slot, got \(decision.action)")
+                return
+            }
+        }
+        #expect(now > 240, "four patiences of 60 s")
+        _ = machine.next(.reachability(.apns, unreachable: false, silenceLimit: 2), at: Self.at(now))
+        decision = machine.next(.slotClaimed(Self.t0.addingTimeInterval(now)), at: Self.at(now))
+        #expect(Self.positions(decision) == [0, 1])
+        decision = machine.next(Self.accepted([0, 1]), at: Self.at(now + 0.1))
+        #expect(Self.recorded(decision)?.map(\.result) == [.accepted, .accepted])
+        #expect(sendsWhileAway == 4)
+    }
+
     @Test("a provider whose credentials this worker cannot load: its targets go back, the other provider's are sent")
     func credentialsUnavailable() {
         var machine = Self.machine(

@@ -159,6 +159,13 @@ extension BatchSendMachine {
             if answer.result == .notSent {
                 // Never received: sent again in a later round, or given back when stopping.
                 if stopped[provider] != nil || drainDeadline != nil { continue }
+                if unreachable[provider] != nil {
+                    // Because the provider cannot be reached: not the target's round. It waits with the rest of the
+                    // batch until the provider is back (the wait starts again), and goes out then in a new slot.
+                    deferred.append(answer.position)
+                    waitedForProvider = false
+                    continue
+                }
                 if round < configuration.notSentRounds + extraRounds {
                     resend.append(answer.position)
                     continue

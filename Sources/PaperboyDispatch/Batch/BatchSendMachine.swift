@@ -20,7 +20,9 @@ import PaperboyCore
 /// - **An unreachable provider.** The batch holds its sends (requests sent then would queue in the client and all go
 ///   out the moment the provider is back) for up to ``Configuration/unreachablePatience``; then the rest takes a new
 ///   slot that starts a silence limit later, so that what the provider processes at once on its return and the paced
-///   sends do not fall in the same second.
+///   sends do not fall in the same second. A target answered `notSent` while the provider cannot be reached spends no
+///   round: it waits with the rest, and the wait starts again, so an outage of any length is a hold until the
+///   provider is back or the edition's deadline comes, with one send a patience apart.
 /// - **A provider that is down is a pause, never an outcome.** An answer the provider calls transient (429, 500,
 ///   503, FCM's `UNAVAILABLE`, `INTERNAL`, `QUOTA_EXCEEDED`: ``Answer/providerUnavailable``) is never recorded: the
 ///   target is deferred and sent again in a later slot; ``Configuration/pauseAfter`` of them in a row pause the
@@ -28,8 +30,8 @@ import PaperboyCore
 ///   not transient ends the pause, and the deferred targets take a new slot after the work claimed meanwhile, so the
 ///   return is paced at the plan's rate, never a burst. The lease is renewed meanwhile; the edition's deadline skips
 ///   what is still deferred then; a drain gives it back.
-/// - **Never received.** Targets the provider never received (`notSent`) are sent again in a later slot, up to
-///   ``Configuration/notSentRounds`` more times; then they are recorded as `notSent`.
+/// - **Never received.** Targets the provider never received (`notSent`) while it could be reached are sent again in a
+///   later slot, up to ``Configuration/notSentRounds`` more times; then they are recorded as `notSent`.
 /// - **Credentials, per provider.** A provider whose credentials cannot be loaded on this worker, or that is held for a
 ///   suspected misconfiguration: its targets are given back, the others sent. A provider that refuses this worker's
 ///   credentials (never a token's fault): the credentials are read again once; if they changed, the refused targets

@@ -253,6 +253,13 @@ public struct WorkerMachine: Sendable {
     /// The batches held now.
     public var batchesHeld: Int { held.count }
 
+    /// Whether batch `id` is sending: only then does it take what its providers' reachability is (before, while it is
+    /// read, the event would be dropped, and the change lost with it).
+    public func isSending(_ id: Int64) -> Bool {
+        if case .sending = held[id]?.phase { return true }
+        return false
+    }
+
     /// The providers that batches here found busy or failing (``BatchSendMachine``'s pause), per app and environment,
     /// since the earliest batch's first transient answer: what the worker shows while it waits for them.
     public var providerPauses: [ProviderPause] {
