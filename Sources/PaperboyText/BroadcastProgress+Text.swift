@@ -116,8 +116,9 @@ extension BroadcastProgress {
                 field(
                     "paused",
                     "\(pause.provider.displayName) since \(Self.dateTime(pause.since, timeZone: timeZone)) by \(pause.workers) of "
-                        + "\(pause.ofWorkers) worker\(pause.ofWorkers == 1 ? "" : "s"): the provider answers that it is unavailable; its devices "
-                        + "wait, none is recorded, a probe goes out with backoff, and sending resumes at the plan's rate when it answers"
+                        + "\(pause.ofWorkers) worker\(pause.ofWorkers == 1 ? "" : "s"): the provider answers that it is unavailable, or cannot be "
+                        + "reached; its devices wait, none is recorded, a probe goes out with backoff, and sending resumes at the plan's rate "
+                        + "when it answers"
                 )
             )
         }

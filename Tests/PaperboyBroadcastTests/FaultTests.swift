@@ -192,7 +192,17 @@ struct FaultTests {
                 worker: "apns-outage"
             )
             defer { worker.stop() }
-            try await Task.sleep(for: .seconds(Double(seconds)))
+            // What an operator sees meanwhile: `broadcast status` says APNs is paused (the alert reads the same pause).
+            try await Task.sleep(for: .seconds(6))
+            let status = try await PaperboyBinary.run(
+                ["broadcast", "status", broadcast.uuidString.lowercased(), "--once"],
+                environment: ["DATABASE_URL": rig.databaseURL]
+            )
+            #expect(
+                status.output.contains("paused      APNs since") && status.output.contains("unavailable, or cannot be reached"),
+                "broadcast status while APNs cannot be reached: \(status.output)"
+            )
+            try await Task.sleep(for: .seconds(Double(seconds - 6)))
             #expect(worker.isRunning, "the worker survives APNs going away")
             try await Self.withSimulator(port: port) { simulator in
                 let progress = try await rig.waitForCompletion(broadcast, seconds: 60)

@@ -49,7 +49,8 @@ struct ConsoleViewTests {
         #expect(
             model.paused == [
                 "APNs sends are paused since \(TimeText.clock(Self.start.addingTimeInterval(65), timeZone: utc)) by 1 of 1 worker: the provider "
-                    + "answers that it is unavailable. Its devices wait, none is recorded; a probe goes out with backoff and sending resumes at "
+                    + "answers that it is unavailable, or cannot be reached. Its devices wait, none is recorded; a probe goes out with backoff "
+                    + "and sending resumes at "
                     + "the plan's rate when it answers."
             ]
         )

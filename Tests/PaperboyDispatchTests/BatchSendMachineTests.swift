@@ -180,7 +180,9 @@ struct BatchSendMachineTests {
         #expect(notReady.next(.started, at: Self.at(0)).sends.first?.pushes == [Machine.Push(position: 0, readyAlert: false)])
     }
 
-    @Test("an unreachable provider holds the sends, then the rest takes a slot a silence limit after its return")
+    @Test(
+        "an unreachable provider holds the sends, and is shown paused since the batch heard so; then the rest takes a slot a silence limit after its return"
+    )
     func unreachable() {
         var machine = Self.machine((1...3).map { Self.apns($0) })
         _ = machine.next(.reachability(.apns, unreachable: true, silenceLimit: 2), at: Self.at(-1))
@@ -189,7 +191,10 @@ struct BatchSendMachineTests {
         #expect(decision.action == .wait(until: Self.t0.addingTimeInterval(0.05)), "it looks again soon")
         decision = machine.next(.tick, at: Self.at(5))
         #expect(decision.sends.isEmpty, "still away: still held")
+        _ = machine.next(.reachability(.apns, unreachable: true, silenceLimit: 2), at: Self.at(6))
+        #expect(machine.pausedProviders == [.apns: Self.t0.addingTimeInterval(-1)], "a hold is shown as a pause, since it began")
         decision = machine.next(.reachability(.apns, unreachable: false, silenceLimit: 2), at: Self.at(12))
+        #expect(machine.pausedProviders.isEmpty)
         #expect(decision.action == .claimSlot(from: 0, remaining: 3, notBefore: Self.t0.addingTimeInterval(14)))
     }
 

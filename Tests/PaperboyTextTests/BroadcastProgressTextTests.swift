@@ -246,8 +246,9 @@ struct BroadcastProgressTextTests {
         let report = progress.report(timeZone: Self.tokyo)
         #expect(
             report.contains(
-                "paused      FCM since 2026-11-23 05:03:00 Asia/Tokyo by 2 of 3 workers: the provider answers that it is unavailable; "
-                    + "its devices wait, none is recorded, a probe goes out with backoff, and sending resumes at the plan's rate when it answers"
+                "paused      FCM since 2026-11-23 05:03:00 Asia/Tokyo by 2 of 3 workers: the provider answers that it is unavailable, or "
+                    + "cannot be reached; its devices wait, none is recorded, a probe goes out with backoff, and sending resumes at the plan's "
+                    + "rate when it answers"
             ),
             "\(report)"
         )

@@ -103,7 +103,8 @@ struct LiveModel: Sendable {
         }
         paused = (progress.paused ?? []).map {
             "\($0.provider.displayName) sends are paused since \(TimeText.clock($0.since, timeZone: timeZone)) by \($0.workers) of \($0.ofWorkers) "
-                + "worker\($0.ofWorkers == 1 ? "" : "s"): the provider answers that it is unavailable. Its devices wait, none is recorded; "
+                + "worker\($0.ofWorkers == 1 ? "" : "s"): the provider answers that it is unavailable, or cannot be reached. Its devices wait, none "
+                + "is recorded; "
                 + "a probe goes out with backoff and sending resumes at the plan's rate when it answers."
         }
         if progress.state == .expired {

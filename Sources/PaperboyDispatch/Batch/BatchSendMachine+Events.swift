@@ -44,7 +44,13 @@ extension BatchSendMachine {
         case .drainStarted(let deadline):
             drainDeadline = min(drainDeadline ?? deadline, deadline)
         case .reachability(let provider, let isUnreachable, let silence):
-            if isUnreachable { unreachable[provider] = silence } else { unreachable[provider] = nil }
+            if isUnreachable {
+                unreachable[provider] = silence
+                unreachableSince[provider] = unreachableSince[provider] ?? moment.now
+            } else {
+                unreachable[provider] = nil
+                unreachableSince[provider] = nil
+            }
         case .credentialsReloaded(let provider, let reload):
             guard pending == .reloadCredentials(provider) else { break }
             pending = nil

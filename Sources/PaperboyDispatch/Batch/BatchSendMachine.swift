@@ -270,8 +270,9 @@ public struct BatchSendMachine: Sendable {
     var transientStreak: [PushProvider: Int] = [:]
     /// Targets not sent, or answered transiently, while their provider was paused: sent again once it answers.
     var deferred: [Int] = []
-    /// Providers that cannot be reached now, with their silence limits.
+    /// Providers that cannot be reached now, with their silence limits, and since when the batch knows it.
     var unreachable: [PushProvider: TimeInterval] = [:]
+    var unreachableSince: [PushProvider: Date] = [:]
     /// Set while the batch waits for an unreachable provider: until when, and the silence limit read when it began.
     var providerWait: (until: Date, silence: TimeInterval)?
     var waitedForProvider = false
@@ -326,8 +327,17 @@ public struct BatchSendMachine: Sendable {
     /// What is left when the batch is over.
     public var completion: Completion? { finished }
 
-    /// The providers this batch found busy or failing, and since when: nothing but a probe goes to them.
-    public var pausedProviders: [PushProvider: Date] { paused.mapValues(\.since) }
+    /// The providers this batch found busy or failing, and since when: nothing but a probe goes to them. And those it
+    /// holds its sends for because they cannot be reached (a connect refused or timed out), since it heard so: a hold
+    /// of any length now, so it is shown as a pause is (the status, `/metrics`, the alert), not left to be inferred from
+    /// a broadcast falling behind.
+    public var pausedProviders: [PushProvider: Date] {
+        var since = paused.mapValues(\.since)
+        for (provider, from) in unreachableSince where stopped[provider] == nil && generation(of: provider) != nil {
+            since[provider] = min(since[provider] ?? from, from)
+        }
+        return since
+    }
 
     /// Whether the batch holds requests written to a provider and not answered yet.
     public var hasInFlight: Bool { !inFlight.isEmpty }
