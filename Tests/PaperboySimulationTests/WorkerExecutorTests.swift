@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import PaperboyCore
 import PaperboySimulation
-import Synchronization
 import Testing
 
 @testable import PaperboyDispatch
@@ -11,14 +10,16 @@ import Testing
 /// code, which production and the simulation both run.
 @Suite("The worker's executor")
 struct WorkerExecutorTests {
-    /// The app's key as this worker finds it: a generation that a rotation raises.
-    final class RotatingTransport: WorkerTransport, @unchecked Sendable {
+    /// The app's key as this worker finds it (a generation that a rotation raises), and whether its provider can be
+    /// reached (every channel reports it unreachable while `away` is set).
+    final class TestTransport: WorkerTransport, @unchecked Sendable {
         var generation = 1
+        var away = false
 
         func configuredProviders(for app: SimulatedApp) -> Set<PushProvider> { app.providers }
 
         func way(_ provider: PushProvider, for batch: LeasedBatch, app: SimulatedApp, edition: UUID) throws(PushBuildError) -> BatchWay? {
-            .ready(Channel(provider: provider, generation: generation), readyAlert: false)
+            .ready(Channel(provider: provider, generation: generation, transport: self), readyAlert: false)
         }
 
         func reload(_ provider: PushProvider, app: SimulatedApp, environment: APNsEnvironment, refusedGeneration: Int) -> BatchSendMachine.Reload? {
@@ -28,7 +29,8 @@ struct WorkerExecutorTests {
         struct Channel: BatchChannel {
             var provider: PushProvider
             var generation: Int
-            var isUnreachable: Bool { false }
+            let transport: TestTransport
+            var isUnreachable: Bool { transport.away }
             var silenceLimit: Duration { .seconds(2) }
             func send(
                 _ items: [BatchSendMachine.Push],
@@ -40,12 +42,11 @@ struct WorkerExecutorTests {
         }
     }
 
-    @Test(
-        "credentials changed mid-batch (a rotation): after the reload, the batch is recorded under the app as read again, so that its devices' \"not valid\" answers are held, not dropped as answers to an older configuration"
-    )
-    func reloadRecordsUnderTheAppReadAgain() async throws {
-        let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let broadcast = UUID()
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// An executor over the model store holding one app (APNs) with three devices and a broadcast to them running at
+    /// ``start``, on a clock standing at ``start``.
+    static func executorOverOneBroadcast() -> (ModelStore, TestTransport, WorkerExecutor<ModelStore, TestTransport>) {
         var model = DispatchModel()
         model.addApp(1, providers: [.apns], version: 1)
         model.addDevices(
@@ -61,9 +62,9 @@ struct WorkerExecutorTests {
                 )
             }
         )
-        model.startBroadcast(broadcast, app: 1, start: start, rate: 10, cohorts: 1, slot: 1, deadline: start.addingTimeInterval(3600))
+        model.startBroadcast(UUID(), app: 1, start: start, rate: 10, cohorts: 1, slot: 1, deadline: start.addingTimeInterval(3600))
         let store = ModelStore(model: model, answersOnItsClock: true) { start }
-        let transport = RotatingTransport()
+        let transport = TestTransport()
         let executor = WorkerExecutor(
             store: store,
             transport: transport,
@@ -72,6 +73,15 @@ struct WorkerExecutorTests {
             clock: BroadcastClock(now: { start }, sleep: { _ in }),
             logger: Logger(label: "paperboy.test", factory: { _ in SwiftLogNoOpLogHandler() })
         )
+        return (store, transport, executor)
+    }
+
+    @Test(
+        "credentials changed mid-batch (a rotation): after the reload, the batch is recorded under the app as read again, so that its devices' \"not valid\" answers are held, not dropped as answers to an older configuration"
+    )
+    func reloadRecordsUnderTheAppReadAgain() async throws {
+        let start = Self.start
+        let (store, transport, executor) = Self.executorOverOneBroadcast()
         guard
             case .leased(let leased?) = await executor.run(
                 .lease(WorkerMachine.LeaseRequest(excludingBatches: [], excludingApps: [], excludingProviders: []))
@@ -97,79 +107,23 @@ struct WorkerExecutorTests {
         #expect(store.model.heldDeactivations.keys.sorted() == [1, 2, 3], "answers to the new key, recorded under its configuration")
     }
 
-    /// A provider the test takes away: every channel reports it unreachable while `away` is set.
-    final class AwayTransport: WorkerTransport, @unchecked Sendable {
-        final class Flag: Sendable { let away = Mutex(false) }
-        let flag = Flag()
-
-        func configuredProviders(for app: SimulatedApp) -> Set<PushProvider> { app.providers }
-
-        func way(_ provider: PushProvider, for batch: LeasedBatch, app: SimulatedApp, edition: UUID) throws(PushBuildError) -> BatchWay? {
-            .ready(Channel(provider: provider, flag: flag), readyAlert: false)
-        }
-
-        func reload(_ provider: PushProvider, app: SimulatedApp, environment: APNsEnvironment, refusedGeneration: Int) -> BatchSendMachine.Reload? {
-            .unchanged
-        }
-
-        struct Channel: BatchChannel {
-            var provider: PushProvider
-            let flag: Flag
-            var generation: Int { 1 }
-            var isUnreachable: Bool { flag.away.withLock { $0 } }
-            var silenceLimit: Duration { .seconds(2) }
-            func send(
-                _ items: [BatchSendMachine.Push],
-                targets: [BatchTarget],
-                sentAt: Date,
-                logger: Logger,
-                report: @escaping @Sendable ([BatchSendMachine.Answer]) -> Void
-            ) async {}
-        }
-    }
-
     @Test(
         "a provider found unreachable while a batch is still being read reaches the batch once it is sending (the simulation's seed 3332: the change was taken at a tick during the read, dropped, and never told again)"
     )
     func reachabilitySeenDuringTheReadReachesTheBatch() async throws {
-        let start = Date(timeIntervalSince1970: 1_800_000_000)
-        var model = DispatchModel()
-        model.addApp(1, providers: [.apns], version: 1)
-        model.addDevices(
-            (1...3).map { id in
-                DispatchModel.Device(
-                    id: Int64(id),
-                    app: 1,
-                    token: .apns(DeviceToken(bytes: Array(repeating: UInt8(id), count: 32))),
-                    key: Int64(id) * 1000,
-                    platform: .ios,
-                    tier: .large,
-                    registeredAt: start.addingTimeInterval(-86_400)
-                )
-            }
-        )
-        model.startBroadcast(UUID(), app: 1, start: start, rate: 10, cohorts: 1, slot: 1, deadline: start.addingTimeInterval(3600))
-        let transport = AwayTransport()
-        let executor = WorkerExecutor(
-            store: ModelStore(model: model, answersOnItsClock: true) { start },
-            transport: transport,
-            owner: "w1",
-            configuration: WorkerMachine.Configuration(),
-            clock: BroadcastClock(now: { start }, sleep: { _ in }),
-            logger: Logger(label: "paperboy.test", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
+        let (_, transport, executor) = Self.executorOverOneBroadcast()
         var machine = WorkerMachine(configuration: WorkerMachine.Configuration())
         let lease = try #require(executor.handle(.started, &machine).first { if case .lease = $0 { true } else { false } })
         let leased = try #require(await executor.run(lease))
         let read = try #require(executor.handle(leased, &machine).first { if case .read = $0 { true } else { false } })
         // The read registers the batch's channels with the executor; APNs goes away before its answer is handled.
         let contents = try #require(await executor.run(read))
-        transport.flag.away.withLock { $0 = true }
+        transport.away = true
         _ = executor.handle(.tick, &machine)
         #expect(machine.providerPauses.isEmpty, "still being read: the batch has not heard yet")
         _ = executor.handle(contents, &machine)
         #expect(machine.providerPauses.map(\.key.provider) == [.apns], "sending now: it holds its sends for APNs, and says so")
-        transport.flag.away.withLock { $0 = false }
+        transport.away = false
         _ = executor.handle(.tick, &machine)
         #expect(machine.providerPauses.isEmpty, "APNs is back")
     }
@@ -190,7 +144,7 @@ struct WorkerExecutorTests {
         let store = ModelStore(answersOnItsClock: true) { start }
         let executor = WorkerExecutor(
             store: store,
-            transport: RotatingTransport(),
+            transport: TestTransport(),
             owner: "w1",
             configuration: WorkerMachine.Configuration(),
             clock: BroadcastClock(now: { local.wall }, sleep: { _ in }, monotonic: { local.monotonic }),

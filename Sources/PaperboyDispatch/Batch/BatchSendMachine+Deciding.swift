@@ -106,7 +106,7 @@ extension BatchSendMachine {
     /// looking again every ``Configuration/reachabilityPoll``; once it ended, the rest takes a slot a silence limit
     /// later. Nil when nothing holds the batch.
     mutating func waitForProvider(_ now: Date) -> Action? {
-        let away = unreachable.filter { stopped[$0.key] == nil && generation(of: $0.key) != nil }
+        let away = self.away
         if let wait = providerWait {
             if !away.isEmpty && now < wait.until {
                 return .wait(until: min(wait.until, now.addingTimeInterval(configuration.reachabilityPoll)))
@@ -117,7 +117,7 @@ extension BatchSendMachine {
         }
         if !away.isEmpty && !waitedForProvider {
             waitedForProvider = true
-            providerWait = (now.addingTimeInterval(configuration.unreachablePatience), away.values.max() ?? 0)
+            providerWait = (now.addingTimeInterval(configuration.unreachablePatience), away.values.map(\.silence).max() ?? 0)
             return .wait(until: min(providerWait!.until, now.addingTimeInterval(configuration.reachabilityPoll)))
         }
         waitedForProvider = waitedForProvider && !away.isEmpty

@@ -44,13 +44,7 @@ extension BatchSendMachine {
         case .drainStarted(let deadline):
             drainDeadline = min(drainDeadline ?? deadline, deadline)
         case .reachability(let provider, let isUnreachable, let silence):
-            if isUnreachable {
-                unreachable[provider] = silence
-                unreachableSince[provider] = unreachableSince[provider] ?? moment.now
-            } else {
-                unreachable[provider] = nil
-                unreachableSince[provider] = nil
-            }
+            unreachable[provider] = isUnreachable ? (silence, unreachable[provider]?.since ?? moment.now) : nil
         case .credentialsReloaded(let provider, let reload):
             guard pending == .reloadCredentials(provider) else { break }
             pending = nil

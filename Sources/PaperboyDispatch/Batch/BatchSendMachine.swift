@@ -270,9 +270,8 @@ public struct BatchSendMachine: Sendable {
     var transientStreak: [PushProvider: Int] = [:]
     /// Targets not sent, or answered transiently, while their provider was paused: sent again once it answers.
     var deferred: [Int] = []
-    /// Providers that cannot be reached now, with their silence limits, and since when the batch knows it.
-    var unreachable: [PushProvider: TimeInterval] = [:]
-    var unreachableSince: [PushProvider: Date] = [:]
+    /// Providers that cannot be reached now: their silence limits, and since when the batch knows it.
+    var unreachable: [PushProvider: (silence: TimeInterval, since: Date)] = [:]
     /// Set while the batch waits for an unreachable provider: until when, and the silence limit read when it began.
     var providerWait: (until: Date, silence: TimeInterval)?
     var waitedForProvider = false
@@ -333,10 +332,13 @@ public struct BatchSendMachine: Sendable {
     /// a broadcast falling behind.
     public var pausedProviders: [PushProvider: Date] {
         var since = paused.mapValues(\.since)
-        for (provider, from) in unreachableSince where stopped[provider] == nil && generation(of: provider) != nil {
-            since[provider] = min(since[provider] ?? from, from)
-        }
+        for (provider, away) in away { since[provider] = min(since[provider] ?? away.since, away.since) }
         return since
+    }
+
+    /// The unreachable providers the batch still sends through (not stopped, with credentials): those it waits for.
+    var away: [PushProvider: (silence: TimeInterval, since: Date)] {
+        unreachable.filter { stopped[$0.key] == nil && generation(of: $0.key) != nil }
     }
 
     /// Whether the batch holds requests written to a provider and not answered yet.
