@@ -55,7 +55,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The worker: every decision as pure state machines and policies (the worker's leasing, leases, writing and
-        // draining; each batch's sending; sender health, the unsendable rule, the misconfiguration guard), and the one
+        // draining; each batch's sending; sender health, the unsendable rule, the misconfiguration guard; waves and
+        // receipt-tally recounts), the values they decide over (Values/: batches, targets, outcomes, holds, sender and
+        // worker statuses, the breaker's shared evidence; PaperboyStore reads and writes them), and the one
         // executor that carries their actions out (Executor/), generic over its store, its providers' transport and its
         // clock. No I/O of its own: production gives it PostgreSQL and the HTTP/2 clients (PaperboyBroadcast), the
         // simulation (paperboy-sim) its model store, its simulated providers and a virtual clock.
@@ -229,7 +231,7 @@ let package = Package(
         .target(
             name: "PaperboyStore",
             dependencies: [
-                "PaperboyCore",
+                "PaperboyCore", "PaperboyDispatch",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -312,6 +314,7 @@ let package = Package(
             name: "PaperboyConsole",
             dependencies: [
                 "PaperboyCore",
+                "PaperboyDispatch",
                 "PaperboyText",
                 "PaperboyStore",
                 "PaperboyBroadcast",
@@ -528,6 +531,7 @@ let package = Package(
             dependencies: [
                 "PaperboyStore",
                 "PaperboyCore",
+                "PaperboyDispatch",
                 "PaperboyTesting",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,5 +1,6 @@
 import Foundation
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 import PaperboyTesting
 import PostgresNIO

@@ -3,6 +3,7 @@ import APNsSimulator
 import Crypto
 import Foundation
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 import PaperboyTesting
 import PostgresNIO

@@ -4,6 +4,7 @@ import EmbeddedPostgres
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 import PaperboyTesting
 import PostgresNIO

@@ -1,5 +1,6 @@
 import Foundation
 import PaperboyBroadcast
+import PaperboyDispatch
 import PaperboyStore
 import Testing
 
@@ -8,8 +9,8 @@ import Testing
 struct ReceiptTallyPolicyTests {
     static let now = Date(timeIntervalSince1970: 1_795_464_000)
     static let policy = ReceiptTallyPolicy(settle: 120)
-    static func ended(_ id: Int, finishedAgo: TimeInterval, recountedAgo: TimeInterval? = nil) -> ReceiptTallies.EndedBroadcast {
-        ReceiptTallies.EndedBroadcast(
+    static func ended(_ id: Int, finishedAgo: TimeInterval, recountedAgo: TimeInterval? = nil) -> ReceiptTallyPolicy.EndedBroadcast {
+        ReceiptTallyPolicy.EndedBroadcast(
             id: UUID(uuidString: String(format: "00000000-0000-0000-0000-%012d", id))!,
             finishedAt: now.addingTimeInterval(-finishedAgo),
             recountedAt: recountedAgo.map { now.addingTimeInterval(-$0) }

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 
 /// A device by its token; the apps with their providers and who can send for them; the workers.

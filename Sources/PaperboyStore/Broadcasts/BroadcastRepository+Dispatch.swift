@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PostgresNIO
 
 extension BroadcastRepository {

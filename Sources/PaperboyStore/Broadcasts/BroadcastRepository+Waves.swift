@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PostgresNIO
 
 /// A running broadcast held under its row lock (`FOR UPDATE`), with the rows that decide what comes next and

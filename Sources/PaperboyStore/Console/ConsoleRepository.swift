@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PostgresNIO
 
 /// A broadcast's counters at one instant, as the console's sampler stored them (`console_samples`, migration 0020).

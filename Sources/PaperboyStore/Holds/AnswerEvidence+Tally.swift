@@ -1,5 +1,6 @@
 import Foundation
 import PaperboyCore
+import PaperboyDispatch
 import PostgresNIO
 
 extension AnswerEvidence {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PostgresNIO
 
 /// An app's provider held for a suspected misconfiguration in one environment (`provider_holds`, migrations 0023, 0032).

@@ -1,27 +1,13 @@
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PostgresNIO
 
 /// Exact recounts: a broadcast's tallies (and its edition's) counted again from the receipts, through the
 /// watermark, under the watermark's lock so that no step counts meanwhile. The steps count receipts after the
 /// watermark, so a recount and the steps never count one receipt twice.
 extension ReceiptTallies {
-    /// A broadcast that has ended, for ``ReceiptTallyPolicy``-style decisions on when to recount it.
-    public struct EndedBroadcast: Sendable, Equatable {
-        public var id: UUID
-        /// When it ended (the clock of the worker that ended it).
-        public var finishedAt: Date
-        /// Its last recount (the clock of the worker that recounted it), if any.
-        public var recountedAt: Date?
-
-        public init(id: UUID, finishedAt: Date, recountedAt: Date?) {
-            self.id = id
-            self.finishedAt = finishedAt
-            self.recountedAt = recountedAt
-        }
-    }
-
     /// What a recount counted.
     public struct Recount: Sendable, Equatable {
         /// The edition's receipts counted.
@@ -68,11 +54,11 @@ extension ReceiptTallies {
 
     /// The broadcasts that ended and were created within ``Configuration/editionLookback`` (the database's
     /// clock), with their last recount.
-    public func endedBroadcasts(logger: Logger) async throws -> [EndedBroadcast] {
+    public func endedBroadcasts(logger: Logger) async throws -> [ReceiptTallyPolicy.EndedBroadcast] {
         let rows = try await client.query(Self.endedBroadcastsQuery(lookback: configuration.editionLookback.seconds), logger: logger)
-        var ended: [EndedBroadcast] = []
+        var ended: [ReceiptTallyPolicy.EndedBroadcast] = []
         for try await (id, finishedAt, recountedAt) in rows.decode((UUID, Date, Date?).self) {
-            ended.append(EndedBroadcast(id: id, finishedAt: finishedAt, recountedAt: recountedAt))
+            ended.append(ReceiptTallyPolicy.EndedBroadcast(id: id, finishedAt: finishedAt, recountedAt: recountedAt))
         }
         return ended
     }

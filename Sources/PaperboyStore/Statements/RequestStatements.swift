@@ -1,5 +1,6 @@
 import Foundation
 import PaperboyCore
+import PaperboyDispatch
 import PostgresNIO
 
 /// The statements that API requests, the scheduler and dispatch batches run against the big tables

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PaperboyCore
+import PaperboyDispatch
 import PostgresNIO
 
 /// Which worker can send for which app through which provider.

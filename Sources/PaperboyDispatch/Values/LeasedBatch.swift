@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// A batch of one cohort leased to one worker: the devices in keys `firstKey...lastKey` of the cohort.
 public struct LeasedBatch: Sendable, Equatable {

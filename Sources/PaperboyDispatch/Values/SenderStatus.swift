@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// What one worker says of one app's provider (`sender_status`, migration 0014).
 public struct SenderStatus: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// A recorded batch's answers through each provider, per ten seconds of sending, as the misconfiguration breaker's fleet-wide evidence keeps them
 /// (`answer_tallies`, migration 0031; the simulation's model keeps the same): how many answers, how many said "not

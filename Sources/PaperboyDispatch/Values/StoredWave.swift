@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// A wave of a broadcast as stored.
 public struct StoredWave: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// An app's provider in one APNs environment: what a hold for a suspected misconfiguration covers (`provider_holds`,
 /// migration 0032), and what a provider's outage pauses (``ProviderPause``). A sandbox build's wrong tokens hold the

@@ -1,7 +1,8 @@
 import Foundation
+import PaperboyCore
 import Testing
 
-@testable import PaperboyCore
+@testable import PaperboyDispatch
 
 /// The fleet's evidence for the misconfiguration breaker, as a recorded batch adds it.
 @Suite("Answer evidence")

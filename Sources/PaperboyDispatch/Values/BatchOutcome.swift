@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// What became of one target of a batch.
 public struct BatchOutcome: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// A worker as it last said of itself (`workers`, migration 0014).
 public struct WorkerStatus: Sendable, Equatable, Codable {

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// An app's provider, in one environment, that answers that it is busy or failing (nothing but a probe goes to it until
 /// it answers otherwise), or that cannot be reached (the batches hold their sends until it can): `BatchSendMachine`.

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 /// What every worker's answers through one app's provider say, read from the store before any of its held
 /// deactivations is applied (`answer_tallies`, migration 0031): the evidence ``MisconfigurationGuard``'s fleet rule

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyCore
 
 public struct BatchTarget: Sendable, Equatable {
     public var deviceID: Int64
