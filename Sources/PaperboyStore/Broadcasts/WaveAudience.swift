@@ -255,15 +255,18 @@ public struct WaveAudience: Sendable, Equatable {
         )
     }
 
-    /// The audience counted per cohort when split into `cohorts`: `cohort, count` rows, empty cohorts absent.
+    /// The audience counted per cohort when split into `cohorts`: `cohort, count, FCM count` rows, empty cohorts
+    /// absent. The FCM count sizes the plan against the project's quota; the provider is a bind, as everywhere the
+    /// worker's statements meet one.
     func cohortCountsQuery(cohorts: Int) -> PostgresQuery {
         query(
             """
-            SELECT \(StoredCohortKey.cohortSQL(column: "d.cohort_key", count: "$9")), count(*), count(*) FILTER (WHERE d.provider = 1)
+            SELECT \(StoredCohortKey.cohortSQL(column: "d.cohort_key", count: "$9")), count(*), count(*) FILTER (WHERE d.provider = $10)
             FROM devices d WHERE {audience} GROUP BY 1
             """
         ) {
             $0.append(cohorts)
+            $0.append(PushProvider.fcm.storageCode)
         }
     }
 }
