@@ -24,6 +24,8 @@ struct Invariants {
         violations += laterWavesLeaveOutReceipts()
         violations += pushesWithinTheCap()
         violations += dormantLeftOut()
+        violations += alertsOnlyAsked()
+        violations += oneAlertPerEdition()
         return violations
     }
 
@@ -311,7 +313,8 @@ struct Invariants {
             var broadcast: UUID
         }
         var waves: [Reader: Set<Int>] = [:]
-        for push in simulation.provider.log {
+        // Background pushes only: the cap is on them, and the ready alert takes a follow-up's place.
+        for push in simulation.provider.log where !push.alert {
             waves[Reader(device: push.device, broadcast: push.broadcast), default: []].insert(push.wave)
         }
         var violations: [String] = []

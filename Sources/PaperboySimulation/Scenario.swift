@@ -38,6 +38,9 @@ public struct Scenario: Sendable, CustomStringConvertible {
         public var waveInterval: TimeInterval = 1800
         /// Seconds from its start to the edition's deadline.
         public var deadline: TimeInterval = 3600
+        /// `--alert-last-resort`: after the last background wave, the alert wave to the readers who allow alerts and
+        /// still have no edition.
+        public var alertLastResort = false
 
         public init(id: UUID, app: Int, start: TimeInterval, rate: Double, cohorts: Int, slot: TimeInterval, origin: Int?) {
             self.id = id
@@ -166,6 +169,8 @@ public struct Scenario: Sendable, CustomStringConvertible {
     /// The share of devices whose app registers them again during the run (an app update, a changed setting): a
     /// registration revives a dormant device (`RegisterDevice`). 0 in half the runs.
     public var registerAgainShare: Double = 0
+    /// The share of readers who allow alerts, and of those the shares asking for edition alerts and for the ready alert.
+    public var alertShares: (authorized: Double, editionAlerts: Double, notifyWhenReady: Double) = (0, 0, 0)
     /// Per push: never written (a connection lost before it), and written with no answer.
     public var notSentChance: Double
     public var fateUnknownChance: Double
@@ -302,6 +307,11 @@ public struct Scenario: Sendable, CustomStringConvertible {
         // Registrations during the run, from a stream of their own.
         var registrations = SimulationRandom(seed: seed ^ 0x2E61)
         registerAgainShare = registrations.chance(0.5) ? registrations.between(0.05...0.3) : 0
+        // Alerts, from a stream of their own: which broadcasts end with the alert wave, and how many readers allow
+        // alerts (`alerts_authorized`) and ask for edition alerts or the ready alert.
+        var alerts = SimulationRandom(seed: seed ^ 0xA1E27)
+        for index in self.broadcasts.indices { self.broadcasts[index].alertLastResort = alerts.chance(0.4) }
+        alertShares = (authorized: alerts.between(0.2...0.9), editionAlerts: alerts.between(0...0.6), notifyWhenReady: alerts.between(0...0.6))
     }
 
     public var description: String {
@@ -309,6 +319,7 @@ public struct Scenario: Sendable, CustomStringConvertible {
         let broadcasts = broadcasts.enumerated().map {
             "broadcast \($0.offset) app \($0.element.app) at \(Int($0.element.start))s \(Self.rateText($0.element.rate))/s \($0.element.cohorts) cohorts"
                 + ", \($0.element.waves) waves \(Int($0.element.waveInterval))s apart, deadline +\(Int($0.element.deadline))s"
+                + ($0.element.alertLastResort ? ", then the alert wave" : "")
                 + ($0.element.origin != nil ? " on the origin" : "")
         }
         let origin = originCapacity.map { ["origin \(Int($0))/s"] } ?? []
@@ -317,6 +328,8 @@ public struct Scenario: Sendable, CustomStringConvertible {
             + "; \(Int(historyShare * 100))% with earlier editions counted, dormant after "
             + dormantAfter.sorted { $0.key < $1.key }.map { "\($0.value) (app \($0.key))" }.joined(separator: ", ")
             + (registerAgainShare > 0 ? "; \(Int(registerAgainShare * 100))% registered again during the run" : "")
+            + "; \(Int(alertShares.authorized * 100))% allow alerts, \(Int(alertShares.editionAlerts * 100))% of them edition alerts, "
+            + "\(Int(alertShares.notifyWhenReady * 100))% the ready alert"
         let parts = ["seed \(seed): \(workers) workers"] + apps + broadcasts + origin + [readers] + faults.map(\.description)
         return parts.joined(separator: "; ")
     }

@@ -29,6 +29,8 @@ struct SimulatedProvider {
         var deactivates: Bool
         /// Answered "not valid for this app" because the app was misconfigured, not because of the token.
         var byMisconfiguration: Bool
+        /// A visible alert (the alert wave's, or the ready alert), not a background push.
+        var alert = false
     }
 
     /// How a device's token stands at the provider.

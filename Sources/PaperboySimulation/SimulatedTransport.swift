@@ -38,7 +38,8 @@ final class SimulatedTransport: WorkerTransport, @unchecked Sendable {
         if (generations[key] ?? 0) < current { generations[key] = current }
         return .ready(
             SimulatedChannel(simulation: simulation, worker: worker, batch: batch, provider: provider, generation: generations[key]!),
-            readyAlert: false
+            // As `APNsService.hasReadyAlert`: APNs carries the ready alert in a background wave that may hold it; FCM none.
+            readyAlert: provider == .apns && batch.readyAlertsFrom != nil
         )
     }
 

@@ -219,14 +219,24 @@ extension Simulation {
             note("broadcast \(id) completed")
             guard let broadcast = model.broadcasts[id] else { return }
             let stored = model.storedWaves(id)
-            let background = stored.count
-            let nextStart = (stored.first?.start ?? now).addingTimeInterval(Double(background) * broadcast.options.waveInterval)
-            guard broadcast.options.maxPushesPerDevice.allowsWave(after: background), nextStart < broadcast.deadline else { return }
-            let left = model.devices.values.filter { model.inLaterAudience($0, of: broadcast, wave: background + 1) }.map(\.id).sorted()
+            let background = stored.count { $0.kind == .background }
+            let nextStart = (stored.first?.start ?? now).addingTimeInterval(Double(stored.count) * broadcast.options.waveInterval)
+            guard !stored.contains(where: { $0.kind == .alert }), nextStart < broadcast.deadline else { return }
+            let next = stored.count + 1
+            var kind = BroadcastProgress.Wave.Kind.background
+            var left: [Int64] = []
+            if broadcast.options.maxPushesPerDevice.allowsWave(after: background) {
+                left = model.devices.values.filter { model.inLaterAudience($0, of: broadcast, wave: next, kind: .background) }.map(\.id).sorted()
+            }
+            if left.isEmpty && broadcast.options.alertLastResort {
+                kind = .alert
+                left = model.devices.values.filter { model.inLaterAudience($0, of: broadcast, wave: next, kind: .alert) }.map(\.id).sorted()
+            }
             if !left.isEmpty {
+                let audience = kind == .alert ? "no receipt, alerts allowed and none sent yet" : "no receipt, fewer pushes than the cap"
                 found.append(
-                    "broadcast \(id) completed after \(background) waves with \(left.count) devices its wave \(background + 1) could still wake "
-                        + "(no receipt, fewer pushes than the cap, before the deadline), e.g. \(left.prefix(5).map(String.init).joined(separator: ", "))"
+                    "broadcast \(id) completed after \(stored.count) waves with \(left.count) devices its \(kind.rawValue) wave \(next) could still "
+                        + "wake (\(audience), before the deadline), e.g. \(left.prefix(5).map(String.init).joined(separator: ", "))"
                 )
             }
         }

@@ -50,6 +50,12 @@ extension Simulation {
                     self.provider.tokens[id] = .invalid
                 }
             }
+            var alerts = SimulationRandom(seed: scenario.seed ^ 0xA1E27 ^ UInt64(app.id) << 32)
+            for index in devices.indices where alerts.chance(scenario.alertShares.authorized) {
+                devices[index].alertsAuthorized = true
+                devices[index].editionAlerts = alerts.chance(scenario.alertShares.editionAlerts)
+                devices[index].notifyWhenReady = alerts.chance(scenario.alertShares.notifyWhenReady)
+            }
             model.addDevices(devices)
             var readers = SimulationRandom(seed: scenario.seed ^ 0x5EAD)
             for device in devices where readers.chance(scenario.silentShare) { silent.insert(device.id) }
@@ -200,7 +206,8 @@ extension Simulation {
                         generation: channel.generation
                     ),
                     delivered: decided.delivered,
-                    misconfiguration: decided.misconfiguration
+                    misconfiguration: decided.misconfiguration,
+                    alert: batch.kind == .alert || push.readyAlert
                 )
             )
             handedOver[batch.broadcastID, default: [:]][second, default: 0] += 1
@@ -230,7 +237,8 @@ extension Simulation {
                         delivered: push.delivered,
                         answer: "\(push.answer.result)",
                         deactivates: { if case .rejected(_, .some) = push.answer.result { true } else { false } }(),
-                        byMisconfiguration: push.misconfiguration
+                        byMisconfiguration: push.misconfiguration,
+                        alert: push.alert
                     )
                 )
                 if push.delivered { readerReceives(push.device, edition: send.batch.editionID, pushedAt: written) }

@@ -115,6 +115,8 @@ public final class Simulation {
         var answer: BatchSendMachine.Answer
         var delivered: Bool
         var misconfiguration: Bool
+        /// A visible alert: the alert wave's, or the ready alert in place of a background follow-up.
+        var alert: Bool
         var done = false
     }
 
@@ -295,10 +297,13 @@ public final class Simulation {
                     cohorts: plan.cohorts,
                     waveInterval: plan.waveInterval,
                     maxPushesPerDevice: .fixed(plan.waves),
+                    alertLastResort: plan.alertLastResort,
                     dormantAfter: scenario.dormantAfter[plan.app] ?? 0
                 )
             )
-            note("broadcast \(index) started: app \(plan.app), \(Int(plan.rate))/s, \(plan.waves) waves")
+            note(
+                "broadcast \(index) started: app \(plan.app), \(Int(plan.rate))/s, \(plan.waves) waves\(plan.alertLastResort ? " and the alert wave" : "")"
+            )
         case .duties:
             await duties()
             schedule(.duties, at: now.addingTimeInterval(1))

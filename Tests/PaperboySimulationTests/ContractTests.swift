@@ -150,6 +150,7 @@ struct ContractTests {
         fcm: Int = 0,
         cohorts: Int,
         window: TimeInterval,
+        options: BroadcastOptions? = nil,
         _ body: (inout Pair) async throws -> Void
     ) async throws {
         try await TestDatabase.with { db in
@@ -210,7 +211,7 @@ struct ContractTests {
             let started = try await repository.start(
                 editionID: edition.id,
                 environment: .production,
-                options: BroadcastOptions(pace: .window(window), cohorts: cohorts),
+                options: options ?? BroadcastOptions(pace: .window(window), cohorts: cohorts),
                 origin: "contract",
                 now: start,
                 logger: db.logger

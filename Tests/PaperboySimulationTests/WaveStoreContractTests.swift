@@ -235,4 +235,129 @@ struct WaveStoreContractTests {
             #expect(wave2.devices == [ids[0]] + Array(ids[2...]), "the revived device is in wave 2, the dormant one is not")
         }
     }
+
+    /// A registration's alert settings for `device`, on the store of `kind`.
+    static func alerts(
+        _ device: Int64,
+        authorized: Bool,
+        editionAlerts: Bool,
+        notifyWhenReady: Bool,
+        _ kind: Kind,
+        _ pair: ContractTests.Pair,
+        model: ModelStore
+    ) async throws {
+        switch kind {
+        case .model:
+            model.model.setAlerts(device, authorized: authorized, editionAlerts: editionAlerts, notifyWhenReady: notifyWhenReady)
+        case .postgres:
+            _ = try await pair.db.client.query(
+                """
+                UPDATE devices SET alerts_authorized = \(authorized), edition_alerts = \(editionAlerts), notify_when_ready = \(notifyWhenReady)
+                WHERE id = \(device)
+                """,
+                logger: pair.logger
+            )
+        }
+    }
+
+    /// Like ``sendWave(_:from:)``, each target recorded as the batch's machine would send it: the ready alert (an
+    /// alert, not a background push) to a target asking for it when the batch carries ready alerts from its slot, and
+    /// an alert to those in `alerted` (an alert of the edition sent otherwise). Returns the batches leased and the
+    /// targets that asked.
+    static func sendWaveWithReadyAlerts(
+        _ store: any WorkerStore,
+        from start: Date,
+        alerted: Set<Int64> = []
+    ) async throws -> (devices: [Int64], batches: [LeasedBatch], asked: [Int64]) {
+        var now = start
+        var held: [Int64] = []
+        var devices: [Int64] = []
+        var batches: [LeasedBatch] = []
+        var asked: [Int64] = []
+        while now < start.addingTimeInterval(30) {
+            guard let lease = try await store.lease(StoreContractTests.query("w1", at: now, excludingBatches: held), logger: logger) else {
+                now = now.addingTimeInterval(1)
+                continue
+            }
+            let batch = lease.batch
+            let targets = try await store.targets(of: batch, now: now, logger: logger)
+            devices += targets.map(\.deviceID)
+            batches.append(batch)
+            asked += targets.filter(\.notifyWhenReady).map(\.deviceID)
+            let ready = batch.readyAlertsFrom.map { now >= $0 } == true
+            let outcomes = targets.map {
+                BatchOutcome(
+                    deviceID: $0.deviceID,
+                    sentAt: now,
+                    result: .accepted,
+                    alert: batch.kind == .alert || (ready && $0.notifyWhenReady) || alerted.contains($0.deviceID)
+                )
+            }
+            _ = try await store.record(batch, outcomes: outcomes, owner: "w1", configuration: nil, now: now, logger: logger)
+            held.append(batch.id)
+            now = now.addingTimeInterval(1)
+        }
+        return (devices.sorted(), batches, asked.sorted())
+    }
+
+    @Test(
+        "the ready alert and the alert wave: the last background wave carries the ready alert to the readers who allowed alerts, asked to be told and had no alert of the edition yet; after it, the alert wave goes to those who allowed alerts, asked for edition alerts, got a background push, no alert yet and have no receipt",
+        arguments: Kind.allCases
+    )
+    func alertWaves(_ kind: Kind) async throws {
+        let options = BroadcastOptions(pace: .window(2), cohorts: 1, maxPushesPerDevice: .fixed(2), alertLastResort: true)
+        try await ContractTests.with(devices: 8, cohorts: 1, window: 2, options: options) { pair in
+            let model = ModelStore(model: pair.model, answersOnItsClock: false)
+            let worker: any WorkerStore = kind == .model ? model : StoreContractTests.store(.postgres, pair)
+            let ids = pair.model.devices.keys.sorted()
+            // 0 and 6 ask for the ready alert (6 was told already: an alert of the edition reached it in wave 1, as
+            // another wave of the edition would); 1 and 5 for edition alerts (5 posts a receipt after wave 1); 2 allows
+            // alerts and asks for neither; 3 asks for both and did not allow alerts; the others have the defaults.
+            let settings: [(Int, Bool, Bool, Bool)] = [
+                (0, true, false, true), (1, true, true, false), (2, true, false, false), (3, false, true, true), (5, true, true, false),
+                (6, true, false, true),
+            ]
+            for (index, authorized, editionAlerts, notify) in settings {
+                try await Self.alerts(
+                    ids[index],
+                    authorized: authorized,
+                    editionAlerts: editionAlerts,
+                    notifyWhenReady: notify,
+                    kind,
+                    pair,
+                    model: model
+                )
+            }
+            let wave1 = try await Self.sendWaveWithReadyAlerts(worker, from: pair.firstDue, alerted: [ids[6]])
+            #expect(wave1.devices == ids)
+            #expect(wave1.batches.allSatisfy { $0.kind == .background && $0.readyAlertsFrom == nil }, "wave 1 carries no ready alert")
+            #expect(wave1.asked.isEmpty, "wave 1 asks nobody")
+            try await Self.receive([ids[5]], kind, pair, model: model)
+
+            let interval = BroadcastOptions.defaultWaveInterval
+            let wave2Start = pair.firstDue.addingTimeInterval(interval)
+            _ = try await Self.advance(kind, pair, model: model, at: wave2Start)
+            let wave2 = try await Self.sendWaveWithReadyAlerts(worker, from: wave2Start)
+            #expect(wave2.devices == ids.filter { $0 != ids[5] })
+            #expect(
+                wave2.batches.allSatisfy { $0.kind == .background && $0.readyAlertsFrom == .distantPast },
+                "the last background wave the cap allows carries the ready alert from its start"
+            )
+            #expect(wave2.asked == [ids[0]], "only the reader who allowed alerts, asked to be told and was not told yet")
+
+            // The alert wave: of those who allowed alerts and asked, 0 had its ready alert, 5 its edition; 1 is left.
+            let alertStart = pair.firstDue.addingTimeInterval(2 * interval)
+            let events = try await Self.advance(kind, pair, model: model, at: alertStart)
+            let started = events.compactMap { event -> (wave: Int, kind: BroadcastProgress.Wave.Kind, planned: Int)? in
+                if case .waveStarted(_, let wave, let kind, let planned, _) = event { (wave, kind, planned) } else { nil }
+            }
+            #expect(started.map(\.wave) == [3] && started.map(\.kind) == [.alert] && started.map(\.planned) == [1], "\(events)")
+            let wave3 = try await Self.sendWaveWithReadyAlerts(worker, from: alertStart)
+            #expect(wave3.devices == [ids[1]])
+            #expect(wave3.batches.allSatisfy { $0.kind == .alert && $0.readyAlertsFrom == nil })
+
+            let ending = try await Self.advance(kind, pair, model: model, at: pair.firstDue.addingTimeInterval(3 * interval))
+            #expect(ending.contains(.completed(broadcast: pair.broadcast)), "\(ending)")
+        }
+    }
 }

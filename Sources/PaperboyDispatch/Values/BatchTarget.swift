@@ -11,7 +11,8 @@ public struct BatchTarget: Sendable, Equatable {
     public var tier: ImageTier
     /// When the device got background pushes in the hour before the batch was read, across all broadcasts.
     public var recentBackgroundPushes: [Date]
-    /// The reader asked to be told when the edition is ready, and the device allows alerts.
+    /// The reader asked to be told when the edition is ready, the device allows alerts, and no alert of the edition
+    /// reached it yet (a follow-up wave's batch; false in wave 1).
     public var notifyWhenReady: Bool
 
     public init(

@@ -187,7 +187,7 @@ extension DispatchModel {
             id: row.id,
             broadcastID: row.broadcast,
             wave: row.wave,
-            kind: .background,
+            kind: wave.kind,
             cohort: row.cohort,
             firstKey: row.firstKey,
             lastKey: row.lastKey,
@@ -203,6 +203,7 @@ extension DispatchModel {
             deadline: broadcast.deadline,
             leases: row.leases,
             slotStart: row.slotStart ?? planned,
+            readyAlertsFrom: wave.kind == .background ? broadcast.options.lastBackgroundFollowUp(wave: row.wave, deadline: broadcast.deadline) : nil,
             givenBack: row.giveBacks > 0,
             originCapacity: broadcast.origin.flatMap { origins[$0]?.capacity }
         )

@@ -17,7 +17,9 @@ extension DispatchModel {
                 token: device.token,
                 platform: device.platform,
                 tier: device.tier,
-                recentBackgroundPushes: recentPushes[device.id, default: []].filter { $0 > since }.sorted()
+                recentBackgroundPushes: recentPushes[device.id, default: []].filter { $0 > since }.sorted(),
+                notifyWhenReady: device.notifyWhenReady && device.alertsAuthorized && batch.wave > 1
+                    && !editionDeliveries(of: device.id, edition: broadcast.edition).contains { !$0.background }
             )
         }
     }

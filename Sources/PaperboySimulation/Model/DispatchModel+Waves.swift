@@ -10,6 +10,13 @@ extension DispatchModel {
         if receipts[edition]?[device] == nil { receipts[edition, default: [:]][device] = now }
     }
 
+    /// A registration's alert settings: `alerts_authorized`, `edition_alerts`, `notify_when_ready`.
+    public mutating func setAlerts(_ device: Int64, authorized: Bool, editionAlerts: Bool, notifyWhenReady: Bool) {
+        devices[device]?.alertsAuthorized = authorized
+        devices[device]?.editionAlerts = editionAlerts
+        devices[device]?.notifyWhenReady = notifyWhenReady
+    }
+
     public func runningBroadcastIDs() -> [UUID] {
         broadcasts.values.filter { $0.state == .running }.map(\.id).sorted(by: UUID.inStringOrder)
     }
@@ -27,12 +34,12 @@ extension DispatchModel {
         return (broadcast, stored, workLeft)
     }
 
-    /// The broadcast's waves, in order (all background: the alert wave is not modelled).
+    /// The broadcast's waves, in order.
     public func storedWaves(_ id: UUID) -> [StoredWave] {
         var stored: [StoredWave] = []
         var number = 1
         while let wave = waves[WaveKey(broadcast: id, wave: number)] {
-            stored.append(StoredWave(wave: number, kind: .background, start: wave.startsAt, rate: wave.rate, finished: wave.finishedAt != nil))
+            stored.append(StoredWave(wave: number, kind: wave.kind, start: wave.startsAt, rate: wave.rate, finished: wave.finishedAt != nil))
             number += 1
         }
         return stored
@@ -44,9 +51,9 @@ extension DispatchModel {
 
     /// `insertWave`: the wave at the plan's rate, each cohort over wave 1's key range from its planned slot; a cohort
     /// planned empty has nothing to carve.
-    public mutating func startWave(_ id: UUID, wave: Int, plan: StaggerPlan, now: Date) {
+    public mutating func startWave(_ id: UUID, wave: Int, kind: BroadcastProgress.Wave.Kind = .background, plan: StaggerPlan, now: Date) {
         guard let ranges = cohortRanges[id] else { return }
-        waves[WaveKey(broadcast: id, wave: wave)] = Wave(rate: plan.rate, startsAt: plan.start)
+        waves[WaveKey(broadcast: id, wave: wave)] = Wave(kind: kind, rate: plan.rate, startsAt: plan.start)
         for cohort in plan.cohorts where cohort.index < ranges.count {
             let range = ranges[cohort.index]
             cohorts.append(
@@ -80,11 +87,11 @@ extension DispatchModel {
         counts[WaveKey(broadcast: id, wave: wave)]?.counts
     }
 
-    /// `recordMembers`: the later wave's audience now, recorded as its members, counted per cohort.
-    public mutating func recordMembers(_ id: UUID, wave: Int, now: Date) -> [Int] {
+    /// `recordMembers`: the later wave's audience of `kind` now, recorded as its members, counted per cohort.
+    public mutating func recordMembers(_ id: UUID, wave: Int, kind: BroadcastProgress.Wave.Kind = .background, now: Date) -> [Int] {
         guard let broadcast = broadcasts[id], let ranges = cohortRanges[id] else { return [] }
         let key = WaveKey(broadcast: id, wave: wave)
-        let found = devices.values.filter { inLaterAudience($0, of: broadcast, wave: wave) }
+        let found = devices.values.filter { inLaterAudience($0, of: broadcast, wave: wave, kind: kind) }
         members[key] = Set(found.map(\.id))
         countedAt[key] = now
         return ranges.map { range in found.count { $0.key >= range.first && $0.key < range.end } }

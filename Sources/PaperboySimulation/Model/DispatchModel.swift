@@ -23,6 +23,12 @@ public struct DispatchModel: Sendable {
         public var dormant = false
         public var registeredAt: Date
         public var unregisteredAt: Date?
+        /// `devices.alerts_authorized`, `edition_alerts`, `notify_when_ready`: who may get an edition alert (the alert
+        /// wave: authorized and asking for either) and who gets the ready alert in place of its last background
+        /// follow-up (authorized and asking to be told when the edition is ready; APNs only).
+        public var alertsAuthorized = false
+        public var editionAlerts = false
+        public var notifyWhenReady = false
 
         public init(
             id: Int64,
@@ -59,6 +65,7 @@ public struct DispatchModel: Sendable {
     }
 
     public struct Wave: Sendable, Equatable {
+        public var kind: BroadcastProgress.Wave.Kind = .background
         public var rate: Double
         public var startsAt: Date
         public var nextSlot: Date?
@@ -299,16 +306,37 @@ public struct DispatchModel: Sendable {
     func inAudience(_ device: Device, of broadcast: Broadcast, wave: Int) -> Bool {
         guard device.app == broadcast.app && device.active else { return false }
         guard wave > 1 else { return true }
-        if let members = members[WaveKey(broadcast: broadcast.id, wave: wave)], !members.contains(device.id) { return false }
-        return inLaterAudience(device, of: broadcast, wave: wave)
+        let key = WaveKey(broadcast: broadcast.id, wave: wave)
+        if let members = members[key], !members.contains(device.id) { return false }
+        return inLaterAudience(device, of: broadcast, wave: wave, kind: waves[key]?.kind ?? .background)
     }
 
-    /// The later wave's condition alone, members aside: no receipt for the edition, fewer background pushes than the cap.
-    func inLaterAudience(_ device: Device, of broadcast: Broadcast, wave: Int) -> Bool {
+    /// The later wave's condition alone, members aside: no receipt for the edition; for a background wave, fewer
+    /// background pushes than the cap; for the alert wave, alerts authorized and asked for (`edition_alerts` or
+    /// `notify_when_ready`), a background push of the edition sent and no alert of it yet (the ready alert included).
+    func inLaterAudience(_ device: Device, of broadcast: Broadcast, wave: Int, kind: BroadcastProgress.Wave.Kind) -> Bool {
         guard device.app == broadcast.app && device.active else { return false }
         if broadcast.options.dormantAfter > 0 && device.dormant { return false }
         if receipts[broadcast.edition]?[device.id] != nil { return false }
-        return backgroundPushes(of: device.id, in: broadcast.id) < broadcast.options.maxPushesPerDevice.audienceCap(wave: wave)
+        guard kind == .alert else {
+            return backgroundPushes(of: device.id, in: broadcast.id) < broadcast.options.maxPushesPerDevice.audienceCap(wave: wave)
+        }
+        guard device.alertsAuthorized && (device.editionAlerts || device.notifyWhenReady) else { return false }
+        let sent = editionDeliveries(of: device.id, edition: broadcast.edition)
+        return sent.contains(where: \.background) && !sent.contains(where: { !$0.background })
+    }
+
+    /// The device's rows of the ledger for any broadcast of `edition`, any outcome.
+    func editionDeliveries(of device: Int64, edition: UUID) -> [Delivery] {
+        var found: [Delivery] = []
+        for broadcast in broadcasts.values where broadcast.edition == edition {
+            var wave = 1
+            while waves[WaveKey(broadcast: broadcast.id, wave: wave)] != nil {
+                if let delivery = deliveries[DeliveryKey(device: device, broadcast: broadcast.id, wave: wave)] { found.append(delivery) }
+                wave += 1
+            }
+        }
+        return found
     }
 
     /// The device's background pushes for the broadcast in the ledger, across its waves (`notSent` is no push).

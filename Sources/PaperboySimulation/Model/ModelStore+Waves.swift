@@ -63,15 +63,13 @@ extension ModelStore: WaveStore {
         model.storeCounts(counts, broadcast: broadcastID, wave: wave, owner: owner)
     }
 
-    /// The background wave's members; the alert wave is not modelled (its audience counted empty).
     public func recordMembers(
         of broadcast: DispatchModel.Broadcast,
         wave: Int,
         kind: BroadcastProgress.Wave.Kind,
         logger: Logger
     ) async throws -> [Int] {
-        guard kind == .background else { return Array(repeating: 0, count: broadcast.options.cohorts) }
-        return model.recordMembers(broadcast.id, wave: wave, now: clock())
+        model.recordMembers(broadcast.id, wave: wave, kind: kind, now: clock())
     }
 }
 
@@ -89,7 +87,7 @@ public struct ModelLockedWaves: LockedWaves, @unchecked Sendable {
     }
 
     public func startWave(_ wave: Int, kind: BroadcastProgress.Wave.Kind, plan: StaggerPlan, now: Date) async throws {
-        store.model.startWave(broadcast.id, wave: wave, plan: plan, now: now)
+        store.model.startWave(broadcast.id, wave: wave, kind: kind, plan: plan, now: now)
     }
 
     public func finish(_ state: BroadcastProgress.State, now: Date) async throws {

@@ -522,7 +522,7 @@ extension BroadcastRepository {
         return audience.query(
             """
             SELECT d.id, d.token, d.provider, d.platform, d.tier, \(WaveAudience.recentBackgroundPushes(of: "d.id", since: "$11")),
-                d.notify_when_ready AND d.alerts_authorized
+                \(WaveAudience.readyAlertAsked(device: "d.id", asked: "d.notify_when_ready AND d.alerts_authorized"))
             FROM \(from) WHERE \(keyRange) AND {audience} \(delivered) ORDER BY \(order)
             """
         ) {

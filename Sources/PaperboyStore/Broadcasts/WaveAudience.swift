@@ -156,6 +156,16 @@ public struct WaveAudience: Sendable, Equatable {
         "ARRAY(SELECT x.sent_at FROM unnest(ARRAY(SELECT s.id FROM (SELECT id, edition_id, environment FROM broadcasts WHERE state IN ('planned', 'running') UNION ALL SELECT id, edition_id, environment FROM broadcasts WHERE finished_at > \(since) - interval '1 hour') s JOIN editions e ON e.id = s.edition_id JOIN publications p ON p.id = e.publication_id WHERE p.app_id = $1 AND s.environment = $2)) AS s(id) CROSS JOIN LATERAL (SELECT x.sent_at FROM deliveries x WHERE x.device_id = \(device) AND x.broadcast_id = s.id AND x.background AND x.sent_at > \(since) AND x.outcome <> 'notSent' OFFSET 0) x)"
     }
 
+    /// Whether the device (`device`: its id; `asked`: its `notify_when_ready AND alerts_authorized`) may get the ready
+    /// alert in this batch: it asked, the wave is a follow-up (wave 1 carries none; with the wave a bind of a custom
+    /// plan, wave 1 folds the probe away), and no alert of the edition reached it yet (the ledger's non-background rows,
+    /// any outcome: the alert wave's condition). Waves may overlap (a provider held through wave 2 sends it after wave 3
+    /// was counted), and each of two follow-ups past the ready alerts' start would otherwise tell the reader again
+    /// (found by the simulation, seeds 4210 and 5092).
+    static func readyAlertAsked(device: String, asked: String) -> String {
+        "(\(asked) AND $5 > 1 AND NOT EXISTS (SELECT 1 FROM broadcasts xb CROSS JOIN LATERAL (SELECT 1 FROM deliveries x WHERE x.device_id = \(device) AND x.broadcast_id = xb.id AND NOT x.background OFFSET 0) x WHERE xb.edition_id = $4 OFFSET 0))"
+    }
+
     /// A new batch read in one statement, one pass over the index: at most `size` devices of the audience from key
     /// `from` on (before `before`), plus the devices sharing the last one's key (a batch holds every device up to and
     /// including its last key), each with what sending it needs, in send order (cohort key, then id): `id, cohort_key,
@@ -188,7 +198,7 @@ public struct WaveAudience: Sendable, Equatable {
             )
             SELECT b.id, b.cohort_key::bigint, b.token, b.provider, b.platform, b.tier,
                 \(Self.recentBackgroundPushes(of: "b.id", since: "$12")),
-                b.notify
+                \(Self.readyAlertAsked(device: "b.id", asked: "b.notify"))
             FROM batch b ORDER BY b.cohort_key, b.id
             """
         ) {
