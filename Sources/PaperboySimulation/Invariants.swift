@@ -71,10 +71,14 @@ struct Invariants {
     /// A push the provider never received because it could not be reached (an outage: every connect refused) is never
     /// a device's final outcome: the batch holds until the provider is back or the deadline.
     func unreachableNeverFinal() -> [String] {
+        // An outage lasts, for a worker's pool that failed a connect, until its first attempt after the provider is back.
         let outages = simulation.scenario.faults.compactMap { fault -> ClosedRange<Date>? in
             guard case .providerOutage(let at, let seconds) = fault else { return nil }
             let start = simulation.start.addingTimeInterval(at)
-            return start...start.addingTimeInterval(seconds)
+            let end = start.addingTimeInterval(seconds)
+            let reconnects = simulation.poolFailures.filter { abs($0.outage.timeIntervalSince(start)) < 0.001 }
+                .map { Simulation.reconnect(since: $0.since, end: end) }
+            return start...max(end, reconnects.max() ?? end)
         }
         return model.deliveries.values.filter { delivery in
             delivery.outcome == "notSent" && outages.contains { $0.contains(delivery.sentAt) }

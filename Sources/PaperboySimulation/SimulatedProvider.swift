@@ -99,13 +99,9 @@ struct SimulatedProvider {
         latency: TimeInterval,
         random: inout SimulationRandom
     ) -> Decision {
+        // A push handed over while the provider takes no connection never comes here: the worker's pool answers it
+        // `notSent` at once (``Simulation/poolRefuses(worker:provider:)``).
         var written: Date? = now
-        if let outage, now >= outage.from && now < outage.until {
-            // The worker's clients fail what waits for a connection once a connect failed (`pacedByDispatcher()`,
-            // `failWaitingWhileUnreachable`): a push handed over while the provider takes no connection is answered
-            // `notSent` as soon as the connect is refused, never held to go out on the provider's return.
-            return Decision(writtenAt: nil, answerAt: now.addingTimeInterval(latency), verdict: .notSent)
-        }
         if let reconnecting, written! < reconnecting { written = reconnecting }
         if random.chance(notSentChance) { return Decision(writtenAt: nil, answerAt: written!.addingTimeInterval(latency), verdict: .notSent) }
         /// Taken but answered that the provider is failing or overloaded, with APNs' or FCM's reason.

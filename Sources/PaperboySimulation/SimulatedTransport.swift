@@ -66,8 +66,7 @@ struct SimulatedChannel: BatchChannel, @unchecked Sendable {
     let generation: Int
 
     var isUnreachable: Bool {
-        guard let outage = simulation.provider.outage else { return false }
-        return simulation.now >= outage.from && simulation.now < outage.until
+        simulation.poolUnreachable(worker: worker, provider: provider)
     }
 
     /// The HTTP/2 clients' silence limit, as the simulation's providers go quiet.

@@ -182,15 +182,18 @@ extension Simulation {
         let key = AppProvider(appID: batch.appID, provider: channel.provider)
         for push in items where push.position < targets.count {
             let device = targets[push.position].deviceID
-            let decided = provider.decide(
-                device: device,
-                provider: channel.provider,
-                key: key,
-                generation: channel.generation,
-                now: now,
-                latency: latency,
-                random: &random
-            )
+            let decided =
+                poolRefuses(worker: index, provider: channel.provider)
+                ? SimulatedProvider.Decision(writtenAt: nil, answerAt: now, verdict: .notSent)
+                : provider.decide(
+                    device: device,
+                    provider: channel.provider,
+                    key: key,
+                    generation: channel.generation,
+                    now: now,
+                    latency: latency,
+                    random: &random
+                )
             pending.append(
                 PendingPush(
                     position: push.position,

@@ -140,6 +140,10 @@ public final class Simulation {
     var provider: SimulatedProvider
     var workers: [Worker] = []
     var sends: [Int: PendingSend] = [:]
+    /// Each worker's pool that failed a connect in the current outage (``poolRefuses(worker:provider:)``).
+    var pools: [PoolKey: PoolFailure] = [:]
+    /// Every pool's first refused connect of each outage, for the invariants.
+    var poolFailures: [PoolFailure] = []
     var nextSend = 0
     /// The generation of each app's current key file: rotation writes a new one and removes the old.
     var keyFiles: [AppProvider: Int] = [:]
