@@ -129,14 +129,6 @@ public final class Dispatcher: Service {
         }
     }
 
-    /// What one ``step(until:)`` did, for tests.
-    public struct StepReport: Sendable, Equatable {
-        public var events: [BroadcastEvent] = []
-        public var batches = 0
-        public var sent = 0
-        public var skipped = 0
-    }
-
     /// The one executor of the worker's machines, here over PostgreSQL and the HTTP/2 clients on the system's clock.
     let executor: WorkerExecutor<PostgresWorkerStore, ProviderTransport>
     let repository: BroadcastRepository
@@ -150,8 +142,6 @@ public final class Dispatcher: Service {
     public var health: WorkerHealth { executor.health }
     /// I/O in flight, cancelled when the dispatcher stops.
     let tasks = Mutex(Tasks())
-    /// The loop of ``step(until:)``, kept from one call to the next.
-    let stepping = Mutex<WorkerLoop<PostgresWorkerStore, ProviderTransport>?>(nil)
 
     struct Tasks: Sendable {
         var running: [Int: Task<Void, Never>] = [:]

@@ -174,7 +174,7 @@ struct BroadcastFixture {
 
     /// Runs the dispatcher from the clock's now until `instant`, as a worker that runs all along would.
     @discardableResult
-    func step(at instant: Date, _ dispatcher: Dispatcher) async throws -> Dispatcher.StepReport {
+    func step(at instant: Date, _ dispatcher: Dispatcher) async throws -> StepReport {
         try await dispatcher.step(until: instant)
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import PaperboyCore
 
-/// One worker's run loop, the same in production (`Dispatcher`), in the tests' jumping clock (`Dispatcher.step(until:)`)
+/// One worker's run loop, the same in production (`Dispatcher`), in the tests' jumping clock (`Dispatcher.step(until:)`, in PaperboyBroadcastTests)
 /// and in the simulation: each event goes through the machine by the ``WorkerExecutor``; of its actions, the executor
 /// carries out at once what needs no I/O (a withdrawal, a batch's end), and the loop hands the rest to its
 /// ``WorkerHands``: the I/O, the sends, and the timer for the instant the machine asks to be woken at.

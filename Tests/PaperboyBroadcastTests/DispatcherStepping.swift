@@ -4,19 +4,40 @@ import PaperboyDispatch
 import PaperboyStore
 import Synchronization
 
+@testable import PaperboyBroadcast
+
+/// What one ``Dispatcher/step(until:)`` did.
+struct StepReport: Sendable, Equatable {
+    var events: [BroadcastEvent] = []
+    var batches = 0
+    var sent = 0
+    var skipped = 0
+}
+
+/// The loop of each dispatcher's ``Dispatcher/step(until:)``, kept from one call to the next (found by the
+/// dispatcher itself: an address reused by a later dispatcher finds nothing).
+private let steppingLoops = Mutex<[ObjectIdentifier: SteppingLoop]>([:])
+
+private struct SteppingLoop: @unchecked Sendable {
+    weak var dispatcher: Dispatcher?
+    var loop: WorkerLoop<PostgresWorkerStore, ProviderTransport>
+}
+
 /// The worker on a clock that jumps, for tests: production's ``WorkerLoop`` (the machine, the executor, the order of the
 /// actions), with hands that carry each action out one at a time (a send's answers are awaited before the next event),
 /// and the clock jumped to the next instant the machine or a due batch asks for in between, so that waves an hour apart
-/// run in no time.
+/// run in no time. Test code only: production's `Dispatcher` runs the same loop with hands that start each I/O action
+/// in a task of its own and a timer on the system's clock.
 extension Dispatcher {
     /// From the clock's now until `end`: moves broadcasts along (``BroadcastDuties``), leases and sends every batch as
     /// it comes due (each device at its instant according to the clock), and jumps the clock to the next due batch,
     /// wake or expiring lease in between; batches taken before `end` are finished. Tests call this with a clock whose
     /// `sleep` sets it to the instant. The loop (the machine's health included) carries over from one call to the next.
-    public func step(until end: Date) async throws -> StepReport {
+    func step(until end: Date) async throws -> StepReport {
         var report = StepReport()
-        var loop =
-            stepping.withLock { $0.take() } ?? WorkerLoop(executor: executor, machine: WorkerMachine(configuration: configuration.machine))
+        let key = ObjectIdentifier(self)
+        let kept = steppingLoops.withLock { loops in loops.removeValue(forKey: key).flatMap { $0.dispatcher === self ? $0.loop : nil } }
+        var loop = kept ?? WorkerLoop(executor: executor, machine: WorkerMachine(configuration: configuration.machine))
         var queue: [WorkerMachine.Event] = []
         if loop.isIdle { queue.append(.started) }
         var lastDuties: Date?
@@ -68,7 +89,7 @@ extension Dispatcher {
             // A moment past the instant: an expiring lease can be taken over only after it.
             try await clock.sleep(max(clock.now(), wake.addingTimeInterval(0.001)))
         }
-        stepping.withLock { $0 = loop }
+        steppingLoops.withLock { $0[key] = SteppingLoop(dispatcher: self, loop: loop) }
         return report
     }
 
@@ -152,12 +173,12 @@ struct StallWatch {
 
 /// ``Dispatcher/step(until:)`` went round ``StallWatch/rounds`` times without the clock moving a second or a device
 /// being sent.
-public struct SteppingStalled: Error, CustomStringConvertible {
-    public var rounds: Int
-    public var at: Date
-    public var state: String
+struct SteppingStalled: Error, CustomStringConvertible {
+    var rounds: Int
+    var at: Date
+    var state: String
 
-    public var description: String {
+    var description: String {
         "stepping stalled: \(rounds) rounds at \(at.formatted(.iso8601)) moved the clock less than a second and sent nothing; \(state)"
     }
 }
