@@ -28,8 +28,7 @@ extension FaultTests {
                 try await Self.withFCM(rig) { fcm in
                     let apnsTokens = try await rig.seed(apnsDevices)
                     let fcmTokens = try await rig.seedFCM(fcmDevices)
-                    try await Self.awayFromQuarterHours()
-                    let id = try await rig.startBroadcast(window: window, cohorts: 4)
+                    let id = try await rig.startBroadcast(window: window, cohorts: 4, avoidingQuarterHours: false)
                     let first = try rig.worker("mixed-kill-first", endpoint: apns.url, fcmEndpoint: fcm.url)
                     defer { first.stop() }
                     let second = try rig.worker("mixed-kill-second", endpoint: apns.url, fcmEndpoint: fcm.url)
@@ -92,8 +91,7 @@ extension FaultTests {
             try await Self.withSimulator { apns in
                 try await Self.withFCM(rig) { fcm in
                     let tokens = try await rig.seedFCM(devices)
-                    try await Self.awayFromQuarterHours()
-                    let id = try await rig.startBroadcast(window: window, cohorts: 1)
+                    let id = try await rig.startBroadcast(window: window, cohorts: 1, avoidingQuarterHours: false)
                     let worker = try rig.worker("fcm-unavailable", endpoint: apns.url, fcmEndpoint: fcm.url)
                     defer { worker.stop() }
                     try await WorkerProcessTests.waitUntil(seconds: 60) { fcm.stats().accepted >= devices / 4 }
@@ -160,14 +158,6 @@ extension FaultTests {
             throw error
         }
         try await fcm.shutdown()
-    }
-
-    /// A broadcast with FCM targets starts 2 minutes away from :00, :15, :30 and :45, and the workers run on the wall
-    /// clock: near a mark, this waits until a start is not moved (at most 4 minutes), or a test's waits would run out
-    /// before the first send.
-    static func awayFromQuarterHours() async throws {
-        let unmoved = StaggerPlan.avoidingQuarterHours(Date().addingTimeInterval(5))
-        if unmoved > Date() { try await Task.sleep(for: .seconds(unmoved.timeIntervalSinceNow + 1)) }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

@@ -101,6 +101,7 @@ struct FaultRig {
         publication: String = "morning",
         options given: BroadcastOptions? = nil,
         minimumWaveInterval: TimeInterval = BroadcastOptions.minimumWaveInterval,
+        avoidingQuarterHours: Bool = true,
         now: Date = Date()
     ) async throws -> UUID {
         let sha = String(repeating: "0f", count: 32)
@@ -113,7 +114,8 @@ struct FaultRig {
         )
         let edition = try await EditionRepository(client: client).publish(manifest, appID: app.id, now: Date(), logger: logger)
         let options = given ?? BroadcastOptions(pace: .window(window), cohorts: cohorts, maxPushesPerDevice: 1, jitter: 1)
-        let repository = BroadcastRepository(client: client, minimumWaveInterval: minimumWaveInterval)
+        var repository = BroadcastRepository(client: client, minimumWaveInterval: minimumWaveInterval)
+        repository.avoidsQuarterHoursForFCM = avoidingQuarterHours
         let started = try await repository.start(
             editionID: edition.id,
             environment: .production,

@@ -22,6 +22,10 @@ public struct BroadcastRepository: Sendable {
     /// The shortest wave interval accepted; 20 minutes except where time is compressed (demo, tests).
     public var minimumWaveInterval: TimeInterval
     public var leaseClock: LeaseClock = .database
+    /// Whether a broadcast with FCM targets starts 2 minutes away from :00, :15, :30 and :45, as Firebase asks of
+    /// senders (``StaggerPlan/avoidingQuarterHours(_:margin:)``): always in production; off only where a test on the
+    /// wall clock starts an FCM broadcast at once instead of waiting up to 4 minutes for a start the rule leaves alone.
+    public var avoidsQuarterHoursForFCM = true
 
     /// `now` when leases follow the caller's clock; nil (the statements then use `now()`) for the database's.
     func leaseNow(_ now: Date) -> Date? {
@@ -326,7 +330,7 @@ public struct BroadcastRepository: Sendable {
             requestedStart: now,
             jitter: options.jitter,
             seed: StaggerPlan.seed(for: editionID.uuidString.lowercased()),
-            avoidingQuarterHours: fcm > 0
+            avoidingQuarterHours: fcm > 0 && avoidsQuarterHoursForFCM
         )
         return try await placed(plan, cohortCounts: counts, publicationID: edition.publication.id, now: now, logger: logger)
     }
