@@ -57,8 +57,7 @@ extension Invariants {
         }
         var violations: [String] = []
         var seen: [Reader: SimulatedProvider.Push] = [:]
-        let abandoned = Dictionary(grouping: simulation.workers.flatMap { worker in worker.abandoned.map { (worker.name, $0) } }, by: \.0)
-            .mapValues { Set($0.map(\.1)) }
+        let abandoned = abandonedBatches
         for push in simulation.provider.log.sorted(by: { $0.writtenAt < $1.writtenAt }) where push.alert && push.delivered {
             guard let edition = model.broadcasts[push.broadcast]?.edition else { continue }
             let reader = Reader(device: push.device, edition: edition)

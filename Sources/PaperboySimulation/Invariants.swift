@@ -31,6 +31,12 @@ struct Invariants {
 
     var model: DispatchModel { simulation.model }
 
+    /// The batches each worker (by name) left unwritten to their leases, whose pushes may be sent again by a takeover.
+    var abandonedBatches: [String: Set<Int64>] {
+        Dictionary(grouping: simulation.workers.flatMap { worker in worker.abandoned.map { (worker.name, $0) } }, by: \.0)
+            .mapValues { Set($0.map(\.1)) }
+    }
+
     /// Every target of a wave ends in exactly one final outcome: never two, and in a broadcast that completed, one for
     /// every device counted into a batch of it.
     func exactlyOneOutcome() -> [String] {
@@ -120,8 +126,7 @@ struct Invariants {
         var violations: [String] = []
         var seen: [String: SimulatedProvider.Push] = [:]
         var allowed = 0
-        let abandoned = Dictionary(grouping: simulation.workers.flatMap { worker in worker.abandoned.map { (worker.name, $0) } }, by: \.0)
-            .mapValues { Set($0.map(\.1)) }
+        let abandoned = abandonedBatches
         for push in simulation.provider.log.sorted(by: { $0.writtenAt < $1.writtenAt }) where push.delivered {
             let key = "\(push.device)/\(push.broadcast)/\(push.wave)"
             if let first = seen[key] {
