@@ -56,21 +56,32 @@ extension FaultTests {
                     #expect(progress.waves[0].counts.byProvider["fcm"]?.sent ?? 0 >= fcmDevices)
                     #expect(progress.waves[0].counts.byProvider["apns"]?.sent ?? 0 >= apnsDevices)
 
-                    // The content API sees one plan: both providers' sends together, per wall-clock second.
-                    var perSecond: [Int: Int] = [:]
-                    for stats in [(apns.stats().startedAt, apns.stats().acceptsPerSecond), (fcm.stats().startedAt, fcm.stats().acceptsPerSecond)] {
-                        let origin = Int(stats.0.timeIntervalSince1970)
-                        for (offset, count) in stats.1.enumerated() { perSecond[origin + offset, default: 0] += count }
+                    // The content API sees one plan: both providers' sends together, per wall-clock second. Two
+                    // measures of it. The worker's own: the instants it sent at, as the ledger records them (`sent_at`,
+                    // the worker's clock when it wrote the requests). The providers': when the simulators accepted
+                    // the requests, which adds this test process's own delays: it serves both simulators and shares
+                    // the two cores with PostgreSQL and both workers, and a few hundred milliseconds without the CPU
+                    // move requests from one second to the next (once, in CI, 91 then 175 at 150/s, two seconds
+                    // together under the plan). The worker's seconds are held to the plan; the providers' to it
+                    // over any two seconds, which a burst of the worker's would still break.
+                    let sent = try await rig.sendsPerSecond(id)
+                    var accepted: [Int: Int] = [:]
+                    for time in apns.accepts().map(\.acceptedAt) + fcm.accepts().map(\.acceptedAt) {
+                        accepted[Int(time.timeIntervalSince1970.rounded(.down)), default: 0] += 1
                     }
-                    let busiest = perSecond.values.max() ?? 0
+                    let busiestSent = sent.values.max() ?? 0
+                    let busiestPair = accepted.keys.map { accepted[$0, default: 0] + accepted[$0 + 1, default: 0] }.max() ?? 0
                     let rate = Double(total) / window
                     print(
-                        "[fault] mixed SIGKILL: \(apnsDuplicated) APNs and \(fcmDuplicated) FCM devices sent twice; busiest second \(busiest) at \(rate)/s; per second \(perSecond.sorted { $0.key < $1.key }.map(\.value))"
+                        "[fault] mixed SIGKILL: \(apnsDuplicated) APNs and \(fcmDuplicated) FCM devices sent twice; plan \(rate)/s; sent per second (ledger) \(sent.sorted { $0.key < $1.key }.map(\.value)); accepted per second (simulators) \(accepted.sorted { $0.key < $1.key }.map(\.value))"
                     )
-                    // Two simulators' whole-second buckets: two devices of slack.
                     #expect(
-                        Double(busiest) <= rate * 1.10 + 2,
-                        "the busiest second had \(busiest) pushes across both providers; the plan's rate is \(rate)/s"
+                        Double(busiestSent) <= rate * 1.10 + 2,
+                        "the worker sent \(busiestSent) pushes in its busiest second across both providers; the plan's rate is \(rate)/s"
+                    )
+                    #expect(
+                        Double(busiestPair) <= 2 * rate * 1.10 + 2,
+                        "the providers accepted \(busiestPair) pushes in two seconds; the plan's rate is \(rate)/s"
                     )
                 }
             }

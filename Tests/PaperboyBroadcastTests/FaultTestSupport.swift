@@ -257,6 +257,21 @@ struct FaultRig {
         return result
     }
 
+    /// Wave 1's accepted pushes per whole wall-clock second (seconds since 1970) by the instants the workers sent them
+    /// at (the ledger's `sent_at`): the workers' pacing, apart from when the providers read the requests.
+    func sendsPerSecond(_ id: UUID) async throws -> [Int: Int] {
+        let rows = try await client.query(
+            """
+            SELECT floor(extract(epoch FROM sent_at))::bigint, count(*)::bigint FROM deliveries
+            WHERE broadcast_id = \(id) AND wave = 1 AND outcome = 'accepted' GROUP BY 1
+            """,
+            logger: logger
+        )
+        var result: [Int: Int] = [:]
+        for try await (second, count) in rows.decode((Int64, Int64).self) { result[Int(second)] = Int(count) }
+        return result
+    }
+
     /// Batches of the broadcast that `owner` holds a live lease on and has not recorded (a batch it gave back is
     /// left with its lease expired, for another worker).
     func openBatches(_ id: UUID, owner: String) async throws -> Int {
