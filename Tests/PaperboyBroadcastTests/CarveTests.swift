@@ -89,4 +89,61 @@ struct CarveTests {
             #expect(lastKey == endKey - 1, "the last batch runs to the cohort's end")
         }
     }
+
+    @Test(
+        "a new batch of wave 1 leaves its own broadcast out of the hourly budget's probes while it has no later wave, and counts that broadcast's pushes once a later wave started (waves overlap when a provider was held past the interval)"
+    )
+    func carveCountsALaterWavesPushes() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            let (_, started) = try await DispatcherTests.startOneCohort(devices: 6, fixture: &fixture, now: t0)
+            let db = fixture.db
+            let logger = fixture.logger
+            let broadcast = started.broadcast.id
+            let ids = try await db.client.query("SELECT id FROM devices ORDER BY cohort_key, id", logger: logger).collect().map {
+                try $0.decode(Int64.self)
+            }
+            /// A background push of this broadcast to `device`, in `wave`, ten minutes before the start.
+            func pushed(_ device: Int64, wave: Int16) async throws {
+                try await db.client.query(
+                    """
+                    INSERT INTO deliveries (device_id, broadcast_id, wave, cohort, background, sent_at, outcome)
+                    VALUES (\(device), \(broadcast), \(wave), 0, true, \(t0.addingTimeInterval(-600)), 'accepted')
+                    """,
+                    logger: logger
+                )
+            }
+            /// The next carved batch's targets and their pushes of the last hour, by device.
+            func carve() async throws -> [Int64: Int] {
+                let lease = try #require(
+                    try await fixture.repository.leaseReading(
+                        owner: "w",
+                        now: started.broadcast.start,
+                        lookahead: 3600,
+                        duration: 30,
+                        batchDuration: 1000,
+                        maxBatchSize: 3,
+                        logger: logger
+                    )
+                )
+                let targets = try #require(lease.targets, "a batch carved from wave 1's condition comes with its targets")
+                return Dictionary(uniqueKeysWithValues: targets.map { ($0.deviceID, $0.recentBackgroundPushes.count) })
+            }
+            // A push of this broadcast to a device of the next batch: no wave 1 batch can have sent it (the batches
+            // follow the cohort's cursor), so while the broadcast has no later wave the carve does not probe for it.
+            try await pushed(ids[0], wave: 1)
+            #expect(try await carve()[ids[0]] == 0, "the carve probes only the other broadcasts while wave 1 is the only wave")
+            // A later wave of the broadcast started, and pushed a device that wave 1 has not reached yet: the carve
+            // counts that push towards the device's hourly budget.
+            try await db.client.query(
+                """
+                INSERT INTO broadcast_waves (broadcast_id, wave, kind, starts_at, window_seconds, rate, planned)
+                VALUES (\(broadcast), 2, 'background', \(t0.addingTimeInterval(-900)), 60, 1, 1)
+                """,
+                logger: logger
+            )
+            try await pushed(ids[3], wave: 2)
+            #expect(try await carve()[ids[3]] == 1, "a later wave's push of the broadcast counts towards the budget")
+        }
+    }
 }

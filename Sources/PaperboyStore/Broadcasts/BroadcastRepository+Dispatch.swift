@@ -162,7 +162,10 @@ extension BroadcastRepository {
                     let broadcast = try Self.broadcast(row.decode(BroadcastRow.self))
                     let audience = WaveAudience(broadcast, wave: Int(wave), kind: .init(rawValue: kind) ?? .background)
                     let read = try await Self.targets(
-                        connection.query(audience.batchTargetsQuery(from: nextKey, before: endKey, size: batchSize, now: now), logger: logger)
+                        connection.query(
+                            audience.batchTargetsQuery(broadcastID: broadcastID, from: nextKey, before: endKey, size: batchSize, now: now),
+                            logger: logger
+                        )
                     )
                     devices = read.targets.count
                     if devices >= batchSize, let last = read.keys.last { lastKey = last }
@@ -462,7 +465,7 @@ extension BroadcastRepository {
         return targets
     }
 
-    /// The rows of ``WaveAudience/batchTargetsQuery(from:before:size:now:)``: the targets and their cohort keys, in order.
+    /// The rows of ``WaveAudience/batchTargetsQuery(broadcastID:from:before:size:now:)``: the targets and their cohort keys, in order.
     static func targets(_ rows: PostgresRowSequence) async throws -> (targets: [BatchTarget], keys: [Int64]) {
         var targets: [BatchTarget] = []
         var keys: [Int64] = []

@@ -273,13 +273,13 @@ public enum RequestStatements {
             BroadcastRepository.dueCohortQuery(dueBy: s.now)
         },
         Statement("dispatch: a new batch's devices and targets, wave 1 (lease)") { s in
-            batchTargets(audience(s, wave: 1), from: s.batchKeys?.lowerBound, now: s.now)
+            batchTargets(audience(s, wave: 1), of: s.broadcastID, from: s.batchKeys?.lowerBound, now: s.now)
         },
         Statement("dispatch: a new batch's devices and targets, wave 2 (lease)") { s in
-            batchTargets(audience(s, wave: 2), from: s.batchKeys?.lowerBound, now: s.now)
+            batchTargets(audience(s, wave: 2), of: s.broadcastID, from: s.batchKeys?.lowerBound, now: s.now)
         },
         Statement("dispatch: a new batch's devices and targets, alert wave (lease)") { s in
-            batchTargets(audience(s, wave: 3, kind: .alert), from: s.batchKeys?.lowerBound, now: s.now)
+            batchTargets(audience(s, wave: 3, kind: .alert), of: s.broadcastID, from: s.batchKeys?.lowerBound, now: s.now)
         },
         Statement("dispatch: a batch's extent, wave 2 from its recorded members (lease)") { s in
             WaveAudience.memberExtentQuery(
@@ -422,12 +422,18 @@ public enum RequestStatements {
     /// The carve's read of a new batch of 1,000 late in its cohort of wave 1: the range left holds a twentieth of the key
     /// space (a few batches of devices in the plan test's fleet).
     public static func carveLateInCohort(_ s: Samples) -> PostgresQuery {
-        audience(s, wave: 1).batchTargetsQuery(from: Int64(Int32.max) - Int64(UInt32.max / 20), before: Int64(Int32.max), size: 1000, now: s.now)
+        audience(s, wave: 1).batchTargetsQuery(
+            broadcastID: s.broadcastID,
+            from: Int64(Int32.max) - Int64(UInt32.max / 20),
+            before: Int64(Int32.max),
+            size: 1000,
+            now: s.now
+        )
     }
 
     /// The carve's read of `lease` for a batch of 500 from `first` on (the start of the key space when nil).
-    static func batchTargets(_ audience: WaveAudience, from first: Int64?, now: Date) -> PostgresQuery {
-        audience.batchTargetsQuery(from: first ?? Int64(Int32.min), before: Int64(Int32.max), size: 500, now: now)
+    static func batchTargets(_ audience: WaveAudience, of broadcastID: UUID, from first: Int64?, now: Date) -> PostgresQuery {
+        audience.batchTargetsQuery(broadcastID: broadcastID, from: first ?? Int64(Int32.min), before: Int64(Int32.max), size: 500, now: now)
     }
 
     // MARK: Devices
