@@ -105,6 +105,43 @@ struct BroadcastRoutesTests {
         }
     }
 
+    /// Found by schemathesis (stateful, CI of 2026-12-04): a dry run whose publication shares a content origin answered
+    /// the plan with its `note`, which openapi.yaml's `BroadcastDryRun` did not have (`additionalProperties: false`).
+    @Test("a dry run on an origin slower than the rate asked answers the plan with its note, every key of it in openapi.yaml")
+    func dryRunNote() async throws {
+        try await APIFixture.with { fixture, client in
+            let edition = try await Self.prepare(fixture, client, devices: 2)
+            #expect(
+                try await client.send(.post, "/v1/origins", headers: Self.admin, body: #"{"name": "content-api", "capacity": 5}"#).status == .created
+            )
+            let pointed = try await client.send(
+                .put,
+                "/v1/apps/\(fixture.app.id)/publications/morning/origin",
+                headers: Self.admin,
+                body: #"{"origin": "content-api"}"#
+            )
+            #expect(pointed.status == .ok)
+            let planned = try await client.send(
+                .post,
+                "/v1/broadcasts",
+                headers: Self.admin,
+                body: #"{"edition": "\#(edition)", "capacity": 10, "dryRun": true}"#
+            )
+            #expect(planned.status == .ok)
+            let plan = try #require(try planned.json()["plan"] as? [String: Any])
+            #expect(plan["rate"] as? Double == 5, "the origin's capacity, not the rate asked")
+            #expect((plan["note"] as? String)?.isEmpty == false, "the plan says why it runs slower: \(plan)")
+            // The keys `BroadcastDryRun`'s plan has in the spec: its block up to the next schema.
+            let spec = try OpenAPIContractTests.specText()
+            let block = try #require(spec.range(of: "    BroadcastDryRun:\n")).upperBound
+            let end = spec[block...].range(of: "\n    [A-Za-z]+:\n", options: .regularExpression)?.lowerBound ?? spec.endIndex
+            let schema = spec[block..<end]
+            for key in plan.keys {
+                #expect(schema.contains("\n            \(key):\n"), "the plan's \(key) is not in openapi.yaml's BroadcastDryRun")
+            }
+        }
+    }
+
     @Test(
         "bad requests answer 4xx naming the field, and store nothing",
         arguments: [

@@ -2530,6 +2530,12 @@ extension OpenAPISpec {
                       type: number
                     rate:
                       type: number
+                    note:
+                      type: string
+                      description: |
+                        Why the plan starts later or runs slower than asked: the content origin its publication shares is held
+                        by other broadcasts (which, until when), or its capacity is below the rate asked. Absent when it does
+                        not.
                     cohorts:
                       type: array
                       items:
