@@ -193,6 +193,50 @@ struct ReceiptTallyTests {
         }
     }
 
+    @Test(
+        "a receipt keeps its device's provider, alone or in a batch; the step counts it by that provider without reading the device, and by the device's for a receipt stored before migration 0038"
+    )
+    func receiptsKeepTheirProvider() async throws {
+        try await TestDatabase.with { db in
+            let fleet = try await Self.seed(db)
+            let apns = try #require(fleet.devices.firstIndex { $0.token.provider == .apns })
+            let fcm = try #require(fleet.devices.firstIndex { $0.token.provider == .fcm })
+            let others = (0..<10).filter { $0 != apns && $0 != fcm }.prefix(3)
+            // Alone (RecordReceipt) and in one batch (RecordReceipts).
+            try await fleet.receipt(apns, .newData)
+            try await fleet.receipt(fcm, .noData)
+            let batch = others.map {
+                RecordReceipt(appID: fleet.appID, candidates: [fleet.devices[$0].token], ReceiptReport(editionID: fleet.edition, result: .newData))
+            }
+            _ = try await db.client.query(RequestStatements.recordReceipts(batch), logger: db.logger).collect()
+            var kept: [Int64: Int16?] = [:]
+            let rows = try await db.client.query("SELECT device_id, provider FROM receipts", logger: db.logger)
+            for try await (device, provider) in rows.decode((Int64, Int16?).self) { kept[device] = provider }
+            #expect(kept.count == 5)
+            for index in [apns, fcm] + others {
+                let device = fleet.devices[index]
+                #expect(kept[device.id] == .some(device.token.provider.storageCode), "device \(index)")
+            }
+
+            // The step reads the receipt's provider: one receipt made to say the other provider is counted as it says,
+            // which a step reading the device would not do.
+            let flipped = fleet.devices[apns]
+            try await db.client.query("UPDATE receipts SET provider = 1 WHERE device_id = \(flipped.id)", logger: db.logger)
+            // A receipt stored before migration 0038 has none: its device's is read.
+            let older = fleet.devices[fcm]
+            try await db.client.query("UPDATE receipts SET provider = NULL WHERE device_id = \(older.id)", logger: db.logger)
+            let step = try #require(try await fleet.tallies.step(logger: db.logger))
+            #expect(step.receipts == 5)
+            let tallied = try await fleet.tallies.counts(broadcastID: fleet.running, editionID: fleet.edition, logger: db.logger)
+            let full = try await Self.fullCount(fleet, broadcast: fleet.running)
+            let fcmNewData = { (cells: [ReceiptTallies.BroadcastCounts.Cell]) in
+                cells.filter { $0.provider == .fcm && $0.result == .newData }.map(\.count).reduce(0, +)
+            }
+            #expect(fcmNewData(tallied.cells) == fcmNewData(Array(full.cells)) + 1, "the flipped receipt counts as FCM")
+            #expect(tallied.cells.contains { $0.provider == .fcm && $0.result == .noData && $0.count == 1 }, "the older receipt by its device")
+        }
+    }
+
     @Test("a failed receipt stays in the wave it was counted in when its device gets a later wave, until the broadcast is recounted")
     func recountMovesAFailureToTheLastWave() async throws {
         try await TestDatabase.with { db in

@@ -11,8 +11,8 @@ import PostgresNIO
 /// updated per receipt serializes every receipt of a morning on a handful of rows). Instead the dispatchers
 /// ``step(logger:)`` every two seconds: one of them locks the watermark (`FOR UPDATE SKIP LOCKED`, so two steps
 /// never count the same receipts), reads the receipts that arrived since it through the `(edition_id,
-/// received_at)` index, attributes each to its device's provider and to every broadcast of its edition that
-/// delivered to the device (the wave and cohort of the last delivery, as the status has always counted), adds
+/// received_at)` index, attributes each to its device's provider (kept on the receipt: migration 0038) and to every
+/// broadcast of its edition that delivered to the device (the wave and cohort of the last delivery, as the status has always counted), adds
 /// them to the tallies and moves the watermark, in one transaction.
 ///
 /// What is guaranteed:
@@ -176,15 +176,19 @@ public struct ReceiptTallies: Sendable {
     /// `(edition_id, received_at)` index), their devices' providers, and for every broadcast of the edition the
     /// device's last delivery (primary key probes); a `failed` receipt's cells are remembered, and a receipt that
     /// replaced a remembered one takes its count out of them. Returns the receipts counted and the upgrades.
+    /// A receipt's provider is the one it keeps (migration 0038), else (a receipt stored before it) its device's, read
+    /// only then: `coalesce` does not evaluate the read when the receipt has one. A receipt stored before 0038 whose
+    /// device is gone has none and is not counted, as before.
     static func stepQuery(after: String, through: String, lookback: Double) -> PostgresQuery {
         """
         WITH taken AS (
-            SELECT r.device_id, r.edition_id, r.result, d.provider
-            FROM editions e
-            JOIN receipts r ON r.edition_id = e.id
-                AND r.received_at > \(after)::timestamptz AND r.received_at <= \(through)::timestamptz
-            JOIN devices d ON d.id = r.device_id
-            WHERE e.deadline > \(through)::timestamptz - make_interval(secs => \(lookback))
+            SELECT * FROM (
+                SELECT r.device_id, r.edition_id, r.result, coalesce(r.provider, (SELECT d.provider FROM devices d WHERE d.id = r.device_id)) AS provider
+                FROM editions e
+                JOIN receipts r ON r.edition_id = e.id
+                    AND r.received_at > \(after)::timestamptz AND r.received_at <= \(through)::timestamptz
+                WHERE e.deadline > \(through)::timestamptz - make_interval(secs => \(lookback))
+            ) t WHERE provider IS NOT NULL
         ), reached AS (
             SELECT t.device_id, t.edition_id, t.result, t.provider, b.id AS broadcast_id, last.wave, last.cohort
             FROM taken t

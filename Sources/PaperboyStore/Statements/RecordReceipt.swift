@@ -3,7 +3,8 @@ import PaperboyCore
 import PostgresNIO
 
 /// Recording a receipt, one statement: find the device and the edition of the app, insert, or upgrade a failed
-/// receipt (with the context the new report has). `xmax = 0` tells an inserted row from an updated one.
+/// receipt (with the context the new report has). `xmax = 0` tells an inserted row from an updated one. The receipt
+/// keeps its device's provider (migration 0038), which the receipt tally reads instead of the device.
 ///
 /// A prepared statement: each connection plans it once, not for every receipt. In a morning the receipts are the
 /// database's largest load (two thirds of the fleet report within minutes of their push), and planning this
@@ -13,7 +14,7 @@ import PostgresNIO
 struct RecordReceipt: PostgresPreparedStatement {
     static let sql = """
         WITH device AS (
-            SELECT id FROM devices d
+            SELECT id, provider FROM devices d
             WHERE d.app_id = $1 AND ((d.provider = 0 AND d.token = $2) OR (d.provider = 1 AND d.token = $3))
             ORDER BY updated_at DESC LIMIT 1
         ), edition AS (
@@ -22,10 +23,10 @@ struct RecordReceipt: PostgresPreparedStatement {
         ), upsert AS (
             INSERT INTO receipts (
                 device_id, edition_id, result, bytes, seconds,
-                network, charging, low_power_mode, background_refresh, wave, seconds_from_push
+                network, charging, low_power_mode, background_refresh, wave, seconds_from_push, provider
             )
             SELECT device.id, edition.id, $5, $6, $7, $8::smallint, $9::boolean, $10::boolean, $11::boolean,
-                $12::smallint, $13::integer
+                $12::smallint, $13::integer, device.provider
             FROM device, edition
             \(keepOrUpgrade)
             RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created,
@@ -44,7 +45,7 @@ struct RecordReceipt: PostgresPreparedStatement {
             SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now(),
                 network = EXCLUDED.network, charging = EXCLUDED.charging, low_power_mode = EXCLUDED.low_power_mode,
                 background_refresh = EXCLUDED.background_refresh, wave = EXCLUDED.wave,
-                seconds_from_push = EXCLUDED.seconds_from_push
+                seconds_from_push = EXCLUDED.seconds_from_push, provider = EXCLUDED.provider
             WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
         """
 

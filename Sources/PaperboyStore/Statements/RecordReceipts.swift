@@ -20,13 +20,13 @@ struct RecordReceipts: PostgresPreparedStatement {
                 WITH ORDINALITY AS u(app_id, apns, fcm, edition_id, result, bytes, seconds,
                     network, charging, low_power_mode, background_refresh, wave, seconds_from_push, i)
         ), found AS (
-            SELECT u.*,
-                (SELECT d.id FROM devices d
-                    WHERE d.app_id = u.app_id AND ((d.provider = 0 AND d.token = u.apns) OR (d.provider = 1 AND d.token = u.fcm))
-                    ORDER BY d.updated_at DESC LIMIT 1) AS device_id,
+            SELECT u.*, device.id AS device_id, device.provider,
                 EXISTS (SELECT 1 FROM editions e JOIN publications p ON p.id = e.publication_id
                     WHERE e.id = u.edition_id AND p.app_id = u.app_id) AS edition_ok
             FROM input u
+            LEFT JOIN LATERAL (SELECT d.id, d.provider FROM devices d
+                WHERE d.app_id = u.app_id AND ((d.provider = 0 AND d.token = u.apns) OR (d.provider = 1 AND d.token = u.fcm))
+                ORDER BY d.updated_at DESC LIMIT 1) device ON true
         ), first AS (
             SELECT DISTINCT ON (device_id, edition_id) * FROM found
             WHERE device_id IS NOT NULL AND edition_ok
@@ -34,13 +34,13 @@ struct RecordReceipts: PostgresPreparedStatement {
         ), upsert AS (
             INSERT INTO receipts (
                 device_id, edition_id, result, bytes, seconds,
-                network, charging, low_power_mode, background_refresh, wave, seconds_from_push
+                network, charging, low_power_mode, background_refresh, wave, seconds_from_push, provider
             )
             SELECT device_id, edition_id, result, bytes, seconds, nullif(network, -1),
                 CASE charging WHEN -1 THEN NULL ELSE charging = 1 END,
                 CASE low_power_mode WHEN -1 THEN NULL ELSE low_power_mode = 1 END,
                 CASE background_refresh WHEN -1 THEN NULL ELSE background_refresh = 1 END,
-                nullif(wave, -1), nullif(seconds_from_push, -1)
+                nullif(wave, -1), nullif(seconds_from_push, -1), provider
             FROM first ORDER BY device_id, edition_id
             \(RecordReceipt.keepOrUpgrade)
             RETURNING device_id, edition_id, result, bytes, seconds, received_at, (xmax = 0) AS created,

@@ -208,8 +208,9 @@ public enum RequestStatements {
         Statement("dispatch: the ended broadcasts, to recount their receipts") { _ in
             ReceiptTallies.endedBroadcastsQuery(lookback: ReceiptTallies.Configuration().editionLookback.seconds)
         },
-        // Once per broadcast, every receipt of its edition with its device's provider: at millions of receipts a
-        // hash join over the devices read whole may be the better plan, and either is fine once a broadcast.
+        // Once per broadcast, every receipt of its edition with its provider (the device read only for receipts stored
+        // before migration 0038): at millions of such receipts a hash join over the devices read whole may be the
+        // better plan, and either is fine once a broadcast.
         Statement("dispatch: recount an ended broadcast's receipts per wave and cohort (once)", wholeTableReads: ["devices"]) { s in
             ReceiptTallies.recountQuery(editionID: s.editionID, broadcastIDs: [s.broadcastID])
         },
