@@ -4,7 +4,7 @@
 -- PgbenchScriptTests checks that it is RecordReceipt.sql with each parameter replaced as below.
 \set id random(1, :maxid)
 WITH device AS (
-    SELECT id FROM devices d
+    SELECT id, provider FROM devices d
     WHERE d.app_id = 1 AND ((d.provider = 0 AND d.token = (SELECT token FROM devices WHERE id = :id)) OR (d.provider = 1 AND d.token = ''::bytea))
     ORDER BY updated_at DESC LIMIT 1
 ), edition AS (
@@ -13,16 +13,16 @@ WITH device AS (
 ), upsert AS (
     INSERT INTO receipts (
         device_id, edition_id, result, bytes, seconds,
-        network, charging, low_power_mode, background_refresh, wave, seconds_from_push
+        network, charging, low_power_mode, background_refresh, wave, seconds_from_push, provider
     )
     SELECT device.id, edition.id, 'newData', 52428800, 4.5, 1::smallint, true::boolean, false::boolean, true::boolean,
-        1::smallint, 20::integer
+        1::smallint, 20::integer, device.provider
     FROM device, edition
     ON CONFLICT (device_id, edition_id) DO UPDATE
         SET result = EXCLUDED.result, bytes = EXCLUDED.bytes, seconds = EXCLUDED.seconds, received_at = now(),
             network = EXCLUDED.network, charging = EXCLUDED.charging, low_power_mode = EXCLUDED.low_power_mode,
             background_refresh = EXCLUDED.background_refresh, wave = EXCLUDED.wave,
-            seconds_from_push = EXCLUDED.seconds_from_push
+            seconds_from_push = EXCLUDED.seconds_from_push, provider = EXCLUDED.provider
         WHERE receipts.result = 'failed' AND EXCLUDED.result <> 'failed'
     RETURNING device_id, result, bytes, seconds, received_at, (xmax = 0) AS created,
         network, charging, low_power_mode, background_refresh, wave, seconds_from_push

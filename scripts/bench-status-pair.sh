@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The status (GET /v1/broadcasts/{id}) of two builds under one wave 1: two `serve --no-dispatch` (binaries A and B)
+# answer a poller that asks them in turn every INTERVAL seconds while `bench-broadcast.sh --reuse` runs a wave 1 on the
+# same database, so both sides meet the same load. Prints each side's latency while the broadcast ran.
+#
+# Usage: scripts/bench-status-pair.sh BINARY_A BINARY_B
+#   on a prepared database (app 1, publication morning, its devices: e.g. a kept cluster after one
+#   scripts/bench-broadcast.sh run), DATABASE_URL and PG* set; both binaries must know its migrations.
+#   env: DEVICES (targets, default 1000000), CAPACITY (default 15000/s), INTERVAL (default 0.2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# = 2 ] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+a=$1 b=$2
+: "${DATABASE_URL:?set DATABASE_URL and PG* (a prepared database)}"
+PAPERBOY_ADMIN_TOKEN=$(openssl rand -hex 32)
+export PAPERBOY_ADMIN_TOKEN
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port_a=$(free_port) port_b=$(free_port)
+work=$(mktemp -d)
+LOG_LEVEL=warning "$a" serve --port "$port_a" --no-dispatch > "$work/serve-a.log" 2>&1 &
+serve_a=$!
+LOG_LEVEL=warning "$b" serve --port "$port_b" --no-dispatch > "$work/serve-b.log" 2>&1 &
+serve_b=$!
+trap 'kill $serve_a $serve_b 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do
+    curl -fs "http://127.0.0.1:$port_a/health/ready" >/dev/null && curl -fs "http://127.0.0.1:$port_b/health/ready" >/dev/null && break
+    sleep 0.2
+done
+python3 scripts/status-poller.py "$port_a" "$port_b" "$PAPERBOY_ADMIN_TOKEN" "${INTERVAL:-0.2}" > "$work/poll.txt" 2>&1 &
+poller=$!
+PAPERBOY_BIN=$b scripts/bench-broadcast.sh --reuse --devices "${DEVICES:-1000000}" --capacity "${CAPACITY:-15000/s}" --workers 2 \
+    > "$work/broadcast.txt" 2>&1 || { cat "$work/broadcast.txt" >&2; exit 1; }
+wait $poller || { cat "$work/poll.txt" >&2; exit 1; }
+cat "$work/poll.txt"
+grep -E "rate mean|CPU from start|per 1,000 deliveries, wave 1" "$work/broadcast.txt"
