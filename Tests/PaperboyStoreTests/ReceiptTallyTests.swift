@@ -237,6 +237,39 @@ struct ReceiptTallyTests {
         }
     }
 
+    @Test("a cohort's counters that are not counts fail the status naming the row and column, instead of showing none")
+    func unreadableCountersFail() async throws {
+        try await TestDatabase.with { db in
+            let fleet = try await Self.seed(db)
+            let now = Date()
+            try await db.client.query(
+                """
+                INSERT INTO broadcast_waves (broadcast_id, wave, kind, starts_at, window_seconds, rate, planned)
+                VALUES (\(fleet.running), 1, 'background', \(now), 60, 1, 10)
+                """,
+                logger: db.logger
+            )
+            try await db.client.query(
+                """
+                INSERT INTO broadcast_cohorts (broadcast_id, wave, cohort, starts_at, ends_at, first_key, end_key, next_key, planned, rejected)
+                VALUES (\(fleet.running), 1, 0, \(now), \(now.addingTimeInterval(60)), 0, 10, 10, 10, '{"BadDeviceToken": 2}')
+                """,
+                logger: db.logger
+            )
+            let progress = try #require(try await BroadcastRepository(client: db.client).progress(id: fleet.running, logger: db.logger))
+            #expect(progress.waves.first?.cohorts.first?.counts.rejected == ["BadDeviceToken": 2])
+            try await db.client.query(
+                "UPDATE broadcast_cohorts SET rejected = '{\"BadDeviceToken\": \"two\"}' WHERE broadcast_id = \(fleet.running)",
+                logger: db.logger
+            )
+            let error = await #expect(throws: UnreadableRow.self) {
+                try await BroadcastRepository(client: db.client).progress(id: fleet.running, logger: db.logger)
+            }
+            #expect(error?.table == "broadcast_cohorts" && error?.column == "rejected")
+            #expect(error?.key == "\(fleet.running.uuidString.lowercased()) wave 1 cohort 0")
+        }
+    }
+
     @Test("a failed receipt stays in the wave it was counted in when its device gets a later wave, until the broadcast is recounted")
     func recountMovesAFailureToTheLastWave() async throws {
         try await TestDatabase.with { db in

@@ -70,7 +70,7 @@ extension BroadcastRepository {
         ) {
             guard let state = BroadcastProgress.State(rawValue: state) else { continue }
             var receipts: [ReceiptResult: Int] = [:]
-            for (result, count) in Self.counts(json: receiptsJSON) {
+            for (result, count) in try Self.counts(json: receiptsJSON, table: "receipt_tallies", key: id.uuidString.lowercased(), column: "count") {
                 if let result = ReceiptResult(rawValue: result) { receipts[result] = count }
             }
             gauges.append(

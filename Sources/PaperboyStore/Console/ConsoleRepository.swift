@@ -471,12 +471,13 @@ public struct ConsoleRepository: Sendable {
         )
         var totals: [UUID: BroadcastProgress.Counts] = [:]
         for try await (id, planned, sent, accepted, rejected, skipped) in rows.decode((UUID, Int, Int, Int, String, String).self) {
+            let key = id.uuidString.lowercased()
             let counts = BroadcastProgress.Counts(
                 planned: planned,
                 sent: sent,
                 accepted: accepted,
-                rejected: BroadcastRepository.counts(json: rejected),
-                skipped: BroadcastRepository.counts(json: skipped)
+                rejected: try BroadcastRepository.counts(json: rejected, table: "broadcast_cohorts", key: key, column: "rejected"),
+                skipped: try BroadcastRepository.counts(json: skipped, table: "broadcast_cohorts", key: key, column: "skipped")
             )
             totals[id] = (totals[id] ?? BroadcastProgress.Counts()) + counts
         }
