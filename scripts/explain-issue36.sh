@@ -114,12 +114,13 @@ print("UPDATE broadcast_cohorts SET rejected = '{\"BadDeviceToken\": 12}', provi
 print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE counters (1000, 998, '{\"BadDeviceToken\": 2}', '{}', md5('b0')::uuid, 1, 0,"
       " '{\"apns/sent\": 1000, \"apns/accepted\": 998, \"apns/BadDeviceToken\": 2}');")
 print("ROLLBACK;")
-print(f"PREPARE dormancy (uuid, bigint, uuid, bigint, bigint, uuid) AS {dormancy};")
-print("\\echo == after wave 1: 16 recorded batches of 1,000 devices counted towards dormancy, each counted before (countPushes, generic plan; rolled back)")
+print(f"PREPARE dormancy (uuid, uuid, uuid, bigint, bigint, uuid) AS {dormancy};")
+print("\\echo == after wave 1: a key range of 16,384 devices counted towards dormancy, each counted before (countPushes, generic plan; rolled back)")
 print("BEGIN;")
-print("INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids)"
-      " SELECT md5('b1')::uuid, 0, ARRAY(SELECT id FROM devices WHERE id > 400000 + 1000 * i ORDER BY id LIMIT 1000) FROM generate_series(0, 15) i;")
-print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE dormancy (md5('b1')::uuid, 16, '00000000-0000-0000-0000-00000000000c', 3, 3, md5('b1')::uuid);")
+# One key range as the sort leaves it (sortPushes, migration 0039): its devices in id order, a row per 1,024.
+print("INSERT INTO uncounted_pushes (broadcast_id, cohort, key_range, device_ids)"
+      " SELECT md5('b1')::uuid, 0, 24, ARRAY(SELECT generate_series(24 * 16384 + 1024 * i, 24 * 16384 + 1024 * i + 1023)::bigint) FROM generate_series(0, 15) i;")
+print("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE dormancy (md5('b1')::uuid, md5('b1')::uuid, '00000000-0000-0000-0000-00000000000c', 3, 3, md5('b1')::uuid);")
 print("ROLLBACK;")
 PY
 psql -X -q -v ON_ERROR_STOP=1 -f "$tmp/explain.sql"

@@ -22,10 +22,11 @@ struct PostgresWaveStore: WaveStore {
         try await repository.endedBroadcastsWithUncountedPushes(logger: logger)
     }
 
-    /// About 250,000 devices at most per call (the rest on the next round).
+    /// 16 statements at most per call: about 1,000 recorded batches sorted by key, or 16 key ranges counted (the rest on
+    /// the next round).
     func countPushes(of broadcast: Broadcast, logger: Logger) async throws -> WavePushCount {
         let count = try await repository.countAllPushes(of: broadcast, logger: logger)
-        return WavePushCount(batches: count.batches, devices: count.devices, dormant: count.dormant)
+        return WavePushCount(batches: count.sorted, ranges: count.ranges, devices: count.devices, dormant: count.dormant)
     }
 
     func runningBroadcastIDs(logger: Logger) async throws -> [UUID] {

@@ -25,6 +25,8 @@ public enum LogKey {
     public static let migration = "migration"
     public static let path = "path"
     public static let planned = "planned"
+    /// Key ranges of devices counted together (wave 1's pushes towards dormancy).
+    public static let ranges = "ranges"
     public static let reason = "reason"
     public static let receipts = "receipts"
     /// The receipt tallies' watermark: receipts up to this instant are counted.

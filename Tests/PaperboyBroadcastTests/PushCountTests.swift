@@ -79,14 +79,14 @@ struct PushCountTests {
                         var total = BroadcastRepository.PushCount()
                         while true {
                             let count = try await repository.countPushes(of: broadcast, batches: 1, logger: logger)
-                            guard count.batches > 0 else { return total }
+                            guard !count.isEmpty else { return total }
                             total = total + count
                         }
                     }
                 }
                 return try await group.reduce(into: [BroadcastRepository.PushCount]()) { $0.append($1) }
             }
-            #expect(counts.map(\.batches).reduce(0, +) == batches.count, "every batch taken once: \(counts)")
+            #expect(counts.map(\.sorted).reduce(0, +) == batches.count, "every batch sorted once: \(counts)")
             #expect(counts.map(\.devices).reduce(0, +) == 60, "every device counted once: \(counts)")
             #expect(counts.map(\.dormant).reduce(0, +) == 10)
             #expect(try await fixture.scalar("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID)") == 60)
@@ -98,6 +98,61 @@ struct PushCountTests {
             #expect(try await fixture.scalar("SELECT count(*) FROM uncounted_pushes") == 0)
             // Counting again finds nothing and changes nothing.
             #expect(try await repository.countAllPushes(of: broadcast, logger: logger) == BroadcastRepository.PushCount())
+        }
+    }
+
+    @Test(
+        "the recorded batches are sorted by key range first, then counted a range a statement in key order, each device once, the dormant ones tallied on their cohort"
+    )
+    func sortedThenCountedByRange() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            let (_, started) = try await DispatcherTests.startOneCohort(devices: 2, fixture: &fixture, now: t0)
+            let broadcast = started.broadcast
+            let logger = fixture.logger
+            // Device ids in four key ranges of 16,384 (device_pushes has no foreign key: migration 0027); 5 and 40000
+            // were pushed dormantAfter - 1 editions before without answering, so this push makes them dormant.
+            let before = UUID()
+            try await fixture.db.client.query(
+                """
+                INSERT INTO device_pushes (device_id, pushed_edition, editions_unanswered)
+                SELECT id, \(before), \(BroadcastOptions.defaultDormantAfter - 1) FROM unnest(ARRAY[5, 40000]::bigint[]) AS u(id)
+                """,
+                logger: logger
+            )
+            for devices: [Int64] in [[70_000, 5, 40_000], [16_390, 6, 70_001, 5]] {
+                try await fixture.db.client.query(
+                    "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcast.id), 0, \(devices)::bigint[])",
+                    logger: logger
+                )
+            }
+            let repository = fixture.repository
+            #expect(try await repository.countPushes(of: broadcast, logger: logger) == .init(sorted: 2))
+            var ranges: [String] = []
+            let rows = try await fixture.db.client.query(
+                "SELECT key_range || ':' || device_ids::text FROM uncounted_pushes ORDER BY key_range",
+                logger: logger
+            )
+            for try await range in rows.decode(String.self) { ranges.append(range) }
+            #expect(ranges == ["0:{5,5,6}", "1:{16390}", "2:{40000}", "4:{70000,70001}"], "one row per range and cohort, sorted")
+            #expect(try await fixture.scalar("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID)") == 0)
+
+            // The lowest range first: devices 5 and 6, 5 once though listed twice.
+            #expect(try await repository.countPushes(of: broadcast, logger: logger) == .init(ranges: 1, devices: 2, dormant: 1))
+            #expect(
+                try await fixture.scalar("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID) AND device_id < 16384")
+                    == 2
+            )
+            #expect(try await fixture.scalar("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID)") == 2)
+
+            #expect(try await repository.countAllPushes(of: broadcast, logger: logger) == .init(ranges: 3, devices: 4, dormant: 1))
+            #expect(try await fixture.scalar("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID)") == 6)
+            #expect(
+                try await fixture.scalar("SELECT dormant FROM broadcast_cohorts WHERE broadcast_id = \(broadcast.id) AND wave = 1 AND cohort = 0")
+                    == 2
+            )
+            #expect(try await fixture.scalar("SELECT count(*) FROM uncounted_pushes") == 0)
+            #expect(try await repository.countAllPushes(of: broadcast, logger: logger).isEmpty)
         }
     }
 }

@@ -134,12 +134,12 @@ public struct WaveDriver<Store: WaveStore>: Sendable {
     /// Counts `broadcast`'s recorded wave-1 pushes towards dormancy, and logs what it counted.
     private func countPushes(of broadcast: Store.Broadcast, logger: Logger) async throws {
         let count = try await store.countPushes(of: broadcast, logger: logger)
-        guard count.batches > 0 else { return }
+        guard !count.isEmpty else { return }
         logger.info(
             "counted wave 1's pushes towards dormancy",
             metadata: [
-                LogKey.broadcast: "\(broadcast.id.uuidString.lowercased())", LogKey.batches: "\(count.batches)", LogKey.devices: "\(count.devices)",
-                LogKey.dormant: "\(count.dormant)",
+                LogKey.broadcast: "\(broadcast.id.uuidString.lowercased())", LogKey.batches: "\(count.batches)", LogKey.ranges: "\(count.ranges)",
+                LogKey.devices: "\(count.devices)", LogKey.dormant: "\(count.dormant)",
             ]
         )
     }

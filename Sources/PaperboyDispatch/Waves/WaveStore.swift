@@ -56,18 +56,24 @@ public protocol LockedWaves: Sendable {
 
 /// What one count of recorded wave-1 batches towards dormancy did.
 public struct WavePushCount: Sendable, Equatable {
-    /// Recorded batches counted; 0 when none was left to this driver.
+    /// Recorded batches taken: counted (the model), or sorted by key to be counted by range (PostgreSQL).
     public var batches: Int
+    /// Key ranges of sorted batches counted (PostgreSQL; the model counts batches as they are).
+    public var ranges: Int
     /// Devices whose push counted.
     public var devices: Int
     /// Of those, the devices dormant now.
     public var dormant: Int
 
-    public init(batches: Int = 0, devices: Int = 0, dormant: Int = 0) {
+    public init(batches: Int = 0, ranges: Int = 0, devices: Int = 0, dormant: Int = 0) {
         self.batches = batches
+        self.ranges = ranges
         self.devices = devices
         self.dormant = dormant
     }
+
+    /// Nothing was left to this driver.
+    public var isEmpty: Bool { batches == 0 && ranges == 0 }
 }
 
 /// What moving a broadcast along did.

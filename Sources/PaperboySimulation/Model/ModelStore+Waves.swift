@@ -14,7 +14,9 @@ extension ModelStore: WaveStore {
         model.endedBroadcastsWithUncountedPushes()
     }
 
-    /// As `countAllPushes`: 16 batches a statement, at most 16 statements a call.
+    /// As `countAllPushes`, at most 16 statements a call; the model counts 16 recorded batches a statement as they
+    /// are. PostgreSQL sorts them by key first and counts a key range a statement (migration 0039): what each
+    /// statement costs, not what is counted.
     public func countPushes(of broadcast: DispatchModel.Broadcast, logger: Logger) async throws -> WavePushCount {
         var total = WavePushCount()
         for _ in 0..<16 {

@@ -124,7 +124,7 @@ extension ReceiptTallies {
 
     /// The full count: every receipt of the edition through the watermark (the `(edition_id, received_at)`
     /// index), its provider (the receipt's own, the device read only for a receipt stored before migration 0038,
-    /// as ``stepQuery(after:through:lookback:)`` reads it), and per broadcast its device's last delivery (primary key probes), as the
+    /// as ``stepQuery(after:through:lookback:)`` reads it, once), and per broadcast its device's last delivery (primary key probes), as the
     /// status counted on every request before the tallies. The failed receipts' cells are remembered for the
     /// upgrades the steps will see.
     static func recountQuery(editionID: UUID, broadcastIDs: [UUID]) -> PostgresQuery {
@@ -134,6 +134,7 @@ extension ReceiptTallies {
                 SELECT r.device_id, r.result, coalesce(r.provider, (SELECT d.provider FROM devices d WHERE d.id = r.device_id)) AS provider
                 FROM receipts r
                 WHERE r.edition_id = \(editionID) AND r.received_at <= (SELECT counted_through FROM receipt_tally_state)
+                OFFSET 0
             ) c WHERE provider IS NOT NULL
         ), reached AS (
             SELECT c.device_id, c.result, c.provider, b.id AS broadcast_id, last.wave, last.cohort

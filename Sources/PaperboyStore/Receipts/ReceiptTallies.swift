@@ -178,7 +178,8 @@ public struct ReceiptTallies: Sendable {
     /// replaced a remembered one takes its count out of them. Returns the receipts counted and the upgrades.
     /// A receipt's provider is the one it keeps (migration 0038), else (a receipt stored before it) its device's, read
     /// only then: `coalesce` does not evaluate the read when the receipt has one. A receipt stored before 0038 whose
-    /// device is gone has none and is not counted, as before.
+    /// device is gone has none and is not counted, as before. `OFFSET 0` keeps the subquery whole: flattened, the
+    /// planner evaluated the `coalesce` twice (in the select list and in the filter), two device reads per such receipt.
     static func stepQuery(after: String, through: String, lookback: Double) -> PostgresQuery {
         """
         WITH taken AS (
@@ -188,6 +189,7 @@ public struct ReceiptTallies: Sendable {
                 JOIN receipts r ON r.edition_id = e.id
                     AND r.received_at > \(after)::timestamptz AND r.received_at <= \(through)::timestamptz
                 WHERE e.deadline > \(through)::timestamptz - make_interval(secs => \(lookback))
+                OFFSET 0
             ) t WHERE provider IS NOT NULL
         ), reached AS (
             SELECT t.device_id, t.edition_id, t.result, t.provider, b.id AS broadcast_id, last.wave, last.cohort

@@ -208,10 +208,9 @@ public enum RequestStatements {
         Statement("dispatch: the ended broadcasts, to recount their receipts") { _ in
             ReceiptTallies.endedBroadcastsQuery(lookback: ReceiptTallies.Configuration().editionLookback.seconds)
         },
-        // Once per broadcast, every receipt of its edition with its provider (the device read only for receipts stored
-        // before migration 0038): at millions of such receipts a hash join over the devices read whole may be the
-        // better plan, and either is fine once a broadcast.
-        Statement("dispatch: recount an ended broadcast's receipts per wave and cohort (once)", wholeTableReads: ["devices"]) { s in
+        // Once per broadcast, every receipt of its edition with its provider (the device read by its key only for
+        // receipts stored before migration 0038, a correlated read: never the devices read whole).
+        Statement("dispatch: recount an ended broadcast's receipts per wave and cohort (once)") { s in
             ReceiptTallies.recountQuery(editionID: s.editionID, broadcastIDs: [s.broadcastID])
         },
         Statement("GET /v1/insights/wake-rates: a publication's wake rates, 14 days") { s in
@@ -380,8 +379,11 @@ public enum RequestStatements {
         ) { s in
             queuePushes(broadcastID: s.broadcastID, cohort: 0, deviceIDs: [s.deviceID])
         },
-        Statement("dispatch: wave 1's pushes counted towards dormancy after the wave, 16 batches (advance)") { s in
-            countPushes(broadcastID: s.broadcastID, editionID: s.editionID, dormantAfter: BroadcastOptions.defaultDormantAfter, batches: 16)
+        Statement("dispatch: wave 1's pushes sorted by key after the wave, 64 batches (advance)") { s in
+            sortPushes(broadcastID: s.broadcastID, batches: 64)
+        },
+        Statement("dispatch: wave 1's pushes counted towards dormancy after the wave, one key range (advance)") { s in
+            countPushes(broadcastID: s.broadcastID, editionID: s.editionID, dormantAfter: BroadcastOptions.defaultDormantAfter)
         },
         Statement("dispatch: the ended broadcasts with pushes not counted towards dormancy (advance)") { _ in endedBroadcastsWithUncountedPushes },
         Statement("dispatch: whether wave 1's pushes are all counted towards dormancy (under the lock)") { s in
@@ -600,28 +602,58 @@ public enum RequestStatements {
     }
 
     /// A recorded wave-1 batch's accepted background pushes, kept to be counted towards dormancy after the wave
-    /// (``countPushes(broadcastID:editionID:dormantAfter:batches:)``, migration 0029): one row, the device ids as
-    /// an array.
+    /// (``sortPushes(broadcastID:batches:)`` then ``countPushes(broadcastID:editionID:dormantAfter:)``, migrations
+    /// 0029 and 0039): one row, the device ids as an array, no key range.
     static func queuePushes(broadcastID: UUID, cohort: Int, deviceIDs: [Int64]) -> PostgresQuery {
         "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcastID), \(cohort), \(deviceIDs)::bigint[])"
     }
 
-    /// Counts up to `batches` of a broadcast's recorded wave-1 batches towards dormancy (`device_pushes`,
-    /// migration 0011) and deletes their rows of `uncounted_pushes`, in one statement: every push counted once.
-    /// Rows another worker is counting are skipped (`SKIP LOCKED`), not waited for.
-    ///
-    /// The devices are counted in id order (the primary key's order): a device's first count inserts its row at 0;
-    /// later each probes the receipts primary key once, for the edition it was pushed before; a device already
-    /// counted for this edition (another broadcast of it) counts nothing. A device whose dormancy changes (the
-    /// count reached `dormantAfter`, or started again) has `devices.dormant` written; the others' devices rows
-    /// are not touched. The dormant ones are added to their wave-1 cohort's `dormant`.
-    ///
-    /// Returns one row: the batches taken (0: none left to this worker), the devices counted, the dormant ones.
-    static func countPushes(broadcastID: UUID, editionID: UUID, dormantAfter: Int, batches: Int) -> PostgresQuery {
+    /// How many device ids a key range of `uncounted_pushes` spans (migration 0039), as a shift: 2^14 = 16,384. A
+    /// count of one range touches at most that many devices, neighbours in every table keyed by the device.
+    static let pushKeyRangeShift: Int32 = 14
+
+    /// Sorts up to `batches` of a broadcast's recorded wave-1 batches by key (migration 0039): deletes them and writes
+    /// their devices back, sorted, one row per key range and cohort, in one statement. Rows another worker is sorting
+    /// are skipped (`SKIP LOCKED`). Returns one row: the recorded batches taken (0: none left to this worker), the
+    /// rows written.
+    static func sortPushes(broadcastID: UUID, batches: Int) -> PostgresQuery {
         """
         WITH taken AS (
             DELETE FROM uncounted_pushes WHERE id IN (
-                SELECT id FROM uncounted_pushes WHERE broadcast_id = \(broadcastID) ORDER BY id LIMIT \(batches) FOR UPDATE SKIP LOCKED)
+                SELECT id FROM uncounted_pushes WHERE broadcast_id = \(broadcastID) AND key_range IS NULL
+                ORDER BY id LIMIT \(batches) FOR UPDATE SKIP LOCKED)
+            RETURNING cohort, device_ids
+        ), sorted AS (
+            INSERT INTO uncounted_pushes (broadcast_id, cohort, key_range, device_ids)
+            SELECT \(broadcastID), x.cohort, x.key_range, array_agg(x.id ORDER BY x.id)
+            FROM (SELECT t.cohort, u.id, u.id >> \(pushKeyRangeShift) AS key_range FROM taken t, unnest(t.device_ids) AS u(id)) x
+            GROUP BY x.cohort, x.key_range
+            RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM sorted)
+        """
+    }
+
+    /// Counts one key range of a broadcast's sorted wave-1 pushes towards dormancy (`device_pushes`, migration
+    /// 0011; sorted by ``sortPushes(broadcastID:batches:)``) and deletes its rows of `uncounted_pushes`, in one
+    /// statement: every push counted once. The lowest range with a row nobody else holds is taken, with every row of
+    /// it nobody else holds (`SKIP LOCKED`): two workers never wait for each other.
+    ///
+    /// The devices are counted in id order (the primary key's order), neighbours together: a device's first count
+    /// inserts its row at 0; later each probes the receipts primary key once, for the edition it was pushed before; a
+    /// device already counted for this edition (another broadcast of it) counts nothing. A device whose dormancy
+    /// changes (the count reached `dormantAfter`, or started again) has `devices.dormant` written; the others' devices
+    /// rows are not touched. The dormant ones are added to their wave-1 cohort's `dormant`.
+    ///
+    /// Returns one row: the rows taken (0: none left to this worker), the devices counted, the dormant ones.
+    static func countPushes(broadcastID: UUID, editionID: UUID, dormantAfter: Int) -> PostgresQuery {
+        """
+        WITH taken AS (
+            DELETE FROM uncounted_pushes WHERE id IN (
+                SELECT id FROM uncounted_pushes WHERE broadcast_id = \(broadcastID) AND key_range = (
+                    SELECT key_range FROM uncounted_pushes WHERE broadcast_id = \(broadcastID) AND key_range IS NOT NULL
+                    ORDER BY key_range LIMIT 1 FOR UPDATE SKIP LOCKED)
+                FOR UPDATE SKIP LOCKED)
             RETURNING cohort, device_ids
         ), pushed AS (
             SELECT DISTINCT ON (u.id) u.id, t.cohort FROM taken t, unnest(t.device_ids) AS u(id) ORDER BY u.id
