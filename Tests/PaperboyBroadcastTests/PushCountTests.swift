@@ -155,4 +155,58 @@ struct PushCountTests {
             #expect(try await repository.countAllPushes(of: broadcast, logger: logger).isEmpty)
         }
     }
+
+    @Test(
+        "during a rolling upgrade a worker of the previous version (migration 0029's statement, 16 rows at a time) counts the rows the sort wrote, and the recorded ones, each device once"
+    )
+    func previousVersionCountsSortedRows() async throws {
+        let t0 = Date()
+        try await BroadcastFixture.with(start: t0) { fixture in
+            let (_, started) = try await DispatcherTests.startOneCohort(devices: 2, fixture: &fixture, now: t0)
+            let broadcast = started.broadcast
+            let logger = fixture.logger
+            for devices: [Int64] in [[70_000, 5, 40_000], [16_390, 6]] {
+                try await fixture.db.client.query(
+                    "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcast.id), 0, \(devices)::bigint[])",
+                    logger: logger
+                )
+            }
+            let repository = fixture.repository
+            #expect(try await repository.countPushes(of: broadcast, logger: logger) == .init(sorted: 2))
+            // A batch the previous version recorded after the sort, without a key range.
+            try await fixture.db.client.query(
+                "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcast.id), 0, ARRAY[7, 90000]::bigint[])",
+                logger: logger
+            )
+            // The previous version's count, as it ran before migration 0039 (16 rows; 2 here, so that both versions
+            // count some): the oldest rows, whatever they hold.
+            let previous: PostgresQuery = """
+                WITH taken AS (
+                    DELETE FROM uncounted_pushes WHERE id IN (
+                        SELECT id FROM uncounted_pushes WHERE broadcast_id = \(broadcast.id) ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED)
+                    RETURNING cohort, device_ids
+                ), pushed AS (
+                    SELECT DISTINCT ON (u.id) u.id, t.cohort FROM taken t, unnest(t.device_ids) AS u(id) ORDER BY u.id
+                ), counted AS (
+                    INSERT INTO device_pushes AS p (device_id, pushed_edition, editions_unanswered)
+                    SELECT pushed.id, \(broadcast.editionID), 0 FROM pushed ORDER BY pushed.id
+                    ON CONFLICT (device_id) DO UPDATE SET
+                        editions_unanswered = CASE
+                            WHEN EXISTS (SELECT 1 FROM receipts r WHERE r.device_id = p.device_id AND r.edition_id = p.pushed_edition) THEN 0
+                            ELSE least(p.editions_unanswered + 1, 10000) END,
+                        pushed_edition = EXCLUDED.pushed_edition
+                    WHERE p.pushed_edition <> EXCLUDED.pushed_edition
+                    RETURNING p.device_id
+                )
+                SELECT (SELECT count(*) FROM counted)
+                """
+            let byPrevious = try await fixture.scalar(previous)
+            #expect(byPrevious > 0)
+            let rest = try await repository.countAllPushes(of: broadcast, logger: logger)
+            #expect(rest.sorted == 1, "the batch recorded without a key range is sorted")
+            #expect(byPrevious + rest.devices == 7, "each device counted once: \(byPrevious) + \(rest)")
+            #expect(try await fixture.scalar("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID)") == 7)
+            #expect(try await fixture.scalar("SELECT count(*) FROM uncounted_pushes") == 0)
+        }
+    }
 }
