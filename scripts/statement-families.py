@@ -33,6 +33,7 @@ FAMILIES = [
     ("record: fence", r"UPDATE broadcast_batches SET done_at|SET give_backs = give_backs \+ 1|given_back_by = \$\d+ AND given_back_lease"),
     ("record: ledger", r"INSERT INTO deliveries"),
     ("record: counters", r"UPDATE broadcast_cohorts SET sent = sent"),
+    ("dormancy: sort by key", r"DELETE FROM uncounted_pushes.*INSERT INTO uncounted_pushes"),
     ("record: pushes kept for dormancy", r"INSERT INTO uncounted_pushes"),
     ("dormancy: anything to count?", r"SELECT EXISTS \(SELECT \$?\d+ FROM uncounted_pushes|WITH RECURSIVE ids"),
     ("dormancy: count (device_pushes)", r"device_pushes|unanswered|FROM uncounted_pushes"),
