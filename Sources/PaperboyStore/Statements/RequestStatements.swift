@@ -615,13 +615,15 @@ public enum RequestStatements {
     /// Sorts up to `batches` of a broadcast's recorded wave-1 batches by key (migration 0039): deletes them and writes
     /// their devices back, sorted, one row per key range and cohort, in one statement. Rows another worker is sorting
     /// are skipped (`SKIP LOCKED`). Returns one row: the recorded batches taken (0: none left to this worker), the
-    /// rows written.
+    /// rows written. The oldest first, in the index's order: `ORDER BY key_range, id` (all NULL) reads the first
+    /// `batches` entries of `uncounted_pushes_by_broadcast`, where `ORDER BY id` had the planner sort every recorded
+    /// row of the broadcast, or walk the primary key past other broadcasts' rows.
     static func sortPushes(broadcastID: UUID, batches: Int) -> PostgresQuery {
         """
         WITH taken AS (
             DELETE FROM uncounted_pushes WHERE id IN (
                 SELECT id FROM uncounted_pushes WHERE broadcast_id = \(broadcastID) AND key_range IS NULL
-                ORDER BY id LIMIT \(batches) FOR UPDATE SKIP LOCKED)
+                ORDER BY key_range, id LIMIT \(batches) FOR UPDATE SKIP LOCKED)
             RETURNING cohort, device_ids
         ), sorted AS (
             INSERT INTO uncounted_pushes (broadcast_id, cohort, key_range, device_ids)
