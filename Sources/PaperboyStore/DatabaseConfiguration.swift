@@ -22,7 +22,8 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     public var tls: TLSMode
     /// The most connections one Paperboy process opens.
     public var maximumConnections: Int = 20
-    /// How long opening one connection (TCP, TLS, startup and authentication) may take.
+    /// How long opening one connection may take: `connect_timeout` in the URL, or `PGCONNECT_TIMEOUT`, as libpq reads
+    /// them (whole seconds).
     public var connectTimeout: Duration = .seconds(10)
 
     public init(host: String, port: Int = 5432, username: String, password: String? = nil, database: String, tls: TLSMode = .prefer) {
@@ -61,6 +62,21 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
             default: throw DatabaseConfigurationError(message: "unknown sslmode '\(mode)' in the database URL")
             }
         }
+        if let seconds = url.queryItems?.first(where: { $0.name == "connect_timeout" })?.value {
+            connectTimeout = try Self.connectTimeout(seconds, named: "connect_timeout in the database URL")
+        }
+    }
+
+    /// The longest `connect_timeout` (URL) or `PGCONNECT_TIMEOUT` accepted, in seconds.
+    public static let maximumConnectTimeout = 600
+
+    /// libpq's `connect_timeout`: whole seconds, here 1 to ``maximumConnectTimeout`` (libpq reads 0 as "wait for
+    /// ever", which a command should not).
+    static func connectTimeout(_ text: String, named name: String) throws(DatabaseConfigurationError) -> Duration {
+        guard let seconds = Int(text), (1...maximumConnectTimeout).contains(seconds) else {
+            throw DatabaseConfigurationError(message: "\(name) is whole seconds from 1 to \(maximumConnectTimeout), not '\(text)'")
+        }
+        return .seconds(seconds)
     }
 
     /// The configuration from `DATABASE_URL`, else from `PGHOST` (with `PGPORT`, `PGUSER`, `PGPASSWORD`,
@@ -85,6 +101,9 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         )
         if let mode = environment["PGSSLMODE"] {
             configuration.tls = mode == "disable" ? .disable : (mode == "require" ? .require : .prefer)
+        }
+        if let seconds = environment["PGCONNECT_TIMEOUT"], !seconds.isEmpty {
+            configuration.connectTimeout = try connectTimeout(seconds, named: "PGCONNECT_TIMEOUT")
         }
         return configuration
     }
@@ -148,11 +167,12 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
-    /// Opens one connection and closes it again, trying for up to `patience`: a command fails with the reason
-    /// (refused, no such database, authentication) instead of waiting, as `PostgresClient`'s pool does, for a
-    /// connection for ever.
+    /// Opens one connection and closes it again, trying for up to `patience` (at least ``connectTimeout``): a command
+    /// fails with the reason (refused, no such database, authentication) instead of waiting, as `PostgresClient`'s
+    /// pool does, for a connection for ever.
     /// - Throws: ``DatabaseUnreachable``.
     public func checkReachable(patience: Duration = .seconds(15), logger: Logger) async throws {
+        let patience = max(patience, connectTimeout)
         var connection = PostgresConnection.Configuration(
             host: host,
             port: port,

@@ -70,6 +70,6 @@ public enum PaperboyBinary {
 extension DatabaseConfiguration {
     /// The `DATABASE_URL` of a test database (trust authentication, no TLS).
     public var testURL: String {
-        "postgres://\(username)@\(host):\(port)/\(database)?sslmode=disable"
+        "postgres://\(username)@\(host):\(port)/\(database)?sslmode=disable&connect_timeout=\(connectTimeout.components.seconds)"
     }
 }

@@ -35,8 +35,8 @@ struct DatabaseOptions: ParsableArguments {
 }
 
 /// Runs `body` with a running client for `configuration`, closing it afterwards. A database that cannot be
-/// reached within 15 s fails the command with the reason, naming the database (the client's pool would wait
-/// for a connection for ever, and the command would hang without a word).
+/// reached within 15 s (or its `connect_timeout`, if longer) fails the command with the reason, naming the database
+/// (the client's pool would wait for a connection for ever, and the command would hang without a word).
 func withDatabase<Result: Sendable>(
     _ configuration: DatabaseConfiguration,
     logger: Logger,
