@@ -186,7 +186,7 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         case .prefer: connection.tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
         case .require: connection.tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
-        connection.options.connectTimeout = TimeAmount(min(connectTimeout, patience))
+        connection.options.connectTimeout = TimeAmount(connectTimeout)
         let clock = ContinuousClock()
         let giveUp = clock.now + patience
         while true {

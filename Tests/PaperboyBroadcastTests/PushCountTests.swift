@@ -65,12 +65,7 @@ struct PushCountTests {
             // Batches of 5, the last ten devices listed twice (in two batches).
             var batches = stride(from: 0, to: ids.count, by: 5).map { Array(ids[$0..<min($0 + 5, ids.count)]) }
             batches.append(Array(ids.suffix(10)))
-            for devices in batches {
-                try await fixture.db.client.query(
-                    "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcast.id), 0, \(devices)::bigint[])",
-                    logger: fixture.logger
-                )
-            }
+            try await fixture.recordPushes(batches, of: broadcast.id)
             let repository = fixture.repository
             let logger = fixture.logger
             let counts = try await withThrowingTaskGroup(of: BroadcastRepository.PushCount.self) { group in
@@ -120,12 +115,7 @@ struct PushCountTests {
                 """,
                 logger: logger
             )
-            for devices: [Int64] in [[70_000, 5, 40_000], [16_390, 6, 70_001, 5]] {
-                try await fixture.db.client.query(
-                    "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcast.id), 0, \(devices)::bigint[])",
-                    logger: logger
-                )
-            }
+            try await fixture.recordPushes([[70_000, 5, 40_000], [16_390, 6, 70_001, 5]], of: broadcast.id)
             let repository = fixture.repository
             #expect(try await repository.countPushes(of: broadcast, logger: logger) == .init(sorted: 2))
             var ranges: [String] = []
@@ -165,19 +155,11 @@ struct PushCountTests {
             let (_, started) = try await DispatcherTests.startOneCohort(devices: 2, fixture: &fixture, now: t0)
             let broadcast = started.broadcast
             let logger = fixture.logger
-            for devices: [Int64] in [[70_000, 5, 40_000], [16_390, 6]] {
-                try await fixture.db.client.query(
-                    "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcast.id), 0, \(devices)::bigint[])",
-                    logger: logger
-                )
-            }
+            try await fixture.recordPushes([[70_000, 5, 40_000], [16_390, 6]], of: broadcast.id)
             let repository = fixture.repository
             #expect(try await repository.countPushes(of: broadcast, logger: logger) == .init(sorted: 2))
             // A batch the previous version recorded after the sort, without a key range.
-            try await fixture.db.client.query(
-                "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcast.id), 0, ARRAY[7, 90000]::bigint[])",
-                logger: logger
-            )
+            try await fixture.recordPushes([[7, 90_000]], of: broadcast.id)
             // The previous version's count, as it ran before migration 0039 (16 rows; 2 here, so that both versions
             // count some): the oldest rows, whatever they hold.
             let previous: PostgresQuery = """
@@ -207,6 +189,19 @@ struct PushCountTests {
             #expect(byPrevious + rest.devices == 7, "each device counted once: \(byPrevious) + \(rest)")
             #expect(try await fixture.scalar("SELECT count(*) FROM device_pushes WHERE pushed_edition = \(broadcast.editionID)") == 7)
             #expect(try await fixture.scalar("SELECT count(*) FROM uncounted_pushes") == 0)
+        }
+    }
+}
+
+extension BroadcastFixture {
+    /// Wave-1 batches of `broadcastID` as the record step keeps them for the count: one `uncounted_pushes` row each,
+    /// cohort 0, no key range.
+    fileprivate func recordPushes(_ batches: [[Int64]], of broadcastID: UUID) async throws {
+        for devices in batches {
+            try await db.client.query(
+                "INSERT INTO uncounted_pushes (broadcast_id, cohort, device_ids) VALUES (\(broadcastID), 0, \(devices)::bigint[])",
+                logger: logger
+            )
         }
     }
 }
