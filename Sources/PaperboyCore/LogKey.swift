@@ -13,6 +13,8 @@ public enum LogKey {
     public static let deliveries = "deliveries"
     public static let device = "device"
     public static let devices = "devices"
+    /// Some devices' ids (at most 20), comma-separated: those a log line is about.
+    public static let deviceIDs = "device_ids"
     /// Devices that fell dormant (``BroadcastOptions/dormantAfter``).
     public static let dormant = "dormant"
     public static let edition = "edition"

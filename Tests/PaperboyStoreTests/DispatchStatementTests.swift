@@ -58,6 +58,20 @@ struct DispatchStatementTests {
                 background: [true, false]
             )
         ),
+        row(
+            R.LedgerKeepingText.self,
+            R.ledgerQuery(
+                broadcastID: UUID(),
+                wave: 2,
+                cohort: 4,
+                deviceIDs: [9],
+                sentAt: [Date()],
+                outcomes: ["fateUnknown"],
+                reasons: [""],
+                background: [true],
+                keepingRecorded: true
+            )
+        ),
         row(R.QueuePushesText.self, RequestStatements.queuePushes(broadcastID: UUID(), cohort: 3, deviceIDs: [5, 6, 7])),
     ]
 

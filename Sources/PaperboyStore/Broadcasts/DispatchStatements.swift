@@ -97,7 +97,7 @@ extension BroadcastRepository {
         static let bindingDataTypes: [PostgresDataType] = [.int8, .int8, .text, .text, .uuid, .int2, .int8, .text]
     }
 
-    /// ``ledgerQuery(broadcastID:wave:cohort:deviceIDs:sentAt:outcomes:reasons:background:)``.
+    /// ``ledgerQuery(broadcastID:wave:cohort:deviceIDs:sentAt:outcomes:reasons:background:keepingRecorded:)``.
     enum LedgerText: DispatchStatementText {
         static let name = "ledger"
         static let sql = ledgerQuery(
@@ -113,6 +113,24 @@ extension BroadcastRepository {
         static let bindingDataTypes: [PostgresDataType] = [
             .uuid, .int2, .int8, .int8Array, .timestamptzArray, .textArray, .textArray, .boolArray,
         ]
+    }
+
+    /// ``ledgerQuery(broadcastID:wave:cohort:deviceIDs:sentAt:outcomes:reasons:background:keepingRecorded:)``, keeping
+    /// the rows recorded before.
+    enum LedgerKeepingText: DispatchStatementText {
+        static let name = "ledger_keeping"
+        static let sql = ledgerQuery(
+            broadcastID: .init(),
+            wave: 1,
+            cohort: 0,
+            deviceIDs: [],
+            sentAt: [],
+            outcomes: [],
+            reasons: [],
+            background: [],
+            keepingRecorded: true
+        ).sql
+        static let bindingDataTypes = LedgerText.bindingDataTypes
     }
 
     /// ``RequestStatements/queuePushes(broadcastID:cohort:deviceIDs:)``.

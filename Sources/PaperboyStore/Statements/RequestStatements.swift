@@ -374,6 +374,22 @@ public enum RequestStatements {
             )
         },
         Statement(
+            "dispatch: a batch's ledger rows, keeping rows recorded before (record, after a duplicate)",
+            preparedTypes: BroadcastRepository.LedgerKeepingText.bindingDataTypes
+        ) { s in
+            BroadcastRepository.ledgerQuery(
+                broadcastID: s.broadcastID,
+                wave: 1,
+                cohort: 0,
+                deviceIDs: [s.deviceID],
+                sentAt: [s.now],
+                outcomes: ["accepted"],
+                reasons: [""],
+                background: [true],
+                keepingRecorded: true
+            )
+        },
+        Statement(
             "dispatch: a wave-1 batch's pushes kept to be counted towards dormancy (record)",
             preparedTypes: BroadcastRepository.QueuePushesText.bindingDataTypes
         ) { s in
