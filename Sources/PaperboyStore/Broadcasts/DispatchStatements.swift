@@ -100,16 +100,7 @@ extension BroadcastRepository {
     /// ``ledgerQuery(broadcastID:wave:cohort:deviceIDs:sentAt:outcomes:reasons:background:keepingRecorded:)``.
     enum LedgerText: DispatchStatementText {
         static let name = "ledger"
-        static let sql = ledgerQuery(
-            broadcastID: .init(),
-            wave: 1,
-            cohort: 0,
-            deviceIDs: [],
-            sentAt: [],
-            outcomes: [],
-            reasons: [],
-            background: []
-        ).sql
+        static let sql = ledgerText(keepingRecorded: false)
         static let bindingDataTypes: [PostgresDataType] = [
             .uuid, .int2, .int8, .int8Array, .timestamptzArray, .textArray, .textArray, .boolArray,
         ]
@@ -119,7 +110,13 @@ extension BroadcastRepository {
     /// the rows recorded before.
     enum LedgerKeepingText: DispatchStatementText {
         static let name = "ledger_keeping"
-        static let sql = ledgerQuery(
+        static let sql = ledgerText(keepingRecorded: true)
+        static let bindingDataTypes = LedgerText.bindingDataTypes
+    }
+
+    /// The ledger's INSERT as its builder makes it, with placeholder values.
+    private static func ledgerText(keepingRecorded: Bool) -> String {
+        ledgerQuery(
             broadcastID: .init(),
             wave: 1,
             cohort: 0,
@@ -128,9 +125,8 @@ extension BroadcastRepository {
             outcomes: [],
             reasons: [],
             background: [],
-            keepingRecorded: true
+            keepingRecorded: keepingRecorded
         ).sql
-        static let bindingDataTypes = LedgerText.bindingDataTypes
     }
 
     /// ``RequestStatements/queuePushes(broadcastID:cohort:deviceIDs:)``.

@@ -362,32 +362,13 @@ public enum RequestStatements {
             BroadcastRepository.failQuery(id: s.broadcastID, reason: "reason", now: s.now)
         },
         Statement("dispatch: a batch's ledger rows (record)", preparedTypes: BroadcastRepository.LedgerText.bindingDataTypes) { s in
-            BroadcastRepository.ledgerQuery(
-                broadcastID: s.broadcastID,
-                wave: 1,
-                cohort: 0,
-                deviceIDs: [s.deviceID],
-                sentAt: [s.now],
-                outcomes: ["accepted"],
-                reasons: [""],
-                background: [true]
-            )
+            ledgerRow(s, keepingRecorded: false)
         },
         Statement(
             "dispatch: a batch's ledger rows, keeping rows recorded before (record, after a duplicate)",
             preparedTypes: BroadcastRepository.LedgerKeepingText.bindingDataTypes
         ) { s in
-            BroadcastRepository.ledgerQuery(
-                broadcastID: s.broadcastID,
-                wave: 1,
-                cohort: 0,
-                deviceIDs: [s.deviceID],
-                sentAt: [s.now],
-                outcomes: ["accepted"],
-                reasons: [""],
-                background: [true],
-                keepingRecorded: true
-            )
+            ledgerRow(s, keepingRecorded: true)
         },
         Statement(
             "dispatch: a wave-1 batch's pushes kept to be counted towards dormancy (record)",
@@ -423,6 +404,21 @@ public enum RequestStatements {
             ]).tallyQuery(appID: s.appID, environment: s.environment, worker: "w", configuration: nil)
         },
     ]
+
+    /// One ledger row of a sample device, as ``BroadcastRepository/ledgerQuery(broadcastID:wave:cohort:deviceIDs:sentAt:outcomes:reasons:background:keepingRecorded:)`` writes it.
+    static func ledgerRow(_ s: Samples, keepingRecorded: Bool) -> PostgresQuery {
+        BroadcastRepository.ledgerQuery(
+            broadcastID: s.broadcastID,
+            wave: 1,
+            cohort: 0,
+            deviceIDs: [s.deviceID],
+            sentAt: [s.now],
+            outcomes: ["accepted"],
+            reasons: [""],
+            background: [true],
+            keepingRecorded: keepingRecorded
+        )
+    }
 
     /// The wave audience of the sample broadcast, as the dispatcher builds it.
     static func audience(_ s: Samples, wave: Int, kind: BroadcastProgress.Wave.Kind = .background) -> WaveAudience {
