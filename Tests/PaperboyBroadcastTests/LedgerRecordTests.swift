@@ -1,4 +1,5 @@
 import Foundation
+import InMemoryLogging
 import Logging
 import PaperboyCore
 import PaperboyDispatch
@@ -45,7 +46,7 @@ struct LedgerRecordTests {
             let secondOutcomes =
                 secondTargets.map { BatchOutcome(deviceID: $0.deviceID, sentAt: start.addingTimeInterval(1), result: .accepted) }
                 + [BatchOutcome(deviceID: duplicate, sentAt: start.addingTimeInterval(1), result: .fateUnknown)]
-            let lines = LogLines()
+            let lines = InMemoryLogHandler()
             let logger = Logger(label: "paperboy.test") { _ in lines }
             #expect(try await fixture.repository.record(second, outcomes: secondOutcomes, owner: "worker", now: start, logger: logger))
 
@@ -72,31 +73,5 @@ struct LedgerRecordTests {
             #expect(errors.first?.metadata[LogKey.devices] == "1")
             #expect(errors.first?.metadata[LogKey.batch] == "\(second.id)")
         }
-    }
-}
-
-/// A log handler that keeps every line, for a test to read.
-final class LogLines: LogHandler, @unchecked Sendable {
-    struct Entry {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    private let lock = NSLock()
-    private var kept: [Entry] = []
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    var entries: [Entry] { lock.withLock { kept } }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let all = metadata.merging(event.metadata ?? [:]) { $1 }.mapValues { "\($0)" }
-        lock.withLock { kept.append(Entry(level: event.level, message: "\(event.message)", metadata: all)) }
     }
 }
