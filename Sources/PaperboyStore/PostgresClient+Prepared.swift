@@ -42,6 +42,11 @@ extension PostgresConnection {
 }
 
 extension PSQLError {
+    /// Whether the server refused a row for a unique index or primary key (SQLSTATE 23505): any, or the one named.
+    package func isUniqueViolation(of constraint: String? = nil) -> Bool {
+        serverInfo?[.sqlState] == "23505" && (constraint == nil || serverInfo?[.constraintName] == constraint)
+    }
+
     /// The server's words only (SQLSTATE and message), for logs: the error's full description holds the statement's
     /// text and its values.
     package var serverWords: String {

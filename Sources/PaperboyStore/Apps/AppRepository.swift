@@ -44,7 +44,7 @@ public struct AppRepository: Sendable {
                 return entry
             }
             if let created { return (created, key) }
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+        } catch let error as PSQLError where error.isUniqueViolation() {
             throw StoreError(code: .conflict, field: "bundleId", message: "an app with bundle id \(app.bundleID) exists already")
         }
         throw StoreError(code: .conflict, message: "the app was not created")
@@ -107,7 +107,7 @@ public struct AppRepository: Sendable {
                 """,
                 logger: logger
             )
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+        } catch let error as PSQLError where error.isUniqueViolation() {
             throw StoreError(code: .conflict, field: "bundleId", message: "another app has bundle id \(bundleID)")
         }
     }

@@ -828,7 +828,7 @@ extension BroadcastRepository {
         }
         do {
             return try await attempt(keepingRecorded: false).written
-        } catch let error as PSQLError where Self.isDuplicateDelivery(error) {
+        } catch let error as PSQLError where error.isUniqueViolation(of: "deliveries_pkey") {
             // Not expected (see ``ledgerQuery``): every device is pushed once in a wave. Written again keeping the rows
             // there, and the devices named, so that the next report of a device pushed twice says which and when.
             let (written, kept) = try await attempt(keepingRecorded: true)
@@ -841,11 +841,6 @@ extension BroadcastRepository {
             )
             return written
         }
-    }
-
-    /// Whether `error` is the ledger's primary key refusing a second row of a device in one wave (``ledgerQuery``).
-    static func isDuplicateDelivery(_ error: PSQLError) -> Bool {
-        error.serverInfo?[.sqlState] == "23505" && error.serverInfo?[.constraintName] == "deliveries_pkey"
     }
 
     /// A batch's sent devices into the delivery ledger, one row each (`outcomes`: `accepted`, `rejected`, `fateUnknown`,

@@ -79,7 +79,7 @@ public struct EditionRepository: Sendable {
                 edition.publishedAt = published
                 return edition
             }
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+        } catch let error as PSQLError where error.isUniqueViolation() {
             throw StoreError(
                 code: .conflict,
                 field: "issueDate",

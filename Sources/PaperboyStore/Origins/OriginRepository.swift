@@ -63,7 +63,7 @@ public struct OriginRepository: Sendable {
                 added == nil ? nil : entry
             }
             if let added { return added }
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+        } catch let error as PSQLError where error.isUniqueViolation() {
             throw StoreError(code: .conflict, field: "name", message: "an origin named \(name) exists already")
         }
         throw StoreError(code: .conflict, field: "name", message: "the origin was not created")

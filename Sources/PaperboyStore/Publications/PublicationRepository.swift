@@ -61,7 +61,7 @@ public struct PublicationRepository: Sendable {
                 return nil
             }
             if let id { return Publication(id: id, appID: appID, slug: slug, title: title, origin: origin) }
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+        } catch let error as PSQLError where error.isUniqueViolation() {
             throw StoreError(code: .conflict, field: "slug", message: "app \(appID) has a publication \(slug) already")
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
             throw StoreError(code: .notFound, field: "app", message: "there is no app \(appID)")

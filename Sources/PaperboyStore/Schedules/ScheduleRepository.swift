@@ -85,7 +85,7 @@ public struct ScheduleRepository: Sendable {
                     lastInstant: lastInstant
                 )
             }
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+        } catch let error as PSQLError where error.isUniqueViolation() {
             throw StoreError(
                 code: .conflict,
                 message:
