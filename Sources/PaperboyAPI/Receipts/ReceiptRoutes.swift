@@ -9,6 +9,12 @@ struct ReceiptRoutes {
     let receipts: ReceiptRepository
     let maxBodyBytes: Int
 
+    /// The values an enum field may take, for the 400 that names them: made once, not on every receipt.
+    private static let allowedValues = [
+        "result": ReceiptResult.allCases.map(\.rawValue).joined(separator: ", "),
+        "network": WakeContext.Network.allCases.map(\.rawValue).joined(separator: ", "),
+    ]
+
     func add(to group: RouterGroup<APIRequestContext>) {
         group.post("devices/{token}/receipts", use: record)
     }
@@ -27,14 +33,7 @@ struct ReceiptRoutes {
     @Sendable func record(_ request: Request, context: APIRequestContext) async throws -> EditedResponse<ReceiptResponse> {
         let app = try context.requireApp()
         let candidates = try context.tokenCandidates()
-        let report = try await request.decodeJSON(
-            ReceiptReport.self,
-            limit: maxBodyBytes,
-            allowedValues: [
-                "result": ReceiptResult.allCases.map(\.rawValue).joined(separator: ", "),
-                "network": WakeContext.Network.allCases.map(\.rawValue).joined(separator: ", "),
-            ]
-        )
+        let report = try await request.decodeJSON(ReceiptReport.self, limit: maxBodyBytes, allowedValues: Self.allowedValues)
         guard report.bytes >= 0 else { throw APIError.invalid("bytes", "bytes must be 0 or more") }
         guard report.seconds >= 0 else { throw APIError.invalid("seconds", "seconds must be 0 or more") }
         let (receipt, created) = try await receipts.record(appID: app.id, candidates: candidates, report, logger: context.logger)
