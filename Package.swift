@@ -36,6 +36,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // ordo-one's package-benchmark: the push clients' allocation counts, held by thresholds (Benchmarks/PushAllocations).
+        // Its malloc interposer counts allocations (jemalloc, the other backend, is not wanted here).
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -392,6 +395,24 @@ let package = Package(
             ],
             path: "Benchmarks/PaperboyBench",
             swiftSettings: swiftSettings
+        ),
+        // Allocations per request of the push clients' request building and connection, on in-memory channels:
+        // `swift package benchmark thresholds check --target PushAllocations` against Benchmarks/Thresholds (CI runs it).
+        .executableTarget(
+            name: "PushAllocations",
+            dependencies: [
+                "APNs",
+                "FCM",
+                "PushTransport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            ],
+            path: "Benchmarks/PushAllocations",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
 
         // The client library (clients/swift, whose own tests need no server) against the server: against a real

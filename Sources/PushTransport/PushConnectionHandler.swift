@@ -97,7 +97,7 @@ package struct PushConnectionTiming: Sendable {
 }
 
 /// What a connection tells its pool. Always called on the connection's event loop.
-protocol PushConnectionDelegate: AnyObject, Sendable {
+package protocol PushConnectionDelegate: AnyObject, Sendable {
     func connection(_ id: Int, finished request: PushWireRequest, result: PushWireResult)
     func connection(_ id: Int, readyWithStreamLimit limit: Int)
     func connection(_ id: Int, streamLimitChanged limit: Int)
@@ -112,12 +112,12 @@ protocol PushConnectionDelegate: AnyObject, Sendable {
 ///
 /// Every stream is one HEADERS and one DATA frame; no per-stream child channels, so a request costs
 /// two frame writes and a dictionary entry.
-final class PushConnectionHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias OutboundIn = Never
-    typealias OutboundOut = HTTP2Frame
+package final class PushConnectionHandler: ChannelDuplexHandler {
+    package typealias InboundIn = HTTP2Frame
+    package typealias OutboundIn = Never
+    package typealias OutboundOut = HTTP2Frame
 
-    typealias Timing = PushConnectionTiming
+    package typealias Timing = PushConnectionTiming
 
     private struct Stream {
         var request: PushWireRequest
@@ -161,7 +161,7 @@ final class PushConnectionHandler: ChannelDuplexHandler {
     /// 64 KiB of answers.
     private let receiveWindow = PushReceiveWindow()
 
-    init(id: Int, service: String, delegate: any PushConnectionDelegate, initialStreamLimit: Int, streamCap: Int, timing: Timing) {
+    package init(id: Int, service: String, delegate: any PushConnectionDelegate, initialStreamLimit: Int, streamCap: Int, timing: Timing) {
         self.id = id
         self.service = service
         self.delegate = delegate
@@ -170,7 +170,7 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         self.state = PushConnectionState(initialMaxConcurrentStreams: min(initialStreamLimit, streamCap))
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         lastRead = context.eventLoop.now
         let interval = TimeAmount.nanoseconds(min(timing.requestTimeout, timing.pingTimeout, .seconds(1)).nanoseconds / 2)
@@ -180,7 +180,7 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         sweep?.cancel()
         sweep = nil
         self.context = nil
@@ -199,7 +199,7 @@ final class PushConnectionHandler: ChannelDuplexHandler {
     }
 
     /// Takes many requests at once; they leave in one flush.
-    func enqueue(contentsOf requests: [PushWireRequest]) {
+    package func enqueue(contentsOf requests: [PushWireRequest]) {
         guard !state.isDraining, let context else {
             for request in requests { delegate.connection(id, finished: request, result: .resend) }
             return
@@ -277,7 +277,7 @@ final class PushConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Frames from the server
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         lastRead = context.eventLoop.now
         switch frame.payload {
@@ -344,7 +344,7 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // NIO reports the connection window after every DATA frame, those it dropped included.
         if let event = event as? NIOHTTP2WindowUpdatedEvent, event.streamID == .rootStream, let window = event.inboundWindowSize,
             let increment = receiveWindow.increment(forWindow: window)
@@ -354,7 +354,7 @@ final class PushConnectionHandler: ChannelDuplexHandler {
         context.fireUserInboundEventTriggered(event)
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    package func channelReadComplete(context: ChannelHandlerContext) {
         context.flush()
         context.fireChannelReadComplete()
     }
@@ -436,12 +436,12 @@ final class PushConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Connection end
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         reportClosed()
         context.fireChannelInactive()
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if error is NIOHTTP2Errors.StreamError {
             // One stream failed; the timeout sweep reports it if no answer follows.
             return
@@ -470,13 +470,15 @@ final class PushConnectionHandler: ChannelDuplexHandler {
 
 /// Sits between the socket and NIOHTTP2Handler and turns many flushes in one event-loop tick into one
 /// socket write.
-final class PushFlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = Any
-    typealias OutboundOut = Any
+package final class PushFlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
+    package typealias OutboundIn = Any
+    package typealias OutboundOut = Any
+
+    package init() {}
 
     private var flushScheduled = false
 
-    func flush(context: ChannelHandlerContext) {
+    package func flush(context: ChannelHandlerContext) {
         guard !flushScheduled else { return }
         flushScheduled = true
         let coalescer = NIOLoopBound((self, context), eventLoop: context.eventLoop)

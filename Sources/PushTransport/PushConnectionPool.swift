@@ -260,6 +260,26 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
 
     // MARK: Opening connections
 
+    /// NIOHTTP2's settings for every connection (and for the allocation benchmarks, which run the same pipeline
+    /// over in-memory channels).
+    package static func http2Configuration(streamCap: Int) -> NIOHTTP2Handler.ConnectionConfiguration {
+        var http2 = NIOHTTP2Handler.ConnectionConfiguration()
+        http2.initialSettings = [
+            HTTP2Setting(parameter: .enablePush, value: 0),
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
+            HTTP2Setting(parameter: .initialWindowSize, value: 65535),
+        ]
+        // The requests are built here from validated parts; checking every header of every
+        // request again cost 6% of the client's CPU. Answers are read by status and two headers.
+        http2.headerBlockValidation = .disabled
+        http2.contentLengthValidation = .disabled
+        // Answers that arrive after a request timeout reset their stream are dropped only while NIO
+        // remembers the stream; a frame for a forgotten one is a connection error that loses every
+        // stream in flight. NIO remembers 32 by default; a stalled server can time out hundreds.
+        http2.maximumRecentlyResetStreams = max(streamCap, 32)
+        return http2
+    }
+
     private func connect(id: Int) {
         let endpoint = configuration.endpoint
         let sslContext = self.sslContext
@@ -283,21 +303,9 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
                         try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: isAddress ? nil : endpoint.host))
                     }
                     try pipeline.addHandler(PushFlushCoalescer())
-                    var http2 = NIOHTTP2Handler.ConnectionConfiguration()
-                    http2.initialSettings = [
-                        HTTP2Setting(parameter: .enablePush, value: 0),
-                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
-                        HTTP2Setting(parameter: .initialWindowSize, value: 65535),
-                    ]
-                    // The requests are built here from validated parts; checking every header of every
-                    // request again cost 6% of the client's CPU. Answers are read by status and two headers.
-                    http2.headerBlockValidation = .disabled
-                    http2.contentLengthValidation = .disabled
-                    // Answers that arrive after a request timeout reset their stream are dropped only while NIO
-                    // remembers the stream; a frame for a forgotten one is a connection error that loses every
-                    // stream in flight. NIO remembers 32 by default; a stalled server can time out hundreds.
-                    http2.maximumRecentlyResetStreams = max(configuration.streamCap, 32)
-                    try pipeline.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: http2))
+                    try pipeline.addHandler(
+                        NIOHTTP2Handler(mode: .client, connectionConfiguration: Self.http2Configuration(streamCap: configuration.streamCap))
+                    )
                     let handler = PushConnectionHandler(
                         id: id,
                         service: configuration.service,
@@ -335,7 +343,7 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
 
     // MARK: PushConnectionDelegate (on the connection's event loop)
 
-    func connection(_ id: Int, finished request: PushWireRequest, result: PushWireResult) {
+    package func connection(_ id: Int, finished request: PushWireRequest, result: PushWireResult) {
         let next = state.withLock { locked in
             let finished = locked.machine.requestFinished(on: id, request, result: result, now: .now())
             if case .actions(let actions) = finished, let timer = actions.timer { setTimer(timer, &locked) }
@@ -352,22 +360,22 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
         }
     }
 
-    func connection(_ id: Int, readyWithStreamLimit limit: Int) {
+    package func connection(_ id: Int, readyWithStreamLimit limit: Int) {
         run(event { machine, now in machine.connectionReady(id, streamLimit: limit, now: now) })
     }
 
-    func connection(_ id: Int, streamLimitChanged limit: Int) {
+    package func connection(_ id: Int, streamLimitChanged limit: Int) {
         run(event { machine, now in machine.streamLimitChanged(id, to: limit, now: now) })
     }
 
-    func connection(_ id: Int, goingAway resend: [PushWireRequest]) {
+    package func connection(_ id: Int, goingAway resend: [PushWireRequest]) {
         let actions = event { machine, now in machine.connectionGoingAway(id, resend: resend, now: now) }
         metrics.goAway()
         logger.debug("\(configuration.service) connection going away", metadata: [keys.connection: "\(id)", keys.resend: "\(resend.count)"])
         run(actions)
     }
 
-    func connection(_ id: Int, closed resend: [PushWireRequest], fateUnknown: [PushWireRequest]) {
+    package func connection(_ id: Int, closed resend: [PushWireRequest], fateUnknown: [PushWireRequest]) {
         let actions = event { machine, now in machine.connectionClosed(id, resend: resend, now: now) }
         metrics.connectionClosed()
         if !fateUnknown.isEmpty {
