@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// One FCM HTTP v1 message without its target: a data message for an Android app, or for an iOS app through
 /// FCM (with the `apns` block a background push needs). The JSON is made once; each send adds its token.
@@ -106,9 +107,9 @@ public struct FCMMessage: Sendable, Equatable {
     /// benchmark can hand other senders (h2load) the very bytes the client sends.
     public func body(token: String) -> [UInt8] {
         var body: [UInt8] = []
-        body.reserveCapacity(24 + token.utf8.count + tail.count)
+        body.reserveCapacity(bodyLength(token: token))
         body.append(contentsOf: #"{"message":{"token":"#.utf8)
-        if token.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 }) {
+        if Self.needsNoEscaping(token) {
             body.append(UInt8(ascii: "\""))
             body.append(contentsOf: token.utf8)
             body.append(UInt8(ascii: "\""))
@@ -117,6 +118,29 @@ public struct FCMMessage: Sendable, Equatable {
         }
         body.append(contentsOf: tail)
         return body
+    }
+
+    /// ``body(token:)`` written at the end of `buffer`, without an array of its own: a batch's bodies go into one
+    /// buffer (``FCMProvider``).
+    func writeBody(token: String, to buffer: inout ByteBuffer) {
+        guard Self.needsNoEscaping(token) else {
+            buffer.writeBytes(body(token: token))
+            return
+        }
+        buffer.writeStaticString(#"{"message":{"token":""#)
+        buffer.writeString(token)
+        buffer.writeInteger(UInt8(ascii: "\""))
+        buffer.writeBytes(tail)
+    }
+
+    /// The length of ``body(token:)`` for a token that needs no escaping; a lower bound for one that does.
+    func bodyLength(token: String) -> Int {
+        22 + token.utf8.count + tail.count
+    }
+
+    /// Whether `token` goes into a JSON string as it is: printable ASCII without quotes or backslashes.
+    private static func needsNoEscaping(_ token: String) -> Bool {
+        token.utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 }
     }
 
     /// `text` as a JSON string: quotes, backslashes and control characters escaped, everything else as UTF-8.

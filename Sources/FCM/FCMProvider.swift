@@ -76,7 +76,25 @@ public struct FCMProvider: PushProviderProtocol {
         headers.add(name: ":authority", value: authority)
         headers.add(name: "authorization", value: "Bearer " + credential)
         headers.add(name: "content-type", value: "application/json; charset=UTF-8")
-        return deliveries.map { PushRequest(headers: headers, body: ByteBuffer(bytes: $0.message.body(token: $0.token))) }
+        // The bodies go into one buffer, which the requests share as slices: a body costs no allocation of its own
+        // (an array and a buffer to copy it into, before). The buffer is filled before it is sliced, so that no
+        // write meets a slice and copies it.
+        var bodies = ByteBuffer()
+        bodies.reserveCapacity(deliveries.reduce(0) { $0 + $1.message.bodyLength(token: $1.token) })
+        var ends: [Int] = []
+        ends.reserveCapacity(deliveries.count)
+        for delivery in deliveries {
+            delivery.message.writeBody(token: delivery.token, to: &bodies)
+            ends.append(bodies.writerIndex)
+        }
+        var requests: [PushRequest] = []
+        requests.reserveCapacity(deliveries.count)
+        var start = bodies.readerIndex
+        for end in ends {
+            requests.append(PushRequest(headers: headers, body: bodies.getSlice(at: start, length: end - start)!))
+            start = end
+        }
+        return requests
     }
 
     /// FCM answers 200 with the message's `name`, and an error with Google's error body (``FCMRejection``). A 200

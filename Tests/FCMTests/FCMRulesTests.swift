@@ -164,6 +164,25 @@ struct FCMRulesTests {
         #expect(small.reserve(1, now: .zero) == .seconds(1))
     }
 
+    @Test("a batch's requests share one buffer of bodies, each request exactly its own delivery's body, escaped tokens included")
+    func batchBodies() throws {
+        let android = try FCMMessage.data(["edition": "e1"], for: .android(priority: .normal, ttl: .seconds(60), collapseKey: "morning"))
+        let ios = try FCMMessage.data(["edition": "e2"], for: .ios(expiration: nil, collapseID: nil))
+        let deliveries = [
+            FCMDelivery(android, to: "dGVzdA:APA91b-x_y"),
+            FCMDelivery(ios, to: String(repeating: "b", count: 163)),
+            FCMDelivery(android, to: #"a "quoted" \ token"#),
+            FCMDelivery(ios, to: "é"),
+            FCMDelivery(android, to: "last"),
+        ]
+        let requests = Self.provider().requests(for: deliveries, credential: "access")
+        #expect(requests.map { Array($0.body.readableBytesView) } == deliveries.map { $0.message.body(token: $0.token) })
+        for request in requests {
+            #expect(request.headers.first(name: "authorization") == "Bearer access")
+        }
+        #expect(Self.provider().requests(for: [], credential: "access").isEmpty)
+    }
+
     @Test("an Android data message: string data, normal priority, ttl in seconds, collapse key; the token spliced in")
     func androidBody() throws {
         let message = try FCMMessage.data(
