@@ -13,7 +13,7 @@ import PushTransport
 // more allocations than recorded there (CI runs it; see README "Benchmarks").
 //
 // Every benchmark is deterministic: no sockets, no threads, no clocks. The connection benchmarks run the client's
-// pipeline as the pool builds it (PushFlushCoalescer, NIOHTTP2Handler with the pool's settings, PushConnectionHandler)
+// pipeline as the pool builds it (`PushConnectionPool.addHTTP2Handlers`, then PushConnectionHandler)
 // over an in-memory channel, against a NIOHTTP2 server in another in-memory channel that answers each request with
 // APNs's 200; the bytes are carried between the two by hand. So a count is the same on every run and every machine
 // with the same toolchain and packages, and a change that adds an allocation per request moves it by 1,000.
@@ -146,8 +146,7 @@ final class Exchange {
     init(client kind: Client, keepingSent: Bool = false) throws {
         keepsSent = keepingSent
         let pipeline = client.pipeline.syncOperations
-        try pipeline.addHandler(PushFlushCoalescer())
-        try pipeline.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: PushConnectionPool.http2Configuration(streamCap: 1000)))
+        try PushConnectionPool.addHTTP2Handlers(to: pipeline, streamCap: 1000)
         switch kind {
         case .pushConnection:
             let handler = PushConnectionHandler(

@@ -470,15 +470,13 @@ package final class PushConnectionHandler: ChannelDuplexHandler {
 
 /// Sits between the socket and NIOHTTP2Handler and turns many flushes in one event-loop tick into one
 /// socket write.
-package final class PushFlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
-    package typealias OutboundIn = Any
-    package typealias OutboundOut = Any
-
-    package init() {}
+final class PushFlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = Any
+    typealias OutboundOut = Any
 
     private var flushScheduled = false
 
-    package func flush(context: ChannelHandlerContext) {
+    func flush(context: ChannelHandlerContext) {
         guard !flushScheduled else { return }
         flushScheduled = true
         let coalescer = NIOLoopBound((self, context), eventLoop: context.eventLoop)

@@ -260,9 +260,16 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
 
     // MARK: Opening connections
 
-    /// NIOHTTP2's settings for every connection (and for the allocation benchmarks, which run the same pipeline
-    /// over in-memory channels).
-    package static func http2Configuration(streamCap: Int) -> NIOHTTP2Handler.ConnectionConfiguration {
+    /// The handlers of a connection between the socket (or TLS) and its ``PushConnectionHandler``: the flush coalescer
+    /// and NIOHTTP2Handler with the pool's settings. The allocation benchmarks build their in-memory connections with
+    /// it too, so that they run the pool's pipeline.
+    package static func addHTTP2Handlers(to pipeline: ChannelPipeline.SynchronousOperations, streamCap: Int) throws {
+        try pipeline.addHandler(PushFlushCoalescer())
+        try pipeline.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: http2Configuration(streamCap: streamCap)))
+    }
+
+    /// NIOHTTP2's settings for every connection.
+    private static func http2Configuration(streamCap: Int) -> NIOHTTP2Handler.ConnectionConfiguration {
         var http2 = NIOHTTP2Handler.ConnectionConfiguration()
         http2.initialSettings = [
             HTTP2Setting(parameter: .enablePush, value: 0),
@@ -302,10 +309,7 @@ package final class PushConnectionPool: PushConnectionDelegate, Sendable {
                         let isAddress = (try? SocketAddress(ipAddress: endpoint.host, port: 0)) != nil
                         try pipeline.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: isAddress ? nil : endpoint.host))
                     }
-                    try pipeline.addHandler(PushFlushCoalescer())
-                    try pipeline.addHandler(
-                        NIOHTTP2Handler(mode: .client, connectionConfiguration: Self.http2Configuration(streamCap: configuration.streamCap))
-                    )
+                    try Self.addHTTP2Handlers(to: pipeline, streamCap: configuration.streamCap)
                     let handler = PushConnectionHandler(
                         id: id,
                         service: configuration.service,
