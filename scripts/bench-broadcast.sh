@@ -1681,8 +1681,11 @@ for key, title in (("statementsWave1", "wave 1"), ("statementsMorning", "the who
     lines.append(f"  PostgreSQL per 1,000 deliveries, {title} ({st['deliveries']} deliveries; pg_stat_statements): processes' CPU {st['cpuMsPer1000']} ms,"
                  f" statements {st['statementMsPer1000']} ms in {st['callsPer1000']} calls, outside statements {st['outsideStatementsMsPer1000']} ms")
     for f in st["families"]:
-        lines.append(f"    {f['family']:32} {f['callsPer1000']:>8} calls {f['statementMsPer1000']:>8} ms {f['share'] * 100:>5.1f} % {f['msPerCall']} ms/call,"
+        lines.append(f"    {f['family']:50} {f['callsPer1000']:>8} calls {f['statementMsPer1000']:>8} ms {f['share'] * 100:>5.1f} % {f['msPerCall']} ms/call,"
                      f" CPU ~{f['cpuMsPer1000']} ms")
+    # The costliest statements themselves, so that a run names what its families hold (BENCH_KEEP=DIR keeps the dumps).
+    for t in st.get("top", []):
+        lines.append(f"    top: {t['ms']} ms in {t['calls']} calls [{t['family']}] {t['query']}")
 
 result["failures"] = failures
 json.dump(result, open(f"{tmp}/result.json", "w"))

@@ -19,9 +19,26 @@ import json
 import re
 import sys
 
-# The first pattern a statement matches names its family; the order matters (more specific first).
+# The first pattern a statement matches names its family; the order matters (more specific first). A statement's text
+# here is pg_stat_statements', with every constant replaced by a parameter (`OFFSET 0` reads `OFFSET $5`), so the
+# patterns of the receipts, the tally and the workers' periodic reads come before the carve's, whose `OFFSET $` the
+# tally step's `OFFSET 0` would otherwise match. scripts/test_statement_families.py holds the real statements of a
+# morning to these families.
 FAMILIES = [
     ("transaction", r"^\s*(BEGIN|COMMIT|ROLLBACK|START TRANSACTION)\b"),
+    # The bench's own probes (bench-broadcast.sh watching pg_stat_activity for the wave-2 count, and its dumps), not
+    # Paperboy's.
+    ("bench: its own probes", r"FROM pg_stat_activity WHERE state = \$1 AND pid <> pg_backend_pid\(\)|pg_stat_statements"),
+    ("receipts: stored in groups", r"FROM unnest\(\$1::bigint\[\], \$2::bytea\[\]"),
+    ("receipts: stored one at a time", r"INSERT INTO receipts"),
+    ("receipts: the tally (step, recount)",
+     r"coalesce\(r\.provider, \(SELECT d\.provider|INSERT INTO receipt_tallies|receipt_tally_failures|receipt_tally_recounts|UPDATE receipt_tally_state"
+     r"|s\.counted_through::text, least\("),
+    ("wave 2: audience count", r"INSERT INTO wave_members"),
+    ("plan: the audience by cohort, the broadcast's rows",
+     r"SELECT \(\(d\.cohort_key::bigint \+|SELECT EXISTS \(SELECT \$\d+ FROM devices d WHERE d\.app_id"
+     r"|INSERT INTO broadcast_cohorts|INSERT INTO broadcast_waves|INSERT INTO broadcasts|broadcast_counts"),
+    ("worker: gauges, holds, sender status (periodic)", r"coalesce\(t\.planned|WITH pairs AS \(|WITH waiting AS \("),
     ("lease: take over", r"UPDATE broadcast_batches\s+SET lease_owner = \$\d+, lease_expires_at"),
     ("lease: due cohort", r"FROM broadcast_cohorts c\s+JOIN broadcast_waves w .*FOR UPDATE OF c SKIP LOCKED"),
     ("lease: carve with targets", r"WITH first AS MATERIALIZED \(\s*SELECT d\.id, d\.cohort_key, d\.token"),
@@ -33,6 +50,7 @@ FAMILIES = [
     ("record: fence", r"UPDATE broadcast_batches SET done_at|SET give_backs = give_backs \+ 1|given_back_by = \$\d+ AND given_back_lease"),
     ("record: ledger", r"INSERT INTO deliveries"),
     ("record: counters", r"UPDATE broadcast_cohorts SET sent = sent"),
+    ("record: answer tallies", r"INSERT INTO answer_tallies"),
     ("dormancy: sort by key", r"DELETE FROM uncounted_pushes.*INSERT INTO uncounted_pushes"),
     ("record: pushes kept for dormancy", r"INSERT INTO uncounted_pushes"),
     ("dormancy: anything to count?", r"SELECT EXISTS \(SELECT \$?\d+ FROM uncounted_pushes|WITH RECURSIVE ids"),
@@ -40,10 +58,14 @@ FAMILIES = [
     ("record: deactivations", r"UPDATE devices SET active = false|deactivation_holds|INSERT INTO held_deactivations"),
     ("lease: renew", r"UPDATE broadcast_batches b SET lease_expires_at"),
     ("poll: next due", r"SELECT min\(due\) FROM"),
-    ("receipts", r"INSERT INTO receipts|receipt_tallies"),
     ("foreign key checks", r"FOR KEY SHARE OF x"),
     ("registrations", r"INSERT INTO devices"),
-    ("status and console", r"FROM broadcast_waves|FROM broadcast_cohorts|FROM broadcasts"),
+    # The status (GET /v1/broadcasts/{id}, `broadcast status`) and the console: their reads of the tallies, the
+    # receipts' lag, the workers' pauses and the holds, and the console's samples and snapshots.
+    ("status and console",
+     r"FROM broadcast_waves|FROM broadcast_cohorts|FROM broadcasts|FROM receipt_tally_state s\s+LEFT JOIN receipt_tallies"
+     r"|count\(\*\) FILTER \(WHERE o\.waiting_since IS NULL\)|jsonb_array_elements\(w\.pauses|SELECT h\.app_id, h\.environment"
+     r"|console_samples|console_snapshots"),
 ]
 COMPILED = [(name, re.compile(pattern, re.S | re.I)) for name, pattern in FAMILIES]
 
@@ -107,9 +129,9 @@ def main() -> int:
     print(f"PostgreSQL per 1,000 deliveries ({args.deliveries:,} deliveries): statements {result['statementMsPer1000']} ms"
           f" in {result['callsPer1000']} calls" + (f"; processes' CPU {result['cpuMsPer1000']} ms, outside statements"
                                                    f" {result['outsideStatementsMsPer1000']} ms" if cpu_ms is not None else ""))
-    print(f"  {'family':32} {'calls':>8} {'ms':>8} {'share':>6} {'ms/call':>8} {'CPU ms':>8}")
+    print(f"  {'family':50} {'calls':>8} {'ms':>8} {'share':>6} {'ms/call':>8} {'CPU ms':>8}")
     for f in families:
-        print(f"  {f['family']:32} {f['callsPer1000']:>8} {f['statementMsPer1000']:>8} {f['share'] * 100:>5.1f}% {f['msPerCall'] or 0:>8}"
+        print(f"  {f['family']:50} {f['callsPer1000']:>8} {f['statementMsPer1000']:>8} {f['share'] * 100:>5.1f}% {f['msPerCall'] or 0:>8}"
               f" {f['cpuMsPer1000'] if f['cpuMsPer1000'] is not None else '':>8}")
     for t in result.get("top", []):
         print(f"  top: {t['ms']:>9} ms {t['calls']:>7} calls [{t['family']}] {t['query']}")
