@@ -113,7 +113,8 @@
 #                 recorded fail the run. Stall, stop and the wave's end must be due in that order: --stall-at +
 #                 --stall-for (sigkill: the lease) + D below the window. Choose D long enough for the catch-up
 #                 after the stall, e.g. 120s
-#   env: PAPERBOY_BIN (default .build-release/release/paperboy), BENCH_KEEP=DIR (keep the logs there),
+#   env: PAPERBOY_BIN (default .build-release/release/paperboy), BENCH_KEEP=DIR (keep the logs there, and the statements' dumps
+#        statements-wave1.json and statements-morning.json for scripts/statement-families.py: set it for long runs),
 #        WORKER_LOG_LEVEL (the workers' LOG_LEVEL, default warning, notice with --wave2; debug logs every
 #        batch's timings), WORKER_ARGS (more `paperboy worker` flags, e.g. "--max-batch 2000"; for experiments)
 # Any failed step (a command, a status request outside a PostgreSQL stall, a worker or the simulator
