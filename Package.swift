@@ -624,6 +624,7 @@ let package = Package(
                 "PaperboyAPI",
                 "PaperboyBroadcast",
                 "PaperboyCore",
+                "PaperboyDispatch",
                 "PaperboyStore",
                 "PaperboyTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -325,8 +325,8 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case id
         case editionID = "editionId"
-        case publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, failure, note, waves, receipts
-        case receiptsCountedThrough, readyAtOpen
+        case publication, issueDate, environment, state, origin, options, createdAt, deadline, finishedAt, failure, note, held, paused
+        case waves, receipts, receiptsCountedThrough, readyAtOpen
     }
 
     /// Ids as lowercase UUIDs, as everywhere in the API.
@@ -345,6 +345,10 @@ public struct BroadcastProgress: Codable, Sendable, Equatable {
         try container.encodeIfPresent(finishedAt, forKey: .finishedAt)
         try container.encodeIfPresent(failure, forKey: .failure)
         try container.encodeIfPresent(note, forKey: .note)
+        // The API's schema has had `held` and `paused` since they were added to the status; until 2026-12-05 the JSON
+        // left them out, so that only the terminal report and the console showed a hold or a pause.
+        try container.encodeIfPresent(held, forKey: .held)
+        try container.encodeIfPresent(paused, forKey: .paused)
         try container.encode(waves, forKey: .waves)
         try container.encode(receipts, forKey: .receipts)
         try container.encodeIfPresent(receiptsCountedThrough, forKey: .receiptsCountedThrough)

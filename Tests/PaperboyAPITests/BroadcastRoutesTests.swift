@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import PaperboyAPI
 import PaperboyCore
+import PaperboyDispatch
 import PaperboyStore
 import PaperboyTesting
 import PostgresNIO
@@ -55,6 +56,63 @@ struct BroadcastRoutesTests {
             let twice = try await client.send(.post, "/v1/broadcasts/\(id)/cancel", headers: Self.admin)
             #expect(twice.status == .conflict)
             #expect(try twice.apiError().field == "state")
+        }
+    }
+
+    @Test("GET shows a held provider and a paused one while the broadcast runs, as openapi.yaml says; neither once it has ended")
+    func heldAndPausedInTheStatus() async throws {
+        try await APIFixture.with { fixture, client in
+            let edition = try await Self.prepare(fixture, client)
+            let started = try await client.send(.post, "/v1/broadcasts", headers: Self.admin, body: #"{"edition": "\#(edition)", "window": 600}"#)
+            let id = try #require((try started.json()["broadcast"] as? [String: Any])?["id"] as? String)
+            let (db, app) = (fixture.db, fixture.app)
+            let reason = "3 of the last 3 APNs answers said DeviceTokenNotForTopic"
+            #expect(
+                try await ProviderHoldRepository(client: db.client).raise(
+                    appID: app.id,
+                    provider: .apns,
+                    answer: "DeviceTokenNotForTopic",
+                    likelyCause: "bundle id",
+                    reason: reason,
+                    by: "worker-a",
+                    version: app.credentialsVersion,
+                    logger: db.logger
+                )
+            )
+            let since = Date(timeIntervalSince1970: 1_796_000_000.25)
+            let pause = ProviderPause(key: .init(appID: app.id, environment: .production, provider: .fcm), since: since)
+            for name in ["worker-a", "worker-b"] {
+                let status = WorkerStatus(name: name, startedAt: Date(), seenAt: Date(), pauses: name == "worker-a" ? [pause] : [])
+                try await WorkerRepository(client: db.client).report(status, logger: db.logger)
+            }
+
+            let shown = try await client.send(.get, "/v1/broadcasts/\(id)", headers: Self.admin)
+            #expect(shown.status == .ok)
+            let held = try #require(try shown.json()["held"] as? [[String: Any]], "the hold is in the JSON, not only in the report")
+            #expect(held.count == 1)
+            #expect(held.first?["provider"] as? String == "apns")
+            #expect(held.first?["reason"] as? String == reason)
+            #expect(held.first?["heldDeactivations"] as? Int == 0)
+            #expect(held.first?["since"] is String)
+            let paused = try #require(try shown.json()["paused"] as? [[String: Any]], "the pause is in the JSON")
+            #expect(paused.count == 1)
+            #expect(paused.first?["provider"] as? String == "fcm")
+            #expect(paused.first?["since"] as? String == "2026-11-30T00:53:20.250Z")
+            #expect(paused.first?["workers"] as? Int == 1)
+            #expect(paused.first?["ofWorkers"] as? Int == 2)
+            // Decoded again (what `paperboy broadcast status --json` readers and the console's clients get), they are kept.
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .custom {
+                try Date($0.singleValueContainer().decode(String.self), strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+            }
+            let decoded = try decoder.decode(BroadcastProgress.self, from: Data(shown.body.readableBytesView))
+            #expect(decoded.held?.first?.provider == .apns)
+            #expect(decoded.paused?.first?.workers == 1)
+
+            let cancelled = try await client.send(.post, "/v1/broadcasts/\(id)/cancel", headers: Self.admin)
+            #expect(cancelled.status == .ok)
+            #expect(try cancelled.json()["held"] == nil, "an ended broadcast waits for nothing")
+            #expect(try cancelled.json()["paused"] == nil)
         }
     }
 
