@@ -181,31 +181,23 @@ public struct BroadcastRepository: Sendable {
     /// The receipts come from the tallies (``ReceiptTallies``), a few hundred rows whatever the fleet: the
     /// receipts counted through ``BroadcastProgress/receiptsCountedThrough``. With `exact`, the broadcast is
     /// recounted from every receipt first (``ReceiptTallies/recount(broadcastID:now:logger:)``: seconds at
-    /// millions of devices), `now` being the recount's time.
+    /// millions of devices), `now` being the recount's time. Everything else is one prepared statement
+    /// (``BroadcastStatus``).
     public func progress(id: UUID, exact: Bool = false, now: Date = Date(), logger: Logger) async throws -> BroadcastProgress? {
-        guard let broadcast = try await find(id: id, logger: logger) else { return nil }
-        let tallies = ReceiptTallies(client: client)
-        if exact { try await tallies.recount(broadcastID: id, now: now, logger: logger) }
-        // The reads below need only the broadcast's row and not one another: they run at once, each on a connection
-        // of the pool, so that a status waits for the slowest of them instead of their sum: during a wave 1 at
-        // 1,000,000 devices its median fell from 10.8 to 7.9 ms, at 10,000,000 its p99 from 71 to 59 ms (issue 49).
-        let running = broadcast.state == .running
-        async let talliedRead = tallies.counts(broadcastID: id, editionID: broadcast.editionID, logger: logger)
-        async let cohortRead = cohortRows(broadcastID: id, logger: logger)
-        async let waveRead = waveRows(broadcastID: id, logger: logger)
-        async let holdRead =
-            running
-            ? ProviderHoldRepository(client: client).holds(appID: broadcast.appID, environment: broadcast.environment, logger: logger) : []
-        async let pauseRead =
-            running
-            ? WorkerRepository(client: client).pauses(appID: broadcast.appID, environment: broadcast.environment, logger: logger) : []
-        async let readyRead = HabitRepository(client: client).readyAtOpen(broadcastID: id, editionID: broadcast.editionID, logger: logger)
-        let (tallied, cohortRows, waveRows) = try await (talliedRead, cohortRead, waveRead)
-        let (holds, pauses, readyAtOpen) = try await (holdRead, pauseRead, readyRead)
+        if exact { try await ReceiptTallies(client: client).recount(broadcastID: id, now: now, logger: logger) }
+        guard let read = try await client.executePrepared(BroadcastStatus(broadcastID: id), logger: logger).first else { return nil }
+        return try Self.progress(read)
+    }
+
+    /// The status's row assembled.
+    /// - Throws: ``UnreadableRow`` naming the broadcast, or the cohort whose counts are not JSON objects of whole numbers.
+    static func progress(_ read: BroadcastStatus.Read) throws -> BroadcastProgress {
+        let broadcast = try Self.broadcast(read.broadcast)
+        let id = broadcast.id
 
         var receipts: [Int: [Int: [String: Int]]] = [:]
         var providerReceipts: [Int: [Int: [String: [String: Int]]]] = [:]
-        for cell in tallied.cells {
+        for cell in read.tallied.cells {
             receipts[cell.wave, default: [:]][cell.cohort, default: [:]][cell.result.rawValue, default: 0] += cell.count
             providerReceipts[cell.wave, default: [:]][cell.cohort, default: [:]][cell.provider.rawValue, default: [:]][
                 cell.result.rawValue,
@@ -213,36 +205,55 @@ public struct BroadcastRepository: Sendable {
             ] += cell.count
         }
 
-        var cohortsByWave: [Int: [BroadcastProgress.Cohort]] = [:]
-        for row in cohortRows {
-            let wave = Int(row.0)
-            let key = "\(id.uuidString.lowercased()) wave \(wave) cohort \(row.1)"
-            let counts = BroadcastProgress.Counts(
-                planned: row.4,
-                sent: row.5,
-                accepted: row.6,
-                rejected: try Self.counts(json: row.7, table: "broadcast_cohorts", key: key, column: "rejected"),
-                skipped: try Self.counts(json: row.8, table: "broadcast_cohorts", key: key, column: "skipped"),
-                receipts: receipts[wave]?[row.1] ?? [:],
-                byProvider: Self.byProvider(
-                    try Self.counts(json: row.9, table: "broadcast_cohorts", key: key, column: "providers"),
-                    receipts: providerReceipts[wave]?[row.1] ?? [:]
-                ),
-                dormant: row.10
-            )
-            cohortsByWave[wave, default: []].append(BroadcastProgress.Cohort(cohort: row.1, startsAt: row.2, endsAt: row.3, counts: counts))
+        // A cohort's `rejected`, `skipped` and `providers`, flattened by the statement: one key and value a row.
+        var stored: [Int16: [Int: [[String: Int]]]] = [:]
+        for count in read.counts {
+            guard let value = Int(count.value) else {
+                throw UnreadableRow(
+                    table: "broadcast_cohorts",
+                    key: "\(id.uuidString.lowercased()) wave \(count.wave) cohort \(count.cohort)",
+                    column: Self.countColumns[Int(count.column)],
+                    message: "not a JSON object of counts: \(count.key) is \(count.value.prefix(200))"
+                )
+            }
+            stored[count.wave, default: [:]][count.cohort, default: [[:], [:], [:]]][Int(count.column)][count.key, default: 0] += value
         }
 
-        let waves = waveRows.map { row in
+        var cohortsByWave: [Int: [BroadcastProgress.Cohort]] = [:]
+        for row in read.cohorts {
+            let wave = Int(row.wave)
+            guard row.readable else {
+                throw UnreadableRow(
+                    table: "broadcast_cohorts",
+                    key: "\(id.uuidString.lowercased()) wave \(wave) cohort \(row.cohort)",
+                    column: Self.countColumns.joined(separator: ", "),
+                    message: "not a JSON object of counts"
+                )
+            }
+            let objects = stored[row.wave]?[row.cohort] ?? [[:], [:], [:]]
+            let counts = BroadcastProgress.Counts(
+                planned: row.planned,
+                sent: row.sent,
+                accepted: row.accepted,
+                rejected: objects[0],
+                skipped: objects[1],
+                receipts: receipts[wave]?[row.cohort] ?? [:],
+                byProvider: Self.byProvider(objects[2], receipts: providerReceipts[wave]?[row.cohort] ?? [:]),
+                dormant: row.dormant
+            )
+            cohortsByWave[wave, default: []].append(BroadcastProgress.Cohort(cohort: row.cohort, startsAt: row.startsAt, endsAt: row.endsAt, counts: counts))
+        }
+
+        let waves = read.waves.map { row in
             BroadcastProgress.Wave(
-                wave: Int(row.0),
-                kind: .init(rawValue: row.1) ?? .background,
-                startsAt: row.2,
-                rate: row.3,
-                window: row.4,
-                finishedAt: row.5,
-                behindSeconds: row.6 > 0 ? row.6 : nil,
-                cohorts: cohortsByWave[Int(row.0)] ?? []
+                wave: Int(row.wave),
+                kind: .init(rawValue: row.kind) ?? .background,
+                startsAt: row.startsAt,
+                rate: row.rate,
+                window: row.window,
+                finishedAt: row.finishedAt,
+                behindSeconds: row.behindSeconds > 0 ? row.behindSeconds : nil,
+                cohorts: cohortsByWave[Int(row.wave)] ?? []
             )
         }
 
@@ -261,51 +272,27 @@ public struct BroadcastRepository: Sendable {
             failure: broadcast.failure,
             note: broadcast.note,
             waves: waves,
-            receipts: Dictionary(uniqueKeysWithValues: tallied.edition.map { ($0.key.rawValue, $0.value) }),
-            receiptsCountedThrough: tallied.countedThrough
+            receipts: Dictionary(uniqueKeysWithValues: read.tallied.edition.map { ($0.key.rawValue, $0.value) }),
+            receiptsCountedThrough: read.tallied.countedThrough
         )
-        if !holds.isEmpty {
-            progress.held = holds.map {
-                BroadcastProgress.Hold(provider: $0.provider, reason: $0.reason, since: $0.raisedAt, heldDeactivations: $0.heldDeactivations)
+        // Both are read only while the broadcast runs (the statement's `b.state = 'running'`).
+        if !read.holds.isEmpty {
+            progress.held = read.holds.map {
+                BroadcastProgress.Hold(
+                    provider: PushProvider(storageCode: $0.provider),
+                    reason: $0.reason,
+                    since: $0.since,
+                    heldDeactivations: $0.heldDeactivations
+                )
             }
         }
-        if !pauses.isEmpty { progress.paused = pauses }
-        progress.readyAtOpen = readyAtOpen
+        if !read.pauses.isEmpty { progress.paused = read.pauses }
+        progress.readyAtOpen = read.readyAtOpen
         return progress
     }
 
-    /// A cohort row of the status: wave, cohort, start, end, planned, sent, accepted, then rejected, skipped and
-    /// the per-provider counts as JSON text, and dormant.
-    typealias CohortRow = (Int16, Int, Date, Date, Int, Int, Int, String, String, String, Int)
-
-    /// A wave row of the status: wave, kind, start, rate, window, finish, seconds behind.
-    typealias WaveRow = (Int16, String, Date, Double, Double, Date?, Double)
-
-    private func cohortRows(broadcastID id: UUID, logger: Logger) async throws -> [CohortRow] {
-        let rows = try await client.query(
-            """
-            SELECT wave, cohort, starts_at, ends_at, planned, sent, accepted, rejected::text, skipped::text, providers::text, dormant
-            FROM broadcast_cohorts WHERE broadcast_id = \(id) ORDER BY wave, cohort
-            """,
-            logger: logger
-        )
-        var found: [CohortRow] = []
-        for try await row in rows.decode(CohortRow.self) { found.append(row) }
-        return found
-    }
-
-    private func waveRows(broadcastID id: UUID, logger: Logger) async throws -> [WaveRow] {
-        let rows = try await client.query(
-            """
-            SELECT wave, kind, starts_at, rate, window_seconds, finished_at, behind_seconds
-            FROM broadcast_waves WHERE broadcast_id = \(id) ORDER BY wave
-            """,
-            logger: logger
-        )
-        var found: [WaveRow] = []
-        for try await row in rows.decode(WaveRow.self) { found.append(row) }
-        return found
-    }
+    /// The cohort columns ``BroadcastStatus`` flattens, by the number it gives each.
+    static let countColumns = ["rejected", "skipped", "providers"]
 
     /// A cohort's counts per provider: what was sent (the stored flat counts) and the receipts tallied.
     static func byProvider(_ flat: [String: Int], receipts: [String: [String: Int]]) -> [String: BroadcastProgress.ProviderCounts] {
@@ -419,12 +406,17 @@ public struct BroadcastRepository: Sendable {
         PostgresQuery(unsafeSQL: selectBroadcastsHead + " " + tail.sql, binds: tail.binds)
     }
 
-    private static let selectBroadcastsHead = """
-        SELECT b.id, b.edition_id, p.app_id, p.id, b.environment, b.state, b.plan::text, b.origin,
+    private static let selectBroadcastsHead = "SELECT \(broadcastColumns) FROM \(broadcastTables)"
+
+    /// A broadcast's columns as ``BroadcastRow`` reads them, from ``broadcastTables``.
+    static let broadcastColumns = """
+        b.id, b.edition_id, p.app_id, p.id, b.environment, b.state, b.plan::text, b.origin,
             coalesce((SELECT w.starts_at FROM broadcast_waves w WHERE w.broadcast_id = b.id AND w.wave = 1), b.created_at),
             e.deadline, b.created_at, b.finished_at, p.slug, e.issue_date::text, b.failure, b.plan_note
-        FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
         """
+
+    /// A broadcast `b` with its edition `e` and publication `p`.
+    static let broadcastTables = "broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id"
 
     func select(_ query: PostgresQuery, logger: Logger) async throws -> [Broadcast] {
         let rows = try await client.query(query, logger: logger)

@@ -122,6 +122,11 @@ extension APNsEnvironment {
     init(storageCode: Int16) {
         self = storageCode == 0 ? .production : .sandbox
     }
+
+    /// The environment's name (`rawValue`) for the stored code `code` (SQL), as ``init(storageCode:)`` reads it.
+    static func rawValueSQL(ofCode code: String) -> String {
+        "CASE \(code) WHEN \(APNsEnvironment.production.storageCode) THEN '\(APNsEnvironment.production.rawValue)' ELSE '\(APNsEnvironment.sandbox.rawValue)' END"
+    }
 }
 
 extension PushProvider {

@@ -92,15 +92,24 @@ public struct ProviderHoldRepository: Sendable {
         )
     }
 
+    /// The deactivations held for hold `alias`'s app, environment and provider, as SQL (an `integer`): what a hold
+    /// shows here and in the status (``BroadcastStatus``).
+    static func heldDeactivations(of alias: String) -> String {
+        """
+        (SELECT count(*)::integer FROM held_deactivations d
+            WHERE d.app_id = \(alias).app_id AND d.environment = \(alias).environment AND d.provider = \(alias).provider)
+        """
+    }
+
     private func select(_ condition: PostgresQuery, logger: Logger) async throws -> [ProviderHold] {
-        var query: PostgresQuery = """
-            SELECT h.app_id, h.environment, h.provider, h.answer, h.likely_cause, h.reason, h.raised_by, h.raised_at,
-                (SELECT count(*)::integer FROM held_deactivations d
-                 WHERE d.app_id = h.app_id AND d.environment = h.environment AND d.provider = h.provider)
-            FROM provider_holds h
-            """
-        query.sql += " " + condition.sql + " ORDER BY h.app_id, h.environment, h.provider"
-        query.binds = condition.binds
+        let query = PostgresQuery(
+            unsafeSQL: """
+                SELECT h.app_id, h.environment, h.provider, h.answer, h.likely_cause, h.reason, h.raised_by, h.raised_at,
+                    \(Self.heldDeactivations(of: "h"))
+                FROM provider_holds h \(condition.sql) ORDER BY h.app_id, h.environment, h.provider
+                """,
+            binds: condition.binds
+        )
         let rows = try await client.query(query, logger: logger)
         var holds: [ProviderHold] = []
         for try await (app, environment, provider, answer, cause, reason, by, at, held) in rows.decode(

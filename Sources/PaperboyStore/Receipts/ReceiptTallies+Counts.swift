@@ -64,12 +64,22 @@ extension ReceiptTallies {
 
     /// The watermark, and the broadcast's and the edition's rows (the edition's unique key leads the index).
     static func broadcastCountsQuery(broadcastID: UUID, editionID: UUID) -> PostgresQuery {
-        """
-        SELECT s.counted_through, t.broadcast_id IS NULL, t.wave, t.cohort, t.provider, t.result, t.count
-        FROM receipt_tally_state s
-        LEFT JOIN receipt_tallies t ON t.edition_id = \(editionID) AND (t.broadcast_id = \(broadcastID) OR t.broadcast_id IS NULL)
-            AND t.count <> 0
-        """
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(broadcastID)
+        binds.append(editionID)
+        return PostgresQuery(
+            unsafeSQL: """
+                SELECT s.counted_through, t.broadcast_id IS NULL, t.wave, t.cohort, t.provider, t.result, t.count
+                FROM receipt_tally_state s LEFT JOIN receipt_tallies t ON \(cellsCondition(broadcast: "$1", edition: "$2"))
+                """,
+            binds: binds
+        )
+    }
+
+    /// The tallies `t` of broadcast `broadcast` and of its edition `edition` (SQL expressions), without empty cells:
+    /// what ``counts(broadcastID:editionID:logger:)`` and the status (``BroadcastStatus``) read.
+    static func cellsCondition(broadcast: String, edition: String) -> String {
+        "t.edition_id = \(edition) AND (t.broadcast_id = \(broadcast) OR t.broadcast_id IS NULL) AND t.count <> 0"
     }
 
     static func editionCountsQuery(editionID: UUID) -> PostgresQuery {

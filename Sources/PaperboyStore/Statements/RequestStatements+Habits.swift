@@ -17,15 +17,24 @@ extension RequestStatements {
     /// that came (with the median and 90th percentile of the wait, in seconds), and those still without one. One read
     /// of the broadcast's `broadcast_opens` rows by their primary key, and a receipt probe per opener who waited.
     static func readyAtOpen(broadcastID: UUID, editionID: UUID) -> PostgresQuery {
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(broadcastID)
+        binds.append(editionID)
+        return PostgresQuery(unsafeSQL: readyAtOpenSelect(broadcast: "$1", edition: "$2"), binds: binds)
+    }
+
+    /// ``readyAtOpen(broadcastID:editionID:)``'s statement for broadcast `broadcast` of edition `edition` (SQL
+    /// expressions): one row, also as a part of the status (``BroadcastStatus``).
+    static func readyAtOpenSelect(broadcast: String, edition: String) -> String {
         """
         SELECT count(*)::bigint, count(*) FILTER (WHERE o.waiting_since IS NULL)::bigint, count(r.received_at)::bigint,
             percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM r.received_at - o.waiting_since))::float8),
             percentile_cont(0.9) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM r.received_at - o.waiting_since))::float8),
             count(*) FILTER (WHERE o.waiting_since IS NOT NULL AND r.received_at IS NULL)::bigint
         FROM broadcast_opens o
-        LEFT JOIN receipts r ON o.waiting_since IS NOT NULL AND r.device_id = o.device_id AND r.edition_id = \(editionID)
+        LEFT JOIN receipts r ON o.waiting_since IS NOT NULL AND r.device_id = o.device_id AND r.edition_id = \(edition)
             AND r.result <> 'failed'
-        WHERE o.broadcast_id = \(broadcastID)
+        WHERE o.broadcast_id = \(broadcast)
         """
     }
 

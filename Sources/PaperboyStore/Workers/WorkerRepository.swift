@@ -71,15 +71,12 @@ public struct WorkerRepository: Sendable {
         seenWithin: TimeInterval = 60,
         logger: Logger
     ) async throws -> [BroadcastProgress.Pause] {
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(appID)
+        binds.append(environment.rawValue)
+        binds.append(seenWithin)
         let rows = try await client.query(
-            """
-            SELECT p->>'provider', min((p->>'since')::timestamptz), count(DISTINCT w.name)::integer,
-                (SELECT count(*) FROM workers WHERE seen_at >= now() - make_interval(secs => \(seenWithin)))::integer
-            FROM workers w CROSS JOIN LATERAL jsonb_array_elements(w.pauses) AS p
-            WHERE w.seen_at >= now() - make_interval(secs => \(seenWithin))
-                AND (p->>'app')::integer = \(appID) AND p->>'environment' = \(environment.rawValue)
-            GROUP BY 1 ORDER BY 1
-            """,
+            PostgresQuery(unsafeSQL: Self.pausesSelect(app: "$1", environment: "$2", seenWithin: "$3") + " ORDER BY 1", binds: binds),
             logger: logger
         )
         var pauses: [BroadcastProgress.Pause] = []
@@ -88,6 +85,21 @@ public struct WorkerRepository: Sendable {
             pauses.append(BroadcastProgress.Pause(provider: provider, since: since, workers: workers, ofWorkers: max(live, workers)))
         }
         return pauses
+    }
+
+    /// The paused providers of app `app` in environment `environment` (its name, `production` or `sandbox`), from
+    /// workers seen in the last `seenWithin` seconds (SQL expressions): `provider, since, workers, live` rows, `live`
+    /// the workers seen then (its aliases name no table a caller may pass: `pausing`, `paused`). What ``pauses(appID:environment:seenWithin:logger:)`` and the status (``BroadcastStatus``) read.
+    static func pausesSelect(app: String, environment: String, seenWithin: String) -> String {
+        """
+        SELECT paused->>'provider' AS provider, min((paused->>'since')::timestamptz) AS since,
+            count(DISTINCT pausing.name)::integer AS workers,
+            (SELECT count(*) FROM workers WHERE seen_at >= now() - make_interval(secs => \(seenWithin)))::integer AS live
+        FROM workers pausing CROSS JOIN LATERAL jsonb_array_elements(pausing.pauses) AS paused
+        WHERE pausing.seen_at >= now() - make_interval(secs => \(seenWithin))
+            AND (paused->>'app')::integer = \(app) AND paused->>'environment' = \(environment)
+        GROUP BY 1
+        """
     }
 
     /// Deletes workers not seen since `cutoff`, and the sender statuses of those long gone.
