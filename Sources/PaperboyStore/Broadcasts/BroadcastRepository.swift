@@ -241,7 +241,9 @@ public struct BroadcastRepository: Sendable {
                 byProvider: Self.byProvider(objects[2], receipts: providerReceipts[wave]?[row.cohort] ?? [:]),
                 dormant: row.dormant
             )
-            cohortsByWave[wave, default: []].append(BroadcastProgress.Cohort(cohort: row.cohort, startsAt: row.startsAt, endsAt: row.endsAt, counts: counts))
+            cohortsByWave[wave, default: []].append(
+                BroadcastProgress.Cohort(cohort: row.cohort, startsAt: row.startsAt, endsAt: row.endsAt, counts: counts)
+            )
         }
 
         let waves = read.waves.map { row in
