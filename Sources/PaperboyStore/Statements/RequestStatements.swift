@@ -243,7 +243,8 @@ public enum RequestStatements {
         Statement("GET /v1/broadcasts/{id}", preparedTypes: BroadcastStatus.bindingDataTypes) { s in
             PostgresQuery(unsafeSQL: BroadcastStatus.sql, binds: BroadcastStatus(broadcastID: s.broadcastID).makeBindings())
         },
-        Statement("a broadcast by its id (start, cancel, the console)") { s in BroadcastRepository.selectBroadcasts("WHERE b.id = \(s.broadcastID)")
+        Statement("a broadcast by its id (start, cancel, the console)") { s in
+            BroadcastRepository.selectBroadcasts("WHERE b.id = \(s.broadcastID)")
         },
         Statement("GET /v1/broadcasts") { _ in BroadcastRepository.selectBroadcasts("ORDER BY b.created_at DESC LIMIT \(50)") },
         Statement("POST /v1/broadcasts: the edition's broadcast") { s in existingBroadcast(editionID: s.editionID, environment: s.environment) },
