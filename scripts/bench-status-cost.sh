@@ -14,22 +14,10 @@ cd "$(dirname "$0")/.."
 : "${DATABASE_URL:?set DATABASE_URL and PG* (a prepared database)}"
 command -v wrk >/dev/null || { echo "bench-status-cost: wrk is missing (apt-get install wrk)" >&2; exit 2; }
 rounds=${ROUNDS:-2} duration=${DURATION:-10} connections=${CONNECTIONS:-4}
-PAPERBOY_ADMIN_TOKEN=$(openssl rand -hex 32)
-export PAPERBOY_ADMIN_TOKEN
 broadcast=$(psql -X -Atc "SELECT id FROM broadcasts ORDER BY created_at DESC LIMIT 1")
 [ -n "$broadcast" ] || { echo "bench-status-cost: the database has no broadcast" >&2; exit 2; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-port_a=$(free_port) port_b=$(free_port)
-work=$(mktemp -d)
-LOG_LEVEL=warning "$1" serve --port "$port_a" --no-dispatch > "$work/serve-a.log" 2>&1 &
-serve_a=$!
-LOG_LEVEL=warning "$2" serve --port "$port_b" --no-dispatch > "$work/serve-b.log" 2>&1 &
-serve_b=$!
-trap 'kill $serve_a $serve_b 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do
-    curl -fs "http://127.0.0.1:$port_a/health/ready" >/dev/null && curl -fs "http://127.0.0.1:$port_b/health/ready" >/dev/null && break
-    sleep 0.2
-done
+. scripts/serve-pair.sh
+start_serve_pair "$1" "$2"
 # utime + stime, in clock ticks.
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 postgres_ticks() {

@@ -12,20 +12,8 @@ cd "$(dirname "$0")/.."
 [ $# = 2 ] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 a=$1 b=$2
 : "${DATABASE_URL:?set DATABASE_URL and PG* (a prepared database)}"
-PAPERBOY_ADMIN_TOKEN=$(openssl rand -hex 32)
-export PAPERBOY_ADMIN_TOKEN
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-port_a=$(free_port) port_b=$(free_port)
-work=$(mktemp -d)
-LOG_LEVEL=warning "$a" serve --port "$port_a" --no-dispatch > "$work/serve-a.log" 2>&1 &
-serve_a=$!
-LOG_LEVEL=warning "$b" serve --port "$port_b" --no-dispatch > "$work/serve-b.log" 2>&1 &
-serve_b=$!
-trap 'kill $serve_a $serve_b 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do
-    curl -fs "http://127.0.0.1:$port_a/health/ready" >/dev/null && curl -fs "http://127.0.0.1:$port_b/health/ready" >/dev/null && break
-    sleep 0.2
-done
+. scripts/serve-pair.sh
+start_serve_pair "$a" "$b"
 python3 scripts/status-poller.py "$port_a" "$port_b" "$PAPERBOY_ADMIN_TOKEN" "${INTERVAL:-0.2}" > "$work/poll.txt" 2>&1 &
 poller=$!
 # The broadcast's own checks may fail (say, devices left out by the hourly budget after earlier runs on this database):
