@@ -80,8 +80,8 @@ struct BroadcastStatus: PostgresPreparedStatement {
         WHERE b.id = $1
         """
 
-    /// `column` when it holds a JSON object, else NULL (no rows from `jsonb_each_text`): the cohorts' `objects` column
-    /// then says which is unreadable, instead of the whole statement failing on it.
+    /// `column` when it holds a JSON object, else NULL (no rows from `jsonb_each_text`): the cohorts' last array (each
+    /// cohort's ``Read/Cohort/readable``) then names the unreadable cohort, instead of the whole statement failing on it.
     private static func object(_ column: String) -> String {
         "CASE WHEN jsonb_typeof(\(column)) = 'object' THEN \(column) END"
     }
