@@ -130,6 +130,11 @@ struct OpenRoutesTests {
             // A later open of 02 is not its first since the publication: it stays counted as waiting.
             #expect(try await client.send(.post, "/v1/devices/\(devices[1])/opens", key: fixture.apiKey).status == .noContent)
 
+            // Ready at open is counted by the receipt tallies' steps (every 2 s on a worker): none ran yet.
+            let before = try await client.send(.get, "/v1/broadcasts/\(id)", headers: Self.admin)
+            #expect((try before.json()["readyAtOpen"] as? [String: Any])?["opens"] as? Int == 0)
+            try await ReceiptTallies(client: fixture.db.client, configuration: .init(lag: .zero, interval: .zero)).step(logger: fixture.db.logger)
+
             let shown = try await client.send(.get, "/v1/broadcasts/\(id)", headers: Self.admin)
             let ready = try #require(try shown.json()["readyAtOpen"] as? [String: Any])
             #expect(ready["opens"] as? Int == 3)

@@ -176,3 +176,46 @@ struct ReadyAtOpenTests {
         #expect(enough.p90WaitMinutes == 180)
     }
 }
+
+@Suite("Ready at open's wait buckets")
+struct ReadyAtOpenWaitBucketTests {
+    @Test("a percentile read from the buckets is within 2.6 % of the waits' own (of 1 s + the wait), from a second to a day")
+    func percentilesWithinTheBucketWidth() {
+        var state: UInt64 = 7
+        func next() -> UInt64 {  // xorshift64: the same waits on every run
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return state
+        }
+        for _ in 0..<50 {
+            let waits = (0..<401).map { _ in Double(next() % 86_400_000) / 1000 + 1 }
+            let exact = ReadyAtOpen(opens: 1_000, ready: 0, waits: waits, stillWaiting: 0)
+            var counts: [Int: Int] = [:]
+            for wait in waits { counts[ReadyAtOpen.WaitBuckets.bucket(ofSeconds: wait), default: 0] += 1 }
+            let buckets = counts.keys.sorted()
+            let tallied = ReadyAtOpen(ready: 0, notReady: 1_000, waitBuckets: buckets, waitCounts: buckets.map { counts[$0]! })
+            #expect(tallied.waited == 401 && tallied.stillWaiting == 599 && tallied.opens == 1_000)
+            for (exactMinutes, talliedMinutes) in [
+                (exact.medianWaitMinutes!, tallied.medianWaitMinutes!), (exact.p90WaitMinutes!, tallied.p90WaitMinutes!),
+            ] {
+                let (talliedSeconds, exactSeconds) = (talliedMinutes * 60, exactMinutes * 60)
+                #expect(abs(talliedSeconds - exactSeconds) <= (1 + exactSeconds) * 0.026, "\(talliedSeconds) s against \(exactSeconds) s")
+            }
+        }
+    }
+
+    @Test("a bucket holds the waits from its lower edge up to the next one; a negative wait is bucket 0")
+    func bucketEdges() {
+        #expect(ReadyAtOpen.WaitBuckets.bucket(ofSeconds: -3) == 0)
+        #expect(ReadyAtOpen.WaitBuckets.bucket(ofSeconds: 0) == 0)
+        for bucket in [1, 20, 100, 250] {
+            let lower = expm1(Double(bucket) / 20)
+            #expect(ReadyAtOpen.WaitBuckets.bucket(ofSeconds: lower * 1.000_001) == bucket)
+            #expect(ReadyAtOpen.WaitBuckets.bucket(ofSeconds: lower * 0.999_999) == bucket - 1)
+            let middle = ReadyAtOpen.WaitBuckets.seconds(ofBucket: bucket)
+            #expect(ReadyAtOpen.WaitBuckets.bucket(ofSeconds: middle) == bucket)
+        }
+        #expect(ReadyAtOpen.WaitBuckets.percentile(0.5, buckets: [], counts: []) == nil)
+    }
+}

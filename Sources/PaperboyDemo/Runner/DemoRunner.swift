@@ -571,6 +571,11 @@ public struct DemoRunner: Sendable {
             DemoRecording.Request(at: clock.demoTime(request.at).timeIntervalSince1970 - origin, route: request.route, status: request.status)
         }
         let receipts = try await self.receipts(edition: edition.id, client: client, tokens: fleet.tokenIndex, clock: clock, origin: origin)
+        // Recounted first from the receipts and the opens: the steps' tallies are 2 to 4 s behind, and the last opens
+        // have just been stored. Every open has been answered, so without the lag (writers still open hold the
+        // watermark back all the same).
+        try await ReceiptTallies(client: client, configuration: .init(lag: .zero, interval: .zero))
+            .recount(broadcastID: broadcast.id, now: clock.now(), logger: logger)
         let progressReport = try await repository.progress(id: broadcast.id, logger: logger)
         var recording = DemoRecording(
             strategy: strategy,

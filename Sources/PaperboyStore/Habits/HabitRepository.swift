@@ -132,13 +132,14 @@ public struct HabitRepository: Sendable {
     }
 
     /// Whether broadcast `broadcastID`'s targets found its edition when they first opened the app after its
-    /// publication (``ReadyAtOpen``), from its `broadcast_opens` rows and the receipts that came after.
-    public func readyAtOpen(broadcastID: UUID, editionID: UUID, logger: Logger) async throws -> ReadyAtOpen {
-        let rows = try await client.query(RequestStatements.readyAtOpen(broadcastID: broadcastID, editionID: editionID), logger: logger)
-        for try await row in rows.decode((Int, Int, Int, Double?, Double?, Int).self) {
-            return ReadyAtOpen(opens: row.0, ready: row.1, waited: row.2, medianWait: row.3, p90Wait: row.4, stillWaiting: row.5)
+    /// publication (``ReadyAtOpen``), from its ready-at-open tallies: the opens and receipts that arrived up to the
+    /// receipt tallies' watermark (2 to 4 s behind while a worker runs; exact once the ended broadcast is recounted).
+    public func readyAtOpen(broadcastID: UUID, logger: Logger) async throws -> ReadyAtOpen {
+        let rows = try await client.query(RequestStatements.readyAtOpen(broadcastID: broadcastID), logger: logger)
+        for try await (ready, notReady, buckets, counts) in rows.decode((Int, Int, [Int32], [Int]).self) {
+            return ReadyAtOpen(ready: ready, notReady: notReady, waitBuckets: buckets.map(Int.init), waitCounts: counts)
         }
-        return ReadyAtOpen(opens: 0, ready: 0, waited: 0, medianWait: nil, p90Wait: nil, stillWaiting: 0)
+        return ReadyAtOpen(ready: 0, notReady: 0, waitBuckets: [], waitCounts: [])
     }
 
     /// Ready at open of one broadcast, with what it broadcast.
@@ -167,7 +168,7 @@ public struct HabitRepository: Sendable {
         var found: [(UUID, UUID, Int, String, String, Int16, Date)] = []
         for try await row in rows.decode((UUID, UUID, Int, String, String, Int16, Date).self) { found.append(row) }
         var result: [BroadcastReadiness] = []
-        for (id, edition, app, slug, issueDate, environment, createdAt) in found {
+        for (id, _, app, slug, issueDate, environment, createdAt) in found {
             result.append(
                 BroadcastReadiness(
                     broadcastID: id,
@@ -176,7 +177,7 @@ public struct HabitRepository: Sendable {
                     issueDate: issueDate,
                     environment: APNsEnvironment(storageCode: environment),
                     createdAt: createdAt,
-                    readyAtOpen: try await readyAtOpen(broadcastID: id, editionID: edition, logger: logger)
+                    readyAtOpen: try await readyAtOpen(broadcastID: id, logger: logger)
                 )
             )
         }

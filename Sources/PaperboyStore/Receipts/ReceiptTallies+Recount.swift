@@ -106,7 +106,8 @@ extension ReceiptTallies {
     }
 
     /// Replaces the edition's own counts and those of `broadcastIDs` (and the failures they remember) with a
-    /// count of the edition's receipts through the watermark, under its lock. Returns the receipts counted.
+    /// count of the edition's receipts through the watermark, under its lock, and the broadcasts' ready at open with a
+    /// count of their opens (``recountOpensQuery(broadcastIDs:)``). Returns the receipts counted.
     static func recount(editionID: UUID, broadcastIDs: [UUID], on connection: PostgresConnection, logger: Logger) async throws -> Int {
         try await connection.query(
             "DELETE FROM receipt_tallies WHERE edition_id = \(editionID) AND (broadcast_id IS NULL OR broadcast_id = ANY(\(broadcastIDs)::uuid[]))",
@@ -119,7 +120,39 @@ extension ReceiptTallies {
         let rows = try await connection.query(recountQuery(editionID: editionID, broadcastIDs: broadcastIDs), logger: logger)
         var receipts = 0
         for try await count in rows.decode(Int.self) { receipts = count }
+        try await connection.query("DELETE FROM ready_at_open_tallies WHERE broadcast_id = ANY(\(broadcastIDs)::uuid[])", logger: logger)
+        try await connection.query(recountOpensQuery(broadcastIDs: broadcastIDs), logger: logger)
         return receipts
+    }
+
+    /// Ready at open counted again for `broadcastIDs` (their tallies deleted first): their first opens stored through
+    /// the watermark (and those stored before migration 0041, which have no time), and the waits that ended by it,
+    /// each waiting opener's successful receipt through the watermark probed by its primary key (`LIMIT 1` keeps it a
+    /// probe: joined, the planner hashed every receipt). The opens and the receipts after the watermark are the steps'.
+    static func recountOpensQuery(broadcastIDs: [UUID]) -> PostgresQuery {
+        """
+        WITH counted AS (
+            SELECT o.broadcast_id, o.device_id, o.waiting_since, b.edition_id
+            FROM unnest(\(broadcastIDs)::uuid[]) AS x(id)
+            CROSS JOIN LATERAL (SELECT edition_id FROM broadcasts WHERE id = x.id OFFSET 0) b
+            JOIN broadcast_opens o ON o.broadcast_id = x.id
+                AND (o.opened_at IS NULL OR o.opened_at <= (SELECT counted_through FROM receipt_tally_state))
+        )
+        INSERT INTO ready_at_open_tallies (broadcast_id, kind, bucket, count)
+        SELECT broadcast_id, CASE WHEN waiting_since IS NULL THEN 0 ELSE 1 END, 0, count(*) FROM counted GROUP BY 1, 2
+        UNION ALL
+        SELECT c.broadcast_id, 2, \(unescaped: ReadyAtOpen.WaitBuckets.sql(wait: "extract(epoch FROM r.received_at - c.waiting_since)::float8")),
+            count(*)
+        FROM counted c
+        CROSS JOIN LATERAL (
+            SELECT r.received_at FROM receipts r
+            WHERE r.device_id = c.device_id AND r.edition_id = c.edition_id AND r.result <> 'failed'
+                AND r.received_at <= (SELECT counted_through FROM receipt_tally_state)
+            LIMIT 1
+        ) r
+        WHERE c.waiting_since IS NOT NULL
+        GROUP BY 1, 3
+        """
     }
 
     /// The full count: every receipt of the edition through the watermark (the `(edition_id, received_at)`

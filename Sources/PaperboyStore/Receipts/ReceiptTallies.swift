@@ -35,6 +35,14 @@ import PostgresNIO
 ///   and from then on its deliveries do not change, so the steps keep it exact as late receipts arrive.
 ///   `paperboy broadcast status --exact` recounts on demand.
 /// - Receipts stored before migration 0019 are counted when their broadcast is recounted.
+///
+/// **Ready at open** (``ReadyAtOpen``, migration 0041) is counted by the same steps under the same watermark: the first
+/// opens stored in the window (`broadcast_opens.opened_at`, the open statement's start), held or not, and the waits
+/// that ended in it: a wait ends when both its open and the device's successful receipt for the edition are there,
+/// and is counted in the window holding the later of the two (a receipt of the window with an open up to its end, or
+/// an open of the window with a receipt before its start: one primary-key probe each). So each wait is counted once,
+/// with its length in ``ReadyAtOpen/WaitBuckets``. A recount counts the broadcast's opens again with its receipts.
+/// An open of a device erased since stays counted until the broadcast is recounted.
 public struct ReceiptTallies: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// How old a receipt must be before a step counts it (the database's clock). A receipt's `received_at` is
@@ -76,6 +84,9 @@ public struct ReceiptTallies: Sendable {
         public var receipts: Int
         /// Of those, upgrades of a counted `failed` receipt.
         public var upgrades: Int
+        /// First opens counted for ready at open (``ReadyAtOpen``), and waits for the edition that ended.
+        public var opens: Int = 0
+        public var waits: Int = 0
         /// The watermark after the step: receipts that arrived up to this instant are counted.
         public var countedThrough: Date
     }
@@ -135,8 +146,8 @@ public struct ReceiptTallies: Sendable {
             stepQuery(after: window.after, through: window.through, lookback: configuration.editionLookback.seconds),
             logger: logger
         )
-        var counted = (receipts: 0, upgrades: 0)
-        for try await row in rows.decode((Int, Int).self) { counted = row }
+        var counted = (receipts: 0, upgrades: 0, opens: 0, waits: 0)
+        for try await row in rows.decode((Int, Int, Int, Int).self) { counted = row }
         let moved = try await connection.query(
             """
             UPDATE receipt_tally_state SET counted_through = greatest(counted_through, \(window.through)::timestamptz)
@@ -146,7 +157,7 @@ public struct ReceiptTallies: Sendable {
         )
         var through = Date.distantPast
         for try await date in moved.decode(Date.self) { through = date }
-        return Step(receipts: counted.receipts, upgrades: counted.upgrades, countedThrough: through)
+        return Step(receipts: counted.receipts, upgrades: counted.upgrades, opens: counted.opens, waits: counted.waits, countedThrough: through)
     }
 
     /// Locks the watermark and returns it with the end of the next window: `now() - lag`, but before the oldest
@@ -184,7 +195,8 @@ public struct ReceiptTallies: Sendable {
         """
         WITH taken AS (
             SELECT * FROM (
-                SELECT r.device_id, r.edition_id, r.result, coalesce(r.provider, (SELECT d.provider FROM devices d WHERE d.id = r.device_id)) AS provider
+                SELECT r.device_id, r.edition_id, r.result, r.received_at,
+                    coalesce(r.provider, (SELECT d.provider FROM devices d WHERE d.id = r.device_id)) AS provider
                 FROM editions e
                 JOIN receipts r ON r.edition_id = e.id
                     AND r.received_at > \(after)::timestamptz AND r.received_at <= \(through)::timestamptz
@@ -220,8 +232,34 @@ public struct ReceiptTallies: Sendable {
             INSERT INTO receipt_tallies AS tally (edition_id, broadcast_id, wave, cohort, provider, result, count)
             SELECT edition_id, broadcast_id, wave, cohort, provider, result, sum(n) FROM changes GROUP BY 1, 2, 3, 4, 5, 6
             ON CONFLICT (edition_id, broadcast_id, wave, cohort, provider, result) DO UPDATE SET count = tally.count + EXCLUDED.count
+        ), opened AS (
+            SELECT o.broadcast_id, o.device_id, o.waiting_since FROM broadcast_opens o
+            WHERE o.opened_at > \(after)::timestamptz AND o.opened_at <= \(through)::timestamptz
+        ), waits AS (
+            SELECT o.broadcast_id, extract(epoch FROM t.received_at - o.waiting_since)::float8 AS wait
+            FROM taken t
+            JOIN broadcasts b ON b.edition_id = t.edition_id
+            JOIN broadcast_opens o ON o.broadcast_id = b.id AND o.device_id = t.device_id
+            WHERE t.result <> 'failed' AND o.waiting_since IS NOT NULL
+                AND (o.opened_at IS NULL OR o.opened_at <= \(through)::timestamptz)
+            UNION ALL
+            SELECT o.broadcast_id, extract(epoch FROM r.received_at - o.waiting_since)::float8
+            FROM opened o
+            JOIN broadcasts b ON b.id = o.broadcast_id
+            JOIN receipts r ON r.device_id = o.device_id AND r.edition_id = b.edition_id AND r.result <> 'failed'
+                AND r.received_at <= \(after)::timestamptz
+            WHERE o.waiting_since IS NOT NULL
+        ), opens_applied AS (
+            INSERT INTO ready_at_open_tallies AS tally (broadcast_id, kind, bucket, count)
+            SELECT broadcast_id, kind, bucket, count(*) FROM (
+                SELECT broadcast_id, CASE WHEN waiting_since IS NULL THEN 0 ELSE 1 END::smallint AS kind, 0 AS bucket FROM opened
+                UNION ALL
+                SELECT broadcast_id, 2::smallint, \(unescaped: ReadyAtOpen.WaitBuckets.sql(wait: "wait")) FROM waits
+            ) c GROUP BY 1, 2, 3
+            ON CONFLICT (broadcast_id, kind, bucket) DO UPDATE SET count = tally.count + EXCLUDED.count
         )
-        SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM upgraded WHERE broadcast_id IS NULL)
+        SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM upgraded WHERE broadcast_id IS NULL),
+            (SELECT count(*) FROM opened), (SELECT count(*) FROM waits)
         """
     }
 }

@@ -13,30 +13,24 @@ extension RequestStatements {
         PostgresQuery(unsafeSQL: WriteOpen.sql, binds: WriteOpen(deviceID: deviceID, now: now, learned: learned, key: key).makeBindings())
     }
 
-    /// A broadcast's first opens counted: all, those that found the edition held, those that waited for a receipt
-    /// that came (with the median and 90th percentile of the wait, in seconds), and those still without one. One read
-    /// of the broadcast's `broadcast_opens` rows by their primary key, and a receipt probe per opener who waited; with
-    /// many opens the planner hashes the edition's receipts instead (300,000 opens at 1,000,000 devices: 659 ms). Either
-    /// way it is O(opens) on every status: docs/limits.md.
-    static func readyAtOpen(broadcastID: UUID, editionID: UUID) -> PostgresQuery {
-        var binds = PostgresBindings(capacity: 2)
+    /// A broadcast's first opens as the tallies count them (migration 0041, counted by the receipt tallies' steps:
+    /// ``ReceiptTallies``): those that found the edition held, those that did not, and the waits that ended since,
+    /// by bucket (``ReadyAtOpen/WaitBuckets``). A few dozen rows by the tallies' primary key, whatever the opens.
+    static func readyAtOpen(broadcastID: UUID) -> PostgresQuery {
+        var binds = PostgresBindings(capacity: 1)
         binds.append(broadcastID)
-        binds.append(editionID)
-        return PostgresQuery(unsafeSQL: readyAtOpenSelect(broadcast: "$1", edition: "$2"), binds: binds)
+        return PostgresQuery(unsafeSQL: readyAtOpenSelect(broadcast: "$1"), binds: binds)
     }
 
-    /// ``readyAtOpen(broadcastID:editionID:)``'s statement for broadcast `broadcast` of edition `edition` (SQL
-    /// expressions): one row, also as a part of the status (``BroadcastStatus``).
-    static func readyAtOpenSelect(broadcast: String, edition: String) -> String {
+    /// ``readyAtOpen(broadcastID:)``'s statement for broadcast `broadcast` (an SQL expression): one row of `bigint`,
+    /// `bigint`, `integer[]`, `bigint[]` (``ReadyAtOpen/init(ready:notReady:waitBuckets:waitCounts:)``), also as a
+    /// part of the status (``BroadcastStatus``).
+    static func readyAtOpenSelect(broadcast: String) -> String {
         """
-        SELECT count(*)::bigint, count(*) FILTER (WHERE o.waiting_since IS NULL)::bigint, count(r.received_at)::bigint,
-            percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM r.received_at - o.waiting_since))::float8),
-            percentile_cont(0.9) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM r.received_at - o.waiting_since))::float8),
-            count(*) FILTER (WHERE o.waiting_since IS NOT NULL AND r.received_at IS NULL)::bigint
-        FROM broadcast_opens o
-        LEFT JOIN receipts r ON o.waiting_since IS NOT NULL AND r.device_id = o.device_id AND r.edition_id = \(edition)
-            AND r.result <> 'failed'
-        WHERE o.broadcast_id = \(broadcast)
+        SELECT coalesce(sum(count) FILTER (WHERE kind = 0), 0)::bigint, coalesce(sum(count) FILTER (WHERE kind = 1), 0)::bigint,
+            coalesce(array_agg(bucket ORDER BY bucket) FILTER (WHERE kind = 2), '{}'),
+            coalesce(array_agg(count ORDER BY bucket) FILTER (WHERE kind = 2), '{}')
+        FROM ready_at_open_tallies WHERE broadcast_id = \(broadcast)
         """
     }
 

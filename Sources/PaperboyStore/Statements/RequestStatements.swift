@@ -184,7 +184,7 @@ public enum RequestStatements {
                 key: StoredCohortKey.stored(ReadingHabit.cohortKey(minute: 200, tokenKey: s.token.cohortKey))
             )
         },
-        Statement("GET /v1/broadcasts/{id}: ready at open") { s in readyAtOpen(broadcastID: s.broadcastID, editionID: s.editionID) },
+        Statement("paperboy insights ready-at-open: a broadcast's ready-at-open tallies") { s in readyAtOpen(broadcastID: s.broadcastID) },
         Statement("paperboy insights ready-at-open: the window's broadcasts") { s in
             broadcastsForReadiness(publication: "morning", appID: nil, since: s.now.addingTimeInterval(-14 * 86_400))
         },
@@ -198,12 +198,15 @@ public enum RequestStatements {
         Statement("dispatch: lock the receipt tallies' watermark (every 2 s)") { _ in
             ReceiptTallies.lockQuery(ReceiptTallies.Configuration(), wait: false, dueOnly: true)
         },
-        Statement("dispatch: tally the receipts per wave and cohort that arrived since the last step (every 2 s)") { s in
+        Statement("dispatch: tally the receipts per wave and cohort, and ready at open, since the last step (every 2 s)") { s in
             ReceiptTallies.stepQuery(
                 after: s.now.addingTimeInterval(-4).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
                 through: s.now.addingTimeInterval(-2).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
                 lookback: ReceiptTallies.Configuration().editionLookback.seconds
             )
+        },
+        Statement("dispatch: recount an ended broadcast's ready at open (once)") { s in
+            ReceiptTallies.recountOpensQuery(broadcastIDs: [s.broadcastID])
         },
         Statement("dispatch: the ended broadcasts, to recount their receipts") { _ in
             ReceiptTallies.endedBroadcastsQuery(lookback: ReceiptTallies.Configuration().editionLookback.seconds)
