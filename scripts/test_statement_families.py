@@ -78,8 +78,9 @@ def test_nothing_that_touches_a_receipt_or_a_tally_is_a_lease():
 
 def test_the_status_in_one_statement_is_the_status():
     # testdata/status-statement.txt: `GET /v1/broadcasts/{id}` since 2026-12-05 (Broadcasts/BroadcastStatus.swift), one
-    # prepared statement, as pg_stat_statements recorded it. It reads the tallies, the receipts (ready at open), the
-    # cohorts and the holds: it must not be counted as the receipts', the tally's or a lease's.
+    # prepared statement, as pg_stat_statements recorded it (re-recorded after migration 0041). It reads the receipt
+    # and ready-at-open tallies, the cohorts and the holds: it must not be counted as the receipts', the tally's or a
+    # lease's.
     text = (HERE / "testdata" / "status-statement.txt").read_text()
     assert "jsonb_each_text" in text and "WHERE b.id = $1" in text
     assert families.family(text) == "status and console"

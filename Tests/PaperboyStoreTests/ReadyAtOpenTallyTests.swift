@@ -149,6 +149,40 @@ struct ReadyAtOpenTallyTests {
         }
     }
 
+    @Test(
+        "the waits' median and 90th percentile are those of the openers who waited: held opens and openers still waiting are not waits of 0"
+    )
+    func percentilesOfTheWaitsOnly() async throws {
+        try await TestDatabase.with { db in
+            let fleet = try await ReceiptTallyTests.seed(db)
+            // 1,000 first opens of devices beyond the fleet (the table keeps no foreign key): 500 held, 200 still
+            // waiting, 300 that waited 1 to 300 minutes for a receipt that came now.
+            try await db.client.query(
+                """
+                INSERT INTO broadcast_opens (broadcast_id, device_id, waiting_since)
+                SELECT \(fleet.running), 1000000 + i, CASE WHEN i < 500 THEN NULL ELSE now() - (i - 699) * interval '1 minute' END
+                FROM generate_series(0, 999) AS i
+                """,
+                logger: db.logger
+            )
+            try await db.client.query(
+                """
+                INSERT INTO receipts (device_id, edition_id, result, provider)
+                SELECT 1000000 + i, \(fleet.edition), 'newData', 0 FROM generate_series(700, 999) AS i
+                """,
+                logger: db.logger
+            )
+            try await fleet.tallies.step(logger: db.logger)
+            let ready = try #require(try await BroadcastRepository(client: db.client).progress(id: fleet.running, logger: db.logger)?.readyAtOpen)
+            #expect(ready.opens == 1_000 && ready.ready == 500 && ready.waited == 300 && ready.stillWaiting == 200)
+            // Nearest rank: the 150th and 270th of 1 … 300 minutes, within the buckets' 2.6 % of 1 s + the wait.
+            let median = try #require(ready.medianWaitMinutes)
+            let p90 = try #require(ready.p90WaitMinutes)
+            #expect(abs(median - 150) <= (150 + 1.0 / 60) * 0.026, "median \(median) min")
+            #expect(abs(p90 - 270) <= (270 + 1.0 / 60) * 0.026, "p90 \(p90) min")
+        }
+    }
+
     @Test("a wait's bucket is the same in the database as in Swift, from a millisecond to a week")
     func bucketsAgree() async throws {
         try await TestDatabase.with { db in
