@@ -164,8 +164,9 @@ struct BroadcastCommand: AsyncParsableCommand {
 
         @Flag(
             help: """
-                Recount the broadcast's receipts from every receipt first (seconds at millions of devices), instead of \
-                the tallies the workers keep (a few seconds behind while it runs; recounted once it has ended).
+                Recount the broadcast's receipts from every receipt, and its ready at open from every open, first \
+                (seconds at millions of devices), instead of the tallies the workers keep (a few seconds behind while \
+                it runs; recounted once it has ended).
                 """
         )
         var exact = false
