@@ -228,8 +228,8 @@ struct BroadcastStatus: PostgresPreparedStatement {
                 }
             }
 
-            let (ready, notReady, waitBuckets, waitCounts): (Int, Int, [Int32], [Int]) = (try next(), try next(), try next(), try next())
-            readyAtOpen = ReadyAtOpen(ready: ready, notReady: notReady, waitBuckets: waitBuckets.map(Int.init), waitCounts: waitCounts)
+            let (ready, notReady, waitBuckets, waitCounts): (Int, Int, [Int], [Int]) = (try next(), try next(), try next(), try next())
+            readyAtOpen = ReadyAtOpen(ready: ready, notReady: notReady, waitBuckets: waitBuckets, waitCounts: waitCounts)
 
             let (holdProviders, reasons, raised, held): ([Int16], [String], [Date], [Int]) = (try next(), try next(), try next(), try next())
             holds = holdProviders.indices.map {

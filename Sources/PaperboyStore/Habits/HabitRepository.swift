@@ -136,8 +136,8 @@ public struct HabitRepository: Sendable {
     /// receipt tallies' watermark (2 to 4 s behind while a worker runs; exact once the ended broadcast is recounted).
     public func readyAtOpen(broadcastID: UUID, logger: Logger) async throws -> ReadyAtOpen {
         let rows = try await client.query(RequestStatements.readyAtOpen(broadcastID: broadcastID), logger: logger)
-        for try await (ready, notReady, buckets, counts) in rows.decode((Int, Int, [Int32], [Int]).self) {
-            return ReadyAtOpen(ready: ready, notReady: notReady, waitBuckets: buckets.map(Int.init), waitCounts: counts)
+        for try await (ready, notReady, buckets, counts) in rows.decode((Int, Int, [Int], [Int]).self) {
+            return ReadyAtOpen(ready: ready, notReady: notReady, waitBuckets: buckets, waitCounts: counts)
         }
         return ReadyAtOpen(ready: 0, notReady: 0, waitBuckets: [], waitCounts: [])
     }
@@ -165,10 +165,10 @@ public struct HabitRepository: Sendable {
             RequestStatements.broadcastsForReadiness(publication: publication, appID: appID, since: now.addingTimeInterval(-Double(days) * 86_400)),
             logger: logger
         )
-        var found: [(UUID, UUID, Int, String, String, Int16, Date)] = []
-        for try await row in rows.decode((UUID, UUID, Int, String, String, Int16, Date).self) { found.append(row) }
         var result: [BroadcastReadiness] = []
-        for (id, _, app, slug, issueDate, environment, createdAt) in found {
+        for try await (id, app, slug, issueDate, environment, createdAt, ready, notReady, buckets, counts) in rows.decode(
+            (UUID, Int, String, String, Int16, Date, Int, Int, [Int], [Int]).self
+        ) {
             result.append(
                 BroadcastReadiness(
                     broadcastID: id,
@@ -177,7 +177,7 @@ public struct HabitRepository: Sendable {
                     issueDate: issueDate,
                     environment: APNsEnvironment(storageCode: environment),
                     createdAt: createdAt,
-                    readyAtOpen: try await readyAtOpen(broadcastID: id, logger: logger)
+                    readyAtOpen: ReadyAtOpen(ready: ready, notReady: notReady, waitBuckets: buckets, waitCounts: counts)
                 )
             )
         }

@@ -23,23 +23,25 @@ extension RequestStatements {
     }
 
     /// ``readyAtOpen(broadcastID:)``'s statement for broadcast `broadcast` (an SQL expression): one row of `bigint`,
-    /// `bigint`, `integer[]`, `bigint[]` (``ReadyAtOpen/init(ready:notReady:waitBuckets:waitCounts:)``), also as a
-    /// part of the status (``BroadcastStatus``).
+    /// `bigint`, `bigint[]`, `bigint[]` (``ReadyAtOpen/init(ready:notReady:waitBuckets:waitCounts:)``), also as a
+    /// part of the status (``BroadcastStatus``) and of `paperboy insights ready-at-open`'s list.
     static func readyAtOpenSelect(broadcast: String) -> String {
         """
         SELECT coalesce(sum(count) FILTER (WHERE kind = 0), 0)::bigint, coalesce(sum(count) FILTER (WHERE kind = 1), 0)::bigint,
-            coalesce(array_agg(bucket ORDER BY bucket) FILTER (WHERE kind = 2), '{}'),
+            coalesce(array_agg(bucket::bigint ORDER BY bucket) FILTER (WHERE kind = 2), '{}'),
             coalesce(array_agg(count ORDER BY bucket) FILTER (WHERE kind = 2), '{}')
         FROM ready_at_open_tallies WHERE broadcast_id = \(broadcast)
         """
     }
 
-    /// The broadcasts created since `since` (of a publication, of an app), oldest first: `paperboy insights
-    /// ready-at-open`'s list, through the index of broadcasts by creation.
+    /// The broadcasts created since `since` (of a publication, of an app), oldest first, each with its ready at open
+    /// (``readyAtOpenSelect(broadcast:)``): `paperboy insights ready-at-open`'s list in one statement, through the
+    /// index of broadcasts by creation.
     static func broadcastsForReadiness(publication: String?, appID: Int?, since: Date) -> PostgresQuery {
         """
-        SELECT b.id, b.edition_id, p.app_id, p.slug, e.issue_date::text, b.environment, b.created_at
+        SELECT b.id, p.app_id, p.slug, e.issue_date::text, b.environment, b.created_at, r.*
         FROM broadcasts b JOIN editions e ON e.id = b.edition_id JOIN publications p ON p.id = e.publication_id
+        CROSS JOIN LATERAL (\(unescaped: readyAtOpenSelect(broadcast: "b.id"))) r
         WHERE b.created_at >= \(since) AND b.state <> 'cancelled'
             AND (\(publication)::text IS NULL OR p.slug = \(publication)) AND (\(appID)::integer IS NULL OR p.app_id = \(appID))
         ORDER BY b.created_at
