@@ -5,14 +5,14 @@ import PostgresNIO
 
 /// Receipts that arrive together recorded together: group commit for the morning's largest load.
 ///
-/// At most `lanes` statements run at once; a receipt that arrives while they all run waits for the next free one and
-/// goes with every receipt that waited meanwhile (up to `maxBatch`) in one ``RecordReceipts`` statement. Alone, a
-/// receipt goes at once (no timer, no added wait); under load the batches grow by themselves. A receipt is answered
-/// only once the statement that wrote it has returned (committed): an answered receipt is never lost.
+/// The receipts waiting go together in one ``RecordReceipts`` statement when ``ReceiptGrouping`` says: at once on a
+/// quiet server, else at most one statement that is not full every `linger` (5 ms), with every receipt that came
+/// meanwhile (up to `maxBatch`). A receipt is answered only once the statement that wrote it has returned
+/// (committed): an answered receipt is never lost.
 ///
 /// A batch that fails is recorded again one receipt at a time (``RecordReceipt``), so that one receipt the database
 /// refuses fails alone and the others are answered as they would have been.
-actor ReceiptBatcher {
+actor ReceiptBatcher<C: Clock> where C.Duration == Duration, C.Instant: Sendable {
     /// What ``RecordReceipt`` answers for one receipt.
     typealias Answer = RecordReceipt.Row
 
@@ -22,20 +22,22 @@ actor ReceiptBatcher {
     }
 
     private let client: PostgresClient
-    private let lanes: Int
-    private let maxBatch: Int
+    private let grouping: ReceiptGrouping
+    private let clock: C
     private var waiting: [Pending] = []
     private var running = 0
+    private var lastStart: C.Instant?
+    /// A wake-up is scheduled (``ReceiptGrouping/Decision/wait(until:)``): one at a time.
+    private var wakeScheduled = false
 
     /// How many statements ran and how many receipts they held (for tests and the benchmark's report).
     private(set) var statements = 0
     private(set) var recorded = 0
 
-    init(client: PostgresClient, lanes: Int = 2, maxBatch: Int = 64) {
-        precondition(lanes > 0 && maxBatch > 0, "a batcher runs at least one statement of at least one receipt")
+    init(client: PostgresClient, grouping: ReceiptGrouping = .standard, clock: C) {
         self.client = client
-        self.lanes = lanes
-        self.maxBatch = maxBatch
+        self.grouping = grouping
+        self.clock = clock
     }
 
     func record(_ receipt: RecordReceipt, logger: Logger) async throws -> Answer {
@@ -46,12 +48,33 @@ actor ReceiptBatcher {
     }
 
     private func startBatches(logger: Logger) {
-        while running < lanes, !waiting.isEmpty {
-            let batch = Array(waiting.prefix(maxBatch))
-            waiting.removeFirst(batch.count)
-            running += 1
-            Task { await self.run(batch, logger: logger) }
+        while true {
+            let now = clock.now
+            switch grouping.next(waiting: waiting.count, running: running, lastStart: lastStart, now: now) {
+            case .idle:
+                return
+            case .wait(let deadline):
+                guard !wakeScheduled else { return }
+                wakeScheduled = true
+                Task {
+                    // Cancelled or not, the batcher looks again: a wake-up early or late starts nothing too soon.
+                    do { try await self.clock.sleep(until: deadline, tolerance: nil) } catch {}
+                    await self.woke(logger: logger)
+                }
+                return
+            case .start(let count):
+                let batch = Array(waiting.prefix(count))
+                waiting.removeFirst(batch.count)
+                running += 1
+                lastStart = now
+                Task { await self.run(batch, logger: logger) }
+            }
         }
+    }
+
+    private func woke(logger: Logger) {
+        wakeScheduled = false
+        startBatches(logger: logger)
     }
 
     private func run(_ batch: [Pending], logger: Logger) async {

@@ -10,7 +10,7 @@ public struct ReceiptRepository: Sendable {
     let recording: PostgresClient
     /// Receipts recorded at the same time share a statement (``ReceiptBatcher``): one per repository, so every
     /// request of a server that builds its repository once shares it.
-    let batcher: ReceiptBatcher
+    let batcher: ReceiptBatcher<ContinuousClock>
 
     /// - Parameter recordingClient: a client for recording receipts alone, made by
     ///   ``DatabaseConfiguration/makeReceiptClient(logger:)`` so that its statements are planned once per connection;
@@ -18,7 +18,7 @@ public struct ReceiptRepository: Sendable {
     public init(client: PostgresClient, recordingClient: PostgresClient? = nil) {
         self.client = client
         self.recording = recordingClient ?? client
-        self.batcher = ReceiptBatcher(client: recording)
+        self.batcher = ReceiptBatcher(client: recording, clock: ContinuousClock())
     }
 
     /// Records a device's receipt for an edition, idempotently per device and edition.
