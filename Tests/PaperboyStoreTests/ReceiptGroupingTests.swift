@@ -62,7 +62,7 @@ struct ReceiptGroupingTests {
                 switch grouping.next(waiting: waiting.count, running: ends.count, lastStart: lastStart, now: at(now)) {
                 case .idle: break decide
                 case .wait(let until):
-                    wake = Double((until - origin).components.attoseconds) / 1e15 + Double((until - origin).components.seconds) * 1000
+                    wake = (until - origin) / .milliseconds(1)
                     break decide
                 case .start(let count):
                     let batch = waiting.prefix(count)
